@@ -1,0 +1,220 @@
+//===- TrnFolds.cpp - folders for trn ops --------------------------------===//
+//
+// Folds for trivial cases: identities (x * 1, reshape to the same type, ...),
+// involutions (neg(neg x)) and arithmetic on splat constants. Float
+// arithmetic uses APFloat in the element type's own semantics so that a folded
+// bf16 or f8 constant is exactly what the evaluator would have computed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::trn;
+
+namespace {
+
+SplatElementsAttr getSplat(Attribute attr) {
+  return dyn_cast_or_null<SplatElementsAttr>(attr);
+}
+
+/// True if `attr` is a splat whose every element equals `value` exactly
+/// (for floats, bitwise: -0.0 and +0.0 are different).
+bool isSplatOf(Attribute attr, double value) {
+  auto splat = getSplat(attr);
+  if (!splat)
+    return false;
+  Type elementType = splat.getElementType();
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    APFloat expected(value);
+    bool lostInfo = false;
+    expected.convert(floatType.getFloatSemantics(),
+                     APFloat::rmNearestTiesToEven, &lostInfo);
+    return !lostInfo &&
+           splat.getSplatValue<APFloat>().bitwiseIsEqual(expected);
+  }
+  if (elementType.isInteger(1))
+    return false;
+  return splat.getSplatValue<APInt>().getSExtValue() ==
+         static_cast<int64_t>(value);
+}
+
+/// Folds `lhs op rhs` when both are splat constants, or returns null.
+template <typename FloatFn, typename IntFn>
+Attribute foldSplatBinary(Attribute lhs, Attribute rhs, ShapedType type,
+                          FloatFn floatFn, IntFn intFn) {
+  auto l = getSplat(lhs), r = getSplat(rhs);
+  if (!l || !r)
+    return {};
+  if (isa<FloatType>(type.getElementType())) {
+    APFloat value = l.getSplatValue<APFloat>();
+    if (!floatFn(value, r.getSplatValue<APFloat>()))
+      return {};
+    return DenseElementsAttr::get(type, value);
+  }
+  APInt a = l.getSplatValue<APInt>(), b = r.getSplatValue<APInt>();
+  std::optional<APInt> value = intFn(a, b);
+  if (!value)
+    return {};
+  return DenseElementsAttr::get(type, *value);
+}
+
+/// A splat constant of `type` with the splat value of `attr`, if `attr` is a
+/// splat; used by shape ops, which do not change a splat's value.
+Attribute reshapeSplat(Attribute attr, ShapedType type) {
+  if (auto splat = getSplat(attr))
+    return splat.resizeSplat(type);
+  return {};
+}
+
+} // namespace
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+OpFoldResult NegOp::fold(FoldAdaptor) {
+  if (auto inner = getOperand().getDefiningOp<NegOp>())
+    return inner.getOperand();
+  return {};
+}
+
+OpFoldResult NotOp::fold(FoldAdaptor) {
+  if (auto inner = getOperand().getDefiningOp<NotOp>())
+    return inner.getOperand();
+  return {};
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  // x + -0.0 == x for every float x (x + +0.0 is not: -0.0 + 0.0 == +0.0).
+  bool isFloat = isa<FloatType>(getType().getElementType());
+  if (isSplatOf(adaptor.getRhs(), isFloat ? -0.0 : 0.0))
+    return getLhs();
+  if (isSplatOf(adaptor.getLhs(), isFloat ? -0.0 : 0.0))
+    return getRhs();
+  return foldSplatBinary(
+      adaptor.getLhs(), adaptor.getRhs(), getType(),
+      [](APFloat &a, const APFloat &b) {
+        a.add(b, APFloat::rmNearestTiesToEven);
+        return true;
+      },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        return a + b;
+      });
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (isSplatOf(adaptor.getRhs(), 0.0))
+    return getLhs();
+  return foldSplatBinary(
+      adaptor.getLhs(), adaptor.getRhs(), getType(),
+      [](APFloat &a, const APFloat &b) {
+        a.subtract(b, APFloat::rmNearestTiesToEven);
+        return true;
+      },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        return a - b;
+      });
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (isSplatOf(adaptor.getRhs(), 1.0))
+    return getLhs();
+  if (isSplatOf(adaptor.getLhs(), 1.0))
+    return getRhs();
+  return foldSplatBinary(
+      adaptor.getLhs(), adaptor.getRhs(), getType(),
+      [](APFloat &a, const APFloat &b) {
+        a.multiply(b, APFloat::rmNearestTiesToEven);
+        return true;
+      },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        return a * b;
+      });
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  if (isSplatOf(adaptor.getRhs(), 1.0))
+    return getLhs();
+  return foldSplatBinary(
+      adaptor.getLhs(), adaptor.getRhs(), getType(),
+      [](APFloat &a, const APFloat &b) {
+        a.divide(b, APFloat::rmNearestTiesToEven);
+        return true;
+      },
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        // Integer division by zero is an evaluation error: leave it be.
+        if (b.isZero() || (a.isMinSignedValue() && b.isAllOnes()))
+          return std::nullopt;
+        return a.sdiv(b);
+      });
+}
+
+OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
+  if (getOnTrue() == getOnFalse())
+    return getOnTrue();
+  if (auto pred = getSplat(adaptor.getPred()))
+    return pred.getSplatValue<bool>() ? getOnTrue() : getOnFalse();
+  return {};
+}
+
+OpFoldResult ConvertOp::fold(FoldAdaptor) {
+  if (getOperand().getType() == getType())
+    return getOperand();
+  return {};
+}
+
+OpFoldResult BroadcastInDimOp::fold(FoldAdaptor adaptor) {
+  // Equal types with strictly increasing dims means the identity mapping.
+  if (getOperand().getType() == getType())
+    return getOperand();
+  return reshapeSplat(adaptor.getOperand(), getType());
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getOperand().getType() == getType())
+    return getOperand();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getOperand()))
+    return dense.reshape(getType());
+  // reshape(reshape(x)) == reshape(x): update in place.
+  if (auto inner = getOperand().getDefiningOp<ReshapeOp>()) {
+    getOperandMutable().assign(inner.getOperand());
+    return getResult();
+  }
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  bool identity = true;
+  for (auto [i, dim] : llvm::enumerate(perm))
+    identity &= dim == static_cast<int64_t>(i);
+  if (identity)
+    return getOperand();
+  return reshapeSplat(adaptor.getOperand(), getType());
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
+  if (getOperand().getType() == getType())
+    return getOperand();
+  return reshapeSplat(adaptor.getOperand(), getType());
+}
+
+OpFoldResult ConcatenateOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1)
+    return getInputs().front();
+  return {};
+}
+
+OpFoldResult PadOp::fold(FoldAdaptor) {
+  if (getOperand().getType() == getType())
+    return getOperand();
+  return {};
+}
+
+OpFoldResult ReduceOp::fold(FoldAdaptor) {
+  if (getDims().empty())
+    return getOperand();
+  return {};
+}

@@ -1,0 +1,20 @@
+//===- InitAll.cpp - register every trn dialect and pass -----------------===//
+
+#include "trn/InitAll.h"
+
+#include "trn/Dialect/Trn/IR/TrnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+void trn::registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<mlir::trn::TrnDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
+                  mlir::scf::SCFDialect>();
+}
+
+void trn::registerAllPasses() { mlir::registerTransformsPasses(); }

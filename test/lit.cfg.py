@@ -1,0 +1,33 @@
+# -*- Python -*-
+# lit configuration for trn: tools from build/bin, FileCheck and friends from
+# Debian's LLVM 19, and %python for Debian's interpreter with torch and numpy.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "TRN"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".py"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.trn_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%python", config.trn_python))
+config.substitutions.append(("%trn_src_root", config.trn_src_root))
+config.substitutions.append(("%trn_obj_root", config.trn_obj_root))
+
+tool_dirs = [config.trn_tools_dir, config.llvm_tools_dir]
+tools = ["trn-opt"]
+for name in ["trn-eval"]:
+    if os.path.exists(os.path.join(config.trn_tools_dir, name)):
+        tools.append(name)
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.trn_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

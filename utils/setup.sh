@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs every Debian package trn needs, then configures and builds build/.
+# Idempotent: packages already present are not reinstalled and the build is incremental.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${TRN_BUILD_DIR:-$root/build}
+
+say() { printf '[setup] %s\n' "$*"; }
+
+packages=(
+  build-essential cmake ninja-build ccache lld-19 pkg-config git
+  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
+  libtbb-dev libxxhash-dev libzstd-dev zstd
+  libgtest-dev libgmock-dev
+  pybind11-dev python3-dev python3-torch python3-numpy
+  libopenmpi-dev openmpi-bin
+  libopenblas-dev
+  nlohmann-json3-dev libzip-dev zlib1g-dev
+  clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  say "installing ${#missing[@]} Debian packages: ${missing[*]}"
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null 2>&1; then
+      SUDO=sudo
+    else
+      echo "[setup] error: packages missing (${missing[*]}) and not running as root; rerun as root or install them with apt-get" >&2
+      exit 1
+    fi
+  else
+    SUDO=
+  fi
+  if ! $SUDO apt-get update -q; then
+    echo "[setup] error: 'apt-get update' failed; check network access to the Debian archive" >&2
+    exit 1
+  fi
+  if ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+    echo "[setup] error: 'apt-get install' failed for: ${missing[*]}; check network access to the Debian archive" >&2
+    exit 1
+  fi
+else
+  say "all ${#packages[@]} Debian packages already installed"
+fi
+
+llvm_prefix=$(llvm-config-19 --prefix)
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+if [[ ! -f $build_dir/build.ninja ]]; then
+  say "configuring $build_dir (LLVM/MLIR at $llvm_prefix)"
+  cmake -G Ninja -S "$root" -B "$build_dir" \
+    -DCMAKE_BUILD_TYPE=${TRN_BUILD_TYPE:-Release} \
+    -DMLIR_DIR="$llvm_prefix/lib/cmake/mlir" \
+    -DLLVM_EXTERNAL_LIT="$llvm_prefix/build/utils/lit/lit.py" \
+    "${launcher[@]}"
+else
+  say "reusing configured $build_dir"
+fi
+
+jobs=${TRN_JOBS:-$(nproc)}
+say "building with ninja -j$jobs"
+start=$(date +%s)
+ninja -C "$build_dir" -j"$jobs"
+say "build done in $(($(date +%s) - start)) s"
