@@ -11,10 +11,10 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
-void trn::registerAllDialects(mlir::DialectRegistry &registry) {
+void mlir::trn::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::trn::TrnDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
                   mlir::scf::SCFDialect>();
 }
 
-void trn::registerAllPasses() { mlir::registerTransformsPasses(); }
+void mlir::trn::registerAllPasses() { mlir::registerTransformsPasses(); }

@@ -6,12 +6,12 @@ namespace mlir {
 class DialectRegistry;
 } // namespace mlir
 
-namespace trn {
+namespace mlir::trn {
 /// Registers the trn dialects and the upstream dialects trn graphs use.
 void registerAllDialects(mlir::DialectRegistry &registry);
 /// Registers the trn passes and the upstream passes trn pipelines use
 /// (canonicalize, cse, ...).
 void registerAllPasses();
-} // namespace trn
+} // namespace mlir::trn
 
 #endif // TRN_INITALL_H

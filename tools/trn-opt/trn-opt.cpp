@@ -11,8 +11,8 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  trn::registerAllDialects(registry);
-  trn::registerAllPasses();
+  mlir::trn::registerAllDialects(registry);
+  mlir::trn::registerAllPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "trn optimizer driver\n", registry));
 }

@@ -1,0 +1,282 @@
+//===- trn-eval.cpp - run a trn graph on the reference evaluator ---------===//
+//
+//   trn-eval GRAPH.mlir [--entry NAME] (--inputs in.npz | --random SEED |
+//            --zeros) [--outputs out.npz] [--save-inputs in.npz]
+//
+// Inputs and outputs are NumPy .npz archives keyed by each argument's and
+// result's `trn.name` (else `arg<i>` / `result<i>`), so PyTorch and NumPy
+// can produce and check the data.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Eval/Evaluator.h"
+#include "trn/InitAll.h"
+
+#include "trnrt/Npy.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <random>
+
+using namespace mlir;
+using mlir::trn::eval::Tensor;
+using trnrt::DType;
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("trn-eval options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<graph.mlir>"),
+                                      cl::init("-"), cl::cat(category));
+static cl::opt<std::string>
+    entryName("entry",
+              cl::desc("Function to run (default: the only one, or @main)"),
+              cl::value_desc("name"), cl::cat(category));
+static cl::opt<std::string> inputsFile("inputs",
+                                       cl::desc("Read inputs from this .npz"),
+                                       cl::value_desc("file"),
+                                       cl::cat(category));
+static cl::opt<int64_t>
+    randomSeed("random",
+               cl::desc("Random inputs from this seed: floats in "
+                        "[-1, 1), integers in [0, --int-max)"),
+               cl::value_desc("seed"), cl::init(-1), cl::cat(category));
+static cl::opt<int64_t> intMax("int-max",
+                               cl::desc("Bound of random integer inputs"),
+                               cl::init(2), cl::cat(category));
+static cl::opt<bool> zeros("zeros", cl::desc("All inputs zero"),
+                           cl::cat(category));
+static cl::opt<std::string> outputsFile("outputs",
+                                        cl::desc("Write outputs to this .npz"),
+                                        cl::value_desc("file"),
+                                        cl::cat(category));
+static cl::opt<std::string>
+    saveInputsFile("save-inputs",
+                   cl::desc("Write the inputs used to this .npz"),
+                   cl::value_desc("file"), cl::cat(category));
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "trn-eval: error: " << message << "\n";
+  return 1;
+}
+
+static std::string typeString(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+static std::string shapeString(llvm::ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// The npz key of argument or result `index`.
+static std::string valueName(func::FuncOp function, unsigned index,
+                             bool isResult) {
+  auto name = isResult
+                  ? function.getResultAttrOfType<StringAttr>(index, "trn.name")
+                  : function.getArgAttrOfType<StringAttr>(index, "trn.name");
+  if (name)
+    return name.str();
+  return (isResult ? "result" : "arg") + std::to_string(index);
+}
+
+/// Converts a NumPy array to the argument's tensor type, or explains why not.
+static std::optional<std::string>
+fromNpy(const trnrt::NpyArray &array, RankedTensorType type, Tensor &tensor) {
+  DType dtype = *mlir::trn::eval::dtypeOf(type.getElementType());
+  if (llvm::ArrayRef<int64_t>(array.shape) != type.getShape())
+    return "has shape " + shapeString(array.shape) + " but the argument is " +
+           typeString(type);
+  bool arrayIsFloat = array.kind == 'f';
+  if (!trnrt::isFloatDType(dtype) && arrayIsFloat)
+    return "holds floats (" + array.descr() + ") but the argument is " +
+           typeString(type) + "; pass integers";
+  tensor = Tensor::zeros(dtype, type.getShape());
+  for (int64_t i = 0, e = array.numElements(); i < e; ++i) {
+    if (arrayIsFloat || (array.itemSize == 8 && array.kind == 'u'))
+      tensor.setDouble(i, array.getDouble(i));
+    else if (tensor.isFloat())
+      tensor.setDouble(i, static_cast<double>(array.getInt64(i)));
+    else
+      tensor.setInt(i, array.getInt64(i));
+  }
+  return std::nullopt;
+}
+
+/// The NumPy form of a tensor: float32 for f32/bf16/f16/f8 (exact), i64, i32
+/// or bool for the integer types.
+static trnrt::NpyArray toNpy(const Tensor &tensor) {
+  switch (tensor.dtype) {
+  case DType::I1:
+    return trnrt::NpyArray::fromInt64s(tensor.shape, tensor.ints, 'b', 1);
+  case DType::I32:
+    return trnrt::NpyArray::fromInt64s(tensor.shape, tensor.ints, 'i', 4);
+  case DType::I64:
+    return trnrt::NpyArray::fromInt64s(tensor.shape, tensor.ints, 'i', 8);
+  default:
+    return trnrt::NpyArray::fromDoubles(tensor.shape, tensor.floats, 4);
+  }
+}
+
+/// One line per output: its name, type and a summary of its values.
+static void printSummary(llvm::StringRef name, Type type, const Tensor &t) {
+  llvm::outs() << name << " : " << type;
+  int64_t n = t.numElements();
+  if (n == 0) {
+    llvm::outs() << " (empty)\n";
+    return;
+  }
+  if (n <= 8) {
+    llvm::outs() << " = [";
+    for (int64_t i = 0; i < n; ++i) {
+      llvm::outs() << (i ? ", " : "");
+      if (t.isFloat())
+        llvm::outs() << llvm::format("%.8g", t.floats[i]);
+      else
+        llvm::outs() << t.ints[i];
+    }
+    llvm::outs() << "]\n";
+    return;
+  }
+  double lo = t.getDouble(0), hi = lo, sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = t.getDouble(i);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  llvm::outs() << llvm::format(" min %.6g max %.6g mean %.6g\n", lo, hi,
+                               sum / n);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "trn-eval: run a trn step graph on the reference evaluator\n");
+
+  int sources = !inputsFile.empty() + (randomSeed >= 0) + zeros;
+  if (sources != 1)
+    return fail("give exactly one of --inputs FILE.npz, --random SEED or "
+                "--zeros");
+  if (intMax < 1)
+    return fail("--int-max must be at least 1");
+
+  DialectRegistry registry;
+  mlir::trn::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string errorMessage;
+  auto file = openInputFile(inputFile, &errorMessage);
+  if (!file)
+    return fail(errorMessage);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1; // the parser or verifier has reported the problem
+
+  // Pick the entry function.
+  func::FuncOp function;
+  llvm::SmallVector<func::FuncOp> functions(module->getOps<func::FuncOp>());
+  if (!entryName.empty()) {
+    function = module->lookupSymbol<func::FuncOp>(entryName);
+    if (!function)
+      return fail("no function @" + entryName + " in " + inputFile);
+  } else if (functions.size() == 1) {
+    function = functions.front();
+  } else {
+    function = module->lookupSymbol<func::FuncOp>("main");
+    if (!function)
+      return fail(llvm::Twine(functions.size()) +
+                  " functions in the module and none is @main; choose one "
+                  "with --entry NAME");
+  }
+
+  // Gather the inputs.
+  std::map<std::string, trnrt::NpyArray> provided;
+  if (!inputsFile.empty()) {
+    std::vector<std::pair<std::string, trnrt::NpyArray>> arrays;
+    if (!trnrt::readNpz(inputsFile, arrays, errorMessage))
+      return fail(errorMessage);
+    for (auto &[name, array] : arrays)
+      provided.emplace(name, std::move(array));
+  }
+  std::mt19937_64 rng(randomSeed >= 0 ? randomSeed : 0);
+  std::vector<Tensor> inputs;
+  for (auto [i, type] : llvm::enumerate(function.getArgumentTypes())) {
+    auto tensorType = dyn_cast<RankedTensorType>(type);
+    if (!tensorType || !mlir::trn::eval::dtypeOf(tensorType.getElementType()))
+      return fail("argument " + llvm::Twine(i) + " has type " +
+                  typeString(type) + ", which the evaluator does not support");
+    if (mlir::trn::eval::checkedNumElements(tensorType.getShape()) < 0)
+      return fail("argument " + llvm::Twine(i) + " (" + typeString(type) +
+                  ") has more than 2^31 elements");
+    std::string name = valueName(function, i, /*isResult=*/false);
+    Tensor tensor =
+        Tensor::zeros(*mlir::trn::eval::dtypeOf(tensorType.getElementType()),
+                      tensorType.getShape());
+    if (!inputsFile.empty()) {
+      auto it = provided.find(name);
+      if (it == provided.end())
+        return fail(inputsFile + " has no entry '" + name + "' for argument " +
+                    llvm::Twine(i) + " (" + typeString(type) + ")");
+      if (auto problem = fromNpy(it->second, tensorType, tensor))
+        return fail(inputsFile + ": entry '" + name + "' " + *problem);
+      provided.erase(it);
+    } else if (randomSeed >= 0) {
+      std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+      std::uniform_int_distribution<int64_t> integers(0, intMax - 1);
+      for (int64_t e = 0, n = tensor.numElements(); e < n; ++e)
+        tensor.isFloat() ? tensor.setDouble(e, uniform(rng))
+                         : tensor.setInt(e, integers(rng));
+    }
+    inputs.push_back(std::move(tensor));
+  }
+  for (auto &[name, array] : provided)
+    llvm::errs() << "trn-eval: warning: " << inputsFile << " entry '" << name
+                 << "' matches no argument and is ignored\n";
+
+  if (!saveInputsFile.empty()) {
+    std::vector<std::pair<std::string, trnrt::NpyArray>> arrays;
+    for (auto [i, tensor] : llvm::enumerate(inputs))
+      arrays.emplace_back(valueName(function, i, false), toNpy(tensor));
+    if (!trnrt::writeNpz(saveInputsFile, arrays, errorMessage))
+      return fail(errorMessage);
+  }
+
+  FailureOr<std::vector<Tensor>> outputs =
+      mlir::trn::eval::evaluate(function, inputs);
+  if (failed(outputs))
+    return 1; // the evaluator has reported the problem at the op
+
+  std::vector<std::pair<std::string, trnrt::NpyArray>> arrays;
+  for (auto [i, tensor] : llvm::enumerate(*outputs)) {
+    std::string name = valueName(function, i, /*isResult=*/true);
+    printSummary(name, function.getResultTypes()[i], tensor);
+    arrays.emplace_back(name, toNpy(tensor));
+  }
+  if (!outputsFile.empty() &&
+      !trnrt::writeNpz(outputsFile, arrays, errorMessage))
+    return fail(errorMessage);
+  return 0;
+}

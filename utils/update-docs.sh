@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Regenerates the docs that come from ODS (docs/dialects/*.md) from a built tree.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${TRN_BUILD_DIR:-$root/build}
+ninja -C "$build_dir" TrnDocGen
+cp "$build_dir/include/trn/Dialect/Trn/IR/TrnDialect.md" "$root/docs/dialects/trn.md"
+echo "[update-docs] docs/dialects/trn.md refreshed"
