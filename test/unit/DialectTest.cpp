@@ -51,8 +51,8 @@ TEST_F(TrnDialectTest, BuildersInferResultTypes) {
       loc, trn::ReduceKind::max, x, builder.getDenseI64ArrayAttr({0, 2}));
   EXPECT_EQ(reduce.getType(), tensor({3}));
 
-  auto compare = builder.create<trn::CompareOp>(
-      loc, trn::ComparisonPredicate::lt, x, x);
+  auto compare =
+      builder.create<trn::CompareOp>(loc, trn::ComparisonPredicate::lt, x, x);
   EXPECT_EQ(compare.getType(),
             RankedTensorType::get({2, 3, 4}, builder.getI1Type()));
 
@@ -71,9 +71,9 @@ TEST_F(TrnDialectTest, DotGeneralResultType) {
   EXPECT_EQ(type, tensor({8, 16, 64}));
 
   // Mismatched contracting sizes give a null type (and no crash).
-  auto bad = trn::DotGeneralOp::inferResultType(
-      std::nullopt, tensor({16, 32}), tensor({31, 64}), {}, {}, {1}, {0},
-      builder.getF32Type());
+  auto bad = trn::DotGeneralOp::inferResultType(std::nullopt, tensor({16, 32}),
+                                                tensor({31, 64}), {}, {}, {1},
+                                                {0}, builder.getF32Type());
   EXPECT_FALSE(bad);
 }
 
