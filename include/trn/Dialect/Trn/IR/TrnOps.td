@@ -317,7 +317,7 @@ def Trn_ConcatenateOp : Trn_Op<"concatenate", [Pure, SameOperandsElementType,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
   let results = (outs Trn_Tensor:$result);
   let assemblyFormat = [{
-    $inputs `,` `dim` `=` $dim attr-dict `:` functional-type($inputs, $result)
+    $inputs `dim` `=` $dim attr-dict `:` functional-type($inputs, $result)
   }];
   let hasFolder = 1;
 }
