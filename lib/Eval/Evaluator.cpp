@@ -31,7 +31,7 @@ namespace trnops = mlir::trn;
 //===----------------------------------------------------------------------===//
 
 int64_t mlir::trn::eval::checkedNumElements(ArrayRef<int64_t> shape) {
-  constexpr int64_t kMaxElements = int64_t(1) << 31;
+  constexpr int64_t kMaxElements = kMaxTensorElements;
   int64_t count = 1;
   for (int64_t size : shape) {
     if (size < 0)
@@ -176,7 +176,7 @@ LogicalResult Interpreter::checkResultSizes(Operation *op) {
              << result.getType();
     if (checkedNumElements(type.getShape()) < 0)
       return op->emitError("reference evaluator: result ")
-             << type << " has more than 2^31 elements";
+             << type << " has more than 2^27 elements, the evaluator's limit";
   }
   return success();
 }
@@ -208,6 +208,16 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp function,
              << i << " does not match argument type " << type;
     values[argument] = inputs[i];
   }
+  // Free every value after its last use, so that the live set (not the
+  // whole graph) bounds memory; the budget turns a graph too big for the
+  // evaluator into an error instead of an allocation failure.
+  llvm::DenseMap<Value, Operation *> lastUser;
+  for (Operation &op : body)
+    for (Value operand : op.getOperands())
+      lastUser[operand] = &op;
+  int64_t liveBytes = 0;
+  for (auto &[value, tensor] : values)
+    liveBytes += tensor.numElements() * 8;
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       std::vector<Tensor> outputs;
@@ -215,8 +225,25 @@ FailureOr<std::vector<Tensor>> Interpreter::run(func::FuncOp function,
         outputs.push_back(get(operand));
       return outputs;
     }
-    if (failed(checkResultSizes(&op)) || failed(evalOp(&op)))
+    if (failed(checkResultSizes(&op)))
       return failure();
+    for (Value result : op.getResults())
+      liveBytes += checkedNumElements(
+                       cast<RankedTensorType>(result.getType()).getShape()) *
+                   8;
+    if (liveBytes > kMaxLiveBytes)
+      return op.emitError("reference evaluator: live tensors would take ")
+             << liveBytes / (1 << 20) << " MiB, above the evaluator's limit of "
+             << kMaxLiveBytes / (1 << 20) << " MiB";
+    if (failed(evalOp(&op)))
+      return failure();
+    for (Value operand : op.getOperands()) {
+      auto it = values.find(operand);
+      if (lastUser.lookup(operand) == &op && it != values.end()) {
+        liveBytes -= it->second.numElements() * 8;
+        values.erase(it);
+      }
+    }
   }
   return function.emitError("reference evaluator: missing func.return");
 }

@@ -230,7 +230,7 @@ int main(int argc, char **argv) {
                   typeString(type) + ", which the evaluator does not support");
     if (mlir::trn::eval::checkedNumElements(tensorType.getShape()) < 0)
       return fail("argument " + llvm::Twine(i) + " (" + typeString(type) +
-                  ") has more than 2^31 elements");
+                  ") has more than 2^27 elements, the evaluator's limit");
     std::string name = valueName(function, i, /*isResult=*/false);
     Tensor tensor =
         Tensor::zeros(*mlir::trn::eval::dtypeOf(tensorType.getElementType()),

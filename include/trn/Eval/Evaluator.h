@@ -50,8 +50,13 @@ struct Tensor {
 /// truncation with saturation for integers (NaN gives 0), `!= 0` for i1.
 double storeValue(double value, DType dtype);
 
-/// The element count of `shape`, or -1 if it overflows or exceeds the
-/// evaluator's limit of 2^31 elements per tensor.
+/// Limits that keep the evaluator (which holds every element as 8 bytes) from
+/// exhausting memory: elements per tensor, and bytes of live tensors.
+constexpr int64_t kMaxTensorElements = int64_t(1) << 27;
+constexpr int64_t kMaxLiveBytes = int64_t(8) << 30;
+
+/// The element count of `shape`, or -1 if it overflows or exceeds
+/// kMaxTensorElements.
 int64_t checkedNumElements(llvm::ArrayRef<int64_t> shape);
 
 /// The trn dtype of an MLIR element type, if it is one.
