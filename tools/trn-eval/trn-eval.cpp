@@ -14,6 +14,7 @@
 
 #include "trnrt/Npy.h"
 
+#include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -188,6 +189,10 @@ int main(int argc, char **argv) {
   auto file = openInputFile(inputFile, &errorMessage);
   if (!file)
     return fail(errorMessage);
+  // LLVM 19's bytecode reader does not validate corrupt input; trn reads text.
+  if (isBytecode(*file))
+    return fail(inputFile + " is MLIR bytecode, which trn does not read; "
+                            "pass the textual form");
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);

@@ -3,16 +3,57 @@
 // The MlirOptMain driver with every trn dialect and pass registered, plus the
 // upstream dialects trn graphs use. It is the tool lit tests run.
 //
+// Bytecode input is refused: LLVM 19's bytecode reader does not validate what
+// it reads (its checks are assertions, compiled out in Debian's build), so a
+// corrupt file can crash it. trn's graphs are exchanged as text.
+//
 //===----------------------------------------------------------------------===//
 
 #include "trn/InitAll.h"
 
+#include "mlir/Bytecode/BytecodeReader.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
   mlir::DialectRegistry registry;
   mlir::trn::registerAllDialects(registry);
   mlir::trn::registerAllPasses();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "trn optimizer driver\n", registry));
+  auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
+      argc, argv, "trn optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects())
+    return mlir::asMainReturnCode(
+        mlir::MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputFilename, &errorMessage);
+  if (!input) {
+    llvm::errs() << "trn-opt: error: " << errorMessage << "\n";
+    return 1;
+  }
+  if (mlir::isBytecode(*input)) {
+    llvm::errs() << "trn-opt: error: " << inputFilename
+                 << " is MLIR bytecode, which trn does not read (LLVM 19's "
+                    "reader does not validate it); pass the textual form\n";
+    return 1;
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFilename, &errorMessage);
+  if (!output) {
+    llvm::errs() << "trn-opt: error: " << errorMessage << "\n";
+    return 1;
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
 }

@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::trn;
@@ -33,6 +34,26 @@ Operation *TrnDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return builder.create<ConstantOp>(loc, elements);
 }
 
+bool mlir::trn::hasValidTrnShape(ShapedType type) {
+  if (!type.hasStaticShape())
+    return false;
+  int64_t count = 1;
+  for (int64_t size : type.getShape())
+    if (size < 0 || llvm::MulOverflow(count, size, count))
+      return false;
+  return true;
+}
+
+LogicalResult TrnDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attribute) {
+  // trn.* attributes belong on step-graph arguments and results only.
+  return op->emitError() << "unknown trn attribute '"
+                         << attribute.getName().getValue() << "' on '"
+                         << op->getName()
+                         << "' (trn.role, trn.name and trn.aliases belong on "
+                            "function arguments and results)";
+}
+
 namespace {
 bool isKnownArgRole(StringRef role) {
   return llvm::StringSwitch<bool>(role)
@@ -43,8 +64,7 @@ bool isKnownArgRole(StringRef role) {
 
 bool isKnownResultRole(StringRef role) {
   return llvm::StringSwitch<bool>(role)
-      .Cases("output", "loss", "parameter", "optimizer_state", "gradient",
-             true)
+      .Cases("output", "loss", "parameter", "optimizer_state", "gradient", true)
       .Default(false);
 }
 } // namespace
@@ -65,8 +85,8 @@ LogicalResult TrnDialect::verifyRegionArgAttribute(Operation *op,
   }
   if (name == getNameAttrName()) {
     if (!isa<StringAttr>(attribute.getValue()))
-      return op->emitError() << "argument " << argIndex << " has non-string "
-                             << name;
+      return op->emitError()
+             << "argument " << argIndex << " has non-string " << name;
     return success();
   }
   if (name == getAliasesAttrName())
@@ -77,10 +97,10 @@ LogicalResult TrnDialect::verifyRegionArgAttribute(Operation *op,
                          << " has unknown trn attribute '" << name << "'";
 }
 
-LogicalResult TrnDialect::verifyRegionResultAttribute(Operation *op,
-                                                      unsigned regionIndex,
-                                                      unsigned resultIndex,
-                                                      NamedAttribute attribute) {
+LogicalResult
+TrnDialect::verifyRegionResultAttribute(Operation *op, unsigned regionIndex,
+                                        unsigned resultIndex,
+                                        NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
   if (name == getRoleAttrName()) {
     auto role = dyn_cast<StringAttr>(attribute.getValue());
@@ -93,8 +113,8 @@ LogicalResult TrnDialect::verifyRegionResultAttribute(Operation *op,
   }
   if (name == getNameAttrName()) {
     if (!isa<StringAttr>(attribute.getValue()))
-      return op->emitError() << "result " << resultIndex << " has non-string "
-                             << name;
+      return op->emitError()
+             << "result " << resultIndex << " has non-string " << name;
     return success();
   }
   if (name != getAliasesAttrName())
@@ -106,6 +126,11 @@ LogicalResult TrnDialect::verifyRegionResultAttribute(Operation *op,
   if (!function || !alias)
     return op->emitError() << "result " << resultIndex << " has " << name
                            << " that is not an integer input index";
+  // IntegerAttr::getInt would silently truncate a wider value.
+  if (alias.getValue().getSignificantBits() > 64)
+    return op->emitError() << "result " << resultIndex << " aliases input "
+                           << alias << ", but the function has "
+                           << function.getNumArguments() << " inputs";
   int64_t input = alias.getInt();
   ArrayRef<Type> argTypes = function.getArgumentTypes();
   ArrayRef<Type> resultTypes = function.getResultTypes();
@@ -124,8 +149,8 @@ LogicalResult TrnDialect::verifyRegionResultAttribute(Operation *op,
                            << "); an in-place update keeps the type";
   // Two results cannot both be the new value of one input.
   for (unsigned other = 0; other < resultIndex; ++other) {
-    auto otherAlias = function.getResultAttrOfType<IntegerAttr>(
-        other, getAliasesAttrName());
+    auto otherAlias =
+        function.getResultAttrOfType<IntegerAttr>(other, getAliasesAttrName());
     if (otherAlias && otherAlias.getInt() == input)
       return op->emitError() << "results " << other << " and " << resultIndex
                              << " both alias input " << input;

@@ -33,8 +33,7 @@ bool isSplatOf(Attribute attr, double value) {
     bool lostInfo = false;
     expected.convert(floatType.getFloatSemantics(),
                      APFloat::rmNearestTiesToEven, &lostInfo);
-    return !lostInfo &&
-           splat.getSplatValue<APFloat>().bitwiseIsEqual(expected);
+    return !lostInfo && splat.getSplatValue<APFloat>().bitwiseIsEqual(expected);
   }
   if (elementType.isInteger(1))
     return false;
@@ -43,6 +42,8 @@ bool isSplatOf(Attribute attr, double value) {
 }
 
 /// Folds `lhs op rhs` when both are splat constants, or returns null.
+/// `floatFn` updates its first argument in place and returns the APFloat
+/// status; `intFn` returns the result or std::nullopt to leave the op be.
 template <typename FloatFn, typename IntFn>
 Attribute foldSplatBinary(Attribute lhs, Attribute rhs, ShapedType type,
                           FloatFn floatFn, IntFn intFn) {
@@ -51,7 +52,11 @@ Attribute foldSplatBinary(Attribute lhs, Attribute rhs, ShapedType type,
     return {};
   if (isa<FloatType>(type.getElementType())) {
     APFloat value = l.getSplatValue<APFloat>();
-    if (!floatFn(value, r.getSplatValue<APFloat>()))
+    floatFn(value, r.getSplatValue<APFloat>());
+    // A NaN result is left to the evaluator (docs/numerics.md): APFloat gives
+    // NaN where f8E4M3FN overflows (or divides by zero) but the evaluator
+    // saturates to +-448, and the evaluator's NaNs are canonical.
+    if (value.isNaN())
       return {};
     return DenseElementsAttr::get(type, value);
   }
@@ -96,8 +101,7 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   return foldSplatBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
       [](APFloat &a, const APFloat &b) {
-        a.add(b, APFloat::rmNearestTiesToEven);
-        return true;
+        return a.add(b, APFloat::rmNearestTiesToEven);
       },
       [](const APInt &a, const APInt &b) -> std::optional<APInt> {
         return a + b;
@@ -110,8 +114,7 @@ OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
   return foldSplatBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
       [](APFloat &a, const APFloat &b) {
-        a.subtract(b, APFloat::rmNearestTiesToEven);
-        return true;
+        return a.subtract(b, APFloat::rmNearestTiesToEven);
       },
       [](const APInt &a, const APInt &b) -> std::optional<APInt> {
         return a - b;
@@ -126,8 +129,7 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
   return foldSplatBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
       [](APFloat &a, const APFloat &b) {
-        a.multiply(b, APFloat::rmNearestTiesToEven);
-        return true;
+        return a.multiply(b, APFloat::rmNearestTiesToEven);
       },
       [](const APInt &a, const APInt &b) -> std::optional<APInt> {
         return a * b;
@@ -140,8 +142,7 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   return foldSplatBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
       [](APFloat &a, const APFloat &b) {
-        a.divide(b, APFloat::rmNearestTiesToEven);
-        return true;
+        return a.divide(b, APFloat::rmNearestTiesToEven);
       },
       [](const APInt &a, const APInt &b) -> std::optional<APInt> {
         // Integer division by zero is an evaluation error: leave it be.

@@ -13,6 +13,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::trn;
@@ -54,11 +55,11 @@ LogicalResult checkDims(std::optional<Location> loc, StringRef opName,
   llvm::SmallBitVector seen(rank);
   for (auto [i, dim] : llvm::enumerate(dims)) {
     if (dim < 0 || dim >= rank)
-      return fail(loc, opName, what, " ", list(dims),
-                  " has dimension ", dim, " out of range for rank ", rank);
+      return fail(loc, opName, what, " ", list(dims), " has dimension ", dim,
+                  " out of range for rank ", rank);
     if (seen.test(dim))
-      return fail(loc, opName, what, " ", list(dims),
-                  " repeats dimension ", dim);
+      return fail(loc, opName, what, " ", list(dims), " repeats dimension ",
+                  dim);
     if (increasing && i > 0 && dims[i - 1] > dim)
       return fail(loc, opName, what, " ", list(dims),
                   " must be strictly increasing");
@@ -82,6 +83,16 @@ SmallVector<int64_t> dropDims(ArrayRef<int64_t> shape, ArrayRef<int64_t> dims) {
     if (!llvm::is_contained(dims, static_cast<int64_t>(i)))
       result.push_back(size);
   return result;
+}
+
+/// The number of elements of a static shape, or std::nullopt when it does not
+/// fit in int64_t (ShapedType::getNumElements would silently wrap around).
+std::optional<int64_t> checkedNumElements(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    if (llvm::MulOverflow(count, size, count))
+      return std::nullopt;
+  return count;
 }
 
 Type f32(MLIRContext *context) { return Float32Type::get(context); }
@@ -127,8 +138,7 @@ LogicalResult IotaOp::verify() {
 static LogicalResult verifyStream(Operation *op, int64_t stream) {
   // The stream goes into a 32-bit Philox counter word.
   if (stream > std::numeric_limits<uint32_t>::max())
-    return op->emitOpError("stream ")
-           << stream << " does not fit in 32 bits";
+    return op->emitOpError("stream ") << stream << " does not fit in 32 bits";
   return success();
 }
 
@@ -162,9 +172,9 @@ LogicalResult BroadcastInDimOp::verify() {
            << resultType.getElementType();
   ArrayRef<int64_t> dims = getDims();
   if (static_cast<int64_t>(dims.size()) != operandType.getRank())
-    return emitOpError("dims ") << list(dims) << " has " << dims.size()
-                                << " entries but the operand has rank "
-                                << operandType.getRank();
+    return emitOpError("dims ")
+           << list(dims) << " has " << dims.size()
+           << " entries but the operand has rank " << operandType.getRank();
   if (failed(checkDims(getLoc(), getOperationName(), "dims", dims,
                        resultType.getRank(), /*increasing=*/true)))
     return failure();
@@ -187,11 +197,18 @@ LogicalResult ReshapeOp::verify() {
            << operandType.getElementType()
            << " differs from result element type "
            << resultType.getElementType();
-  if (operandType.getNumElements() != resultType.getNumElements())
+  std::optional<int64_t> operandCount =
+      checkedNumElements(operandType.getShape());
+  std::optional<int64_t> resultCount =
+      checkedNumElements(resultType.getShape());
+  if (!operandCount || !resultCount)
     return emitOpError("cannot reshape ")
-           << operandType.getNumElements() << " elements ("
-           << operandType << ") into " << resultType.getNumElements()
-           << " (" << resultType << ")";
+           << operandType << " into " << resultType
+           << ": the number of elements does not fit in 64 bits";
+  if (*operandCount != *resultCount)
+    return emitOpError("cannot reshape ")
+           << *operandCount << " elements (" << operandType << ") into "
+           << *resultCount << " (" << resultType << ")";
   return success();
 }
 
@@ -230,19 +247,22 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   if (static_cast<int64_t>(start.size()) != rank ||
       static_cast<int64_t>(limit.size()) != rank ||
       static_cast<int64_t>(strides.size()) != rank)
-    return fail(loc, getOperationName(), "start, limit and strides need ",
-                rank, " entries each (the operand rank), got ", start.size(),
-                ", ", limit.size(), " and ", strides.size());
+    return fail(loc, getOperationName(), "start, limit and strides need ", rank,
+                " entries each (the operand rank), got ", start.size(), ", ",
+                limit.size(), " and ", strides.size());
   SmallVector<int64_t> shape;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = type.getDimSize(d);
     if (start[d] < 0 || start[d] > limit[d] || limit[d] > size)
-      return fail(loc, getOperationName(), "dimension ", d, ": needs 0 <= start (",
-                  start[d], ") <= limit (", limit[d], ") <= size (", size, ")");
+      return fail(loc, getOperationName(), "dimension ", d,
+                  ": needs 0 <= start (", start[d], ") <= limit (", limit[d],
+                  ") <= size (", size, ")");
     if (strides[d] < 1)
       return fail(loc, getOperationName(), "dimension ", d, ": stride ",
                   strides[d], " must be at least 1");
-    shape.push_back((limit[d] - start[d] + strides[d] - 1) / strides[d]);
+    // ceil((limit - start) / stride), without overflow for huge strides.
+    int64_t extent = limit[d] - start[d];
+    shape.push_back(extent == 0 ? 0 : (extent - 1) / strides[d] + 1);
   }
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
   return success();
@@ -274,7 +294,9 @@ LogicalResult ConcatenateOp::inferReturnTypes(MLIRContext *,
         return fail(loc, getOperationName(), "input ", i, " has size ",
                     type.getDimSize(d), " in dimension ", d,
                     " but input 0 has ", first.getDimSize(d));
-    shape[dim] += type.getDimSize(dim);
+    if (llvm::AddOverflow(shape[dim], type.getDimSize(dim), shape[dim]))
+      return fail(loc, getOperationName(), "result size in dimension ", dim,
+                  " does not fit in 64 bits");
   }
   inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
@@ -299,7 +321,12 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
     if (low[d] < 0 || high[d] < 0)
       return fail(loc, getOperationName(), "dimension ", d,
                   ": padding must be non-negative (use trn.slice to crop)");
-    shape.push_back(type.getDimSize(d) + low[d] + high[d]);
+    int64_t size;
+    if (llvm::AddOverflow(type.getDimSize(d), low[d], size) ||
+        llvm::AddOverflow(size, high[d], size))
+      return fail(loc, getOperationName(), "dimension ", d,
+                  ": padded size does not fit in 64 bits");
+    shape.push_back(size);
   }
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
   return success();
@@ -336,10 +363,10 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
-  auto type = inferGatherType(loc, getOperationName(),
-                              adaptor.getOperand().getType(),
-                              adaptor.getIndices().getType(), adaptor.getAxis(),
-                              adaptor.getBatchDims());
+  auto type =
+      inferGatherType(loc, getOperationName(), adaptor.getOperand().getType(),
+                      adaptor.getIndices().getType(), adaptor.getAxis(),
+                      adaptor.getBatchDims());
   if (failed(type))
     return failure();
   inferred.push_back(*type);
@@ -350,9 +377,10 @@ LogicalResult ScatterAddOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &inferred) {
-  auto updatesType = inferGatherType(
-      loc, getOperationName(), adaptor.getOperand().getType(),
-      adaptor.getIndices().getType(), adaptor.getAxis(), adaptor.getBatchDims());
+  auto updatesType =
+      inferGatherType(loc, getOperationName(), adaptor.getOperand().getType(),
+                      adaptor.getIndices().getType(), adaptor.getAxis(),
+                      adaptor.getBatchDims());
   if (failed(updatesType))
     return failure();
   if (*updatesType != adaptor.getUpdates().getType())
@@ -387,7 +415,8 @@ LogicalResult ArgMaxOp::verify() {
   if (failed(checkDimInRange(getLoc(), getOperationName(), "dim", getDim(),
                              type.getRank())))
     return failure();
-  SmallVector<int64_t> expected = dropDims(type.getShape(), {getDim()});
+  SmallVector<int64_t> expected =
+      dropDims(type.getShape(), {static_cast<int64_t>(getDim())});
   if (getType().getShape() != ArrayRef<int64_t>(expected))
     return emitOpError("result shape must be ")
            << list(expected) << " (the operand without dimension " << getDim()
@@ -395,11 +424,12 @@ LogicalResult ArgMaxOp::verify() {
   return success();
 }
 
-RankedTensorType DotGeneralOp::inferResultType(
-    std::optional<Location> loc, RankedTensorType lhs, RankedTensorType rhs,
-    ArrayRef<int64_t> lhsBatch, ArrayRef<int64_t> rhsBatch,
-    ArrayRef<int64_t> lhsContract, ArrayRef<int64_t> rhsContract,
-    Type elementType) {
+RankedTensorType
+DotGeneralOp::inferResultType(std::optional<Location> loc, RankedTensorType lhs,
+                              RankedTensorType rhs, ArrayRef<int64_t> lhsBatch,
+                              ArrayRef<int64_t> rhsBatch,
+                              ArrayRef<int64_t> lhsContract,
+                              ArrayRef<int64_t> rhsContract, Type elementType) {
   StringRef name = getOperationName();
   if (lhsBatch.size() != rhsBatch.size()) {
     (void)fail(loc, name, "lhs and rhs need the same number of batching dims, ",
@@ -532,22 +562,22 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult LayerNormGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   Type input = adaptor.getInput().getType();
   Type weight = adaptor.getWeight().getType();
   auto stats = checkNormOperands(loc, getOperationName(), input, {weight},
                                  adaptor.getAxis());
   if (failed(stats) ||
-      failed(checkStats(loc, getOperationName(),
-                        {adaptor.getMean().getType(),
-                         adaptor.getRstd().getType()},
-                        *stats)))
+      failed(checkStats(
+          loc, getOperationName(),
+          {adaptor.getMean().getType(), adaptor.getRstd().getType()}, *stats)))
     return failure();
   if (adaptor.getGradOutput().getType() != input)
-    return fail(loc, getOperationName(), "grad_output must have the input type ",
-                input);
+    return fail(loc, getOperationName(),
+                "grad_output must have the input type ", input);
   inferred.append({input, weight, weight});
   return success();
 }
@@ -557,9 +587,9 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
   Type input = adaptor.getInput().getType();
-  auto stats = checkNormOperands(loc, getOperationName(), input,
-                                 {adaptor.getWeight().getType()},
-                                 adaptor.getAxis());
+  auto stats =
+      checkNormOperands(loc, getOperationName(), input,
+                        {adaptor.getWeight().getType()}, adaptor.getAxis());
   if (failed(stats))
     return failure();
   inferred.append({input, *stats});
@@ -579,8 +609,8 @@ LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
                         *stats)))
     return failure();
   if (adaptor.getGradOutput().getType() != input)
-    return fail(loc, getOperationName(), "grad_output must have the input type ",
-                input);
+    return fail(loc, getOperationName(),
+                "grad_output must have the input type ", input);
   inferred.append({input, weight});
   return success();
 }
@@ -600,8 +630,7 @@ inferAttentionTypes(std::optional<Location> loc, StringRef opName, Type qTy,
                 "query, key and value need the same rank, at least 2");
   if (k.getElementType() != q.getElementType() ||
       v.getElementType() != q.getElementType())
-    return fail(loc, opName,
-                "query, key and value need the same element type");
+    return fail(loc, opName, "query, key and value need the same element type");
   if (q.getShape().drop_back(2) != k.getShape().drop_back(2) ||
       q.getShape().drop_back(2) != v.getShape().drop_back(2))
     return fail(loc, opName,
@@ -633,9 +662,10 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult AttentionGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   auto types = inferAttentionTypes(
       loc, getOperationName(), adaptor.getQuery().getType(),
       adaptor.getKey().getType(), adaptor.getValue().getType());
@@ -670,9 +700,10 @@ inferCrossEntropyLossType(std::optional<Location> loc, StringRef opName,
   return RankedTensorType::get(shape, logits.getElementType());
 }
 
-LogicalResult CrossEntropyOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                 Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
   auto loss = inferCrossEntropyLossType(
       loc, getOperationName(), adaptor.getLogits().getType(),
       adaptor.getLabels().getType(), adaptor.getReduction());
@@ -682,9 +713,10 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult CrossEntropyGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult
+CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &inferred) {
   auto loss = inferCrossEntropyLossType(
       loc, getOperationName(), adaptor.getLogits().getType(),
       adaptor.getLabels().getType(), adaptor.getReduction());

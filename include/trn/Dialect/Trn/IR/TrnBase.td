@@ -43,6 +43,7 @@ def Trn_Dialect : Dialect {
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Names of the argument and result attributes the dialect owns.
     static constexpr ::llvm::StringLiteral getRoleAttrName() { return "trn.role"; }
@@ -61,12 +62,20 @@ class Trn_Op<string mnemonic, list<Trait> traits = []>
 def Trn_FloatElement : AnyTypeOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
 def Trn_IntElement : AnyTypeOf<[I32, I64]>;
 
-def Trn_Tensor : RankedTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2, I1, I32, I64]>;
-def Trn_FloatTensor : RankedTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
-def Trn_IndexTensor : RankedTensorOf<[I32, I64]>;
-def Trn_BoolTensor : RankedTensorOf<[I1]>;
-def Trn_IntOrBoolTensor : RankedTensorOf<[I1, I32, I64]>;
-def Trn_NumericTensor : RankedTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2, I32, I64]>;
+// Every trn tensor is statically shaped with an element count that fits in
+// int64: shape computations (inference, the evaluator, tiling) rely on it.
+def Trn_ValidShapePred : CPred<
+    "::mlir::trn::hasValidTrnShape(::llvm::cast<::mlir::ShapedType>($_self))">;
+class Trn_TensorOf<list<Type> types>
+    : RankedTensorOf<types, [HasStaticShapePred, Trn_ValidShapePred],
+                     "statically shaped tensor">;
+
+def Trn_Tensor : Trn_TensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2, I1, I32, I64]>;
+def Trn_FloatTensor : Trn_TensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
+def Trn_IndexTensor : Trn_TensorOf<[I32, I64]>;
+def Trn_BoolTensor : Trn_TensorOf<[I1]>;
+def Trn_IntOrBoolTensor : Trn_TensorOf<[I1, I32, I64]>;
+def Trn_NumericTensor : Trn_TensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2, I32, I64]>;
 def Trn_SeedTensor : 0DTensorOf<[I64]>;
 
 //===----------------------------------------------------------------------===//

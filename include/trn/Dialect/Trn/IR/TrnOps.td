@@ -244,7 +244,7 @@ def Trn_RngBernoulliOp : Trn_Op<"rng_bernoulli", [Pure]> {
   let arguments = (ins Trn_SeedTensor:$seed,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$stream,
                        F64Attr:$p);
-  let results = (outs RankedTensorOf<[F32, BF16, F16, I1]>:$result);
+  let results = (outs Trn_TensorOf<[F32, BF16, F16, I1]>:$result);
   let assemblyFormat = [{
     $seed `,` `stream` `=` $stream `,` `p` `=` $p attr-dict `:` type($seed)
     `->` type($result)
