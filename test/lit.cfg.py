@@ -11,7 +11,7 @@ from lit.llvm.subst import ToolSubst
 config.name = "TRN"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test", ".py"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "fixtures"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.trn_obj_root, "test")
 
@@ -25,7 +25,7 @@ config.substitutions.append(("%trn_obj_root", config.trn_obj_root))
 
 tool_dirs = [config.trn_tools_dir, config.llvm_tools_dir]
 tools = ["trn-opt"]
-for name in ["trn-eval"]:
+for name in ["trn-eval", "trn-cache", "trn-cache-fixture"]:
     if os.path.exists(os.path.join(config.trn_tools_dir, name)):
         tools.append(name)
 llvm_config.add_tool_substitutions(tools, tool_dirs)

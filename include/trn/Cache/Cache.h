@@ -1,0 +1,258 @@
+//===- Cache.h - compile cache on a shared filesystem -----------*- C++ -*-===//
+//
+// The compile cache shared by every process and node that points at one
+// directory (local disk, NFS, Lustre). The protocol (docs/cache.md):
+//
+//  * Readers never lock. An entry is a directory published by renaming a
+//    fully written and fsynced temporary directory into place, so a reader
+//    sees a whole entry or none. Every file of an entry is listed with its
+//    XXH3-128 checksum in the entry's manifest, and every read verifies it: a
+//    corrupt entry is reported once, moved to `quarantine/` and treated as a
+//    miss.
+//  * Locks exist only to avoid compiling one key twice at once: one lock file
+//    per key, created atomically with link(2), holding the owner (host, pid,
+//    process start time, nonce). The holder refreshes the file's mtime (the
+//    heartbeat); a waiter takes over a lock whose heartbeat has not moved for
+//    the lease (measured on the waiter's own monotonic clock, so clock skew
+//    between nodes does not matter), and at once when the holder is on the
+//    same host and its process is gone. Where link(2) is not supported,
+//    compiles proceed without a lock: duplicate work, same result.
+//  * A deterministic compile error is cached with its diagnostic; a compile
+//    killed by a signal, out of memory, past its timeout or out of disk is
+//    not recorded and is retried by the next request.
+//
+// No MLIR or LLVM dependency; no exceptions escape.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_CACHE_CACHE_H
+#define TRN_CACHE_CACHE_H
+
+#include "trn/Cache/Key.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::trn::cache {
+
+/// Version of the on-disk layout (root marker, manifest, metadata). Readers
+/// refuse entries and roots written with a newer format.
+constexpr int kFormatVersion = 1;
+
+/// The default root when neither --cache-dir nor TRN_CACHE_DIR is given.
+constexpr const char *kDefaultRoot = "/var/tmp/trn-compile-cache";
+
+/// Resolves the cache root: `cliDir` if non-empty, else $TRN_CACHE_DIR if set
+/// and non-empty, else kDefaultRoot.
+std::string resolveRoot(const std::string &cliDir);
+
+/// A result that is either a value or a one-line error message.
+template <typename T> struct Result {
+  std::optional<T> value;
+  std::string error;
+  explicit operator bool() const { return value.has_value(); }
+  T &operator*() { return *value; }
+  T *operator->() { return &*value; }
+  static Result failure(std::string message) {
+    Result result;
+    result.error = std::move(message);
+    return result;
+  }
+  static Result success(T v) {
+    Result result;
+    result.value = std::move(v);
+    return result;
+  }
+};
+struct Unit {};
+
+namespace detail {
+struct CacheState;
+struct CacheAccess;
+} // namespace detail
+
+struct CacheOptions {
+  std::string root;              ///< already resolved (resolveRoot)
+  double leaseSeconds = 300;     ///< a heartbeat older than this is stale
+  double heartbeatSeconds = 10;  ///< how often a holder refreshes its lock
+  double lockWaitSeconds = 3600; ///< longest wait for another's compile
+  double pollSeconds = 0.25;     ///< how often a waiter looks again
+  bool retryFailed = false;      ///< recompile cached deterministic failures
+  /// Create the root (and its marker) if it does not exist. Maintenance
+  /// commands open with false so that a typo is an error, not a new cache.
+  bool create = true;
+  /// Where diagnostics that are not errors go (corrupt entry quarantined,
+  /// waiting for a lock, lockless mode); defaults to stderr.
+  std::function<void(const std::string &)> warn;
+};
+
+/// Why a compile failed. Only CompileError is deterministic and cached.
+enum class FailureKind {
+  None,
+  CompileError, ///< the compiler rejected the graph: cached with diagnostic
+  Killed,       ///< the compile process died on a signal: not cached
+  OutOfMemory,  ///< not cached
+  Timeout,      ///< not cached
+  OutOfDisk,    ///< not cached
+};
+const char *failureKindName(FailureKind kind);
+std::optional<FailureKind> parseFailureKind(const std::string &name);
+bool isCacheable(FailureKind kind);
+
+/// flags.json of an entry.
+struct EntryMetadata {
+  std::vector<std::string> flags; ///< as given by the user
+  std::string normalizedFlags;    ///< NormalizedFlags::canonical()
+  std::string target;
+  std::string compilerVersion;
+  std::string host;
+  std::string graphName; ///< e.g. the entry function or model name
+  double compileSeconds = 0;
+  int64_t peakMemoryBytes = 0;
+  int64_t createdUnix = 0; ///< set by publish
+};
+
+/// What a compile step returns to getOrCompile.
+struct CompileOutput {
+  FailureKind failure = FailureKind::None; ///< None means success
+  std::string diagnostic;                  ///< for failures: the message
+  std::vector<uint8_t> artifact;           ///< for success
+  std::string log;                         ///< compiler log (both cases)
+  EntryMetadata metadata;
+};
+
+enum class EntryStatus { Done, Failed };
+
+/// A published, verified entry.
+struct Entry {
+  CacheKey key;
+  std::string path; ///< the entry directory
+  EntryStatus status = EntryStatus::Done;
+  FailureKind failure = FailureKind::None;
+  std::string diagnostic;
+  EntryMetadata metadata;
+  int64_t sizeBytes = 0;        ///< on disk, all files
+  int64_t graphBytes = 0;       ///< uncompressed graph text
+  int64_t storedGraphBytes = 0; ///< compressed graph file
+  int64_t lastUsedUnix = 0;
+};
+
+/// A lock file and what its owner wrote in it.
+struct LockInfo {
+  CacheKey key;
+  std::string path;
+  std::string host;
+  int64_t pid = 0;
+  int64_t startedUnix = 0; ///< when the owner took the lock
+  double heartbeatAgeSeconds = 0;
+  bool stale = false;      ///< heartbeat past the lease, or owner known dead
+  std::string staleReason; ///< e.g. "pid 123 on this host is gone"
+};
+
+/// Outcome of getOrCompile.
+struct CompileResult {
+  enum class Source { Hit, Compiled, CachedFailure, Failed } source;
+  std::optional<Entry> entry; ///< Hit, Compiled, CachedFailure
+  FailureKind failure = FailureKind::None;
+  std::string diagnostic;   ///< CachedFailure, Failed
+  double waitedSeconds = 0; ///< time spent waiting for another's lock
+};
+
+/// Per-entry state for `trn-cache list`.
+struct EntryListing {
+  CacheKey key;
+  std::string path;
+  std::string status; ///< "done", "failed", "incomplete" (temp dir), "corrupt"
+  std::optional<Entry> entry; ///< for done/failed
+  int64_t sizeBytes = 0;
+  int64_t createdUnix = 0;
+  int64_t lastUsedUnix = 0;
+  bool locked = false;
+};
+
+class Cache {
+public:
+  /// Opens (and with options.create, creates) the cache at options.root.
+  /// Errors: missing root (create=false), not a directory, unwritable, a
+  /// directory that is not a trn cache (non-empty without our marker), a
+  /// cache written by a newer format version.
+  static Result<Cache> open(CacheOptions options);
+
+  const CacheOptions &options() const { return opts; }
+  /// `<root>/trncc-<compiler version>`.
+  std::string versionDir() const;
+
+  /// Looks up a published entry; verifies its manifest and metadata. A
+  /// corrupt entry is reported through options.warn, quarantined and
+  /// reported as a miss (std::nullopt). Touches the last-use time on a hit.
+  std::optional<Entry> lookup(const CacheKey &key);
+
+  /// Reads and verifies the artifact / the graph text / the log of an entry.
+  Result<std::vector<uint8_t>> readArtifact(const Entry &entry);
+  Result<std::string> readGraph(const Entry &entry);
+  Result<std::string> readLog(const Entry &entry);
+
+  /// Looks `key` up; on a miss (or a cached failure with retryFailed) takes
+  /// the key's lock (waiting while another process compiles it, bounded by
+  /// lockWaitSeconds, then compiling anyway with a warning naming the
+  /// holder), checks again, runs `compile`, and publishes the result when it
+  /// is a success or a deterministic failure. The lock is heartbeated while
+  /// `compile` runs and released afterwards.
+  CompileResult getOrCompile(const CacheKey &key, const std::string &graphText,
+                             const std::function<CompileOutput()> &compile);
+
+  /// Publishes an entry atomically (used by getOrCompile). Publishing a key
+  /// that another process published meanwhile is success (their entry wins);
+  /// a failed entry is replaced by a successful one.
+  Result<Entry> publish(const CacheKey &key, const std::string &graphText,
+                        const CompileOutput &output);
+
+  // Maintenance (trn-cache). All are safe while other processes use the cache.
+  std::vector<EntryListing> list();
+  std::vector<LockInfo> locks();
+  /// Removes stale locks (all locks with `all`); returns what was removed.
+  std::vector<LockInfo> clearLocks(bool all);
+  struct CleanReport {
+    int64_t removedEntries = 0, removedBytes = 0;
+    std::vector<std::string> removed; ///< paths
+  };
+  /// Removes failed entries, incomplete temporaries older than an hour, and
+  /// the quarantine; with `all`, every entry; with olderThanSeconds >= 0 only
+  /// what was last used longer ago than that.
+  CleanReport clean(bool all, double olderThanSeconds);
+  struct VerifyReport {
+    int64_t checked = 0;
+    std::vector<std::pair<std::string, std::string>> corrupt; ///< path, why
+    int64_t quarantined = 0;
+  };
+  /// Verifies every checksum; with `fix`, quarantines corrupt entries.
+  VerifyReport verify(bool fix);
+  /// Evicts least-recently-used entries until the total is at most maxBytes;
+  /// never an entry that is locked or being written.
+  CleanReport prune(int64_t maxBytes);
+
+private:
+  explicit Cache(CacheOptions options) : opts(std::move(options)) {}
+  CacheOptions opts;
+  /// Shared by copies: lockless mode, corruption already reported.
+  std::shared_ptr<detail::CacheState> state;
+  friend struct detail::CacheAccess;
+};
+
+/// Parses sizes like `10G`, `512M`, `1.5T`, `4096` (bytes; K/M/G/T are powers
+/// of 1024) and durations like `30s`, `15m`, `2h`, `7d`.
+std::optional<int64_t> parseSize(const std::string &text);
+std::optional<double> parseDuration(const std::string &text);
+
+/// For tests only: replaces link(2) when locks are created (an empty
+/// function restores it), to simulate a filesystem without hard links.
+void setLinkFunctionForTesting(
+    std::function<int(const char *from, const char *to)> link);
+
+} // namespace mlir::trn::cache
+
+#endif // TRN_CACHE_CACHE_H

@@ -1,0 +1,576 @@
+//===- trn-cache.cpp - inspect and maintain the trn compile cache --------===//
+//
+//   trn-cache <command> [--cache-dir DIR] [--json] [options]
+//
+// Commands: list, stats, show KEY, clean, clear-locks, verify, prune. Every
+// command is safe while other processes compile into and read from the cache.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Cache/Cache.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace mlir::trn::cache;
+using json = nlohmann::json;
+
+namespace {
+
+const char *kUsage = R"(usage: trn-cache <command> [options]
+
+Inspect and maintain the trn compile cache. Every command is safe while other
+processes use the cache.
+
+commands:
+  list          entries: key, status, size, created, last used, graph
+                  --failed   only failed entries     --locked   only locked keys
+  stats         entries by status, bytes, compression ratio, age, locks
+  show KEY      one entry: flags, metadata, diagnostic and compile log
+                  (KEY may be any unique prefix of MODULE_<graph>+<flags>)
+  clean         remove failed and incomplete entries and the quarantine
+                  --older-than DURATION   only entries unused for that long (30m, 12h, 7d)
+                  --all --yes             empty the cache
+  clear-locks   remove stale locks and say whose they were
+                  --all      remove every lock, also live ones (warns)
+  verify        check every checksum; exit status 1 if anything is corrupt
+                  --fix      move corrupt entries to the quarantine
+  prune         evict least recently used entries, never locked ones
+                  --max-size SIZE         e.g. 500M, 20G
+
+options for every command:
+  --cache-dir DIR   the cache root (default: $TRN_CACHE_DIR, else /var/tmp/trn-compile-cache)
+  --json            machine-readable output on stdout
+  -h, --help        this help
+)";
+
+int fail(const std::string &message) {
+  std::cerr << "trn-cache: error: " << message << "\n";
+  return 2;
+}
+
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string suggest(const std::string &word,
+                    const std::vector<std::string> &candidates) {
+  std::string best;
+  size_t bestDistance = 3; // suggest only close matches
+  for (const std::string &candidate : candidates) {
+    size_t distance = editDistance(word, candidate);
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = candidate;
+    }
+  }
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
+std::string humanSize(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), unit ? "%.1f %s" : "%.0f %s", value,
+                units[unit]);
+  return text;
+}
+
+std::string humanTime(int64_t unixSeconds) {
+  if (unixSeconds <= 0)
+    return "-";
+  std::time_t time = unixSeconds;
+  std::tm local{};
+  localtime_r(&time, &local);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M", &local);
+  return text;
+}
+
+std::string shortKey(const CacheKey &key) {
+  return key.graph.hex().substr(0, 16) + "+" + key.flags.hex().substr(0, 8);
+}
+
+const char *statusName(EntryStatus status) {
+  return status == EntryStatus::Done ? "done" : "failed";
+}
+
+json metadataJson(const EntryMetadata &m) {
+  return {{"flags", m.flags},
+          {"normalized_flags", m.normalizedFlags},
+          {"target", m.target},
+          {"compiler_version", m.compilerVersion},
+          {"host", m.host},
+          {"graph_name", m.graphName},
+          {"compile_seconds", m.compileSeconds},
+          {"peak_memory_bytes", m.peakMemoryBytes},
+          {"created_unix", m.createdUnix}};
+}
+
+json lockJson(const LockInfo &lock) {
+  return {{"key", lock.key.dirName()},
+          {"host", lock.host},
+          {"pid", lock.pid},
+          {"started_unix", lock.startedUnix},
+          {"heartbeat_age_seconds", lock.heartbeatAgeSeconds},
+          {"stale", lock.stale},
+          {"stale_reason", lock.staleReason}};
+}
+
+std::string describeLock(const LockInfo &lock) {
+  std::string text = lock.key.dirName() + " held by pid " +
+                     std::to_string(lock.pid) + " on " + lock.host + " since " +
+                     humanTime(lock.startedUnix);
+  if (lock.stale)
+    text += " (stale: " + lock.staleReason + ")";
+  return text;
+}
+
+/// The parsed command line.
+struct Options {
+  std::string command;
+  std::vector<std::string> positional;
+  std::string cacheDir;
+  bool json = false, failed = false, locked = false, all = false, yes = false,
+       fix = false;
+  std::optional<double> olderThan;
+  std::optional<int64_t> maxSize;
+};
+
+/// Options each command accepts (besides --cache-dir, --json, --help).
+const std::map<std::string, std::set<std::string>> kCommandOptions = {
+    {"list", {"--failed", "--locked"}},
+    {"stats", {}},
+    {"show", {}},
+    {"clean", {"--all", "--yes", "--older-than"}},
+    {"clear-locks", {"--all"}},
+    {"verify", {"--fix"}},
+    {"prune", {"--max-size"}},
+};
+
+std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> commands;
+  for (const auto &[name, flags] : kCommandOptions)
+    commands.push_back(name);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::string value;
+    bool hasInlineValue = false;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+      hasInlineValue = true;
+    }
+    auto takeValue = [&](std::string &out) -> std::optional<std::string> {
+      if (hasInlineValue) {
+        out = value;
+        return std::nullopt;
+      }
+      if (i + 1 >= args.size())
+        return arg + " needs a value";
+      out = args[++i];
+      return std::nullopt;
+    };
+    if (arg.empty() || arg[0] != '-') {
+      if (options.command.empty()) {
+        if (!kCommandOptions.count(arg))
+          return "unknown command '" + arg + "'" + suggest(arg, commands) +
+                 " (see trn-cache --help)";
+        options.command = arg;
+      } else {
+        options.positional.push_back(arg);
+      }
+      continue;
+    }
+    if (arg == "-h" || arg == "--help") {
+      options.command = "help";
+      return std::nullopt;
+    }
+    static const std::vector<std::string> known = {
+        "--cache-dir", "--json",       "--failed", "--locked",   "--all",
+        "--yes",       "--older-than", "--fix",    "--max-size", "--help"};
+    if (std::find(known.begin(), known.end(), arg) == known.end())
+      return "unknown option '" + arg + "'" + suggest(arg, known);
+    bool takesValue =
+        arg == "--cache-dir" || arg == "--older-than" || arg == "--max-size";
+    if (!takesValue && hasInlineValue)
+      return arg + " takes no value";
+    if (arg == "--cache-dir") {
+      if (auto problem = takeValue(options.cacheDir))
+        return problem;
+      if (options.cacheDir.empty())
+        return "--cache-dir needs a non-empty directory";
+    } else if (arg == "--older-than") {
+      std::string text;
+      if (auto problem = takeValue(text))
+        return problem;
+      options.olderThan = parseDuration(text);
+      if (!options.olderThan)
+        return "--older-than '" + text +
+               "' is not a duration (use e.g. 90s, 30m, 12h, 7d)";
+    } else if (arg == "--max-size") {
+      std::string text;
+      if (auto problem = takeValue(text))
+        return problem;
+      options.maxSize = parseSize(text);
+      if (!options.maxSize)
+        return "--max-size '" + text +
+               "' is not a size (use e.g. 4096, 500M, 20G)";
+    } else if (arg == "--json") {
+      options.json = true;
+    } else if (arg == "--failed") {
+      options.failed = true;
+    } else if (arg == "--locked") {
+      options.locked = true;
+    } else if (arg == "--all") {
+      options.all = true;
+    } else if (arg == "--yes") {
+      options.yes = true;
+    } else if (arg == "--fix") {
+      options.fix = true;
+    }
+  }
+  if (options.command.empty())
+    return "no command given; one of list, stats, show, clean, clear-locks, "
+           "verify, prune (see trn-cache --help)";
+  // Reject options that belong to another command, so a mistyped command
+  // line never silently does something else.
+  const std::set<std::string> &allowed = kCommandOptions.at(options.command);
+  std::vector<std::pair<bool, std::string>> given = {
+      {options.failed, "--failed"},
+      {options.locked, "--locked"},
+      {options.all, "--all"},
+      {options.yes, "--yes"},
+      {options.fix, "--fix"},
+      {options.olderThan.has_value(), "--older-than"},
+      {options.maxSize.has_value(), "--max-size"}};
+  for (const auto &[isSet, name] : given)
+    if (isSet && !allowed.count(name))
+      return name + " is not an option of '" + options.command + "'";
+  if (options.command == "show" && options.positional.size() != 1)
+    return "show needs exactly one KEY (see trn-cache list)";
+  if (options.command != "show" && !options.positional.empty())
+    return "unexpected argument '" + options.positional.front() + "'";
+  if (options.command == "prune" && !options.maxSize)
+    return "prune needs --max-size SIZE (e.g. --max-size 20G)";
+  if (options.command == "clean" && options.all && !options.yes)
+    return "clean --all deletes every entry; add --yes to confirm";
+  if (options.command == "clean" && options.all && options.olderThan)
+    return "clean takes --all or --older-than, not both";
+  return std::nullopt;
+}
+
+int runList(Cache &cache, const Options &options) {
+  std::vector<EntryListing> listings = cache.list();
+  std::vector<EntryListing> shown;
+  for (EntryListing &listing : listings) {
+    if (options.failed && listing.status != "failed")
+      continue;
+    if (options.locked && !listing.locked)
+      continue;
+    shown.push_back(std::move(listing));
+  }
+  if (options.json) {
+    json out = json::array();
+    for (const EntryListing &l : shown)
+      out.push_back({{"key", l.key.dirName()},
+                     {"status", l.status},
+                     {"size_bytes", l.sizeBytes},
+                     {"created_unix", l.createdUnix},
+                     {"last_used_unix", l.lastUsedUnix},
+                     {"locked", l.locked},
+                     {"graph_name", l.entry ? l.entry->metadata.graphName : ""},
+                     {"path", l.path}});
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if (shown.empty()) {
+    std::cout << "no entries in " << cache.versionDir() << "\n";
+    return 0;
+  }
+  std::printf("%-25s  %-10s  %10s  %-16s  %-16s  %s\n", "KEY", "STATUS", "SIZE",
+              "CREATED", "LAST USED", "GRAPH");
+  for (const EntryListing &l : shown) {
+    std::string status = l.status + (l.locked ? "*" : "");
+    std::printf(
+        "%-25s  %-10s  %10s  %-16s  %-16s  %s\n", shortKey(l.key).c_str(),
+        status.c_str(), humanSize(l.sizeBytes).c_str(),
+        humanTime(l.createdUnix).c_str(), humanTime(l.lastUsedUnix).c_str(),
+        l.entry ? l.entry->metadata.graphName.c_str() : "");
+  }
+  if (std::any_of(shown.begin(), shown.end(),
+                  [](const EntryListing &l) { return l.locked; }))
+    std::cout << "* a compile of this key holds a lock (trn-cache clear-locks "
+                 "removes stale ones)\n";
+  return 0;
+}
+
+int runStats(Cache &cache, const Options &options) {
+  std::vector<EntryListing> listings = cache.list();
+  std::vector<LockInfo> locks = cache.locks();
+  std::map<std::string, int64_t> byStatus;
+  int64_t bytes = 0, graphBytes = 0, storedGraphBytes = 0;
+  int64_t oldest = 0, newest = 0;
+  for (const EntryListing &l : listings) {
+    ++byStatus[l.status];
+    bytes += l.sizeBytes;
+    if (l.entry) {
+      graphBytes += l.entry->graphBytes;
+      storedGraphBytes += l.entry->storedGraphBytes;
+    }
+    if (l.createdUnix > 0) {
+      oldest = oldest ? std::min(oldest, l.createdUnix) : l.createdUnix;
+      newest = std::max(newest, l.createdUnix);
+    }
+  }
+  int64_t stale = std::count_if(locks.begin(), locks.end(),
+                                [](const LockInfo &l) { return l.stale; });
+  double ratio = storedGraphBytes ? double(graphBytes) / storedGraphBytes : 0;
+  if (options.json) {
+    json out = {{"root", cache.options().root},
+                {"version_dir", cache.versionDir()},
+                {"entries", listings.size()},
+                {"by_status", byStatus},
+                {"bytes", bytes},
+                {"graph_bytes", graphBytes},
+                {"stored_graph_bytes", storedGraphBytes},
+                {"graph_compression_ratio", ratio},
+                {"oldest_unix", oldest},
+                {"newest_unix", newest},
+                {"locks_held", locks.size() - stale},
+                {"locks_stale", stale}};
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "cache:        " << cache.versionDir() << "\n";
+  std::cout << "entries:      " << listings.size();
+  const char *separator = " (";
+  for (const auto &[status, count] : byStatus) {
+    std::cout << separator << count << " " << status;
+    separator = ", ";
+  }
+  std::cout << (byStatus.empty() ? "" : ")") << "\n";
+  std::cout << "size:         " << humanSize(bytes) << "\n";
+  if (storedGraphBytes) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.1fx (%s of graphs in %s)", ratio,
+                  humanSize(graphBytes).c_str(),
+                  humanSize(storedGraphBytes).c_str());
+    std::cout << "compression:  " << text << "\n";
+  }
+  std::cout << "oldest:       " << humanTime(oldest) << "\n";
+  std::cout << "newest:       " << humanTime(newest) << "\n";
+  std::cout << "locks:        " << locks.size() - stale << " held, " << stale
+            << " stale\n";
+  return 0;
+}
+
+int runShow(Cache &cache, const Options &options) {
+  std::string wanted = options.positional.front();
+  if (wanted.rfind("MODULE_", 0) == 0)
+    wanted = wanted.substr(7);
+  std::vector<EntryListing> matches;
+  for (EntryListing &l : cache.list()) {
+    std::string name = l.key.graph.hex() + "+" + l.key.flags.hex();
+    // Both the full name and list's short form (16 + 8 hex digits) match.
+    std::string shortName = shortKey(l.key);
+    if (name.rfind(wanted, 0) == 0 || shortName.rfind(wanted, 0) == 0)
+      matches.push_back(std::move(l));
+  }
+  if (matches.empty())
+    return fail("no entry matches '" + options.positional.front() + "' in " +
+                cache.versionDir() + " (see trn-cache list)");
+  if (matches.size() > 1)
+    return fail("'" + options.positional.front() + "' matches " +
+                std::to_string(matches.size()) +
+                " entries; give more of the key");
+  EntryListing &listing = matches.front();
+  if (!listing.entry)
+    return fail(listing.key.dirName() + " is " + listing.status +
+                "; nothing to show (trn-cache clean removes it)");
+  const Entry &entry = *listing.entry;
+  Result<std::string> log = cache.readLog(entry);
+  if (options.json) {
+    json out = {{"key", entry.key.dirName()},
+                {"path", entry.path},
+                {"status", statusName(entry.status)},
+                {"failure", failureKindName(entry.failure)},
+                {"diagnostic", entry.diagnostic},
+                {"size_bytes", entry.sizeBytes},
+                {"last_used_unix", entry.lastUsedUnix},
+                {"locked", listing.locked},
+                {"metadata", metadataJson(entry.metadata)},
+                {"log", log ? *log : ""}};
+    if (!log)
+      out["log_error"] = log.error;
+    std::cout << out.dump(2) << "\n";
+    return log ? 0 : 1;
+  }
+  const EntryMetadata &m = entry.metadata;
+  std::cout << "key:          " << entry.key.dirName() << "\n";
+  std::cout << "path:         " << entry.path << "\n";
+  std::cout << "status:       " << statusName(entry.status);
+  if (entry.status == EntryStatus::Failed)
+    std::cout << " (" << failureKindName(entry.failure) << ")";
+  std::cout << "\n";
+  if (!entry.diagnostic.empty())
+    std::cout << "diagnostic:   " << entry.diagnostic << "\n";
+  std::cout << "graph:        " << m.graphName << "\n";
+  std::string flags;
+  for (const std::string &flag : m.flags)
+    flags += (flags.empty() ? "" : " ") + flag;
+  std::cout << "flags:        " << flags << "\n";
+  std::cout << "normalized:   " << m.normalizedFlags << "\n";
+  std::cout << "target:       " << m.target << "\n";
+  std::cout << "compiler:     " << m.compilerVersion << "\n";
+  std::cout << "host:         " << m.host << "\n";
+  std::printf("compile time: %.3f s\n", m.compileSeconds);
+  std::cout << "peak memory:  " << humanSize(m.peakMemoryBytes) << "\n";
+  std::cout << "created:      " << humanTime(m.createdUnix) << "\n";
+  std::cout << "last used:    " << humanTime(entry.lastUsedUnix) << "\n";
+  std::cout << "size:         " << humanSize(entry.sizeBytes) << "\n";
+  if (!log)
+    return fail(log.error);
+  std::cout << "--- compile log ---\n" << *log;
+  if (!log->empty() && log->back() != '\n')
+    std::cout << "\n";
+  return 0;
+}
+
+int printCleanReport(const Cache::CleanReport &report, const Options &options,
+                     const char *verb) {
+  if (options.json) {
+    std::cout << json{{"removed_entries", report.removedEntries},
+                      {"removed_bytes", report.removedBytes},
+                      {"removed", report.removed}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  for (const std::string &path : report.removed)
+    std::cout << verb << " " << path << "\n";
+  std::cout << verb << " " << report.removedEntries << " entries, "
+            << humanSize(report.removedBytes) << "\n";
+  return 0;
+}
+
+int runClearLocks(Cache &cache, const Options &options) {
+  if (options.all) {
+    std::vector<LockInfo> live;
+    for (const LockInfo &lock : cache.locks())
+      if (!lock.stale)
+        live.push_back(lock);
+    if (!live.empty())
+      std::cerr << "trn-cache: warning: removing " << live.size()
+                << " live lock(s); their compiles continue and may be "
+                   "duplicated\n";
+  }
+  std::vector<LockInfo> removed = cache.clearLocks(options.all);
+  if (options.json) {
+    json out = json::array();
+    for (const LockInfo &lock : removed)
+      out.push_back(lockJson(lock));
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  for (const LockInfo &lock : removed)
+    std::cout << "removed lock " << describeLock(lock) << "\n";
+  std::cout << "removed " << removed.size() << " lock(s)\n";
+  return 0;
+}
+
+int runVerify(Cache &cache, const Options &options) {
+  Cache::VerifyReport report = cache.verify(options.fix);
+  bool bad = !report.corrupt.empty() &&
+             report.quarantined < static_cast<int64_t>(report.corrupt.size());
+  if (options.json) {
+    json corrupt = json::array();
+    for (const auto &[path, why] : report.corrupt)
+      corrupt.push_back({{"path", path}, {"problem", why}});
+    std::cout << json{{"checked", report.checked},
+                      {"corrupt", corrupt},
+                      {"quarantined", report.quarantined}}
+                     .dump(2)
+              << "\n";
+    return bad ? 1 : 0;
+  }
+  for (const auto &[path, why] : report.corrupt)
+    std::cout << "corrupt " << path << ": " << why << "\n";
+  std::cout << "checked " << report.checked
+            << " entries: " << report.corrupt.size() << " corrupt";
+  if (options.fix)
+    std::cout << ", " << report.quarantined << " moved to the quarantine";
+  else if (!report.corrupt.empty())
+    std::cout << " (trn-cache verify --fix quarantines them)";
+  std::cout << "\n";
+  return bad ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  if (auto problem = parseArgs(argc, argv, options))
+    return fail(*problem);
+  if (options.command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+
+  CacheOptions cacheOptions;
+  cacheOptions.root = resolveRoot(options.cacheDir);
+  // Maintenance never creates a cache: a mistyped directory is an error.
+  cacheOptions.create = false;
+  cacheOptions.warn = [](const std::string &message) {
+    std::cerr << "trn-cache: warning: " << message << "\n";
+  };
+  Result<Cache> cache = Cache::open(cacheOptions);
+  if (!cache)
+    return fail(cache.error);
+
+  const std::string &command = options.command;
+  if (command == "list")
+    return runList(*cache, options);
+  if (command == "stats")
+    return runStats(*cache, options);
+  if (command == "show")
+    return runShow(*cache, options);
+  if (command == "clean")
+    return printCleanReport(
+        cache->clean(options.all, options.olderThan.value_or(-1)), options,
+        "removed");
+  if (command == "clear-locks")
+    return runClearLocks(*cache, options);
+  if (command == "verify")
+    return runVerify(*cache, options);
+  if (command == "prune")
+    return printCleanReport(cache->prune(*options.maxSize), options, "evicted");
+  return fail("unhandled command " + command);
+}
