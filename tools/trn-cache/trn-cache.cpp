@@ -31,7 +31,8 @@ Inspect and maintain the trn compile cache. Every command is safe while other
 processes use the cache.
 
 commands:
-  list          entries: key, status, size, created, last used, graph
+  list          entries: key, status (done, failed, compiling, stale-lock,
+                incomplete, corrupt), size, created, last used, graph
                   --failed   only failed entries     --locked   only locked keys
   stats         entries by status, bytes, compression ratio, age, locks
   show KEY      one entry: flags, metadata, diagnostic and compile log
@@ -289,6 +290,26 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
 
 int runList(Cache &cache, const Options &options) {
   std::vector<EntryListing> listings = cache.list();
+  // A key compiled for the first time has a lock but no entry yet: show it
+  // as "compiling" (or "stale-lock" when its holder is gone), so that
+  // `list --locked` answers "what is being compiled right now?".
+  std::set<std::string> listed;
+  for (const EntryListing &l : listings)
+    listed.insert(l.key.dirName());
+  std::map<std::string, LockInfo> holders;
+  for (LockInfo &lock : cache.locks()) {
+    std::string name = lock.key.dirName();
+    if (!listed.count(name)) {
+      EntryListing pending;
+      pending.key = lock.key;
+      pending.path = lock.path;
+      pending.status = lock.stale ? "stale-lock" : "compiling";
+      pending.createdUnix = pending.lastUsedUnix = lock.startedUnix;
+      pending.locked = true;
+      listings.push_back(std::move(pending));
+    }
+    holders.emplace(name, std::move(lock));
+  }
   std::vector<EntryListing> shown;
   for (EntryListing &listing : listings) {
     if (options.failed && listing.status != "failed")
@@ -308,6 +329,11 @@ int runList(Cache &cache, const Options &options) {
                      {"locked", l.locked},
                      {"graph_name", l.entry ? l.entry->metadata.graphName : ""},
                      {"path", l.path}});
+    for (json &row : out) {
+      auto holder = holders.find(row["key"].get<std::string>());
+      if (holder != holders.end())
+        row["lock"] = lockJson(holder->second);
+    }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -315,7 +341,7 @@ int runList(Cache &cache, const Options &options) {
     std::cout << "no entries in " << cache.versionDir() << "\n";
     return 0;
   }
-  std::printf("%-25s  %-10s  %10s  %-16s  %-16s  %s\n", "KEY", "STATUS", "SIZE",
+  std::printf("%-25s  %-11s  %10s  %-16s  %-16s  %s\n", "KEY", "STATUS", "SIZE",
               "CREATED", "LAST USED", "GRAPH");
   for (const EntryListing &l : shown) {
     std::string status = l.status + (l.locked ? "*" : "");

@@ -25,6 +25,9 @@ if mode == "kill":
     print(f"lock held by pid {holder.pid}, now killed")
     sys.exit(0)
 try:
+    listing = subprocess.run(["trn-cache", "list", "--locked", "--cache-dir", root],
+                             capture_output=True, text=True, check=True).stdout
+    assert "compiling*" in listing, listing
     stats = subprocess.run(["trn-cache", "stats", "--cache-dir", root],
                            capture_output=True, text=True, check=True).stdout
     held = [l for l in stats.splitlines() if l.startswith("locks:")][0].split()[1]
