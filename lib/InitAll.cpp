@@ -2,6 +2,8 @@
 
 #include "trn/InitAll.h"
 
+#include "trn/Dialect/NC/IR/NCDialect.h"
+#include "trn/Dialect/NC/Transforms/Passes.h"
 #include "trn/Dialect/Trn/IR/TrnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -12,9 +14,12 @@
 #include "mlir/Transforms/Passes.h"
 
 void mlir::trn::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<mlir::trn::TrnDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
-                  mlir::scf::SCFDialect>();
+  registry.insert<mlir::trn::TrnDialect, mlir::nc::NCDialect,
+                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                  mlir::tensor::TensorDialect, mlir::scf::SCFDialect>();
 }
 
-void mlir::trn::registerAllPasses() { mlir::registerTransformsPasses(); }
+void mlir::trn::registerAllPasses() {
+  mlir::registerTransformsPasses();
+  mlir::nc::registerNCPasses();
+}

@@ -25,9 +25,13 @@ config.substitutions.append(("%trn_obj_root", config.trn_obj_root))
 
 tool_dirs = [config.trn_tools_dir, config.llvm_tools_dir]
 tools = ["trn-opt"]
-for name in ["trn-eval", "trn-cache", "trn-cache-fixture"]:
+for name in ["trn-eval", "trn-cache", "trn-cache-fixture", "trn-artifact-seeds",
+             "trn-artifact-fuzzer"]:
     if os.path.exists(os.path.join(config.trn_tools_dir, name)):
         tools.append(name)
+# Built only when a clang with -fsanitize=fuzzer is available (test/fuzz).
+if os.path.exists(os.path.join(config.trn_tools_dir, "trn-artifact-fuzzer")):
+    config.available_features.add("artifact-fuzzer")
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.trn_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -3,6 +3,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${TRN_BUILD_DIR:-$root/build}
-ninja -C "$build_dir" TrnDocGen
+ninja -C "$build_dir" TrnDocGen NCDocGen
 cp "$build_dir/include/trn/Dialect/Trn/IR/TrnDialect.md" "$root/docs/dialects/trn.md"
-echo "[update-docs] docs/dialects/trn.md refreshed"
+cp "$build_dir/include/trn/Dialect/NC/IR/NCDialect.md" "$root/docs/dialects/nc.md"
+echo "[update-docs] docs/dialects/trn.md and docs/dialects/nc.md refreshed"

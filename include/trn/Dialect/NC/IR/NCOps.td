@@ -1,0 +1,270 @@
+//===- NCOps.td - nc dialect operations --------------------*- tablegen -*-===//
+//
+// One op per NeuronCore instruction (runtime/include/trnrt/Isa.h), plus the
+// allocation and view ops that name the tiles instructions work on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_DIALECT_NC_IR_NCOPS_TD
+#define TRN_DIALECT_NC_IR_NCOPS_TD
+
+include "trn/Dialect/NC/IR/NCBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def NC_AnyTile : Type<CPred<"::llvm::isa<::mlir::nc::TileType>($_self)">,
+                      "nc tile", "::mlir::nc::TileType">;
+def NC_AnyHbm : Type<CPred<"::llvm::isa<::mlir::nc::HbmType>($_self)">,
+                     "nc HBM tensor", "::mlir::nc::HbmType">;
+def NC_TileOrHbm : AnyTypeOf<[NC_AnyTile, NC_AnyHbm]>;
+
+def NC_Dst : Arg<NC_AnyTile, "destination tile", [MemWrite]>;
+def NC_Src : Arg<NC_AnyTile, "source tile", [MemRead]>;
+
+//===----------------------------------------------------------------------===//
+// Storage
+//===----------------------------------------------------------------------===//
+
+def NC_AllocOp : NC_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "allocate an SBUF or PSUM tile";
+  let description = [{
+    `start_partition` and `byte_offset` (bytes within each partition) are
+    assigned by the allocator (`nc-allocate`); the verifier checks they are
+    within the memory and obey the start-partition rules.
+  }];
+  let arguments = (ins OptionalAttr<I64Attr>:$start_partition,
+                       OptionalAttr<I64Attr>:$byte_offset);
+  let results = (outs NC_AnyTile:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def NC_HbmAllocOp : NC_Op<"hbm_alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "allocate an HBM scratch tensor (intermediates, spills)";
+  let arguments = (ins StrAttr:$name, OptionalAttr<I64Attr>:$byte_offset);
+  let results = (outs NC_AnyHbm:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def NC_ViewOp : NC_Op<"view", [Pure]> {
+  let summary = "a window of a tile or of an HBM tensor";
+  let description = [{
+    Selects partitions `start_partition ..< start_partition + P` (P is the
+    result's partition count) and, in every partition, the free elements
+    `offset + sum(i_d * strides[d])` for `i_d < sizes[d]` (in elements of the
+    source's row-major free layout). On an HBM tensor, the result is a
+    tile-shaped window for DMA: partition `p` starts at element
+    `offset + p * partition_stride` of the tensor.
+  }];
+  let arguments = (ins NC_TileOrHbm:$source,
+                       DefaultValuedAttr<I64Attr, "0">:$start_partition,
+                       DefaultValuedAttr<I64Attr, "0">:$offset,
+                       DefaultValuedAttr<I64Attr, "0">:$partition_stride,
+                       DenseI64ArrayAttr:$strides);
+  let results = (outs NC_AnyTile:$result);
+  let assemblyFormat = [{
+    $source `strides` $strides attr-dict `:` type($source) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor Engine
+//===----------------------------------------------------------------------===//
+
+def NC_MatmulOp : NC_Op<"matmul"> {
+  let summary = "dst[M,N] (+)= stationary[K,M]^T moving[K,N] into PSUM (fp32)";
+  let arguments = (ins NC_Dst:$dst, NC_Src:$stationary, NC_Src:$moving,
+                       UnitAttr:$accumulate);
+  let assemblyFormat = [{
+    $dst `,` $stationary `,` $moving (`accumulate` $accumulate^)? attr-dict `:`
+    type($dst) `,` type($stationary) `,` type($moving)
+  }];
+  let hasVerifier = 1;
+}
+
+def NC_TransposeOp : NC_Op<"transpose"> {
+  let summary = "dst[F,P] = src[P,F] on the Tensor Engine (into PSUM)";
+  let arguments = (ins NC_Dst:$dst, NC_Src:$src);
+  let assemblyFormat = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar Engine
+//===----------------------------------------------------------------------===//
+
+def NC_ActivationOp : NC_Op<"activation", [AttrSizedOperandSegments]> {
+  let summary = "dst = func(src * scale + bias) on the Scalar Engine";
+  let description = [{
+    `scale` is an immediate or a [P, 1] fp32 column (`scale_column`); `bias`
+    is a [P, 1] fp32 column or an immediate. With `row_sum`, each partition's
+    results are also summed into the [P, 1] fp32 tile `row_sum`.
+  }];
+  let arguments = (ins NC_ActivationFunc:$func, NC_Dst:$dst, NC_Src:$src,
+                       Optional<NC_AnyTile>:$scale_column,
+                       Optional<NC_AnyTile>:$bias_column,
+                       Optional<NC_AnyTile>:$row_sum,
+                       DefaultValuedAttr<F32Attr, "1.0">:$scale,
+                       DefaultValuedAttr<F32Attr, "0.0">:$bias);
+  let assemblyFormat = [{
+    $func $dst `,` $src (`scale_column` $scale_column^)?
+    (`bias_column` $bias_column^)? (`row_sum` $row_sum^)? attr-dict `:`
+    type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Vector Engine (and GpSimd forms)
+//===----------------------------------------------------------------------===//
+
+def NC_TensorTensorOp : NC_Op<"tensor_tensor"> {
+  let summary = "dst = a op b";
+  let arguments = (ins NC_AluOp:$op, NC_Dst:$dst, NC_Src:$lhs, NC_Src:$rhs,
+                       DefaultValuedAttr<NC_Engine, "::mlir::nc::Engine::vector">:$engine);
+  let assemblyFormat = [{
+    $op $dst `,` $lhs `,` $rhs (`on` $engine^)? attr-dict `:` type($dst) `,`
+    type($lhs) `,` type($rhs)
+  }];
+  let hasVerifier = 1;
+}
+
+def NC_TensorScalarOp : NC_Op<"tensor_scalar", [AttrSizedOperandSegments]> {
+  let summary = "dst = (src op0 s0) op1 s1";
+  let description = [{
+    `s0`, `s1` are immediates (`scalar0`, `scalar1`) or [P, 1] fp32 columns
+    (`column0`, `column1`); `reverse0`/`reverse1` compute `s op x`. `op1 =
+    bypass` leaves the second step out.
+  }];
+  let arguments = (ins NC_AluOp:$op0, NC_AluOp:$op1, NC_Dst:$dst, NC_Src:$src,
+                       Optional<NC_AnyTile>:$column0,
+                       Optional<NC_AnyTile>:$column1,
+                       DefaultValuedAttr<F32Attr, "0.0">:$scalar0,
+                       DefaultValuedAttr<F32Attr, "0.0">:$scalar1,
+                       UnitAttr:$reverse0, UnitAttr:$reverse1,
+                       DefaultValuedAttr<NC_Engine, "::mlir::nc::Engine::vector">:$engine);
+  let assemblyFormat = [{
+    $op0 `,` $op1 $dst `,` $src (`column0` $column0^)? (`column1` $column1^)?
+    (`on` $engine^)? attr-dict `:` type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
+def NC_TensorReduceOp : NC_Op<"tensor_reduce"> {
+  let summary = "dst[P,1] = reduce(op, src over all free dims)";
+  let arguments = (ins NC_AluOp:$op, NC_Dst:$dst, NC_Src:$src,
+                       UnitAttr:$negate,
+                       DefaultValuedAttr<NC_Engine, "::mlir::nc::Engine::vector">:$engine);
+  let assemblyFormat = [{
+    $op $dst `,` $src (`negate` $negate^)? (`on` $engine^)? attr-dict `:`
+    type($dst) `,` type($src)
+  }];
+  let hasVerifier = 1;
+}
+
+def NC_TensorCopyOp : NC_Op<"tensor_copy"> {
+  let summary = "dst = src, converted to dst's element type";
+  let arguments = (ins NC_Dst:$dst, NC_Src:$src,
+                       DefaultValuedAttr<NC_Engine, "::mlir::nc::Engine::vector">:$engine);
+  let assemblyFormat = [{
+    $dst `,` $src (`on` $engine^)? attr-dict `:` type($dst) `,` type($src)
+  }];
+  let hasVerifier = 1;
+}
+
+def NC_SelectOp : NC_Op<"select"> {
+  let summary = "dst = pred != 0 ? on_true : on_false";
+  let arguments = (ins NC_Dst:$dst, NC_Src:$pred, NC_Src:$on_true,
+                       NC_Src:$on_false);
+  let assemblyFormat = [{
+    $dst `,` $pred `,` $on_true `,` $on_false attr-dict `:` type(operands)
+  }];
+  let hasVerifier = 1;
+}
+
+def NC_BnStatsOp : NC_Op<"bn_stats"> {
+  let summary = "per-partition mean/variance statistics (6 fp32 per partition)";
+  let arguments = (ins NC_Dst:$dst, NC_Src:$src);
+  let assemblyFormat = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)";
+  let hasVerifier = 1;
+}
+
+def NC_BnAggrOp : NC_Op<"bn_aggr"> {
+  let summary = "combine bn_stats tuples into (mean, variance)";
+  let arguments = (ins NC_Dst:$dst, NC_Src:$src);
+  let assemblyFormat = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)";
+  let hasVerifier = 1;
+}
+
+def NC_MemsetOp : NC_Op<"memset"> {
+  let summary = "fill a tile with a constant";
+  let arguments = (ins NC_Dst:$dst, F32Attr:$value,
+                       DefaultValuedAttr<NC_Engine, "::mlir::nc::Engine::vector">:$engine);
+  let assemblyFormat = "$dst `,` $value (`on` $engine^)? attr-dict `:` type($dst)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// GpSimd
+//===----------------------------------------------------------------------===//
+
+def NC_IotaOp : NC_Op<"iota"> {
+  let summary = "dst[p, i...] = base + p * channel_multiplier + sum(steps * i)";
+  let arguments = (ins NC_Dst:$dst, I64Attr:$base, I64Attr:$channel_multiplier,
+                       DenseI64ArrayAttr:$steps);
+  let assemblyFormat = [{
+    $dst `,` `base` `=` $base `,` `channel_multiplier` `=` $channel_multiplier
+    `,` `steps` `=` $steps attr-dict `:` type($dst)
+  }];
+  let hasVerifier = 1;
+}
+
+def NC_AffineSelectOp : NC_Op<"affine_select"> {
+  let summary = "dst = cmp(affine(p, i), 0) ? src : fill (causal masks)";
+  let arguments = (ins NC_Dst:$dst, NC_Src:$src, NC_CompareOp:$compare,
+                       I64Attr:$base, I64Attr:$channel_multiplier,
+                       DenseI64ArrayAttr:$steps, F32Attr:$fill);
+  let assemblyFormat = [{
+    $compare $dst `,` $src `,` `base` `=` $base `,` `channel_multiplier` `=`
+    $channel_multiplier `,` `steps` `=` $steps `,` `fill` `=` $fill attr-dict
+    `:` type($dst) `,` type($src)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// DMA
+//===----------------------------------------------------------------------===//
+
+def NC_DmaCopyOp : NC_Op<"dma_copy"> {
+  let summary = "copy between HBM and SBUF (cast through fp32)";
+  let arguments = (ins NC_Dst:$dst, NC_Src:$src,
+                       DefaultValuedAttr<I64Attr, "0">:$queue);
+  let assemblyFormat = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)";
+  let hasVerifier = 1;
+}
+
+def NC_DmaGatherOp : NC_Op<"dma_gather"> {
+  let summary = "dst[p, :] = table[indices[p], :] (embedding lookup)";
+  let arguments = (ins NC_Dst:$dst, Arg<NC_AnyHbm, "table", [MemRead]>:$table,
+                       NC_Src:$indices, DefaultValuedAttr<I64Attr, "0">:$queue);
+  let assemblyFormat = [{
+    $dst `,` $table `[` $indices `]` attr-dict `:` type($dst) `,` type($table)
+    `,` type($indices)
+  }];
+  let hasVerifier = 1;
+}
+
+def NC_DmaScatterAddOp : NC_Op<"dma_scatter_add"> {
+  let summary = "table[indices[p], :] += src[p, :] (embedding backward)";
+  let arguments = (ins Arg<NC_AnyHbm, "table", [MemRead, MemWrite]>:$table,
+                       NC_Src:$src, NC_Src:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$queue);
+  let assemblyFormat = [{
+    $table `[` $indices `]` `,` $src attr-dict `:` type($table) `,`
+    type($indices) `,` type($src)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TRN_DIALECT_NC_IR_NCOPS_TD

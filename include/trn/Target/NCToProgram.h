@@ -1,0 +1,32 @@
+//===- NCToProgram.h - nc kernels to runtime programs -----------*- C++ -*-===//
+//
+// Translates an allocated, synchronised `nc` kernel (a func.func whose
+// arguments are !nc.hbm tensors) into the runtime's trnrt::Program, which the
+// artifact writer serialises and the simulator executes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_TARGET_NCTOPROGRAM_H
+#define TRN_TARGET_NCTOPROGRAM_H
+
+#include "trnrt/Isa.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+namespace mlir::nc {
+
+/// Builds the program of `kernel`. HBM tensors are laid out in argument
+/// order (64-byte aligned), then scratch from nc.hbm_alloc. Every nc.alloc
+/// must carry its address (run nc-allocate first); nc.waits/nc.signal become
+/// the instructions' semaphores (nc-insert-sync). Errors are emitted at the
+/// offending op.
+FailureOr<trnrt::Program> exportProgram(func::FuncOp kernel);
+
+/// Registers the `--nc-to-artifact` and `--nc-to-program-summary`
+/// translations for trn-translate.
+void registerNCTranslations();
+
+} // namespace mlir::nc
+
+#endif // TRN_TARGET_NCTOPROGRAM_H

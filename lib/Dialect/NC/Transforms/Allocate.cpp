@@ -1,0 +1,195 @@
+//===- Allocate.cpp - SBUF/PSUM allocation by liveness -------------------===//
+
+#include "trn/Dialect/NC/Transforms/Passes.h"
+
+#include "Footprint.h"
+
+#include "trnrt/Target.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <map>
+
+namespace mlir::nc {
+#define GEN_PASS_DEF_NCALLOCATE
+#include "trn/Dialect/NC/Transforms/Passes.h.inc"
+} // namespace mlir::nc
+
+using namespace mlir;
+using namespace mlir::nc;
+
+namespace {
+
+/// SBUF tiles start on 64-byte boundaries: aligned accesses keep the
+/// simulator's (and hardware's) fast path and make addresses readable.
+constexpr int64_t kSbufAlignment = 64;
+
+/// First-fit allocator over a byte range, with frees.
+class RangeAllocator {
+public:
+  explicit RangeAllocator(int64_t capacity) { free[0] = capacity; }
+  std::optional<int64_t> allocate(int64_t bytes, int64_t alignment) {
+    for (auto it = free.begin(); it != free.end(); ++it) {
+      int64_t start = (it->first + alignment - 1) / alignment * alignment;
+      int64_t end = it->first + it->second;
+      if (start + bytes > end)
+        continue;
+      int64_t blockStart = it->first;
+      free.erase(it);
+      if (start > blockStart)
+        free[blockStart] = start - blockStart;
+      if (start + bytes < end)
+        free[start + bytes] = end - (start + bytes);
+      return start;
+    }
+    return std::nullopt;
+  }
+  /// Takes [start, start + bytes) out of the free space; false if any of it
+  /// is already taken.
+  bool reserve(int64_t start, int64_t bytes) {
+    auto it = free.upper_bound(start);
+    if (it == free.begin())
+      return false;
+    --it;
+    int64_t blockStart = it->first, blockEnd = it->first + it->second;
+    if (start + bytes > blockEnd)
+      return false;
+    free.erase(it);
+    if (start > blockStart)
+      free[blockStart] = start - blockStart;
+    if (start + bytes < blockEnd)
+      free[start + bytes] = blockEnd - (start + bytes);
+    return true;
+  }
+  void release(int64_t start, int64_t bytes) {
+    auto [it, inserted] = free.emplace(start, bytes);
+    // Merge with the following and the preceding block.
+    auto next = std::next(it);
+    if (next != free.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free.erase(next);
+    }
+    if (it != free.begin()) {
+      auto previous = std::prev(it);
+      if (previous->first + previous->second == it->first) {
+        previous->second += it->second;
+        free.erase(it);
+      }
+    }
+  }
+  int64_t used(int64_t capacity) const {
+    int64_t available = 0;
+    for (auto &[start, size] : free)
+      available += size;
+    return capacity - available;
+  }
+
+private:
+  std::map<int64_t, int64_t> free; ///< start -> size
+};
+
+struct NCAllocatePass : nc::impl::NCAllocateBase<NCAllocatePass> {
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void NCAllocatePass::runOnOperation() {
+  func::FuncOp kernel = getOperation();
+  if (kernel.isExternal())
+    return;
+  const trnrt::Target *target = getTarget(kernel);
+  if (!target)
+    return signalPassFailure();
+  if (!kernel.getBody().hasOneBlock()) {
+    kernel.emitError("nc-allocate expects a kernel with one block");
+    return signalPassFailure();
+  }
+  Block &body = kernel.getBody().front();
+
+  // Last use (op index) of every allocation, through its views.
+  llvm::DenseMap<Operation *, int64_t> index;
+  llvm::DenseMap<Value, int64_t> lastUse;
+  int64_t position = 0;
+  for (Operation &op : body) {
+    index[&op] = position;
+    for (Value operand : op.getOperands())
+      lastUse[rootOf(operand)] = position;
+    ++position;
+  }
+
+  int64_t sbufCapacity = target->sbufUsableBytesPerPartition;
+  RangeAllocator sbuf(sbufCapacity);
+  std::vector<bool> psumBankBusy(target->psumBanks, false);
+  // Live allocations ordered by last use, to free them as the sweep passes.
+  std::multimap<int64_t, AllocOp> live;
+  OpBuilder builder(kernel.getContext());
+
+  auto release = [&](AllocOp alloc) {
+    auto type = alloc.getType();
+    int64_t offset = *alloc.getByteOffset();
+    if (type.getMemory() == MemorySpace::psum)
+      psumBankBusy[offset / target->psumBankBytes] = false;
+    else
+      sbuf.release(offset, type.getFreeBytes());
+  };
+
+  for (Operation &op : body) {
+    int64_t here = index[&op];
+    while (!live.empty() && live.begin()->first < here) {
+      release(live.begin()->second);
+      live.erase(live.begin());
+    }
+    auto alloc = dyn_cast<AllocOp>(op);
+    if (!alloc)
+      continue;
+    TileType type = alloc.getType();
+    // A tile nobody uses still gets an address, live at its definition.
+    int64_t end = lastUse.lookup(alloc.getResult());
+    end = std::max(end, here);
+    if (alloc.getStartPartition() && alloc.getByteOffset()) {
+      // Pre-placed: reserve what it covers so later tiles avoid it.
+      bool taken;
+      if (type.getMemory() == MemorySpace::psum) {
+        auto bank = *alloc.getByteOffset() / target->psumBankBytes;
+        taken = psumBankBusy[bank];
+        psumBankBusy[bank] = true;
+      } else {
+        taken = !sbuf.reserve(*alloc.getByteOffset(), type.getFreeBytes());
+      }
+      if (taken) {
+        alloc.emitError("its fixed address overlaps a tile that is live at "
+                        "the same time");
+        return signalPassFailure();
+      }
+      live.emplace(end, alloc);
+      continue;
+    }
+    int64_t offset = 0;
+    if (type.getMemory() == MemorySpace::psum) {
+      auto bank = std::find(psumBankBusy.begin(), psumBankBusy.end(), false);
+      if (bank == psumBankBusy.end()) {
+        alloc.emitError() << "all " << target->psumBanks
+                          << " PSUM banks hold live tiles; the kernel needs "
+                             "fewer accumulation groups in flight";
+        return signalPassFailure();
+      }
+      *bank = true;
+      offset = (bank - psumBankBusy.begin()) * target->psumBankBytes;
+    } else {
+      std::optional<int64_t> placed =
+          sbuf.allocate(type.getFreeBytes(), kSbufAlignment);
+      if (!placed) {
+        alloc.emitError() << "SBUF is full: " << type.getFreeBytes()
+                          << " more bytes per partition do not fit next to the "
+                          << sbuf.used(sbufCapacity) << " in use (of "
+                          << sbufCapacity << ")";
+        return signalPassFailure();
+      }
+      offset = *placed;
+    }
+    alloc.setStartPartitionAttr(builder.getI64IntegerAttr(0));
+    alloc.setByteOffsetAttr(builder.getI64IntegerAttr(offset));
+    live.emplace(end, alloc);
+  }
+}

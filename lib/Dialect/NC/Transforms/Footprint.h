@@ -1,0 +1,66 @@
+//===- Footprint.h - memory an nc operand touches ---------------*- C++ -*-===//
+//
+// Shared by nc-allocate (liveness: which allocation a value belongs to) and
+// nc-insert-sync (which instructions touch overlapping memory).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_LIB_DIALECT_NC_TRANSFORMS_FOOTPRINT_H
+#define TRN_LIB_DIALECT_NC_TRANSFORMS_FOOTPRINT_H
+
+#include "trn/Dialect/NC/IR/NCOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::nc {
+
+/// The allocation (nc.alloc, nc.hbm_alloc or kernel argument) a tile or HBM
+/// value views.
+inline Value rootOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewOp>())
+    value = view.getSource();
+  return value;
+}
+
+/// A conservative box of memory: partitions [p0, p1) x bytes [b0, b1) of
+/// one memory; HBM boxes are whole tensors (`root` identifies them).
+struct Footprint {
+  MemorySpace memory = MemorySpace::sbuf;
+  Value root; ///< HBM tensor, or the alloc when it has no address yet
+  int64_t p0 = 0, p1 = 0, b0 = 0, b1 = 0;
+
+  bool overlaps(const Footprint &other) const {
+    if (memory != other.memory)
+      return false;
+    if (memory == MemorySpace::hbm || !hasAddress() || !other.hasAddress())
+      return root == other.root;
+    return p0 < other.p1 && other.p0 < p1 && b0 < other.b1 && other.b0 < b1;
+  }
+  bool hasAddress() const { return b1 > b0; }
+};
+
+/// The footprint of operand `value` (a tile or an HBM tensor).
+inline Footprint footprintOf(Value value) {
+  Footprint footprint;
+  Value root = rootOf(value);
+  footprint.root = root;
+  if (isa<HbmType>(root.getType())) {
+    footprint.memory = MemorySpace::hbm;
+    return footprint;
+  }
+  auto rootType = cast<TileType>(root.getType());
+  footprint.memory = rootType.getMemory();
+  auto alloc = root.getDefiningOp<AllocOp>();
+  if (!alloc || !alloc.getStartPartition() || !alloc.getByteOffset())
+    return footprint; // identity only
+  // The whole allocation is a safe over-approximation of any view of it.
+  footprint.p0 = *alloc.getStartPartition();
+  footprint.p1 = footprint.p0 + rootType.getPartitions();
+  footprint.b0 = *alloc.getByteOffset();
+  footprint.b1 = footprint.b0 + rootType.getFreeBytes();
+  return footprint;
+}
+
+} // namespace mlir::nc
+
+#endif // TRN_LIB_DIALECT_NC_TRANSFORMS_FOOTPRINT_H

@@ -1,0 +1,477 @@
+//===- NCToProgram.cpp - nc kernels to runtime programs ------------------===//
+
+#include "trn/Target/NCToProgram.h"
+
+#include "trn/Dialect/NC/IR/NCOps.h"
+
+#include "trnrt/Target.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::nc;
+
+namespace {
+
+// The nc enums list their cases in the order of the runtime's enums.
+static_assert(static_cast<int>(trnrt::AluOp::BitwiseOr) == 17);
+static_assert(static_cast<int>(trnrt::ActivationFunc::Negate) == 22);
+static_assert(static_cast<int>(trnrt::CompareOp::Ge) == 5);
+
+std::optional<trnrt::DType> dtypeOf(Type type) {
+  if (type.isF32())
+    return trnrt::DType::F32;
+  if (type.isBF16())
+    return trnrt::DType::BF16;
+  if (type.isF16())
+    return trnrt::DType::F16;
+  if (type.isFloat8E4M3FN())
+    return trnrt::DType::F8E4M3FN;
+  if (type.isFloat8E5M2())
+    return trnrt::DType::F8E5M2;
+  if (type.isSignlessInteger(1))
+    return trnrt::DType::I1;
+  if (type.isSignlessInteger(32))
+    return trnrt::DType::I32;
+  if (type.isSignlessInteger(64))
+    return trnrt::DType::I64;
+  return std::nullopt;
+}
+
+int64_t elementBytes(trnrt::DType dtype) {
+  return trnrt::dtypeSizeInBytes(dtype);
+}
+
+trnrt::Memory memoryOf(MemorySpace memory) {
+  switch (memory) {
+  case MemorySpace::hbm:
+    return trnrt::Memory::Hbm;
+  case MemorySpace::sbuf:
+    return trnrt::Memory::Sbuf;
+  case MemorySpace::psum:
+    return trnrt::Memory::Psum;
+  }
+  return trnrt::Memory::Sbuf;
+}
+
+class Exporter {
+public:
+  explicit Exporter(func::FuncOp kernel) : kernel(kernel) {}
+  FailureOr<trnrt::Program> run();
+
+private:
+  LogicalResult layoutHbm();
+  FailureOr<trnrt::AccessPattern> accessPattern(Operation *user, Value value);
+  FailureOr<trnrt::AccessPattern> hbmTensorPattern(Operation *user,
+                                                   Value tensor);
+  FailureOr<trnrt::ScalarOperand> scalar(Operation *user, Value column,
+                                         float immediate);
+  LogicalResult emit(Operation *op);
+  void append(Operation *op, trnrt::Engine engine, int64_t queue,
+              trnrt::Instruction instruction);
+
+  func::FuncOp kernel;
+  trnrt::Program program;
+  /// HBM byte offset of every !nc.hbm value (arguments and nc.hbm_alloc).
+  llvm::DenseMap<Value, uint64_t> hbmOffsets;
+  uint32_t maxSemaphore = 0;
+};
+
+} // namespace
+
+LogicalResult Exporter::layoutHbm() {
+  uint64_t next = 0;
+  auto place = [&](Value value, std::string name, trnrt::HbmTensor::Kind kind,
+                   std::optional<uint64_t> fixedOffset) -> LogicalResult {
+    auto type = cast<HbmType>(value.getType());
+    std::optional<trnrt::DType> dtype = dtypeOf(type.getElementType());
+    if (!dtype)
+      return kernel.emitError("unsupported HBM element type ")
+             << type.getElementType();
+    uint64_t bytes = elementBytes(*dtype);
+    for (int64_t size : type.getShape())
+      bytes *= size;
+    uint64_t offset = fixedOffset ? *fixedOffset : (next + 63) / 64 * 64;
+    next = std::max(next, offset + bytes);
+    hbmOffsets[value] = offset;
+    trnrt::HbmTensor tensor;
+    tensor.name = std::move(name);
+    tensor.dtype = *dtype;
+    tensor.shape.assign(type.getShape().begin(), type.getShape().end());
+    tensor.offset = offset;
+    tensor.kind = kind;
+    program.tensors.push_back(tensor);
+    return success();
+  };
+  for (BlockArgument argument : kernel.getArguments()) {
+    unsigned index = argument.getArgNumber();
+    if (!isa<HbmType>(argument.getType()))
+      return kernel.emitError("kernel argument ")
+             << index << " must be an !nc.hbm tensor, got "
+             << argument.getType();
+    auto nameAttr = kernel.getArgAttrOfType<StringAttr>(
+        index, NCDialect::getNameAttrName());
+    std::string name =
+        nameAttr ? nameAttr.str() : "arg" + std::to_string(index);
+    auto kindAttr = kernel.getArgAttrOfType<StringAttr>(
+        index, NCDialect::getKindAttrName());
+    StringRef kind = kindAttr ? kindAttr.getValue() : "input";
+    if (failed(place(argument, name,
+                     kind == "output" ? trnrt::HbmTensor::Kind::Output
+                                      : trnrt::HbmTensor::Kind::Input,
+                     std::nullopt)))
+      return failure();
+    if (kind == "inout") {
+      // The updated value is an output aliasing the input in place.
+      trnrt::HbmTensor output = program.tensors.back();
+      output.kind = trnrt::HbmTensor::Kind::Output;
+      output.aliasesInput = static_cast<int32_t>(program.tensors.size() - 1);
+      program.tensors.push_back(output);
+    }
+  }
+  for (auto alloc : kernel.getOps<HbmAllocOp>()) {
+    std::optional<uint64_t> fixed;
+    if (auto offset = alloc.getByteOffset())
+      fixed = static_cast<uint64_t>(*offset);
+    if (failed(place(alloc.getResult(), alloc.getName().str(),
+                     trnrt::HbmTensor::Kind::Scratch, fixed)))
+      return failure();
+  }
+  program.hbmBytes = (next + 63) / 64 * 64;
+  return success();
+}
+
+FailureOr<trnrt::AccessPattern> Exporter::hbmTensorPattern(Operation *user,
+                                                           Value tensor) {
+  auto it = hbmOffsets.find(tensor);
+  if (it == hbmOffsets.end())
+    return user->emitError("HBM operand is neither a kernel argument nor an "
+                           "nc.hbm_alloc");
+  auto type = cast<HbmType>(tensor.getType());
+  trnrt::AccessPattern pattern;
+  pattern.memory = trnrt::Memory::Hbm;
+  pattern.dtype = *dtypeOf(type.getElementType());
+  pattern.byteOffset = it->second;
+  // Indirect DMA: the pattern spans the whole table, one row per
+  // "partition" (docs/isa.md, DmaCopy indirect).
+  pattern.numPartitions = type.getShape().front();
+  int64_t rowElements = type.getShape().back();
+  pattern.partitionStride = rowElements;
+  pattern.dims = {{rowElements, 1}};
+  return pattern;
+}
+
+FailureOr<trnrt::AccessPattern> Exporter::accessPattern(Operation *user,
+                                                        Value value) {
+  auto type = cast<TileType>(value.getType());
+  trnrt::AccessPattern pattern;
+  pattern.memory = memoryOf(type.getMemory());
+  pattern.dtype = *dtypeOf(type.getElementType());
+  pattern.numPartitions = type.getPartitions();
+  int64_t bytes = elementBytes(pattern.dtype);
+
+  auto fromAlloc = [&](AllocOp alloc, int64_t startPartition, int64_t offset,
+                       ArrayRef<int64_t> sizes,
+                       ArrayRef<int64_t> strides) -> LogicalResult {
+    if (!alloc.getStartPartition() || !alloc.getByteOffset())
+      return user->emitError("operand tile has no address; run nc-allocate "
+                             "before exporting");
+    pattern.startPartition = *alloc.getStartPartition() + startPartition;
+    pattern.byteOffset = *alloc.getByteOffset() + offset * bytes;
+    for (auto [size, stride] : llvm::zip(sizes, strides))
+      pattern.dims.push_back({size, stride});
+    return success();
+  };
+  auto rowMajorStrides = [](ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> strides(shape.size(), 1);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * shape[d + 1];
+    return strides;
+  };
+
+  if (auto alloc = value.getDefiningOp<AllocOp>()) {
+    if (failed(fromAlloc(alloc, 0, 0, type.getFreeShape(),
+                         rowMajorStrides(type.getFreeShape()))))
+      return failure();
+    return pattern;
+  }
+  auto view = value.getDefiningOp<ViewOp>();
+  if (!view)
+    return user->emitError("tile operand must come from nc.alloc or nc.view");
+  Value source = view.getSource();
+  if (isa<HbmType>(source.getType())) {
+    auto it = hbmOffsets.find(source);
+    if (it == hbmOffsets.end())
+      return user->emitError("HBM view of a value that is neither a kernel "
+                             "argument nor an nc.hbm_alloc");
+    pattern.byteOffset = it->second + view.getOffset() * bytes;
+    pattern.partitionStride = view.getPartitionStride();
+    for (auto [size, stride] :
+         llvm::zip(type.getFreeShape(), view.getStrides()))
+      pattern.dims.push_back({size, stride});
+    return pattern;
+  }
+  auto alloc = source.getDefiningOp<AllocOp>();
+  if (!alloc)
+    return user->emitError("views of views are not exported; view the "
+                           "nc.alloc directly");
+  if (failed(fromAlloc(alloc, view.getStartPartition(), view.getOffset(),
+                       type.getFreeShape(), view.getStrides())))
+    return failure();
+  return pattern;
+}
+
+FailureOr<trnrt::ScalarOperand> Exporter::scalar(Operation *user, Value column,
+                                                 float immediate) {
+  trnrt::ScalarOperand operand;
+  operand.isImmediate = !column;
+  operand.immediate = immediate;
+  if (column) {
+    auto pattern = accessPattern(user, column);
+    if (failed(pattern))
+      return failure();
+    operand.column = *pattern;
+  }
+  return operand;
+}
+
+void Exporter::append(Operation *op, trnrt::Engine engine, int64_t queue,
+                      trnrt::Instruction instruction) {
+  if (auto waits = op->getAttrOfType<ArrayAttr>(NCDialect::getWaitsAttrName()))
+    for (Attribute wait : waits) {
+      auto pair = cast<DenseI64ArrayAttr>(wait);
+      instruction.waits.push_back({static_cast<uint32_t>(pair[0]), pair[1]});
+      maxSemaphore = std::max<uint32_t>(maxSemaphore, pair[0] + 1);
+    }
+  if (auto signal =
+          op->getAttrOfType<IntegerAttr>(NCDialect::getSignalAttrName())) {
+    instruction.signal = static_cast<int32_t>(signal.getInt());
+    maxSemaphore = std::max<uint32_t>(maxSemaphore, instruction.signal + 1);
+  }
+  if (engine == trnrt::Engine::Dma) {
+    if (program.dmaQueues.size() <= static_cast<size_t>(queue))
+      program.dmaQueues.resize(queue + 1);
+    program.dmaQueues[queue].push_back(std::move(instruction));
+    return;
+  }
+  program.engineStreams[static_cast<size_t>(engine)].push_back(
+      std::move(instruction));
+}
+
+LogicalResult Exporter::emit(Operation *op) {
+  using trnrt::Engine;
+  trnrt::Instruction inst;
+  auto ap = [&](Value value) -> FailureOr<trnrt::AccessPattern> {
+    return accessPattern(op, value);
+  };
+  auto engineOf = [](nc::Engine engine) {
+    return engine == nc::Engine::gpsimd ? Engine::GpSimd : Engine::Vector;
+  };
+  // Fills dst and srcs; fails if any operand cannot be resolved.
+  auto operands = [&](Value dst, ArrayRef<Value> srcs) -> LogicalResult {
+    auto d = ap(dst);
+    if (failed(d))
+      return failure();
+    inst.dst = *d;
+    for (Value src : srcs) {
+      auto s = ap(src);
+      if (failed(s))
+        return failure();
+      inst.srcs.push_back(*s);
+    }
+    return success();
+  };
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<AllocOp, ViewOp, HbmAllocOp, func::ReturnOp>(
+          [](Operation *) { return success(); })
+      .Case([&](MatmulOp o) {
+        inst.opcode = trnrt::Opcode::Matmul;
+        inst.accumulate = o.getAccumulate();
+        if (failed(operands(o.getDst(), {o.getStationary(), o.getMoving()})))
+          return failure();
+        append(o, Engine::Tensor, 0, std::move(inst));
+        return success();
+      })
+      .Case([&](TransposeOp o) {
+        inst.opcode = trnrt::Opcode::Transpose;
+        if (failed(operands(o.getDst(), {o.getSrc()})))
+          return failure();
+        append(o, Engine::Tensor, 0, std::move(inst));
+        return success();
+      })
+      .Case([&](ActivationOp o) {
+        inst.opcode = trnrt::Opcode::Activation;
+        inst.func = static_cast<trnrt::ActivationFunc>(o.getFunc());
+        auto scale =
+            scalar(o, o.getScaleColumn(), o.getScale().convertToFloat());
+        auto bias = scalar(o, o.getBiasColumn(), o.getBias().convertToFloat());
+        if (failed(operands(o.getDst(), {o.getSrc()})) || failed(scale) ||
+            failed(bias))
+          return failure();
+        inst.scale = *scale;
+        inst.bias = *bias;
+        if (Value rowSum = o.getRowSum()) {
+          auto sum = ap(rowSum);
+          if (failed(sum))
+            return failure();
+          inst.accumulateRow = true;
+          inst.reduceDst = *sum;
+        }
+        append(o, Engine::Scalar, 0, std::move(inst));
+        return success();
+      })
+      .Case([&](TensorTensorOp o) {
+        inst.opcode = trnrt::Opcode::TensorTensor;
+        inst.op0 = static_cast<trnrt::AluOp>(o.getOp());
+        if (failed(operands(o.getDst(), {o.getLhs(), o.getRhs()})))
+          return failure();
+        append(o, engineOf(o.getEngine()), 0, std::move(inst));
+        return success();
+      })
+      .Case([&](TensorScalarOp o) {
+        inst.opcode = trnrt::Opcode::TensorScalar;
+        inst.op0 = static_cast<trnrt::AluOp>(o.getOp0());
+        inst.op1 = static_cast<trnrt::AluOp>(o.getOp1());
+        inst.reverse0 = o.getReverse0();
+        inst.reverse1 = o.getReverse1();
+        auto s0 = scalar(o, o.getColumn0(), o.getScalar0().convertToFloat());
+        auto s1 = scalar(o, o.getColumn1(), o.getScalar1().convertToFloat());
+        if (failed(operands(o.getDst(), {o.getSrc()})) || failed(s0) ||
+            failed(s1))
+          return failure();
+        inst.scalar0 = *s0;
+        inst.scalar1 = *s1;
+        append(o, engineOf(o.getEngine()), 0, std::move(inst));
+        return success();
+      })
+      .Case([&](TensorReduceOp o) {
+        inst.opcode = trnrt::Opcode::TensorReduce;
+        inst.op0 = static_cast<trnrt::AluOp>(o.getOp());
+        inst.negate = o.getNegate();
+        if (failed(operands(o.getDst(), {o.getSrc()})))
+          return failure();
+        append(o, engineOf(o.getEngine()), 0, std::move(inst));
+        return success();
+      })
+      .Case([&](TensorCopyOp o) {
+        inst.opcode = trnrt::Opcode::TensorCopy;
+        if (failed(operands(o.getDst(), {o.getSrc()})))
+          return failure();
+        append(o, engineOf(o.getEngine()), 0, std::move(inst));
+        return success();
+      })
+      .Case([&](SelectOp o) {
+        inst.opcode = trnrt::Opcode::Select;
+        if (failed(operands(o.getDst(),
+                            {o.getPred(), o.getOnTrue(), o.getOnFalse()})))
+          return failure();
+        append(o, Engine::Vector, 0, std::move(inst));
+        return success();
+      })
+      .Case([&](BnStatsOp o) {
+        inst.opcode = trnrt::Opcode::BnStats;
+        if (failed(operands(o.getDst(), {o.getSrc()})))
+          return failure();
+        append(o, Engine::Vector, 0, std::move(inst));
+        return success();
+      })
+      .Case([&](BnAggrOp o) {
+        inst.opcode = trnrt::Opcode::BnAggr;
+        if (failed(operands(o.getDst(), {o.getSrc()})))
+          return failure();
+        append(o, Engine::Vector, 0, std::move(inst));
+        return success();
+      })
+      .Case([&](MemsetOp o) {
+        inst.opcode = trnrt::Opcode::Memset;
+        inst.value = o.getValue().convertToFloat();
+        if (failed(operands(o.getDst(), {})))
+          return failure();
+        append(o, engineOf(o.getEngine()), 0, std::move(inst));
+        return success();
+      })
+      .Case([&](IotaOp o) {
+        inst.opcode = trnrt::Opcode::Iota;
+        inst.base = o.getBase();
+        inst.channelMultiplier = o.getChannelMultiplier();
+        inst.steps.assign(o.getSteps().begin(), o.getSteps().end());
+        if (failed(operands(o.getDst(), {})))
+          return failure();
+        append(o, Engine::GpSimd, 0, std::move(inst));
+        return success();
+      })
+      .Case([&](AffineSelectOp o) {
+        inst.opcode = trnrt::Opcode::AffineSelect;
+        inst.compare = static_cast<trnrt::CompareOp>(o.getCompare());
+        inst.base = o.getBase();
+        inst.channelMultiplier = o.getChannelMultiplier();
+        inst.steps.assign(o.getSteps().begin(), o.getSteps().end());
+        inst.value = o.getFill().convertToFloat();
+        if (failed(operands(o.getDst(), {o.getSrc()})))
+          return failure();
+        append(o, Engine::GpSimd, 0, std::move(inst));
+        return success();
+      })
+      .Case([&](DmaCopyOp o) {
+        inst.opcode = trnrt::Opcode::DmaCopy;
+        if (failed(operands(o.getDst(), {o.getSrc()})))
+          return failure();
+        append(o, Engine::Dma, o.getQueue(), std::move(inst));
+        return success();
+      })
+      .Case([&](DmaGatherOp o) {
+        inst.opcode = trnrt::Opcode::DmaCopy;
+        inst.indirect = true;
+        auto table = hbmTensorPattern(o, o.getTable());
+        auto dst = ap(o.getDst());
+        auto indices = ap(o.getIndices());
+        if (failed(table) || failed(dst) || failed(indices))
+          return failure();
+        inst.dst = *dst;
+        inst.srcs.push_back(*table);
+        inst.indices = *indices;
+        append(o, Engine::Dma, o.getQueue(), std::move(inst));
+        return success();
+      })
+      .Case([&](DmaScatterAddOp o) {
+        inst.opcode = trnrt::Opcode::DmaCopy;
+        inst.indirect = true;
+        inst.accumulate = true;
+        auto table = hbmTensorPattern(o, o.getTable());
+        auto src = ap(o.getSrc());
+        auto indices = ap(o.getIndices());
+        if (failed(table) || failed(src) || failed(indices))
+          return failure();
+        inst.dst = *table;
+        inst.srcs.push_back(*src);
+        inst.indices = *indices;
+        append(o, Engine::Dma, o.getQueue(), std::move(inst));
+        return success();
+      })
+      .Default([](Operation *other) {
+        return other->emitError("op '")
+               << other->getName() << "' cannot be exported to a program";
+      });
+}
+
+FailureOr<trnrt::Program> Exporter::run() {
+  if (kernel.isExternal() || !kernel.getBody().hasOneBlock())
+    return kernel.emitError("a kernel is a func.func with one block");
+  const trnrt::Target *target = getTarget(kernel);
+  if (!target)
+    return failure();
+  program.target = target->name;
+  if (failed(layoutHbm()))
+    return failure();
+  for (Operation &op : kernel.getBody().front())
+    if (failed(emit(&op)))
+      return failure();
+  program.numSemaphores = maxSemaphore;
+  return program;
+}
+
+FailureOr<trnrt::Program> mlir::nc::exportProgram(func::FuncOp kernel) {
+  return Exporter(kernel).run();
+}

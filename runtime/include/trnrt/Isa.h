@@ -1,0 +1,189 @@
+//===- Isa.h - the NeuronCore-v2 instruction set trn targets ----*- C++ -*-===//
+//
+// The program model shared by the compiler's emitter (nc dialect -> Program),
+// the artifact format (Program <-> bytes) and the simulator (executes a
+// Program). docs/isa.md is the prose reference; this header is the normative
+// data model. No MLIR or LLVM dependency.
+//
+// A Program has one in-order instruction stream per compute engine (Tensor,
+// Vector, Scalar, GpSimd), one for the Sync engine, and one per DMA queue.
+// Streams run concurrently; they order their work only through semaphores:
+// every instruction may wait for semaphores to reach values before it starts
+// and may increment one semaphore when it completes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRNRT_ISA_H
+#define TRNRT_ISA_H
+
+#include "trnrt/Numerics.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trnrt {
+
+enum class Engine : uint8_t { Tensor, Vector, Scalar, GpSimd, Sync, Dma };
+const char *engineName(Engine engine);
+
+enum class Memory : uint8_t { Hbm, Sbuf, Psum };
+
+/// One free dimension of an access pattern: `size` elements, `stride`
+/// elements apart.
+struct ApDim {
+  int64_t size = 1;
+  int64_t stride = 1;
+};
+
+/// An on-chip operand: a tile on `numPartitions` contiguous partitions from
+/// `startPartition`, with the same free-dim pattern in every partition
+/// starting at `byteOffset` (of each partition). Free dims are outermost
+/// first; the innermost is last. An HBM operand uses `byteOffset` as the
+/// base address in the core's HBM, `partitionStride` (elements) for the
+/// partition dimension, and the same free dims.
+struct AccessPattern {
+  Memory memory = Memory::Sbuf;
+  DType dtype = DType::F32;
+  uint32_t startPartition = 0;
+  uint32_t numPartitions = 1;
+  int64_t byteOffset = 0;
+  int64_t partitionStride = 0; ///< HBM only (elements)
+  std::vector<ApDim> dims;     ///< 1..4 free dims
+  int64_t freeElements() const;
+};
+
+/// A scalar operand: an immediate, or a per-partition [P, 1] column.
+struct ScalarOperand {
+  bool isImmediate = true;
+  float immediate = 0.0f;
+  AccessPattern column; ///< when !isImmediate: [P, 1] fp32
+};
+
+/// ALU operators of Vector/GpSimd instructions (docs/isa.md §ALU).
+enum class AluOp : uint8_t {
+  Bypass, ///< no operation (second op of tensor_scalar unused)
+  Add, Subtract, Multiply, Divide, Max, Min, Pow,
+  IsEqual, IsNotEqual, IsLess, IsLessEqual, IsGreater, IsGreaterEqual,
+  LogicalAnd, LogicalOr, BitwiseAnd, BitwiseOr,
+};
+
+/// Scalar Engine activation functions (computed in fp32; docs/isa.md lists
+/// where the hardware's polynomial tables differ).
+enum class ActivationFunc : uint8_t {
+  Copy, Exp, Log, Tanh, Sigmoid, Relu, Gelu, GeluTanh, GeluDerivative,
+  GeluTanhDerivative, Silu, Erf, Sqrt, Rsqrt, Reciprocal, Square, Sin, Cos,
+  Abs, Sign, Floor, Log1p, Negate,
+};
+
+enum class CompareOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
+
+/// Lower-case names used in messages and docs/isa.md ("HBM", "SBUF", "PSUM"
+/// for memories); "?" for a value outside the enum.
+const char *memoryName(Memory memory);
+const char *aluOpName(AluOp op);
+const char *activationFuncName(ActivationFunc func);
+const char *compareOpName(CompareOp op);
+
+enum class Opcode : uint8_t {
+  // Tensor Engine.
+  Matmul,    ///< dst[M,N] (+)= stationary[K,M]^T moving[K,N]; PSUM fp32 dst
+  Transpose, ///< dst[F,P] = src[P,F] via identity matmul; PSUM dst
+  // Scalar Engine.
+  Activation, ///< dst = func(src * scale + bias) [, accumulate sum along free]
+  // Vector Engine (GpSimd accepts the same data-path forms with its own costs).
+  TensorTensor,  ///< dst = a op b
+  TensorScalar,  ///< dst = (src op0 s0) op1 s1
+  TensorReduce,  ///< dst[P, 1] = reduce(op, src over all free dims)
+  TensorCopy,    ///< dst = src (cast)
+  Select,        ///< dst = pred != 0 ? a : b
+  BnStats,       ///< dst[P, 6] = (count, mean, M2) of even and odd elements
+  BnAggr,        ///< dst[P, 2] = (mean, var) from bn_stats tuples
+  Memset,        ///< dst = value
+  // GpSimd.
+  Iota,          ///< dst[p, i...] = base + p * channelMultiplier + sum(step * i)
+  AffineSelect,  ///< dst = cmp(base + p*cm + sum(step*i), 0) ? src : fill
+  // DMA (on a DMA queue stream).
+  DmaCopy,       ///< dst = src (cast through fp32), optionally gathered/scattered
+  // Sync / control.
+  Nop,           ///< only waits and signals
+  // Collectives (filled in by the partitioning work; the simulator runs
+  // them through the runtime's collective backend).
+  AllReduce, AllGather, ReduceScatter, Send, Recv,
+};
+const char *opcodeName(Opcode opcode);
+
+/// Synchronisation attached to every instruction.
+struct SemaphoreWait {
+  uint32_t semaphore = 0;
+  int64_t value = 0; ///< start once semaphore >= value
+};
+
+struct Instruction {
+  Opcode opcode = Opcode::Nop;
+  std::vector<SemaphoreWait> waits;
+  int32_t signal = -1; ///< semaphore incremented on completion, or -1
+
+  // Operands (which are used depends on the opcode; docs/isa.md).
+  AccessPattern dst;
+  std::vector<AccessPattern> srcs;
+
+  // Matmul / Transpose.
+  bool accumulate = false; ///< Matmul: add into PSUM instead of overwrite
+  // Activation.
+  ActivationFunc func = ActivationFunc::Copy;
+  ScalarOperand scale{true, 1.0f, {}};
+  ScalarOperand bias{true, 0.0f, {}};
+  bool accumulateRow = false; ///< Activation: also sum each row into srcs/dst2
+  AccessPattern reduceDst;    ///< [P,1] fp32 row sums when accumulateRow
+  // TensorTensor / TensorScalar / TensorReduce.
+  AluOp op0 = AluOp::Bypass, op1 = AluOp::Bypass;
+  ScalarOperand scalar0, scalar1;
+  bool reverse0 = false, reverse1 = false; ///< s op x instead of x op s
+  bool negate = false;                     ///< TensorReduce: negate result
+  // Memset / AffineSelect fill.
+  float value = 0.0f;
+  // Iota / AffineSelect.
+  int64_t base = 0;
+  int64_t channelMultiplier = 0;
+  std::vector<int64_t> steps; ///< one per free dim
+  CompareOp compare = CompareOp::Ge;
+  // DmaCopy indirect: row indices (int32/int64 in SBUF, one per partition)
+  // select HBM rows of `rowElements` elements for a gather (src HBM) or a
+  // scatter-add (dst HBM, accumulate = true).
+  bool indirect = false;
+  AccessPattern indices;
+  // Collectives.
+  uint32_t meshAxes = 0; ///< bitmask of mesh axes the collective spans
+};
+
+/// A named HBM tensor of the program (inputs, outputs, constants, scratch).
+struct HbmTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0; ///< bytes from the core's HBM base
+  enum class Kind : uint8_t { Input, Output, Constant, Scratch } kind = Kind::Input;
+  int32_t aliasesInput = -1; ///< Output updating input #n in place
+  std::string role;          ///< trn.role
+  std::vector<uint8_t> data; ///< Constant: the bytes
+};
+
+struct Program {
+  std::string target = "trn1";
+  std::vector<HbmTensor> tensors;
+  uint64_t hbmBytes = 0;      ///< total HBM the program lays out
+  uint32_t numSemaphores = 0;
+  /// Streams: index by engine for Tensor..Sync; DMA queues follow.
+  std::array<std::vector<Instruction>, 5> engineStreams;
+  std::vector<std::vector<Instruction>> dmaQueues; ///< up to 16
+  // Compile-time estimates recorded in the artifact.
+  uint64_t flops = 0;
+  uint64_t sbufPeakBytesPerPartition = 0;
+  uint64_t psumPeakBytesPerPartition = 0;
+};
+
+} // namespace trnrt
+
+#endif // TRNRT_ISA_H

@@ -1,0 +1,164 @@
+//===- Simulator.h - One simulated NeuronCore -------------------*- C++ -*-===//
+//
+// Executes a Program (trnrt/Isa.h) on a simulated NeuronCore: functionally
+// exact for the ISA (operands decoded to fp32, results rounded to the
+// destination dtype, fp32 PSUM accumulation, every access bounds-checked),
+// with an event-driven timing model (engine clocks, per-instruction cycle
+// formulas, DMA fixed cost and bandwidth, semaphores, the NeuronCore-v2 port
+// conflicts). docs/simulator.md describes the semantics and the cost model.
+//
+// No exceptions: every fallible call returns false with a one-line message.
+// No MLIR or LLVM dependency.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRNRT_SIMULATOR_H
+#define TRNRT_SIMULATOR_H
+
+#include "trnrt/Isa.h"
+#include "trnrt/Target.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trnrt {
+
+struct SimulatorOptions {
+  /// Fill SBUF, PSUM and the program's HBM with 0xFF bytes before use (NaN in
+  /// every float dtype, -1 in integer dtypes), so reads of memory nobody wrote
+  /// show up as NaN in the results. Inputs the caller never wrote read as NaN
+  /// too. Scratch and output tensors are refilled before every run.
+  bool poisonMemory = false;
+  /// Keep one InstructionRecord per executed instruction (profiles).
+  bool recordInstructions = false;
+};
+
+/// Streams are numbered: 0..4 are the engine streams in Engine order
+/// (Tensor, Vector, Scalar, GpSimd, Sync); 5 + q is DMA queue q.
+constexpr unsigned kNumEngineStreams = 5;
+
+/// "tensor", "vector", ... for engine streams (engineName), "dma<q>" for
+/// DMA queue q.
+std::string simulatorStreamName(unsigned stream);
+
+/// One executed instruction, for the profile timeline.
+struct InstructionRecord {
+  uint32_t stream = 0;
+  uint32_t index = 0; ///< position in its stream
+  Opcode opcode = Opcode::Nop;
+  double startNs = 0.0;
+  double endNs = 0.0;
+};
+
+struct StreamStats {
+  double busyNs = 0.0;      ///< sum of the instructions' durations
+  double busyPercent = 0.0; ///< busyNs / deviceTimeNs * 100
+  uint64_t instructions = 0;
+};
+
+/// What one run of a program did, in simulated time.
+struct SimulationStats {
+  double deviceTimeNs = 0.0; ///< end of the last instruction
+  /// Indexed by Engine (Tensor, Vector, Scalar, GpSimd, Sync).
+  std::array<StreamStats, kNumEngineStreams> engines;
+  std::vector<StreamStats> dmaQueues;
+  double dmaActiveNs = 0.0; ///< time at least one DMA queue is busy
+  double dmaActivePercent = 0.0;
+
+  /// Fraction of the device time the Tensor Engine streams matmul columns
+  /// (N_moving cycles per matmul, x4 for fp32 inputs); excludes the
+  /// MM_INIT_LATENCY padding of short matmuls, LoadStationary and transposes.
+  double tensorEngineUtilisation = 0.0;
+  uint64_t matmulFlops = 0;     ///< 2*M*N*K per matmul
+  uint64_t fp32MatmulFlops = 0; ///< the part with fp32 inputs
+  uint64_t transposeFlops = 0;  ///< identity-matmul FLOPs of transposes
+  /// Achieved FLOP/s over the peak, each matmul measured against the peak
+  /// for its input dtype (fp32 inputs run at 1/4 of the bf16 peak).
+  double mfu = 0.0;
+  /// matmulFlops against Target::peakBf16Tflops only.
+  double mfuBf16Peak = 0.0;
+  /// matmulFlops against the fp32 peak (peakBf16Tflops / fp32MatmulFactor).
+  double mfuFp32Peak = 0.0;
+
+  // DMA traffic (bytes of the HBM side for HBM transfers).
+  uint64_t hbmToSbufBytes = 0;
+  uint64_t sbufToHbmBytes = 0;
+  uint64_t sbufToSbufBytes = 0;
+  uint64_t hbmToHbmBytes = 0;
+  uint64_t dmaCount = 0;
+  double averageDmaBytes = 0.0;
+  /// DMAs that write (save) or read (reload) Scratch HBM tensors.
+  uint64_t spillSaveBytes = 0;
+  uint64_t spillReloadBytes = 0;
+  uint64_t spillBytes() const { return spillSaveBytes + spillReloadBytes; }
+
+  uint64_t instructions = 0;
+  /// Filled when SimulatorOptions::recordInstructions is set, in start order.
+  std::vector<InstructionRecord> records;
+};
+
+class SimulatorCore;
+
+/// One NeuronCore's memories and engines. Typical use:
+///   Simulator sim(trn1Target());
+///   sim.load(program, error);
+///   sim.writeTensor("x", values.data(), values.size(), error);
+///   sim.run(stats, error);
+///   sim.readTensor("y", result, error);
+class Simulator {
+public:
+  explicit Simulator(const Target &target, SimulatorOptions options = {});
+  ~Simulator();
+  Simulator(const Simulator &) = delete;
+  Simulator &operator=(const Simulator &) = delete;
+
+  /// Lays out HBM for `program` (Program::hbmBytes, at most
+  /// Target::hbmBytesPerCore: beyond it, an out-of-memory error naming the
+  /// first tensor that does not fit) and copies its constants. The program
+  /// must outlive the simulator or the next load(). Fails if the program's
+  /// target differs from the simulator's.
+  bool load(const Program &program, std::string &error);
+
+  /// Writes a whole HBM tensor: `count` values rounded to its dtype (floats:
+  /// roundToDType; integers: truncated toward zero and saturated, NaN -> 0;
+  /// i1: nonzero -> 1).
+  bool writeTensor(std::string_view name, const double *values, size_t count,
+                   std::string &error);
+  /// Writes a whole HBM tensor from raw little-endian bytes of its dtype.
+  bool writeTensorBytes(std::string_view name, const void *bytes, size_t size,
+                        std::string &error);
+  /// Reads a whole HBM tensor as doubles (exact for every dtype but i64
+  /// values beyond 2^53).
+  bool readTensor(std::string_view name, std::vector<double> &values,
+                  std::string &error) const;
+  bool readTensorBytes(std::string_view name, std::vector<uint8_t> &bytes,
+                       std::string &error) const;
+
+  /// Runs the loaded program once from fresh SBUF and PSUM (zero, or the
+  /// poison pattern) and zeroed semaphores. On failure (an out-of-bounds
+  /// access, a bad operand, an out-of-range gather index, a deadlock, an
+  /// unsupported instruction), `error` names the stream, the instruction
+  /// index and opcode, and the operand; memory holds the effects of the
+  /// instructions that ran.
+  bool run(SimulationStats &stats, std::string &error);
+
+  const Target &target() const;
+  /// Raw views of the memories, for tests and debugging. Partition p of SBUF
+  /// starts at sbuf() + p * Target::sbufBytesPerPartition (likewise PSUM).
+  uint8_t *sbuf();
+  uint8_t *psum();
+  uint8_t *hbm();
+  uint64_t hbmBytes() const;
+
+private:
+  std::unique_ptr<SimulatorCore> core;
+};
+
+} // namespace trnrt
+
+#endif // TRNRT_SIMULATOR_H

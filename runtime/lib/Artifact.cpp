@@ -1,0 +1,2026 @@
+//===- Artifact.cpp - Writing and strictly reading trn artifacts ----------===//
+//
+// Layout (docs/artifact-format.md): a 40-byte header, a table of 40-byte
+// section entries, then the sections back to back in table order. Every
+// integer is little-endian and written byte by byte, never by copying a
+// struct. The reader checks each length and count against the bytes left and
+// the format's limits before using it, verifies checksums before decoding,
+// and refuses non-canonical encodings, so one Program has exactly one
+// encoding and any damage is reported rather than interpreted.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trnrt/Artifact.h"
+#include "trnrt/Target.h"
+
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace trnrt {
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Constants of the format
+//===----------------------------------------------------------------------===//
+
+// NUL marks the file as binary; 0x1A stops accidental `type`-style dumps.
+constexpr uint8_t kMagic[8] = {'T', 'R', 'N', 'A', 'R', 'T', 0x00, 0x1A};
+constexpr size_t kHeaderSize = 40;
+constexpr size_t kHeaderChecksumOffset = 32;
+constexpr size_t kSectionEntrySize = 40;
+constexpr uint32_t kMaxSections = 64;
+
+constexpr uint32_t kSectionMetadata = 1;
+constexpr uint32_t kSectionTensors = 2;
+constexpr uint32_t kSectionConstants = 3;
+constexpr uint32_t kSectionFirstEngineStream = 8; // Tensor..Sync: 8..12
+constexpr uint32_t kNumEngineStreams = 5;
+constexpr uint32_t kSectionFirstDmaQueue = 16; // queue q: 16 + q
+static_assert(kSectionFirstEngineStream + kNumEngineStreams <=
+                  kSectionFirstDmaQueue,
+              "section ids overlap");
+
+constexpr uint32_t kSectionFlagZstd = 1u << 0;
+constexpr uint32_t kSectionFlagOptional = 1u << 1;
+constexpr uint32_t kKnownSectionFlags = kSectionFlagZstd | kSectionFlagOptional;
+
+constexpr int kZstdLevel = 3;
+
+// Number of values of each enum the format accepts. Adding an enumerator
+// means updating these and bumping kArtifactFormatVersion (an older reader
+// must say "newer", not "out of range").
+constexpr unsigned kNumMemories = unsigned(Memory::Psum) + 1;
+constexpr unsigned kNumDTypes = unsigned(DType::I64) + 1;
+constexpr unsigned kNumAluOps = unsigned(AluOp::BitwiseOr) + 1;
+constexpr unsigned kNumActivationFuncs = unsigned(ActivationFunc::Negate) + 1;
+constexpr unsigned kNumCompareOps = unsigned(CompareOp::Ge) + 1;
+constexpr unsigned kNumOpcodes = unsigned(Opcode::Recv) + 1;
+constexpr unsigned kNumTensorKinds = unsigned(HbmTensor::Kind::Scratch) + 1;
+
+// Instruction fields, in encoding order. A field is encoded only when it
+// differs from its default in a default-constructed Instruction; the
+// instruction's presence mask has bit i set for field i.
+enum InstructionField : unsigned {
+  kFieldWaits,
+  kFieldSignal,
+  kFieldDst,
+  kFieldSrcs,
+  kFieldFlags,
+  kFieldFunc,
+  kFieldScale,
+  kFieldBias,
+  kFieldReduceDst,
+  kFieldOp0,
+  kFieldOp1,
+  kFieldScalar0,
+  kFieldScalar1,
+  kFieldValue,
+  kFieldBase,
+  kFieldChannelMultiplier,
+  kFieldSteps,
+  kFieldCompare,
+  kFieldIndices,
+  kFieldMeshAxes,
+  kNumInstructionFields,
+};
+constexpr const char *kInstructionFieldNames[kNumInstructionFields] = {
+    "waits",     "signal",  "dst",     "srcs",
+    "flags",     "func",    "scale",   "bias",
+    "reduceDst", "op0",     "op1",     "scalar0",
+    "scalar1",   "value",   "base",    "channelMultiplier",
+    "steps",     "compare", "indices", "meshAxes"};
+constexpr uint32_t kKnownFieldMask = (1u << kNumInstructionFields) - 1;
+
+// Bits of the instruction's flags field.
+constexpr uint8_t kFlagAccumulate = 1u << 0;
+constexpr uint8_t kFlagAccumulateRow = 1u << 1;
+constexpr uint8_t kFlagReverse0 = 1u << 2;
+constexpr uint8_t kFlagReverse1 = 1u << 3;
+constexpr uint8_t kFlagNegate = 1u << 4;
+constexpr uint8_t kFlagIndirect = 1u << 5;
+constexpr uint8_t kKnownInstructionFlags = (1u << 6) - 1;
+
+// Smallest encodings, used to bound counts by the bytes that remain.
+constexpr size_t kMinApBytes = 28;
+constexpr size_t kApDimBytes = 16;
+constexpr size_t kMinInstructionBytes = 5;
+constexpr size_t kWaitBytes = 12;
+constexpr size_t kMinTensorBytes = 32;
+constexpr size_t kMinReportEntryBytes = 8;
+
+//===----------------------------------------------------------------------===//
+// Small helpers
+//===----------------------------------------------------------------------===//
+
+std::string formatString(const char *format, ...)
+    __attribute__((format(printf, 1, 2)));
+std::string formatString(const char *format, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, format);
+  int length = std::vsnprintf(buffer, sizeof(buffer), format, args);
+  va_end(args);
+  if (length < 0)
+    return format;
+  return std::string(buffer,
+                     std::min<size_t>(size_t(length), sizeof(buffer) - 1));
+}
+
+uint32_t floatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+float floatFromBits(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+uint64_t doubleBits(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+double doubleFromBits(uint64_t bits) {
+  double value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+uint64_t loadLittleEndian(const uint8_t *bytes, unsigned size) {
+  uint64_t value = 0;
+  for (unsigned i = 0; i < size; ++i)
+    value |= uint64_t(bytes[i]) << (8 * i);
+  return value;
+}
+
+void storeLittleEndian(uint64_t value, unsigned size, uint8_t *bytes) {
+  for (unsigned i = 0; i < size; ++i)
+    bytes[i] = uint8_t(value >> (8 * i));
+}
+
+std::string errnoText(int err) {
+  char buffer[256];
+  // GNU strerror_r may return a static string instead of filling `buffer`.
+  return strerror_r(err, buffer, sizeof(buffer));
+}
+
+std::string sectionName(uint32_t id) {
+  static const char *const kStreamNames[kNumEngineStreams] = {
+      "stream.tensor", "stream.vector", "stream.scalar", "stream.gpsimd",
+      "stream.sync"};
+  if (id == kSectionMetadata)
+    return "metadata";
+  if (id == kSectionTensors)
+    return "tensors";
+  if (id == kSectionConstants)
+    return "constants";
+  if (id >= kSectionFirstEngineStream &&
+      id < kSectionFirstEngineStream + kNumEngineStreams)
+    return kStreamNames[id - kSectionFirstEngineStream];
+  if (id >= kSectionFirstDmaQueue &&
+      id < kSectionFirstDmaQueue + kArtifactMaxDmaQueues)
+    return "dma." + std::to_string(id - kSectionFirstDmaQueue);
+  return "#" + std::to_string(id);
+}
+
+bool isKnownSection(uint32_t id) {
+  return id == kSectionMetadata || id == kSectionTensors ||
+         id == kSectionConstants ||
+         (id >= kSectionFirstEngineStream &&
+          id < kSectionFirstEngineStream + kNumEngineStreams) ||
+         (id >= kSectionFirstDmaQueue &&
+          id < kSectionFirstDmaQueue + kArtifactMaxDmaQueues);
+}
+
+/// Prepends `context` to a problem found below it ("dst" + "dtype 9 ..." ->
+/// "dst: dtype 9 ..."). Always returns false so callers can `return` it.
+bool inContext(std::string &problem, const std::string &context) {
+  problem = context + ": " + problem;
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Checks shared by the writer and the reader
+//===----------------------------------------------------------------------===//
+
+/// Strict UTF-8 (no overlong forms, no surrogates, at most U+10FFFF) without
+/// NUL bytes, so every string is a valid JSON string and a valid C string.
+bool checkText(const std::string &text, size_t maxBytes, const char *what,
+               std::string &problem) {
+  if (text.size() > maxBytes) {
+    problem = formatString("%s is %zu bytes (limit %zu)", what, text.size(),
+                           maxBytes);
+    return false;
+  }
+  const auto *bytes = reinterpret_cast<const unsigned char *>(text.data());
+  size_t size = text.size();
+  for (size_t i = 0; i < size;) {
+    unsigned char lead = bytes[i];
+    if (lead == 0) {
+      problem = formatString("%s has a NUL byte at %zu", what, i);
+      return false;
+    }
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length;
+    uint32_t codePoint;
+    if ((lead & 0xE0) == 0xC0) {
+      length = 2;
+      codePoint = lead & 0x1F;
+    } else if ((lead & 0xF0) == 0xE0) {
+      length = 3;
+      codePoint = lead & 0x0F;
+    } else if ((lead & 0xF8) == 0xF0) {
+      length = 4;
+      codePoint = lead & 0x07;
+    } else {
+      problem = formatString("%s is not valid UTF-8 at byte %zu", what, i);
+      return false;
+    }
+    if (length > size - i) {
+      problem = formatString("%s is not valid UTF-8 at byte %zu", what, i);
+      return false;
+    }
+    for (size_t k = 1; k < length; ++k) {
+      if ((bytes[i + k] & 0xC0) != 0x80) {
+        problem = formatString("%s is not valid UTF-8 at byte %zu", what, i);
+        return false;
+      }
+      codePoint = (codePoint << 6) | (bytes[i + k] & 0x3F);
+    }
+    static const uint32_t kMinForLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (codePoint < kMinForLength[length] || codePoint > 0x10FFFF ||
+        (codePoint >= 0xD800 && codePoint <= 0xDFFF)) {
+      problem = formatString("%s is not valid UTF-8 at byte %zu", what, i);
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+/// `text` quoted for a one-line message: control characters, quotes and
+/// backslashes escaped, bytes of invalid UTF-8 as \xNN, long text cut.
+std::string quoted(const std::string &text, size_t maxBytes = 80) {
+  std::string problem;
+  bool validUtf8 = checkText(text, text.size(), "", problem);
+  std::string result = "'";
+  size_t end = std::min(text.size(), maxBytes);
+  if (validUtf8) // do not cut a multi-byte character in half
+    while (end < text.size() && end > 0 &&
+           (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+      --end;
+  for (size_t i = 0; i < end; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\\' || c == '\'')
+      result += {'\\', char(c)};
+    else if (c >= 0x20 && c != 0x7F && (c < 0x80 || validUtf8))
+      result += char(c);
+    else
+      result += formatString("\\x%02x", c);
+  }
+  if (end < text.size())
+    result += "...";
+  return result + "'";
+}
+
+bool checkEnum(unsigned value, unsigned count, const char *what,
+               std::string &problem) {
+  if (value < count)
+    return true;
+  problem = formatString("%s %u out of range (0..%u)", what, value, count - 1);
+  return false;
+}
+
+bool checkAccessPattern(const AccessPattern &ap, std::string &problem) {
+  if (!checkEnum(unsigned(ap.memory), kNumMemories, "memory", problem) ||
+      !checkEnum(unsigned(ap.dtype), kNumDTypes, "dtype", problem))
+    return false;
+  if (ap.dims.size() > kArtifactMaxApDims) {
+    problem = formatString("%zu free dims (limit %u)", ap.dims.size(),
+                           kArtifactMaxApDims);
+    return false;
+  }
+  return true;
+}
+
+bool checkScalarOperand(const ScalarOperand &operand, std::string &problem) {
+  if (!checkAccessPattern(operand.column, problem))
+    return inContext(problem, "column");
+  return true;
+}
+
+bool checkInstruction(const Instruction &inst, std::string &problem) {
+  if (!checkEnum(unsigned(inst.opcode), kNumOpcodes, "opcode", problem))
+    return false;
+  if (inst.waits.size() > kArtifactMaxWaits) {
+    problem = formatString("%zu semaphore waits (limit %u)", inst.waits.size(),
+                           kArtifactMaxWaits);
+    return false;
+  }
+  if (inst.signal < -1) {
+    problem = formatString("signal semaphore %d is negative", inst.signal);
+    return false;
+  }
+  if (!checkAccessPattern(inst.dst, problem))
+    return inContext(problem, "dst");
+  if (inst.srcs.size() > kArtifactMaxSources) {
+    problem = formatString("%zu sources (limit %u)", inst.srcs.size(),
+                           kArtifactMaxSources);
+    return false;
+  }
+  for (size_t i = 0; i < inst.srcs.size(); ++i)
+    if (!checkAccessPattern(inst.srcs[i], problem))
+      return inContext(problem, "srcs[" + std::to_string(i) + "]");
+  if (!checkEnum(unsigned(inst.func), kNumActivationFuncs, "func", problem))
+    return false;
+  if (!checkScalarOperand(inst.scale, problem))
+    return inContext(problem, "scale");
+  if (!checkScalarOperand(inst.bias, problem))
+    return inContext(problem, "bias");
+  if (!checkAccessPattern(inst.reduceDst, problem))
+    return inContext(problem, "reduceDst");
+  if (!checkEnum(unsigned(inst.op0), kNumAluOps, "op0", problem) ||
+      !checkEnum(unsigned(inst.op1), kNumAluOps, "op1", problem))
+    return false;
+  if (!checkScalarOperand(inst.scalar0, problem))
+    return inContext(problem, "scalar0");
+  if (!checkScalarOperand(inst.scalar1, problem))
+    return inContext(problem, "scalar1");
+  if (inst.steps.size() > kArtifactMaxApDims) {
+    problem = formatString("%zu iota steps (limit %u)", inst.steps.size(),
+                           kArtifactMaxApDims);
+    return false;
+  }
+  if (!checkEnum(unsigned(inst.compare), kNumCompareOps, "compare", problem))
+    return false;
+  if (!checkAccessPattern(inst.indices, problem))
+    return inContext(problem, "indices");
+  return true;
+}
+
+/// Bytes of a tensor of `shape` and `dtype`, or false if a dimension is
+/// negative or the size overflows int64.
+bool tensorByteSize(const std::vector<int64_t> &shape, DType dtype,
+                    uint64_t &bytes) {
+  uint64_t product = dtypeSizeInBytes(dtype);
+  for (int64_t dim : shape) {
+    if (dim < 0)
+      return false;
+    if (dim != 0 &&
+        product > uint64_t(std::numeric_limits<int64_t>::max()) / uint64_t(dim))
+      return false;
+    product *= uint64_t(dim);
+  }
+  bytes = product;
+  return true;
+}
+
+/// Checks a tensor's header fields (its data is checked by the caller).
+bool checkTensor(const HbmTensor &tensor, size_t tensorCount,
+                 std::string &problem) {
+  if (!checkText(tensor.name, kArtifactMaxNameBytes, "name", problem) ||
+      !checkText(tensor.role, kArtifactMaxNameBytes, "role", problem) ||
+      !checkEnum(unsigned(tensor.dtype), kNumDTypes, "dtype", problem) ||
+      !checkEnum(unsigned(tensor.kind), kNumTensorKinds, "kind", problem))
+    return false;
+  if (tensor.shape.size() > kArtifactMaxRank) {
+    problem = formatString("rank %zu (limit %u)", tensor.shape.size(),
+                           kArtifactMaxRank);
+    return false;
+  }
+  uint64_t bytes;
+  if (!tensorByteSize(tensor.shape, tensor.dtype, bytes)) {
+    problem = "shape has a negative dimension or more than 2^63 bytes";
+    return false;
+  }
+  if (tensor.aliasesInput < -1 ||
+      (tensor.aliasesInput >= 0 &&
+       size_t(tensor.aliasesInput) >= tensorCount)) {
+    problem = formatString("aliasesInput %d out of range (-1..%zu)",
+                           tensor.aliasesInput, tensorCount - 1);
+    return false;
+  }
+  return true;
+}
+
+bool checkTarget(const std::string &target, std::string &problem) {
+  if (!checkText(target, kArtifactMaxNameBytes, "target", problem))
+    return false;
+  if (lookupTarget(target))
+    return true;
+  problem =
+      "unknown target " + quoted(target) + " (this runtime knows trn1, trn2)";
+  return false;
+}
+
+/// The artifact-level fields of `info` that the writer stores.
+bool checkStoredInfo(const ArtifactInfo &info, std::string &problem) {
+  if (!checkText(info.compilerVersion, kArtifactMaxNameBytes,
+                 "compiler version", problem) ||
+      !checkText(info.cacheKey, kArtifactMaxNameBytes, "cache key", problem))
+    return false;
+  if (info.estimatedDeviceTimeNs &&
+      !(std::isfinite(*info.estimatedDeviceTimeNs) &&
+        *info.estimatedDeviceTimeNs >= 0)) {
+    problem = "estimated device time is negative or not finite";
+    return false;
+  }
+  if (info.report.size() > kArtifactMaxReportEntries) {
+    problem = formatString("report has %zu entries (limit %zu)",
+                           info.report.size(), kArtifactMaxReportEntries);
+    return false;
+  }
+  for (const auto &[key, value] : info.report) {
+    if (!checkText(key, kArtifactMaxNameBytes, "report key", problem))
+      return false;
+    if (!checkText(value, kArtifactMaxReportValueBytes, "report value",
+                   problem))
+      return inContext(problem, "report[" + quoted(key) + "]");
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Equality (bitwise for floats), with the path of the first difference
+//===----------------------------------------------------------------------===//
+
+/// Records "field: a vs b" in `diff` (if any) and returns false.
+bool differ(std::string *diff, const char *field, const std::string &a,
+            const std::string &b) {
+  if (diff)
+    *diff = std::string(field) + ": " + a + " vs " + b;
+  return false;
+}
+
+bool differ(std::string *diff, const char *field, int64_t a, int64_t b) {
+  return differ(diff, field, std::to_string(a), std::to_string(b));
+}
+
+bool differInU64(std::string *diff, const char *field, uint64_t a, uint64_t b) {
+  return differ(diff, field, std::to_string(a), std::to_string(b));
+}
+
+bool differInFloat(std::string *diff, const char *field, float a, float b) {
+  return differ(diff, field,
+                formatString("%.9g (0x%08" PRIx32 ")", a, floatBits(a)),
+                formatString("%.9g (0x%08" PRIx32 ")", b, floatBits(b)));
+}
+
+/// Prefixes the difference found below with `prefix` and returns false.
+bool nested(std::string *diff, const std::string &prefix) {
+  if (diff)
+    *diff = prefix + ((!diff->empty() && (*diff)[0] == '[') ? "" : ".") + *diff;
+  return false;
+}
+
+template <typename T, typename Equal>
+bool equalVectors(const std::vector<T> &a, const std::vector<T> &b,
+                  std::string *diff, Equal equal) {
+  if (a.size() != b.size())
+    return differInU64(diff, "size", a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!equal(a[i], b[i], diff)) {
+      if (diff)
+        *diff = "[" + std::to_string(i) + "]" +
+                ((!diff->empty() && (*diff)[0] == '[') ? "" : ".") + *diff;
+      return false;
+    }
+  return true;
+}
+
+bool equalInts(const std::vector<int64_t> &a, const std::vector<int64_t> &b,
+               std::string *diff) {
+  return equalVectors(a, b, diff, [](int64_t x, int64_t y, std::string *d) {
+    return x == y || differ(d, "value", x, y);
+  });
+}
+
+bool equalAp(const AccessPattern &a, const AccessPattern &b,
+             std::string *diff) {
+  if (a.memory != b.memory)
+    return differ(diff, "memory", int(a.memory), int(b.memory));
+  if (a.dtype != b.dtype)
+    return differ(diff, "dtype", int(a.dtype), int(b.dtype));
+  if (a.startPartition != b.startPartition)
+    return differ(diff, "startPartition", a.startPartition, b.startPartition);
+  if (a.numPartitions != b.numPartitions)
+    return differ(diff, "numPartitions", a.numPartitions, b.numPartitions);
+  if (a.byteOffset != b.byteOffset)
+    return differ(diff, "byteOffset", a.byteOffset, b.byteOffset);
+  if (a.partitionStride != b.partitionStride)
+    return differ(diff, "partitionStride", a.partitionStride,
+                  b.partitionStride);
+  if (!equalVectors(a.dims, b.dims, diff,
+                    [](const ApDim &x, const ApDim &y, std::string *d) {
+                      if (x.size != y.size)
+                        return differ(d, "size", x.size, y.size);
+                      if (x.stride != y.stride)
+                        return differ(d, "stride", x.stride, y.stride);
+                      return true;
+                    }))
+    return nested(diff, "dims");
+  return true;
+}
+
+bool equalScalar(const ScalarOperand &a, const ScalarOperand &b,
+                 std::string *diff) {
+  if (a.isImmediate != b.isImmediate)
+    return differ(diff, "isImmediate", a.isImmediate, b.isImmediate);
+  if (floatBits(a.immediate) != floatBits(b.immediate))
+    return differInFloat(diff, "immediate", a.immediate, b.immediate);
+  if (!equalAp(a.column, b.column, diff))
+    return nested(diff, "column");
+  return true;
+}
+
+bool equalWaits(const std::vector<SemaphoreWait> &a,
+                const std::vector<SemaphoreWait> &b, std::string *diff) {
+  return equalVectors(
+      a, b, diff,
+      [](const SemaphoreWait &x, const SemaphoreWait &y, std::string *d) {
+        if (x.semaphore != y.semaphore)
+          return differ(d, "semaphore", x.semaphore, y.semaphore);
+        if (x.value != y.value)
+          return differ(d, "value", x.value, y.value);
+        return true;
+      });
+}
+
+uint8_t instructionFlags(const Instruction &inst) {
+  return (inst.accumulate ? kFlagAccumulate : 0) |
+         (inst.accumulateRow ? kFlagAccumulateRow : 0) |
+         (inst.reverse0 ? kFlagReverse0 : 0) |
+         (inst.reverse1 ? kFlagReverse1 : 0) | (inst.negate ? kFlagNegate : 0) |
+         (inst.indirect ? kFlagIndirect : 0);
+}
+
+/// Compares field `field` of two instructions.
+bool equalField(const Instruction &a, const Instruction &b, unsigned field,
+                std::string *diff) {
+  switch (field) {
+  case kFieldWaits:
+    return equalWaits(a.waits, b.waits, diff) || nested(diff, "waits");
+  case kFieldSignal:
+    return a.signal == b.signal || differ(diff, "signal", a.signal, b.signal);
+  case kFieldDst:
+    return equalAp(a.dst, b.dst, diff) || nested(diff, "dst");
+  case kFieldSrcs:
+    return equalVectors(a.srcs, b.srcs, diff, equalAp) || nested(diff, "srcs");
+  case kFieldFlags: {
+    static const char *const kNames[] = {"accumulate", "accumulateRow",
+                                         "reverse0",   "reverse1",
+                                         "negate",     "indirect"};
+    uint8_t x = instructionFlags(a), y = instructionFlags(b);
+    for (unsigned bit = 0; bit < 6; ++bit)
+      if (((x >> bit) & 1) != ((y >> bit) & 1))
+        return differ(diff, kNames[bit], (x >> bit) & 1, (y >> bit) & 1);
+    return true;
+  }
+  case kFieldFunc:
+    return a.func == b.func || differ(diff, "func", int(a.func), int(b.func));
+  case kFieldScale:
+    return equalScalar(a.scale, b.scale, diff) || nested(diff, "scale");
+  case kFieldBias:
+    return equalScalar(a.bias, b.bias, diff) || nested(diff, "bias");
+  case kFieldReduceDst:
+    return equalAp(a.reduceDst, b.reduceDst, diff) || nested(diff, "reduceDst");
+  case kFieldOp0:
+    return a.op0 == b.op0 || differ(diff, "op0", int(a.op0), int(b.op0));
+  case kFieldOp1:
+    return a.op1 == b.op1 || differ(diff, "op1", int(a.op1), int(b.op1));
+  case kFieldScalar0:
+    return equalScalar(a.scalar0, b.scalar0, diff) || nested(diff, "scalar0");
+  case kFieldScalar1:
+    return equalScalar(a.scalar1, b.scalar1, diff) || nested(diff, "scalar1");
+  case kFieldValue:
+    return floatBits(a.value) == floatBits(b.value) ||
+           differInFloat(diff, "value", a.value, b.value);
+  case kFieldBase:
+    return a.base == b.base || differ(diff, "base", a.base, b.base);
+  case kFieldChannelMultiplier:
+    return a.channelMultiplier == b.channelMultiplier ||
+           differ(diff, "channelMultiplier", a.channelMultiplier,
+                  b.channelMultiplier);
+  case kFieldSteps:
+    return equalInts(a.steps, b.steps, diff) || nested(diff, "steps");
+  case kFieldCompare:
+    return a.compare == b.compare ||
+           differ(diff, "compare", int(a.compare), int(b.compare));
+  case kFieldIndices:
+    return equalAp(a.indices, b.indices, diff) || nested(diff, "indices");
+  case kFieldMeshAxes:
+    return a.meshAxes == b.meshAxes ||
+           differ(diff, "meshAxes", a.meshAxes, b.meshAxes);
+  default:
+    return true;
+  }
+}
+
+bool equalInstruction(const Instruction &a, const Instruction &b,
+                      std::string *diff) {
+  if (a.opcode != b.opcode)
+    return differ(diff, "opcode", int(a.opcode), int(b.opcode));
+  for (unsigned field = 0; field < kNumInstructionFields; ++field)
+    if (!equalField(a, b, field, diff))
+      return false;
+  return true;
+}
+
+/// The presence mask of `inst`: fields that differ from their default.
+uint32_t presentFields(const Instruction &inst) {
+  static const Instruction kDefault;
+  uint32_t mask = 0;
+  for (unsigned field = 0; field < kNumInstructionFields; ++field)
+    if (!equalField(inst, kDefault, field, nullptr))
+      mask |= 1u << field;
+  return mask;
+}
+
+bool equalTensor(const HbmTensor &a, const HbmTensor &b, std::string *diff) {
+  if (a.name != b.name)
+    return differ(diff, "name", quoted(a.name), quoted(b.name));
+  if (a.dtype != b.dtype)
+    return differ(diff, "dtype", int(a.dtype), int(b.dtype));
+  if (!equalInts(a.shape, b.shape, diff))
+    return nested(diff, "shape");
+  if (a.offset != b.offset)
+    return differInU64(diff, "offset", a.offset, b.offset);
+  if (a.kind != b.kind)
+    return differ(diff, "kind", int(a.kind), int(b.kind));
+  if (a.aliasesInput != b.aliasesInput)
+    return differ(diff, "aliasesInput", a.aliasesInput, b.aliasesInput);
+  if (a.role != b.role)
+    return differ(diff, "role", quoted(a.role), quoted(b.role));
+  if (a.data.size() != b.data.size())
+    return differInU64(diff, "data.size", a.data.size(), b.data.size());
+  for (size_t i = 0; i < a.data.size(); ++i)
+    if (a.data[i] != b.data[i])
+      return differ(diff, ("data[" + std::to_string(i) + "]").c_str(),
+                    a.data[i], b.data[i]);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Encoding
+//===----------------------------------------------------------------------===//
+
+class ByteWriter {
+public:
+  explicit ByteWriter(std::vector<uint8_t> &out) : out(out) {}
+  void u8(uint8_t value) { out.push_back(value); }
+  void u32(uint32_t value) { append(value, 4); }
+  void u64(uint64_t value) { append(value, 8); }
+  void i32(int32_t value) { u32(uint32_t(value)); }
+  void i64(int64_t value) { u64(uint64_t(value)); }
+  void f32(float value) { u32(floatBits(value)); }
+  void f64(double value) { u64(doubleBits(value)); }
+  /// Length-prefixed; the checks bound every string far below 4 GiB.
+  void string(const std::string &text) {
+    u32(uint32_t(text.size()));
+    out.insert(out.end(), text.begin(), text.end());
+  }
+
+private:
+  void append(uint64_t value, unsigned size) {
+    uint8_t bytes[8];
+    storeLittleEndian(value, size, bytes);
+    out.insert(out.end(), bytes, bytes + size);
+  }
+  std::vector<uint8_t> &out;
+};
+
+void encodeAp(ByteWriter &w, const AccessPattern &ap) {
+  w.u8(uint8_t(ap.memory));
+  w.u8(uint8_t(ap.dtype));
+  w.u8(uint8_t(ap.dims.size()));
+  w.u8(0); // reserved
+  w.u32(ap.startPartition);
+  w.u32(ap.numPartitions);
+  w.i64(ap.byteOffset);
+  w.i64(ap.partitionStride);
+  for (const ApDim &dim : ap.dims) {
+    w.i64(dim.size);
+    w.i64(dim.stride);
+  }
+}
+
+void encodeScalar(ByteWriter &w, const ScalarOperand &operand) {
+  w.u8(operand.isImmediate ? 1 : 0);
+  w.f32(operand.immediate);
+  encodeAp(w, operand.column);
+}
+
+void encodeInstruction(ByteWriter &w, const Instruction &inst) {
+  uint32_t mask = presentFields(inst);
+  w.u8(uint8_t(inst.opcode));
+  w.u32(mask);
+  auto has = [&](unsigned field) { return (mask >> field) & 1; };
+  if (has(kFieldWaits)) {
+    w.u32(uint32_t(inst.waits.size()));
+    for (const SemaphoreWait &wait : inst.waits) {
+      w.u32(wait.semaphore);
+      w.i64(wait.value);
+    }
+  }
+  if (has(kFieldSignal))
+    w.i32(inst.signal);
+  if (has(kFieldDst))
+    encodeAp(w, inst.dst);
+  if (has(kFieldSrcs)) {
+    w.u8(uint8_t(inst.srcs.size()));
+    for (const AccessPattern &src : inst.srcs)
+      encodeAp(w, src);
+  }
+  if (has(kFieldFlags))
+    w.u8(instructionFlags(inst));
+  if (has(kFieldFunc))
+    w.u8(uint8_t(inst.func));
+  if (has(kFieldScale))
+    encodeScalar(w, inst.scale);
+  if (has(kFieldBias))
+    encodeScalar(w, inst.bias);
+  if (has(kFieldReduceDst))
+    encodeAp(w, inst.reduceDst);
+  if (has(kFieldOp0))
+    w.u8(uint8_t(inst.op0));
+  if (has(kFieldOp1))
+    w.u8(uint8_t(inst.op1));
+  if (has(kFieldScalar0))
+    encodeScalar(w, inst.scalar0);
+  if (has(kFieldScalar1))
+    encodeScalar(w, inst.scalar1);
+  if (has(kFieldValue))
+    w.f32(inst.value);
+  if (has(kFieldBase))
+    w.i64(inst.base);
+  if (has(kFieldChannelMultiplier))
+    w.i64(inst.channelMultiplier);
+  if (has(kFieldSteps)) {
+    w.u8(uint8_t(inst.steps.size()));
+    for (int64_t step : inst.steps)
+      w.i64(step);
+  }
+  if (has(kFieldCompare))
+    w.u8(uint8_t(inst.compare));
+  if (has(kFieldIndices))
+    encodeAp(w, inst.indices);
+  if (has(kFieldMeshAxes))
+    w.u32(inst.meshAxes);
+}
+
+std::vector<uint8_t> encodeStream(const std::vector<Instruction> &stream) {
+  std::vector<uint8_t> bytes;
+  ByteWriter w(bytes);
+  w.u32(uint32_t(stream.size()));
+  for (const Instruction &inst : stream)
+    encodeInstruction(w, inst);
+  return bytes;
+}
+
+std::vector<uint8_t> encodeMetadata(const Program &program,
+                                    const ArtifactInfo &info) {
+  std::vector<uint8_t> bytes;
+  ByteWriter w(bytes);
+  w.string(program.target);
+  w.string(info.compilerVersion);
+  w.string(info.cacheKey);
+  w.u64(program.hbmBytes);
+  w.u64(program.flops);
+  w.u64(program.sbufPeakBytesPerPartition);
+  w.u64(program.psumPeakBytesPerPartition);
+  w.u32(program.numSemaphores);
+  w.u32(uint32_t(program.dmaQueues.size()));
+  w.u8(info.estimatedDeviceTimeNs ? 1 : 0);
+  w.f64(info.estimatedDeviceTimeNs ? *info.estimatedDeviceTimeNs : 0.0);
+  w.u32(uint32_t(info.report.size()));
+  for (const auto &[key, value] : info.report) { // std::map: sorted keys
+    w.string(key);
+    w.string(value);
+  }
+  return bytes;
+}
+
+std::vector<uint8_t> encodeTensors(const Program &program) {
+  std::vector<uint8_t> bytes;
+  ByteWriter w(bytes);
+  w.u32(uint32_t(program.tensors.size()));
+  for (const HbmTensor &tensor : program.tensors) {
+    w.string(tensor.name);
+    w.u8(uint8_t(tensor.dtype));
+    w.u8(uint8_t(tensor.kind));
+    w.u8(uint8_t(tensor.shape.size()));
+    w.u8(0); // reserved
+    w.i32(tensor.aliasesInput);
+    w.u64(tensor.offset);
+    for (int64_t dim : tensor.shape)
+      w.i64(dim);
+    w.string(tensor.role);
+    w.u64(tensor.data.size());
+  }
+  return bytes;
+}
+
+std::vector<uint8_t> encodeConstants(const Program &program) {
+  std::vector<uint8_t> bytes;
+  for (const HbmTensor &tensor : program.tensors)
+    bytes.insert(bytes.end(), tensor.data.begin(), tensor.data.end());
+  return bytes;
+}
+
+/// Every check the reader applies to a decoded program, run before writing.
+bool checkProgramForWriting(const Program &program, const ArtifactInfo &info,
+                            std::string &error) {
+  std::string problem;
+  if (!checkTarget(program.target, problem)) {
+    error = "metadata: " + problem;
+    return false;
+  }
+  if (!info.target.empty() && info.target != program.target) {
+    error = "metadata: info target " + quoted(info.target) +
+            " differs from the program's " + quoted(program.target);
+    return false;
+  }
+  if (!checkStoredInfo(info, problem)) {
+    error = "metadata: " + problem;
+    return false;
+  }
+  if (program.dmaQueues.size() > kArtifactMaxDmaQueues) {
+    error = formatString("metadata: %zu DMA queues (limit %u)",
+                         program.dmaQueues.size(), kArtifactMaxDmaQueues);
+    return false;
+  }
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    if (!checkTensor(program.tensors[i], program.tensors.size(), problem)) {
+      error = "tensors: tensor " + std::to_string(i) + ": " + problem;
+      return false;
+    }
+  }
+  auto checkStream = [&](const std::vector<Instruction> &stream,
+                         uint32_t sectionId) {
+    if (stream.size() > std::numeric_limits<uint32_t>::max()) {
+      error = sectionName(sectionId) + ": more than 2^32 instructions";
+      return false;
+    }
+    for (size_t i = 0; i < stream.size(); ++i)
+      if (!checkInstruction(stream[i], problem)) {
+        error = sectionName(sectionId) + ": instruction " + std::to_string(i) +
+                ": " + problem;
+        return false;
+      }
+    return true;
+  };
+  for (uint32_t e = 0; e < kNumEngineStreams; ++e)
+    if (!checkStream(program.engineStreams[e], kSectionFirstEngineStream + e))
+      return false;
+  for (size_t q = 0; q < program.dmaQueues.size(); ++q)
+    if (!checkStream(program.dmaQueues[q], kSectionFirstDmaQueue + uint32_t(q)))
+      return false;
+  if (program.tensors.size() > std::numeric_limits<uint32_t>::max()) {
+    error = "tensors: more than 2^32 tensors";
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Decoding
+//===----------------------------------------------------------------------===//
+
+/// Reads little-endian values from a byte range; every read is bounds
+/// checked. On failure records the problem in `problem` and returns false.
+class Cursor {
+public:
+  Cursor(const uint8_t *data, size_t size, std::string &problem)
+      : begin(data), pos(data), end(data + size), problem(problem) {}
+
+  size_t remaining() const { return size_t(end - pos); }
+
+  bool u8(uint8_t &value) {
+    if (!need(1))
+      return false;
+    value = *pos++;
+    return true;
+  }
+  bool u32(uint32_t &value) {
+    if (!need(4))
+      return false;
+    value = uint32_t(loadLittleEndian(pos, 4));
+    pos += 4;
+    return true;
+  }
+  bool u64(uint64_t &value) {
+    if (!need(8))
+      return false;
+    value = loadLittleEndian(pos, 8);
+    pos += 8;
+    return true;
+  }
+  bool i32(int32_t &value) {
+    uint32_t bits;
+    if (!u32(bits))
+      return false;
+    value = int32_t(bits);
+    return true;
+  }
+  bool i64(int64_t &value) {
+    uint64_t bits;
+    if (!u64(bits))
+      return false;
+    value = int64_t(bits);
+    return true;
+  }
+  bool f32(float &value) {
+    uint32_t bits;
+    if (!u32(bits))
+      return false;
+    value = floatFromBits(bits);
+    return true;
+  }
+  bool f64(double &value) {
+    uint64_t bits;
+    if (!u64(bits))
+      return false;
+    value = doubleFromBits(bits);
+    return true;
+  }
+  /// A length-prefixed string of at most `maxBytes` bytes.
+  bool string(std::string &text, size_t maxBytes, const char *what) {
+    uint32_t length;
+    if (!u32(length))
+      return false;
+    if (length > maxBytes)
+      return fail(formatString("%s length %" PRIu32 " exceeds the limit %zu",
+                               what, length, maxBytes));
+    if (!need(length))
+      return false;
+    text.assign(reinterpret_cast<const char *>(pos), length);
+    pos += length;
+    return true;
+  }
+  /// Checks that `count` items of at least `minBytes` each can fit in what
+  /// remains, before anything is allocated for them.
+  bool fits(uint64_t count, size_t minBytes, const char *what) {
+    if (count <= remaining() / minBytes)
+      return true;
+    return fail(formatString("%" PRIu64 " %s cannot fit in the %zu bytes left",
+                             count, what, remaining()));
+  }
+  bool expectEnd() {
+    if (pos == end)
+      return true;
+    return fail(formatString("%zu unexpected bytes at the end", remaining()));
+  }
+  bool fail(std::string message) {
+    problem = std::move(message);
+    return false;
+  }
+  /// Prefixes the problem just found with `context`; returns false.
+  bool within(const std::string &context) {
+    return inContext(problem, context);
+  }
+
+private:
+  bool need(size_t bytes) {
+    if (bytes <= remaining())
+      return true;
+    return fail(formatString("truncated at byte %zu: need %zu bytes, %zu left",
+                             size_t(pos - begin), bytes, remaining()));
+  }
+
+  const uint8_t *begin;
+  const uint8_t *pos;
+  const uint8_t *end;
+  std::string &problem;
+};
+
+bool decodeAp(Cursor &c, AccessPattern &ap) {
+  uint8_t memory, dtype, numDims, reserved;
+  if (!c.u8(memory) || !c.u8(dtype) || !c.u8(numDims) || !c.u8(reserved))
+    return false;
+  if (reserved != 0)
+    return c.fail(formatString("reserved byte is 0x%02x, not 0", reserved));
+  if (numDims > kArtifactMaxApDims)
+    return c.fail(
+        formatString("%u free dims (limit %u)", numDims, kArtifactMaxApDims));
+  ap.memory = Memory(memory);
+  ap.dtype = DType(dtype);
+  if (!c.u32(ap.startPartition) || !c.u32(ap.numPartitions) ||
+      !c.i64(ap.byteOffset) || !c.i64(ap.partitionStride) ||
+      !c.fits(numDims, kApDimBytes, "free dims"))
+    return false;
+  ap.dims.resize(numDims);
+  for (ApDim &dim : ap.dims)
+    if (!c.i64(dim.size) || !c.i64(dim.stride))
+      return false;
+  return true;
+}
+
+bool decodeScalar(Cursor &c, ScalarOperand &operand) {
+  uint8_t isImmediate;
+  if (!c.u8(isImmediate))
+    return false;
+  if (isImmediate > 1)
+    return c.fail(formatString("isImmediate is %u, not 0 or 1", isImmediate));
+  operand.isImmediate = isImmediate == 1;
+  if (!c.f32(operand.immediate))
+    return false;
+  return decodeAp(c, operand.column) || c.within("column");
+}
+
+bool decodeInstruction(Cursor &c, Instruction &inst) {
+  uint8_t opcode;
+  uint32_t mask;
+  if (!c.u8(opcode) || !c.u32(mask))
+    return false;
+  inst.opcode = Opcode(opcode);
+  if (mask & ~kKnownFieldMask)
+    return c.fail(
+        formatString("unknown fields in presence mask 0x%08" PRIx32, mask));
+  auto has = [&](unsigned field) { return (mask >> field) & 1; };
+  if (has(kFieldWaits)) {
+    uint32_t count;
+    if (!c.u32(count))
+      return false;
+    if (count > kArtifactMaxWaits)
+      return c.fail(formatString("%" PRIu32 " semaphore waits (limit %u)",
+                                 count, kArtifactMaxWaits));
+    if (!c.fits(count, kWaitBytes, "semaphore waits"))
+      return false;
+    inst.waits.resize(count);
+    for (SemaphoreWait &wait : inst.waits)
+      if (!c.u32(wait.semaphore) || !c.i64(wait.value))
+        return false;
+  }
+  if (has(kFieldSignal) && !c.i32(inst.signal))
+    return false;
+  if (has(kFieldDst) && !decodeAp(c, inst.dst))
+    return c.within("dst");
+  if (has(kFieldSrcs)) {
+    uint8_t count;
+    if (!c.u8(count))
+      return false;
+    if (count > kArtifactMaxSources)
+      return c.fail(
+          formatString("%u sources (limit %u)", count, kArtifactMaxSources));
+    if (!c.fits(count, kMinApBytes, "sources"))
+      return false;
+    inst.srcs.resize(count);
+    for (size_t i = 0; i < count; ++i)
+      if (!decodeAp(c, inst.srcs[i]))
+        return c.within("srcs[" + std::to_string(i) + "]");
+  }
+  if (has(kFieldFlags)) {
+    uint8_t flags;
+    if (!c.u8(flags))
+      return false;
+    if (flags & ~kKnownInstructionFlags)
+      return c.fail(formatString("unknown instruction flags 0x%02x", flags));
+    inst.accumulate = flags & kFlagAccumulate;
+    inst.accumulateRow = flags & kFlagAccumulateRow;
+    inst.reverse0 = flags & kFlagReverse0;
+    inst.reverse1 = flags & kFlagReverse1;
+    inst.negate = flags & kFlagNegate;
+    inst.indirect = flags & kFlagIndirect;
+  }
+  uint8_t byte;
+  if (has(kFieldFunc)) {
+    if (!c.u8(byte))
+      return false;
+    inst.func = ActivationFunc(byte);
+  }
+  if (has(kFieldScale) && !decodeScalar(c, inst.scale))
+    return c.within("scale");
+  if (has(kFieldBias) && !decodeScalar(c, inst.bias))
+    return c.within("bias");
+  if (has(kFieldReduceDst) && !decodeAp(c, inst.reduceDst))
+    return c.within("reduceDst");
+  if (has(kFieldOp0)) {
+    if (!c.u8(byte))
+      return false;
+    inst.op0 = AluOp(byte);
+  }
+  if (has(kFieldOp1)) {
+    if (!c.u8(byte))
+      return false;
+    inst.op1 = AluOp(byte);
+  }
+  if (has(kFieldScalar0) && !decodeScalar(c, inst.scalar0))
+    return c.within("scalar0");
+  if (has(kFieldScalar1) && !decodeScalar(c, inst.scalar1))
+    return c.within("scalar1");
+  if (has(kFieldValue) && !c.f32(inst.value))
+    return false;
+  if (has(kFieldBase) && !c.i64(inst.base))
+    return false;
+  if (has(kFieldChannelMultiplier) && !c.i64(inst.channelMultiplier))
+    return false;
+  if (has(kFieldSteps)) {
+    uint8_t count;
+    if (!c.u8(count))
+      return false;
+    if (count > kArtifactMaxApDims)
+      return c.fail(
+          formatString("%u iota steps (limit %u)", count, kArtifactMaxApDims));
+    if (!c.fits(count, 8, "iota steps"))
+      return false;
+    inst.steps.resize(count);
+    for (int64_t &step : inst.steps)
+      if (!c.i64(step))
+        return false;
+  }
+  if (has(kFieldCompare)) {
+    if (!c.u8(byte))
+      return false;
+    inst.compare = CompareOp(byte);
+  }
+  if (has(kFieldIndices) && !decodeAp(c, inst.indices))
+    return c.within("indices");
+  if (has(kFieldMeshAxes) && !c.u32(inst.meshAxes))
+    return false;
+
+  std::string problem;
+  if (!checkInstruction(inst, problem))
+    return c.fail(problem);
+  // Canonical form: a field is present exactly when it is not its default.
+  uint32_t expected = presentFields(inst);
+  if (expected != mask) {
+    unsigned field = 0;
+    while (!(((expected ^ mask) >> field) & 1))
+      ++field;
+    return c.fail(std::string("field '") + kInstructionFieldNames[field] +
+                  "' is encoded with its default value");
+  }
+  return true;
+}
+
+bool decodeStream(const uint8_t *bytes, size_t size,
+                  std::vector<Instruction> &stream, std::string &problem) {
+  Cursor c(bytes, size, problem);
+  uint32_t count;
+  if (!c.u32(count) || !c.fits(count, kMinInstructionBytes, "instructions"))
+    return false;
+  // Grow as instructions decode rather than trusting the count up front: a
+  // decoded Instruction is far larger than its smallest encoding.
+  stream.clear();
+  stream.reserve(std::min<uint32_t>(count, 4096));
+  for (uint32_t i = 0; i < count; ++i) {
+    stream.emplace_back();
+    if (!decodeInstruction(c, stream.back()))
+      return c.within("instruction " + std::to_string(i));
+  }
+  return c.expectEnd();
+}
+
+bool decodeMetadata(const uint8_t *bytes, size_t size, Program &program,
+                    ArtifactInfo &info, uint32_t &dmaQueueCount,
+                    std::string &problem) {
+  Cursor c(bytes, size, problem);
+  if (!c.string(program.target, kArtifactMaxNameBytes, "target") ||
+      !c.string(info.compilerVersion, kArtifactMaxNameBytes,
+                "compiler version") ||
+      !c.string(info.cacheKey, kArtifactMaxNameBytes, "cache key") ||
+      !c.u64(program.hbmBytes) || !c.u64(program.flops) ||
+      !c.u64(program.sbufPeakBytesPerPartition) ||
+      !c.u64(program.psumPeakBytesPerPartition) ||
+      !c.u32(program.numSemaphores) || !c.u32(dmaQueueCount))
+    return false;
+  if (dmaQueueCount > kArtifactMaxDmaQueues)
+    return c.fail(formatString("%" PRIu32 " DMA queues (limit %u)",
+                               dmaQueueCount, kArtifactMaxDmaQueues));
+  uint8_t hasDeviceTime;
+  double deviceTime;
+  if (!c.u8(hasDeviceTime) || !c.f64(deviceTime))
+    return false;
+  if (hasDeviceTime > 1)
+    return c.fail(
+        formatString("device-time flag is %u, not 0 or 1", hasDeviceTime));
+  if (hasDeviceTime)
+    info.estimatedDeviceTimeNs = deviceTime;
+  else if (doubleBits(deviceTime) != 0)
+    return c.fail("device time is set although marked absent");
+
+  uint32_t reportCount;
+  if (!c.u32(reportCount))
+    return false;
+  if (reportCount > kArtifactMaxReportEntries)
+    return c.fail(formatString("report has %" PRIu32 " entries (limit %zu)",
+                               reportCount, kArtifactMaxReportEntries));
+  if (!c.fits(reportCount, kMinReportEntryBytes, "report entries"))
+    return false;
+  std::string key, value;
+  for (uint32_t i = 0; i < reportCount; ++i) {
+    if (!c.string(key, kArtifactMaxNameBytes, "report key") ||
+        !c.string(value, kArtifactMaxReportValueBytes, "report value"))
+      return c.within("report entry " + std::to_string(i));
+    if (!info.report.empty() && !(info.report.rbegin()->first < key))
+      return c.fail(formatString(
+          "report entry %" PRIu32 ": keys out of order or repeated", i));
+    info.report.emplace_hint(info.report.end(), std::move(key),
+                             std::move(value));
+    key.clear();
+    value.clear();
+  }
+  if (!c.expectEnd())
+    return false;
+  if (!checkTarget(program.target, problem) || !checkStoredInfo(info, problem))
+    return false;
+  return true;
+}
+
+/// Decodes the tensor table; `dataSizes` receives each tensor's byte count in
+/// the constants section, whose raw size is `constantsSize`.
+bool decodeTensors(const uint8_t *bytes, size_t size, uint64_t constantsSize,
+                   Program &program, std::vector<uint64_t> &dataSizes,
+                   std::string &problem) {
+  Cursor c(bytes, size, problem);
+  uint32_t count;
+  if (!c.u32(count) || !c.fits(count, kMinTensorBytes, "tensors"))
+    return false;
+  program.tensors.resize(count);
+  dataSizes.assign(count, 0);
+  uint64_t constantsLeft = constantsSize;
+  for (uint32_t i = 0; i < count; ++i) {
+    HbmTensor &tensor = program.tensors[i];
+    std::string context = "tensor " + std::to_string(i);
+    uint8_t dtype, kind, rank, reserved;
+    if (!c.string(tensor.name, kArtifactMaxNameBytes, "name") || !c.u8(dtype) ||
+        !c.u8(kind) || !c.u8(rank) || !c.u8(reserved) ||
+        !c.i32(tensor.aliasesInput) || !c.u64(tensor.offset))
+      return c.within(context);
+    if (reserved != 0)
+      return c.fail(formatString("reserved byte is 0x%02x, not 0", reserved)) ||
+             c.within(context);
+    if (rank > kArtifactMaxRank)
+      return c.fail(
+                 formatString("rank %u (limit %u)", rank, kArtifactMaxRank)) ||
+             c.within(context);
+    tensor.dtype = DType(dtype);
+    tensor.kind = HbmTensor::Kind(kind);
+    if (!c.fits(rank, 8, "dimensions"))
+      return c.within(context);
+    tensor.shape.resize(rank);
+    for (int64_t &dim : tensor.shape)
+      if (!c.i64(dim))
+        return c.within(context);
+    if (!c.string(tensor.role, kArtifactMaxNameBytes, "role") ||
+        !c.u64(dataSizes[i]))
+      return c.within(context);
+    if (dataSizes[i] > constantsLeft)
+      return c.fail(formatString("data of %" PRIu64
+                                 " bytes overruns section 'constants' "
+                                 "(%" PRIu64 " bytes left)",
+                                 dataSizes[i], constantsLeft)) ||
+             c.within(context);
+    constantsLeft -= dataSizes[i];
+    if (!checkTensor(tensor, count, problem))
+      return c.within(context);
+  }
+  if (!c.expectEnd())
+    return false;
+  if (constantsLeft != 0)
+    return c.fail(formatString("tensor data adds up to %" PRIu64
+                               " bytes but section 'constants' holds %" PRIu64,
+                               constantsSize - constantsLeft, constantsSize));
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// The container: header, section table, checksums, compression
+//===----------------------------------------------------------------------===//
+
+struct SectionEntry {
+  uint32_t id = 0;
+  uint32_t flags = 0;
+  uint64_t offset = 0;
+  uint64_t storedSize = 0;
+  uint64_t rawSize = 0;
+  uint64_t checksum = 0;
+};
+
+struct Container {
+  uint32_t version = 0;
+  std::vector<SectionEntry> sections;
+  int metadata = -1, tensors = -1, constants = -1;
+  int engineStreams[kNumEngineStreams] = {-1, -1, -1, -1, -1};
+  std::vector<int> dmaQueues;
+};
+
+uint64_t headerChecksum(const uint8_t *data, size_t tableEnd) {
+  // The checksum covers the header and the table with its own field zeroed.
+  std::vector<uint8_t> copy(data, data + tableEnd);
+  std::memset(copy.data() + kHeaderChecksumOffset, 0, 8);
+  return XXH3_64bits(copy.data(), copy.size());
+}
+
+bool parseContainer(const uint8_t *data, size_t size,
+                    const ArtifactReadOptions &options, Container &container,
+                    std::string &error) {
+  if (size == 0) {
+    error = "not a trn artifact (empty file)";
+    return false;
+  }
+  if (std::memcmp(data, kMagic, std::min(size, sizeof(kMagic))) != 0) {
+    error = "not a trn artifact (bad magic)";
+    return false;
+  }
+  if (size < kHeaderSize) {
+    error = formatString("header: truncated: %zu bytes, the header alone is "
+                         "%zu",
+                         size, kHeaderSize);
+    return false;
+  }
+  uint32_t version = uint32_t(loadLittleEndian(data + 8, 4));
+  if (version == 0) {
+    error = "header: format version 0 is invalid";
+    return false;
+  }
+  if (version > kArtifactFormatVersion) {
+    error = formatString("artifact format %" PRIu32
+                         " is newer than this runtime (%" PRIu32
+                         "); recompile or upgrade",
+                         version, kArtifactFormatVersion);
+    return false;
+  }
+  container.version = version;
+  uint32_t count = uint32_t(loadLittleEndian(data + 16, 4));
+  if (count == 0 || count > kMaxSections) {
+    error = formatString("header: section count %" PRIu32
+                         " out of range (1..%" PRIu32 ")",
+                         count, kMaxSections);
+    return false;
+  }
+  size_t tableEnd = kHeaderSize + size_t(count) * kSectionEntrySize;
+  if (size < tableEnd) {
+    error = formatString("header: truncated: the section table ends at byte "
+                         "%zu, the file has %zu",
+                         tableEnd, size);
+    return false;
+  }
+  uint64_t storedHeaderChecksum =
+      loadLittleEndian(data + kHeaderChecksumOffset, 8);
+  if (options.verifyChecksums) {
+    uint64_t computed = headerChecksum(data, tableEnd);
+    if (computed != storedHeaderChecksum) {
+      error = formatString("header: checksum mismatch (stored 0x%016" PRIx64
+                           ", computed 0x%016" PRIx64
+                           "); the header or section table is corrupt",
+                           storedHeaderChecksum, computed);
+      return false;
+    }
+  }
+  uint32_t headerFlags = uint32_t(loadLittleEndian(data + 12, 4));
+  if (headerFlags != 0) {
+    error = formatString("header: unknown flags 0x%08" PRIx32, headerFlags);
+    return false;
+  }
+  if (loadLittleEndian(data + 20, 4) != 0) {
+    error = "header: reserved field is not zero";
+    return false;
+  }
+  uint64_t fileSize = loadLittleEndian(data + 24, 8);
+  if (fileSize > size) {
+    error = formatString("truncated: the header says %" PRIu64
+                         " bytes, the file has %zu",
+                         fileSize, size);
+    return false;
+  }
+  if (fileSize < size) {
+    error = formatString("%" PRIu64 " trailing bytes after the artifact "
+                         "(the header says %" PRIu64 " bytes)",
+                         uint64_t(size) - fileSize, fileSize);
+    return false;
+  }
+
+  uint64_t expectedOffset = tableEnd;
+  uint64_t totalRaw = 0;
+  container.sections.clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint8_t *entryBytes = data + kHeaderSize + i * kSectionEntrySize;
+    SectionEntry entry;
+    entry.id = uint32_t(loadLittleEndian(entryBytes, 4));
+    entry.flags = uint32_t(loadLittleEndian(entryBytes + 4, 4));
+    entry.offset = loadLittleEndian(entryBytes + 8, 8);
+    entry.storedSize = loadLittleEndian(entryBytes + 16, 8);
+    entry.rawSize = loadLittleEndian(entryBytes + 24, 8);
+    entry.checksum = loadLittleEndian(entryBytes + 32, 8);
+    std::string where = "section '" + sectionName(entry.id) + "'";
+    if (i > 0 && entry.id <= container.sections.back().id) {
+      error =
+          formatString("section table: entry %" PRIu32 ": section id %" PRIu32
+                       " is out of order or repeated",
+                       i, entry.id);
+      return false;
+    }
+    if (entry.flags & ~kKnownSectionFlags) {
+      error = where + formatString(": unknown flags 0x%08" PRIx32, entry.flags);
+      return false;
+    }
+    if (entry.offset != expectedOffset) {
+      error =
+          where + formatString(": starts at byte %" PRIu64 ", expected %" PRIu64
+                               " (sections are contiguous)",
+                               entry.offset, expectedOffset);
+      return false;
+    }
+    if (entry.storedSize > uint64_t(size) - entry.offset) {
+      error = where + formatString(": %" PRIu64 " bytes at byte %" PRIu64
+                                   " run past the end of the file (%zu bytes)",
+                                   entry.storedSize, entry.offset, size);
+      return false;
+    }
+    if (entry.rawSize > options.maxRawBytes - totalRaw) {
+      error = where + formatString(": raw size %" PRIu64
+                                   " takes the artifact past the reader's "
+                                   "limit of %" PRIu64 " bytes",
+                                   entry.rawSize, options.maxRawBytes);
+      return false;
+    }
+    totalRaw += entry.rawSize;
+    if (entry.flags & kSectionFlagZstd) {
+      if (entry.storedSize >= entry.rawSize) {
+        error = where + formatString(": compressed size %" PRIu64
+                                     " is not below its raw size %" PRIu64,
+                                     entry.storedSize, entry.rawSize);
+        return false;
+      }
+    } else if (entry.storedSize != entry.rawSize) {
+      error = where + formatString(": stored size %" PRIu64
+                                   " differs from raw size %" PRIu64
+                                   " in an uncompressed section",
+                                   entry.storedSize, entry.rawSize);
+      return false;
+    }
+    expectedOffset += entry.storedSize;
+    int index = int(container.sections.size());
+    container.sections.push_back(entry);
+
+    if (!isKnownSection(entry.id)) {
+      if (entry.flags & kSectionFlagOptional)
+        continue; // A later minor addition this reader may skip.
+      error = formatString("section table: section id %" PRIu32
+                           " is unknown to this runtime (format %" PRIu32
+                           ") and not optional",
+                           entry.id, kArtifactFormatVersion);
+      return false;
+    }
+    if (entry.flags & kSectionFlagOptional) {
+      error = where + ": a required section is marked optional";
+      return false;
+    }
+    if (entry.id == kSectionMetadata)
+      container.metadata = index;
+    else if (entry.id == kSectionTensors)
+      container.tensors = index;
+    else if (entry.id == kSectionConstants)
+      container.constants = index;
+    else if (entry.id < kSectionFirstDmaQueue)
+      container.engineStreams[entry.id - kSectionFirstEngineStream] = index;
+    else if (entry.id ==
+             kSectionFirstDmaQueue + uint32_t(container.dmaQueues.size()))
+      container.dmaQueues.push_back(index);
+    else {
+      error = where + formatString(": present without 'dma.%zu'",
+                                   container.dmaQueues.size());
+      return false;
+    }
+  }
+  if (expectedOffset != size) {
+    error = formatString("section table: the sections end at byte %" PRIu64
+                         " but the file has %zu bytes",
+                         expectedOffset, size);
+    return false;
+  }
+  auto require = [&](int index, uint32_t id) {
+    if (index >= 0)
+      return true;
+    error = "section table: missing section '" + sectionName(id) + "'";
+    return false;
+  };
+  if (!require(container.metadata, kSectionMetadata) ||
+      !require(container.tensors, kSectionTensors) ||
+      !require(container.constants, kSectionConstants))
+    return false;
+  for (uint32_t e = 0; e < kNumEngineStreams; ++e)
+    if (!require(container.engineStreams[e], kSectionFirstEngineStream + e))
+      return false;
+
+  if (options.verifyChecksums) {
+    for (const SectionEntry &entry : container.sections) {
+      uint64_t computed =
+          XXH3_64bits(data + entry.offset, size_t(entry.storedSize));
+      if (computed != entry.checksum) {
+        error =
+            "section '" + sectionName(entry.id) + "'" +
+            formatString(": checksum mismatch (stored 0x%016" PRIx64
+                         ", computed 0x%016" PRIx64 "); the section is corrupt",
+                         entry.checksum, computed);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+struct ZstdDContextDeleter {
+  void operator()(ZSTD_DCtx *context) const { ZSTD_freeDCtx(context); }
+};
+struct ZstdCContextDeleter {
+  void operator()(ZSTD_CCtx *context) const { ZSTD_freeCCtx(context); }
+};
+
+/// The raw bytes of a section: in place when stored raw, else decompressed
+/// into `buffer` after checking the frame against the table.
+bool loadSection(const uint8_t *data, const SectionEntry &entry,
+                 ZSTD_DCtx *context, std::vector<uint8_t> &buffer,
+                 const uint8_t *&raw, std::string &error) {
+  const uint8_t *stored = data + entry.offset;
+  size_t storedSize = size_t(entry.storedSize);
+  if (!(entry.flags & kSectionFlagZstd)) {
+    raw = stored;
+    return true;
+  }
+  std::string where = "section '" + sectionName(entry.id) + "'";
+  unsigned long long declared = ZSTD_getFrameContentSize(stored, storedSize);
+  if (declared == ZSTD_CONTENTSIZE_ERROR) {
+    error = where + ": not a valid zstd frame";
+    return false;
+  }
+  if (declared == ZSTD_CONTENTSIZE_UNKNOWN) {
+    error = where + ": the zstd frame does not declare its size";
+    return false;
+  }
+  if (declared != entry.rawSize) {
+    error = where + formatString(": the zstd frame declares %llu bytes, the "
+                                 "section table %" PRIu64,
+                                 declared, entry.rawSize);
+    return false;
+  }
+  size_t frameSize = ZSTD_findFrameCompressedSize(stored, storedSize);
+  if (ZSTD_isError(frameSize) || frameSize != storedSize) {
+    error = where + ": the stored bytes are not exactly one zstd frame";
+    return false;
+  }
+  buffer.resize(size_t(entry.rawSize));
+  size_t got = ZSTD_decompressDCtx(context, buffer.data(), buffer.size(),
+                                   stored, storedSize);
+  if (ZSTD_isError(got)) {
+    error = where + ": zstd: " + ZSTD_getErrorName(got);
+    return false;
+  }
+  if (got != buffer.size()) {
+    error = where + formatString(": decompressed to %zu bytes, expected "
+                                 "%" PRIu64,
+                                 got, entry.rawSize);
+    return false;
+  }
+  raw = buffer.data();
+  return true;
+}
+
+/// Decodes metadata and the tensor table (without tensor data).
+bool readHeaderSections(const uint8_t *data, const Container &container,
+                        ZSTD_DCtx *context, Program &program,
+                        ArtifactInfo &info, std::vector<uint64_t> &dataSizes,
+                        std::string &error) {
+  std::vector<uint8_t> buffer;
+  const uint8_t *raw;
+  std::string problem;
+  const SectionEntry &metadata = container.sections[container.metadata];
+  if (!loadSection(data, metadata, context, buffer, raw, error))
+    return false;
+  uint32_t dmaQueueCount = 0;
+  if (!decodeMetadata(raw, size_t(metadata.rawSize), program, info,
+                      dmaQueueCount, problem)) {
+    error = "section 'metadata': " + problem;
+    return false;
+  }
+  if (dmaQueueCount != container.dmaQueues.size()) {
+    error = formatString("section 'metadata': %" PRIu32
+                         " DMA queues declared, %zu present",
+                         dmaQueueCount, container.dmaQueues.size());
+    return false;
+  }
+  const SectionEntry &tensors = container.sections[container.tensors];
+  if (!loadSection(data, tensors, context, buffer, raw, error))
+    return false;
+  uint64_t constantsSize = container.sections[container.constants].rawSize;
+  if (!decodeTensors(raw, size_t(tensors.rawSize), constantsSize, program,
+                     dataSizes, problem)) {
+    error = "section 'tensors': " + problem;
+    return false;
+  }
+  return true;
+}
+
+bool createDContext(std::unique_ptr<ZSTD_DCtx, ZstdDContextDeleter> &context,
+                    std::string &error) {
+  context.reset(ZSTD_createDCtx());
+  if (context)
+    return true;
+  error = "out of memory creating a zstd decompression context";
+  return false;
+}
+
+std::string makeTempPath(const std::string &path) {
+  static std::atomic<uint64_t> counter{0};
+  uint64_t nanos =
+      uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  return path + formatString(".tmp.%ld.%" PRIu64 ".%" PRIx64, long(getpid()),
+                             counter.fetch_add(1), nanos);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Public API
+//===----------------------------------------------------------------------===//
+
+void describeProgram(const Program &program, ArtifactInfo &info) {
+  info.formatVersion = kArtifactFormatVersion;
+  info.target = program.target;
+  info.flops = program.flops;
+  info.sbufPeakBytesPerPartition = program.sbufPeakBytesPerPartition;
+  info.psumPeakBytesPerPartition = program.psumPeakBytesPerPartition;
+  info.hbmPeakBytes = program.hbmBytes;
+  info.inputs.clear();
+  info.outputs.clear();
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const HbmTensor &tensor = program.tensors[i];
+    if (tensor.kind != HbmTensor::Kind::Input &&
+        tensor.kind != HbmTensor::Kind::Output)
+      continue;
+    ArtifactTensorInfo entry;
+    entry.tensorIndex = uint32_t(i);
+    entry.name = tensor.name;
+    entry.dtype = tensor.dtype;
+    entry.shape = tensor.shape;
+    entry.offset = tensor.offset;
+    if (unsigned(tensor.dtype) >= kNumDTypes ||
+        !tensorByteSize(tensor.shape, tensor.dtype, entry.sizeInBytes))
+      entry.sizeInBytes = std::numeric_limits<uint64_t>::max();
+    entry.aliasesInput = tensor.aliasesInput;
+    entry.role = tensor.role;
+    (tensor.kind == HbmTensor::Kind::Input ? info.inputs : info.outputs)
+        .push_back(std::move(entry));
+  }
+}
+
+bool writeArtifact(const Program &program, const ArtifactInfo &info,
+                   std::vector<uint8_t> &out, std::string &error,
+                   const ArtifactWriteOptions &options) {
+  out.clear();
+  if (!checkProgramForWriting(program, info, error))
+    return false;
+
+  struct PendingSection {
+    uint32_t id;
+    std::vector<uint8_t> raw;
+  };
+  std::vector<PendingSection> sections;
+  sections.push_back({kSectionMetadata, encodeMetadata(program, info)});
+  sections.push_back({kSectionTensors, encodeTensors(program)});
+  sections.push_back({kSectionConstants, encodeConstants(program)});
+  for (uint32_t e = 0; e < kNumEngineStreams; ++e)
+    sections.push_back({kSectionFirstEngineStream + e,
+                        encodeStream(program.engineStreams[e])});
+  for (size_t q = 0; q < program.dmaQueues.size(); ++q)
+    sections.push_back({kSectionFirstDmaQueue + uint32_t(q),
+                        encodeStream(program.dmaQueues[q])});
+
+  uint64_t totalRaw = 0;
+  for (const PendingSection &section : sections)
+    totalRaw += section.raw.size();
+  uint64_t readerLimit = ArtifactReadOptions().maxRawBytes;
+  if (totalRaw > readerLimit) {
+    error = formatString("the artifact would hold %" PRIu64
+                         " bytes uncompressed, over the reader's limit of "
+                         "%" PRIu64,
+                         totalRaw, readerLimit);
+    return false;
+  }
+
+  std::unique_ptr<ZSTD_CCtx, ZstdCContextDeleter> context(ZSTD_createCCtx());
+  if (!context) {
+    error = "out of memory creating a zstd compression context";
+    return false;
+  }
+  // Compress each section; keep the raw bytes when zstd does not shrink them.
+  std::vector<SectionEntry> entries;
+  std::vector<std::vector<uint8_t>> stored(sections.size());
+  uint64_t offset = kHeaderSize + sections.size() * kSectionEntrySize;
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const std::vector<uint8_t> &raw = sections[i].raw;
+    SectionEntry entry;
+    entry.id = sections[i].id;
+    entry.rawSize = raw.size();
+    if (options.compress && !raw.empty()) {
+      std::vector<uint8_t> compressed(ZSTD_compressBound(raw.size()));
+      size_t size =
+          ZSTD_compressCCtx(context.get(), compressed.data(), compressed.size(),
+                            raw.data(), raw.size(), kZstdLevel);
+      if (!ZSTD_isError(size) && size < raw.size()) {
+        compressed.resize(size);
+        stored[i] = std::move(compressed);
+        entry.flags |= kSectionFlagZstd;
+      }
+    }
+    if (!(entry.flags & kSectionFlagZstd))
+      stored[i] = raw;
+    entry.storedSize = stored[i].size();
+    entry.offset = offset;
+    entry.checksum = XXH3_64bits(stored[i].data(), stored[i].size());
+    offset += entry.storedSize;
+    entries.push_back(entry);
+  }
+
+  out.resize(size_t(offset));
+  uint8_t *header = out.data();
+  std::memcpy(header, kMagic, sizeof(kMagic));
+  storeLittleEndian(kArtifactFormatVersion, 4, header + 8);
+  storeLittleEndian(0, 4, header + 12); // flags
+  storeLittleEndian(entries.size(), 4, header + 16);
+  storeLittleEndian(0, 4, header + 20); // reserved
+  storeLittleEndian(offset, 8, header + 24);
+  storeLittleEndian(0, 8, header + kHeaderChecksumOffset);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    uint8_t *entryBytes = header + kHeaderSize + i * kSectionEntrySize;
+    const SectionEntry &entry = entries[i];
+    storeLittleEndian(entry.id, 4, entryBytes);
+    storeLittleEndian(entry.flags, 4, entryBytes + 4);
+    storeLittleEndian(entry.offset, 8, entryBytes + 8);
+    storeLittleEndian(entry.storedSize, 8, entryBytes + 16);
+    storeLittleEndian(entry.rawSize, 8, entryBytes + 24);
+    storeLittleEndian(entry.checksum, 8, entryBytes + 32);
+    if (!stored[i].empty())
+      std::memcpy(out.data() + entry.offset, stored[i].data(),
+                  stored[i].size());
+  }
+  size_t tableEnd = kHeaderSize + entries.size() * kSectionEntrySize;
+  storeLittleEndian(headerChecksum(out.data(), tableEnd), 8,
+                    header + kHeaderChecksumOffset);
+  return true;
+}
+
+bool readArtifact(const uint8_t *data, size_t size, Program &program,
+                  ArtifactInfo &info, std::string &error,
+                  const ArtifactReadOptions &options) {
+  program = Program();
+  info = ArtifactInfo();
+  if (!data && size != 0) {
+    error = "no data";
+    return false;
+  }
+  Container container;
+  if (!parseContainer(data, size, options, container, error))
+    return false;
+  std::unique_ptr<ZSTD_DCtx, ZstdDContextDeleter> context;
+  if (!createDContext(context, error))
+    return false;
+  std::vector<uint64_t> dataSizes;
+  if (!readHeaderSections(data, container, context.get(), program, info,
+                          dataSizes, error))
+    return false;
+
+  std::vector<uint8_t> buffer;
+  const uint8_t *raw;
+  const SectionEntry &constants = container.sections[container.constants];
+  if (!loadSection(data, constants, context.get(), buffer, raw, error))
+    return false;
+  uint64_t position = 0;
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    // decodeTensors checked that the sizes add up to the section's size.
+    program.tensors[i].data.assign(raw + position,
+                                   raw + position + dataSizes[i]);
+    position += dataSizes[i];
+  }
+
+  std::string problem;
+  auto readStream = [&](int index, std::vector<Instruction> &stream) {
+    const SectionEntry &entry = container.sections[index];
+    if (!loadSection(data, entry, context.get(), buffer, raw, error))
+      return false;
+    if (decodeStream(raw, size_t(entry.rawSize), stream, problem))
+      return true;
+    error = "section '" + sectionName(entry.id) + "': " + problem;
+    return false;
+  };
+  for (uint32_t e = 0; e < kNumEngineStreams; ++e)
+    if (!readStream(container.engineStreams[e], program.engineStreams[e]))
+      return false;
+  program.dmaQueues.resize(container.dmaQueues.size());
+  for (size_t q = 0; q < container.dmaQueues.size(); ++q)
+    if (!readStream(container.dmaQueues[q], program.dmaQueues[q]))
+      return false;
+
+  describeProgram(program, info);
+  info.formatVersion = container.version;
+  return true;
+}
+
+bool readArtifactInfo(const uint8_t *data, size_t size, ArtifactInfo &info,
+                      std::string &error, const ArtifactReadOptions &options) {
+  info = ArtifactInfo();
+  if (!data && size != 0) {
+    error = "no data";
+    return false;
+  }
+  Container container;
+  if (!parseContainer(data, size, options, container, error))
+    return false;
+  std::unique_ptr<ZSTD_DCtx, ZstdDContextDeleter> context;
+  if (!createDContext(context, error))
+    return false;
+  Program program;
+  std::vector<uint64_t> dataSizes;
+  if (!readHeaderSections(data, container, context.get(), program, info,
+                          dataSizes, error))
+    return false;
+  describeProgram(program, info);
+  info.formatVersion = container.version;
+  return true;
+}
+
+bool writeArtifactFile(const std::string &path, const Program &program,
+                       const ArtifactInfo &info, std::string &error,
+                       const ArtifactWriteOptions &options) {
+  std::vector<uint8_t> bytes;
+  if (!writeArtifact(program, info, bytes, error, options)) {
+    error = path + ": " + error;
+    return false;
+  }
+  std::string tempPath = makeTempPath(path);
+  int fd =
+      open(tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    error = tempPath + ": cannot create: " + errnoText(errno);
+    return false;
+  }
+  auto failWith = [&](const std::string &what, int err) {
+    close(fd);
+    unlink(tempPath.c_str());
+    error = tempPath + ": " + what + ": " + errnoText(err);
+    return false;
+  };
+  size_t written = 0;
+  while (written < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return failWith("write failed", errno);
+    }
+    written += size_t(n);
+  }
+  // Data must be on disk before the rename makes it visible.
+  if (fsync(fd) != 0 && errno != EINVAL)
+    return failWith("fsync failed", errno);
+  if (close(fd) != 0) {
+    int err = errno;
+    unlink(tempPath.c_str());
+    error = tempPath + ": close failed: " + errnoText(err);
+    return false;
+  }
+  if (rename(tempPath.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(tempPath.c_str());
+    error =
+        path + ": cannot rename " + tempPath + " into place: " + errnoText(err);
+    return false;
+  }
+  // Best effort: make the rename itself durable.
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (dir.empty())
+    dir = "/";
+  int dirFd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd >= 0) {
+    (void)fsync(dirFd);
+    close(dirFd);
+  }
+  return true;
+}
+
+bool readArtifactFile(const std::string &path, Program &program,
+                      ArtifactInfo &info, std::string &error,
+                      const ArtifactReadOptions &options) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = path + ": cannot open: " + errnoText(errno);
+    return false;
+  }
+  struct stat status;
+  if (fstat(fd, &status) != 0) {
+    error = path + ": cannot stat: " + errnoText(errno);
+    close(fd);
+    return false;
+  }
+  if (!S_ISREG(status.st_mode)) {
+    error = path + ": not a regular file";
+    close(fd);
+    return false;
+  }
+  // Stored sections are never larger than their raw bytes, so a valid file is
+  // at most the header, a full table and maxRawBytes.
+  uint64_t limit = kHeaderSize + kMaxSections * kSectionEntrySize;
+  limit += std::min(options.maxRawBytes,
+                    std::numeric_limits<uint64_t>::max() - limit);
+  uint64_t fileSize = uint64_t(status.st_size);
+  if (fileSize > limit || fileSize > std::numeric_limits<size_t>::max()) {
+    error = path + formatString(": %" PRIu64
+                                " bytes is over the reader's limit of %" PRIu64,
+                                fileSize, limit);
+    close(fd);
+    return false;
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(fileSize));
+  size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      error = path + ": read failed: " + errnoText(errno);
+      close(fd);
+      return false;
+    }
+    if (n == 0)
+      break;
+    got += size_t(n);
+  }
+  close(fd);
+  if (got != bytes.size()) {
+    error = path + ": the file shrank while being read";
+    return false;
+  }
+  if (!readArtifact(bytes.data(), bytes.size(), program, info, error,
+                    options)) {
+    error = path + ": " + error;
+    return false;
+  }
+  return true;
+}
+
+bool programsEqual(const Program &a, const Program &b,
+                   std::string *difference) {
+  std::string local;
+  std::string *diff = difference ? &local : nullptr;
+  bool equal = [&] {
+    if (a.target != b.target)
+      return differ(diff, "target", quoted(a.target), quoted(b.target));
+    if (a.hbmBytes != b.hbmBytes)
+      return differInU64(diff, "hbmBytes", a.hbmBytes, b.hbmBytes);
+    if (a.numSemaphores != b.numSemaphores)
+      return differInU64(diff, "numSemaphores", a.numSemaphores,
+                         b.numSemaphores);
+    if (a.flops != b.flops)
+      return differInU64(diff, "flops", a.flops, b.flops);
+    if (a.sbufPeakBytesPerPartition != b.sbufPeakBytesPerPartition)
+      return differInU64(diff, "sbufPeakBytesPerPartition",
+                         a.sbufPeakBytesPerPartition,
+                         b.sbufPeakBytesPerPartition);
+    if (a.psumPeakBytesPerPartition != b.psumPeakBytesPerPartition)
+      return differInU64(diff, "psumPeakBytesPerPartition",
+                         a.psumPeakBytesPerPartition,
+                         b.psumPeakBytesPerPartition);
+    if (!equalVectors(a.tensors, b.tensors, diff, equalTensor))
+      return nested(diff, "tensors");
+    for (size_t e = 0; e < a.engineStreams.size(); ++e)
+      if (!equalVectors(a.engineStreams[e], b.engineStreams[e], diff,
+                        equalInstruction))
+        return nested(diff, "engineStreams[" + std::to_string(e) + "]");
+    if (!equalVectors(a.dmaQueues, b.dmaQueues, diff,
+                      [](const std::vector<Instruction> &x,
+                         const std::vector<Instruction> &y, std::string *d) {
+                        return equalVectors(x, y, d, equalInstruction);
+                      }))
+      return nested(diff, "dmaQueues");
+    return true;
+  }();
+  if (!equal && difference)
+    *difference = std::move(local);
+  return equal;
+}
+
+} // namespace trnrt

@@ -1,0 +1,1429 @@
+//===- Isa.cpp - names, access patterns and the program validator ---------===//
+//
+// The validator is the executable form of the operand rules in docs/isa.md:
+// every check here has a line there, and the other way round. Messages name
+// the operand, the value and the limit, so a compiler bug reads as a fix.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trnrt/Isa.h"
+#include "trnrt/IsaValidate.h"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+namespace trnrt {
+
+//===----------------------------------------------------------------------===//
+// Names
+//===----------------------------------------------------------------------===//
+
+const char *engineName(Engine engine) {
+  switch (engine) {
+  case Engine::Tensor:
+    return "tensor";
+  case Engine::Vector:
+    return "vector";
+  case Engine::Scalar:
+    return "scalar";
+  case Engine::GpSimd:
+    return "gpsimd";
+  case Engine::Sync:
+    return "sync";
+  case Engine::Dma:
+    return "dma";
+  }
+  return "?";
+}
+
+const char *memoryName(Memory memory) {
+  switch (memory) {
+  case Memory::Hbm:
+    return "HBM";
+  case Memory::Sbuf:
+    return "SBUF";
+  case Memory::Psum:
+    return "PSUM";
+  }
+  return "?";
+}
+
+const char *opcodeName(Opcode opcode) {
+  switch (opcode) {
+  case Opcode::Matmul:
+    return "matmul";
+  case Opcode::Transpose:
+    return "transpose";
+  case Opcode::Activation:
+    return "activation";
+  case Opcode::TensorTensor:
+    return "tensor_tensor";
+  case Opcode::TensorScalar:
+    return "tensor_scalar";
+  case Opcode::TensorReduce:
+    return "tensor_reduce";
+  case Opcode::TensorCopy:
+    return "tensor_copy";
+  case Opcode::Select:
+    return "select";
+  case Opcode::BnStats:
+    return "bn_stats";
+  case Opcode::BnAggr:
+    return "bn_aggr";
+  case Opcode::Memset:
+    return "memset";
+  case Opcode::Iota:
+    return "iota";
+  case Opcode::AffineSelect:
+    return "affine_select";
+  case Opcode::DmaCopy:
+    return "dma_copy";
+  case Opcode::Nop:
+    return "nop";
+  case Opcode::AllReduce:
+    return "all_reduce";
+  case Opcode::AllGather:
+    return "all_gather";
+  case Opcode::ReduceScatter:
+    return "reduce_scatter";
+  case Opcode::Send:
+    return "send";
+  case Opcode::Recv:
+    return "recv";
+  }
+  return "?";
+}
+
+const char *aluOpName(AluOp op) {
+  switch (op) {
+  case AluOp::Bypass:
+    return "bypass";
+  case AluOp::Add:
+    return "add";
+  case AluOp::Subtract:
+    return "subtract";
+  case AluOp::Multiply:
+    return "multiply";
+  case AluOp::Divide:
+    return "divide";
+  case AluOp::Max:
+    return "max";
+  case AluOp::Min:
+    return "min";
+  case AluOp::Pow:
+    return "pow";
+  case AluOp::IsEqual:
+    return "is_equal";
+  case AluOp::IsNotEqual:
+    return "is_not_equal";
+  case AluOp::IsLess:
+    return "is_lt";
+  case AluOp::IsLessEqual:
+    return "is_le";
+  case AluOp::IsGreater:
+    return "is_gt";
+  case AluOp::IsGreaterEqual:
+    return "is_ge";
+  case AluOp::LogicalAnd:
+    return "logical_and";
+  case AluOp::LogicalOr:
+    return "logical_or";
+  case AluOp::BitwiseAnd:
+    return "bitwise_and";
+  case AluOp::BitwiseOr:
+    return "bitwise_or";
+  }
+  return "?";
+}
+
+const char *activationFuncName(ActivationFunc func) {
+  switch (func) {
+  case ActivationFunc::Copy:
+    return "copy";
+  case ActivationFunc::Exp:
+    return "exp";
+  case ActivationFunc::Log:
+    return "log";
+  case ActivationFunc::Tanh:
+    return "tanh";
+  case ActivationFunc::Sigmoid:
+    return "sigmoid";
+  case ActivationFunc::Relu:
+    return "relu";
+  case ActivationFunc::Gelu:
+    return "gelu";
+  case ActivationFunc::GeluTanh:
+    return "gelu_tanh";
+  case ActivationFunc::GeluDerivative:
+    return "gelu_derivative";
+  case ActivationFunc::GeluTanhDerivative:
+    return "gelu_tanh_derivative";
+  case ActivationFunc::Silu:
+    return "silu";
+  case ActivationFunc::Erf:
+    return "erf";
+  case ActivationFunc::Sqrt:
+    return "sqrt";
+  case ActivationFunc::Rsqrt:
+    return "rsqrt";
+  case ActivationFunc::Reciprocal:
+    return "reciprocal";
+  case ActivationFunc::Square:
+    return "square";
+  case ActivationFunc::Sin:
+    return "sin";
+  case ActivationFunc::Cos:
+    return "cos";
+  case ActivationFunc::Abs:
+    return "abs";
+  case ActivationFunc::Sign:
+    return "sign";
+  case ActivationFunc::Floor:
+    return "floor";
+  case ActivationFunc::Log1p:
+    return "log1p";
+  case ActivationFunc::Negate:
+    return "negate";
+  }
+  return "?";
+}
+
+const char *compareOpName(CompareOp op) {
+  switch (op) {
+  case CompareOp::Eq:
+    return "eq";
+  case CompareOp::Ne:
+    return "ne";
+  case CompareOp::Lt:
+    return "lt";
+  case CompareOp::Le:
+    return "le";
+  case CompareOp::Gt:
+    return "gt";
+  case CompareOp::Ge:
+    return "ge";
+  }
+  return "?";
+}
+
+//===----------------------------------------------------------------------===//
+// Access patterns
+//===----------------------------------------------------------------------===//
+
+int64_t AccessPattern::freeElements() const {
+  // Four uint16 sizes can exceed int64; saturate rather than wrap so a
+  // bounds check on the result still fails.
+  int64_t product = 1;
+  for (const ApDim &dim : dims) {
+    if (dim.size <= 0)
+      return 0;
+    if (product > std::numeric_limits<int64_t>::max() / dim.size)
+      return std::numeric_limits<int64_t>::max();
+    product *= dim.size;
+  }
+  return product;
+}
+
+namespace {
+
+using Wide = __int128;
+
+/// Element offsets [low, high] reached by the free dims (and, for HBM, the
+/// partition dim), relative to the base. Sizes must be positive.
+void elementOffsetRange(const AccessPattern &ap, Wide &low, Wide &high) {
+  low = 0;
+  high = 0;
+  auto addDim = [&](int64_t size, int64_t stride) {
+    Wide span = Wide(size - 1) * stride;
+    if (span < 0)
+      low += span;
+    else
+      high += span;
+  };
+  for (const ApDim &dim : ap.dims)
+    addDim(dim.size, dim.stride);
+  if (ap.memory == Memory::Hbm)
+    addDim(ap.numPartitions, ap.partitionStride);
+}
+
+bool isValidDType(DType type) { return uint8_t(type) <= uint8_t(DType::I64); }
+
+bool isIntegerDType(DType type) {
+  return type == DType::I1 || type == DType::I32 || type == DType::I64;
+}
+
+bool isMatmulInputDType(DType type) {
+  return type == DType::F32 || type == DType::BF16 || type == DType::F16 ||
+         type == DType::F8E4M3FN || type == DType::F8E5M2;
+}
+
+} // namespace
+
+bool accessByteExtent(const AccessPattern &pattern, int64_t &begin,
+                      int64_t &end) {
+  if (!isValidDType(pattern.dtype) || pattern.numPartitions == 0)
+    return false;
+  for (const ApDim &dim : pattern.dims)
+    if (dim.size <= 0)
+      return false;
+  Wide low, high;
+  elementOffsetRange(pattern, low, high);
+  Wide elementSize = dtypeSizeInBytes(pattern.dtype);
+  Wide first = Wide(pattern.byteOffset) + low * elementSize;
+  Wide last = Wide(pattern.byteOffset) + (high + 1) * elementSize;
+  Wide min = std::numeric_limits<int64_t>::min();
+  Wide max = std::numeric_limits<int64_t>::max();
+  if (first < min || last > max)
+    return false;
+  begin = int64_t(first);
+  end = int64_t(last);
+  return true;
+}
+
+std::string streamName(size_t stream) {
+  if (stream < 5)
+    return std::string(engineName(Engine(stream))) + " stream";
+  return "dma queue " + std::to_string(stream - 5);
+}
+
+//===----------------------------------------------------------------------===//
+// Instruction validator
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <typename... Args> std::string cat(const Args &...args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+unsigned memoryBit(Memory memory) { return 1u << unsigned(memory); }
+constexpr unsigned kHbm = 1u << unsigned(Memory::Hbm);
+constexpr unsigned kSbuf = 1u << unsigned(Memory::Sbuf);
+constexpr unsigned kPsum = 1u << unsigned(Memory::Psum);
+
+/// Which engines may issue an opcode (docs/isa.md, "Engines and opcodes").
+bool opcodeRunsOn(Opcode opcode, Engine engine) {
+  switch (opcode) {
+  case Opcode::Matmul:
+  case Opcode::Transpose:
+    return engine == Engine::Tensor;
+  case Opcode::Activation:
+    return engine == Engine::Scalar;
+  case Opcode::TensorTensor:
+  case Opcode::TensorScalar:
+  case Opcode::TensorReduce:
+  case Opcode::TensorCopy:
+  case Opcode::Select:
+  case Opcode::Memset:
+    return engine == Engine::Vector || engine == Engine::GpSimd;
+  case Opcode::BnStats:
+  case Opcode::BnAggr:
+    return engine == Engine::Vector;
+  case Opcode::Iota:
+  case Opcode::AffineSelect:
+    return engine == Engine::GpSimd;
+  case Opcode::DmaCopy:
+    return engine == Engine::Dma;
+  case Opcode::Nop:
+    return true;
+  case Opcode::AllReduce:
+  case Opcode::AllGather:
+  case Opcode::ReduceScatter:
+  case Opcode::Send:
+  case Opcode::Recv:
+    return engine == Engine::Sync || engine == Engine::Dma;
+  }
+  return false;
+}
+
+const char *opcodeEngines(Opcode opcode) {
+  switch (opcode) {
+  case Opcode::Matmul:
+  case Opcode::Transpose:
+    return "the tensor stream";
+  case Opcode::Activation:
+    return "the scalar stream";
+  case Opcode::TensorTensor:
+  case Opcode::TensorScalar:
+  case Opcode::TensorReduce:
+  case Opcode::TensorCopy:
+  case Opcode::Select:
+  case Opcode::Memset:
+    return "the vector or gpsimd stream";
+  case Opcode::BnStats:
+  case Opcode::BnAggr:
+    return "the vector stream";
+  case Opcode::Iota:
+  case Opcode::AffineSelect:
+    return "the gpsimd stream";
+  case Opcode::DmaCopy:
+    return "a dma queue";
+  case Opcode::Nop:
+    return "any stream";
+  case Opcode::AllReduce:
+  case Opcode::AllGather:
+  case Opcode::ReduceScatter:
+  case Opcode::Send:
+  case Opcode::Recv:
+    return "the sync stream or a dma queue";
+  }
+  return "no stream";
+}
+
+bool isComputeEngine(Engine engine) {
+  return engine == Engine::Tensor || engine == Engine::Vector ||
+         engine == Engine::Scalar || engine == Engine::GpSimd;
+}
+
+/// ALU operators GpSimd implements (§4.2: most run on VectorE only).
+bool gpsimdHasAluOp(AluOp op) {
+  return op == AluOp::Bypass || op == AluOp::Add || op == AluOp::Multiply ||
+         op == AluOp::Pow;
+}
+
+bool isBitwise(AluOp op) {
+  return op == AluOp::BitwiseAnd || op == AluOp::BitwiseOr;
+}
+
+bool isReduction(AluOp op) {
+  switch (op) {
+  case AluOp::Add:
+  case AluOp::Subtract:
+  case AluOp::Multiply:
+  case AluOp::Max:
+  case AluOp::Min:
+  case AluOp::LogicalAnd:
+  case AluOp::LogicalOr:
+  case AluOp::BitwiseAnd:
+  case AluOp::BitwiseOr:
+    return true;
+  default:
+    return false;
+  }
+}
+
+class InstructionChecker {
+public:
+  InstructionChecker(const Instruction &instruction, Engine engine,
+                     const Target &target, uint64_t hbmLimit,
+                     std::string &error)
+      : inst(instruction), engine(engine), target(target), hbmLimit(hbmLimit),
+        error(error) {}
+
+  bool run();
+
+private:
+  template <typename... Args> bool fail(const Args &...args) {
+    error = cat(opcodeName(inst.opcode), ": ", args...);
+    return false;
+  }
+
+  bool checkSourceCount(size_t expected, const char *what);
+  bool checkOperand(const AccessPattern &ap, const char *role,
+                    unsigned allowed);
+  bool checkDims(const AccessPattern &ap, const char *role);
+  bool checkPartitions(const AccessPattern &ap, const char *role);
+  bool checkBounds(const AccessPattern &ap, const char *role);
+  bool checkDType(DType type, const char *role);
+  bool checkScalar(const ScalarOperand &scalar, const char *role,
+                   const AccessPattern &like);
+  bool checkSameShape(const AccessPattern &a, const char *roleA,
+                      const AccessPattern &b, const char *roleB);
+  bool checkAluOp(AluOp op, const char *role, bool allowBypass,
+                  const std::vector<const AccessPattern *> &operands);
+  bool checkAtMostOnePsumInput(const std::vector<const AccessPattern *> &ins);
+  unsigned readableMemories() const;
+  unsigned writableMemories() const;
+  const char *memoryRule() const;
+
+  bool checkMatmul();
+  bool checkTranspose();
+  bool checkActivation();
+  bool checkTensorTensor();
+  bool checkTensorScalar();
+  bool checkTensorReduce();
+  bool checkTensorCopy();
+  bool checkSelect();
+  bool checkBnStats();
+  bool checkBnAggr();
+  bool checkMemset();
+  bool checkIota();
+  bool checkAffineSelect();
+  bool checkDmaCopy();
+  bool checkCollective();
+
+  const Instruction &inst;
+  Engine engine;
+  const Target &target;
+  uint64_t hbmLimit;
+  std::string &error;
+};
+
+unsigned InstructionChecker::readableMemories() const {
+  switch (engine) {
+  case Engine::Tensor:
+  case Engine::GpSimd:
+    return kSbuf;
+  case Engine::Vector:
+  case Engine::Scalar:
+    return kSbuf | kPsum;
+  case Engine::Dma:
+    return kHbm | kSbuf;
+  case Engine::Sync:
+    return kHbm;
+  }
+  return 0;
+}
+
+unsigned InstructionChecker::writableMemories() const {
+  return engine == Engine::Tensor ? kPsum : readableMemories();
+}
+
+const char *InstructionChecker::memoryRule() const {
+  switch (engine) {
+  case Engine::Tensor:
+    return "the Tensor Engine reads only SBUF and writes only PSUM";
+  case Engine::Vector:
+  case Engine::Scalar:
+    return "Vector and Scalar Engines access only SBUF and PSUM";
+  case Engine::GpSimd:
+    return "GpSimd accesses only SBUF, never PSUM";
+  case Engine::Dma:
+    return "DMA moves only between HBM and SBUF, never PSUM";
+  case Engine::Sync:
+    return "collectives operate on HBM";
+  }
+  return "";
+}
+
+bool InstructionChecker::checkSourceCount(size_t expected, const char *what) {
+  if (inst.srcs.size() != expected)
+    return fail("expects ", expected, " source", expected == 1 ? "" : "s", " (",
+                what, "), got ", inst.srcs.size());
+  return true;
+}
+
+bool InstructionChecker::checkDType(DType type, const char *role) {
+  if (!isValidDType(type))
+    return fail(role, " has unknown dtype ", unsigned(type));
+  if (type == DType::I64 && isComputeEngine(engine) && !target.nativeInt64)
+    return fail(role, " dtype i64: the ", engineName(engine),
+                " engine has no int64 on ", target.name);
+  return true;
+}
+
+bool InstructionChecker::checkDims(const AccessPattern &ap, const char *role) {
+  if (ap.dims.empty() || ap.dims.size() > target.maxApDims)
+    return fail(role, " access pattern has ", ap.dims.size(),
+                " free dims (1 to ", target.maxApDims, " allowed)");
+  for (size_t i = 0; i < ap.dims.size(); ++i) {
+    const ApDim &dim = ap.dims[i];
+    if (dim.size < 1 || dim.size > target.maxApSize)
+      return fail(role, " free dim ", i, " size ", dim.size, " outside [1, ",
+                  target.maxApSize, "]");
+    // HBM addresses are DMA descriptors, not engine access patterns: their
+    // strides are only bounded by the program's HBM.
+    if (ap.memory != Memory::Hbm &&
+        (dim.stride < target.minApStride || dim.stride > target.maxApStride))
+      return fail(role, " free dim ", i, " stride ", dim.stride,
+                  " outside int16 [", target.minApStride, ", ",
+                  target.maxApStride, "]");
+  }
+  return true;
+}
+
+bool InstructionChecker::checkPartitions(const AccessPattern &ap,
+                                         const char *role) {
+  uint64_t start = ap.startPartition, count = ap.numPartitions;
+  if (ap.memory == Memory::Hbm) {
+    if (count < 1)
+      return fail(role, " has 0 rows (numPartitions must be at least 1)");
+    if (start != 0)
+      return fail(role, " is in HBM with startPartition ", start,
+                  " (must be 0: HBM rows are addressed by partitionStride)");
+    return true;
+  }
+  if (count < 1 || count > target.partitions)
+    return fail(role, " has ", count, " partitions (1 to ", target.partitions,
+                " allowed)");
+  if (start + count > target.partitions)
+    return fail(role, " partitions [", start, ", ", start + count,
+                ") exceed the ", target.partitions, " partitions");
+  // The start-partition rule binds the engines' partition groups; DMA
+  // addresses SBUF bytes and may use any contiguous range.
+  if (engine == Engine::Dma || engine == Engine::Sync)
+    return true;
+  if (count > 64 && start != 0)
+    return fail(role, " starts at partition ", start, " with ", count,
+                " partitions (more than 64 partitions must start at 0)");
+  if (count > 32 && count <= 64 && start != 0 && start != 64)
+    return fail(role, " starts at partition ", start, " with ", count,
+                " partitions (33 to 64 partitions start at 0 or 64)");
+  if (count <= 32 && start % 32 != 0)
+    return fail(role, " starts at partition ", start, " with ", count,
+                " partitions (up to 32 partitions start at 0, 32, 64 or 96)");
+  return true;
+}
+
+bool InstructionChecker::checkBounds(const AccessPattern &ap,
+                                     const char *role) {
+  Wide low, high;
+  elementOffsetRange(ap, low, high);
+  Wide elementSize = dtypeSizeInBytes(ap.dtype);
+  Wide begin = Wide(ap.byteOffset) + low * elementSize;
+  Wide end = Wide(ap.byteOffset) + (high + 1) * elementSize;
+  // Printable (int64) forms; an extent beyond int64 is out of bounds anyway.
+  auto clamp = [](Wide v) {
+    return int64_t(
+        std::min<Wide>(std::max<Wide>(v, std::numeric_limits<int64_t>::min()),
+                       std::numeric_limits<int64_t>::max()));
+  };
+  int64_t alignment = int64_t(elementSize);
+  if (ap.memory == Memory::Psum)
+    alignment = std::max<int64_t>(alignment, target.psumMinAlignBytes);
+  if (ap.byteOffset % alignment != 0)
+    return fail(role, " byte offset ", ap.byteOffset, " is not a multiple of ",
+                alignment, " (", memoryName(ap.memory), " alignment for ",
+                dtypeName(ap.dtype), ")");
+  switch (ap.memory) {
+  case Memory::Sbuf:
+    if (begin < 0 || end > Wide(target.sbufUsableBytesPerPartition))
+      return fail(role, " bytes [", clamp(begin), ", ", clamp(end),
+                  ") of each partition are outside SBUF's ",
+                  target.sbufUsableBytesPerPartition,
+                  " usable bytes per partition");
+    return true;
+  case Memory::Psum: {
+    if (begin < 0 || end > Wide(target.psumBytesPerPartition))
+      return fail(role, " bytes [", clamp(begin), ", ", clamp(end),
+                  ") of each partition are outside PSUM's ",
+                  target.psumBytesPerPartition, " bytes per partition");
+    Wide bank = Wide(target.psumBankBytes);
+    if (begin / bank != (end - 1) / bank)
+      return fail(role, " bytes [", clamp(begin), ", ", clamp(end),
+                  ") cross the PSUM bank boundary at ",
+                  clamp((begin / bank + 1) * bank),
+                  " (a PSUM tile stays in one ", target.psumBankBytes,
+                  "-byte bank)");
+    return true;
+  }
+  case Memory::Hbm:
+    if (begin < 0 || end > Wide(hbmLimit))
+      return fail(role, " bytes [", clamp(begin), ", ", clamp(end),
+                  ") are outside the ", hbmLimit, " bytes of HBM");
+    return true;
+  }
+  return true;
+}
+
+bool InstructionChecker::checkOperand(const AccessPattern &ap, const char *role,
+                                      unsigned allowed) {
+  if (uint8_t(ap.memory) > uint8_t(Memory::Psum))
+    return fail(role, " has unknown memory kind ", unsigned(ap.memory));
+  if (!(memoryBit(ap.memory) & allowed))
+    return fail(role, " is in ", memoryName(ap.memory), "; ", memoryRule());
+  if (!checkDType(ap.dtype, role) || !checkDims(ap, role) ||
+      !checkPartitions(ap, role) || !checkBounds(ap, role))
+    return false;
+  if (engine == Engine::Vector) {
+    int64_t limit = ap.memory == Memory::Psum ? target.vectorMaxFreePsum
+                                              : target.vectorMaxFreeSbuf;
+    if (ap.freeElements() > limit)
+      return fail(role, " has ", ap.freeElements(),
+                  " free elements per partition; the Vector Engine allows ",
+                  limit, " in ", memoryName(ap.memory));
+  }
+  return true;
+}
+
+bool InstructionChecker::checkScalar(const ScalarOperand &scalar,
+                                     const char *role,
+                                     const AccessPattern &like) {
+  if (scalar.isImmediate)
+    return true;
+  const AccessPattern &column = scalar.column;
+  if (column.memory != Memory::Sbuf)
+    return fail(role, " column is in ", memoryName(column.memory),
+                "; per-partition scalars are read from SBUF");
+  if (!checkOperand(column, role, kSbuf))
+    return false;
+  if (column.dtype != DType::F32)
+    return fail(role, " column dtype ", dtypeName(column.dtype),
+                " (per-partition scalars are f32)");
+  if (column.numPartitions != like.numPartitions)
+    return fail(role, " column has ", column.numPartitions,
+                " partitions, the data has ", like.numPartitions);
+  if (column.freeElements() != 1)
+    return fail(role, " column has ", column.freeElements(),
+                " elements per partition (a [P, 1] column has 1)");
+  return true;
+}
+
+bool InstructionChecker::checkSameShape(const AccessPattern &a,
+                                        const char *roleA,
+                                        const AccessPattern &b,
+                                        const char *roleB) {
+  if (a.numPartitions != b.numPartitions)
+    return fail(roleA, " has ", a.numPartitions, " partitions but ", roleB,
+                " has ", b.numPartitions);
+  if (a.freeElements() != b.freeElements())
+    return fail(roleA, " has ", a.freeElements(),
+                " elements per partition but ", roleB, " has ",
+                b.freeElements());
+  return true;
+}
+
+bool InstructionChecker::checkAluOp(
+    AluOp op, const char *role, bool allowBypass,
+    const std::vector<const AccessPattern *> &operands) {
+  if (uint8_t(op) > uint8_t(AluOp::BitwiseOr))
+    return fail(role, " is an unknown ALU operator ", unsigned(op));
+  if (op == AluOp::Bypass && !allowBypass)
+    return fail(role, " is bypass; this instruction needs an operator");
+  if (op == AluOp::Pow && engine != Engine::GpSimd)
+    return fail(role, " pow runs only on GpSimd");
+  if (engine == Engine::GpSimd && !gpsimdHasAluOp(op))
+    return fail(role, " ", aluOpName(op),
+                " is not a GpSimd operator (GpSimd: add, multiply, pow)");
+  if (isBitwise(op))
+    for (const AccessPattern *ap : operands)
+      if (!isIntegerDType(ap->dtype))
+        return fail(role, " ", aluOpName(op), " needs integer operands, got ",
+                    dtypeName(ap->dtype));
+  return true;
+}
+
+bool InstructionChecker::checkAtMostOnePsumInput(
+    const std::vector<const AccessPattern *> &ins) {
+  size_t inPsum = 0;
+  for (const AccessPattern *ap : ins)
+    inPsum += ap->memory == Memory::Psum;
+  if (inPsum > 1)
+    return fail(inPsum, " inputs are in PSUM (at most one input may come "
+                        "from PSUM)");
+  return true;
+}
+
+bool InstructionChecker::run() {
+  if (uint8_t(engine) > uint8_t(Engine::Dma))
+    return fail("unknown engine ", unsigned(engine));
+  if (uint8_t(inst.opcode) > uint8_t(Opcode::Recv)) {
+    error = cat("unknown opcode ", unsigned(inst.opcode));
+    return false;
+  }
+  if (!opcodeRunsOn(inst.opcode, engine))
+    return fail("cannot run on the ", engineName(engine),
+                " engine (it runs on ", opcodeEngines(inst.opcode), ")");
+  switch (inst.opcode) {
+  case Opcode::Matmul:
+    return checkMatmul();
+  case Opcode::Transpose:
+    return checkTranspose();
+  case Opcode::Activation:
+    return checkActivation();
+  case Opcode::TensorTensor:
+    return checkTensorTensor();
+  case Opcode::TensorScalar:
+    return checkTensorScalar();
+  case Opcode::TensorReduce:
+    return checkTensorReduce();
+  case Opcode::TensorCopy:
+    return checkTensorCopy();
+  case Opcode::Select:
+    return checkSelect();
+  case Opcode::BnStats:
+    return checkBnStats();
+  case Opcode::BnAggr:
+    return checkBnAggr();
+  case Opcode::Memset:
+    return checkMemset();
+  case Opcode::Iota:
+    return checkIota();
+  case Opcode::AffineSelect:
+    return checkAffineSelect();
+  case Opcode::DmaCopy:
+    return checkDmaCopy();
+  case Opcode::Nop:
+    return true;
+  case Opcode::AllReduce:
+  case Opcode::AllGather:
+  case Opcode::ReduceScatter:
+  case Opcode::Send:
+  case Opcode::Recv:
+    return checkCollective();
+  }
+  return true;
+}
+
+bool InstructionChecker::checkMatmul() {
+  if (!checkSourceCount(2, "stationary, moving"))
+    return false;
+  const AccessPattern &stationary = inst.srcs[0], &moving = inst.srcs[1];
+  const AccessPattern &dst = inst.dst;
+  // The inputs' limits first: an oversized N also breaks dst's bank, but the
+  // cause is the moving tile.
+  if (!checkOperand(stationary, "stationary", readableMemories()) ||
+      !checkOperand(moving, "moving", readableMemories()))
+    return false;
+  if (stationary.numPartitions > target.matmulMaxK)
+    return fail("contraction K = ", stationary.numPartitions,
+                " partitions exceeds ", target.matmulMaxK, " (PE rows)");
+  if (moving.numPartitions != stationary.numPartitions)
+    return fail("moving has ", moving.numPartitions,
+                " partitions but stationary has ", stationary.numPartitions,
+                " (both hold K on partitions)");
+  int64_t m = stationary.freeElements(), n = moving.freeElements();
+  if (m > target.matmulMaxStationaryFree)
+    return fail("stationary free size ", m, " exceeds ",
+                target.matmulMaxStationaryFree, " (M, PE columns)");
+  if (n > target.matmulMaxMovingFree)
+    return fail("moving free size ", n, " exceeds ", target.matmulMaxMovingFree,
+                " (one PSUM bank of fp32)");
+  for (const auto *ap : {&stationary, &moving})
+    if (!isMatmulInputDType(ap->dtype))
+      return fail(ap == &stationary ? "stationary" : "moving", " dtype ",
+                  dtypeName(ap->dtype),
+                  " is not a Tensor Engine input (f32, bf16, f16, f8E4M3FN, "
+                  "f8E5M2)");
+  if ((stationary.dtype == DType::F32) != (moving.dtype == DType::F32))
+    return fail("stationary is ", dtypeName(stationary.dtype),
+                " but moving is ", dtypeName(moving.dtype),
+                " (f32 pairs only with f32)");
+  if (!checkOperand(dst, "dst", writableMemories()))
+    return false;
+  if (dst.dtype != DType::F32)
+    return fail("dst dtype ", dtypeName(dst.dtype),
+                " (matmul accumulates and writes f32 in PSUM)");
+  if (dst.numPartitions != m)
+    return fail("dst has ", dst.numPartitions, " partitions, expected M = ", m,
+                " (the stationary free size)");
+  if (dst.freeElements() != n)
+    return fail("dst has ", dst.freeElements(),
+                " elements per partition, expected N = ", n,
+                " (the moving free size)");
+  return true;
+}
+
+bool InstructionChecker::checkTranspose() {
+  if (!checkSourceCount(1, "src"))
+    return false;
+  const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
+  if (!checkOperand(src, "src", readableMemories()))
+    return false;
+  int64_t p = src.numPartitions, f = src.freeElements();
+  if (f > target.matmulMaxStationaryFree)
+    return fail("src free size ", f, " exceeds ",
+                target.matmulMaxStationaryFree, " (transpose is at most [",
+                target.matmulMaxK, ", ", target.matmulMaxStationaryFree, "])");
+  if (!isMatmulInputDType(src.dtype))
+    return fail("src dtype ", dtypeName(src.dtype),
+                " is not a Tensor Engine input (f32, bf16, f16, f8E4M3FN, "
+                "f8E5M2)");
+  if (!checkOperand(dst, "dst", writableMemories()))
+    return false;
+  bool dtypeOk = dst.dtype == DType::F32 ||
+                 (target.bitExactTranspose && dst.dtype == src.dtype);
+  if (!dtypeOk)
+    return fail("dst dtype ", dtypeName(dst.dtype), " for ",
+                dtypeName(src.dtype), " src (", target.name,
+                target.bitExactTranspose
+                    ? " writes f32 or the src dtype)"
+                    : " transposes by identity matmul and writes f32)");
+  if (dst.numPartitions != f)
+    return fail("dst has ", dst.numPartitions, " partitions, expected ", f,
+                " (the src free size)");
+  if (dst.freeElements() != p)
+    return fail("dst has ", dst.freeElements(),
+                " elements per partition, expected ", p,
+                " (the src partitions)");
+  return true;
+}
+
+bool InstructionChecker::checkActivation() {
+  if (!checkSourceCount(1, "src"))
+    return false;
+  const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
+  if (uint8_t(inst.func) > uint8_t(ActivationFunc::Negate))
+    return fail("unknown activation function ", unsigned(inst.func));
+  if (!checkOperand(src, "src", readableMemories()) ||
+      !checkOperand(dst, "dst", writableMemories()) ||
+      !checkSameShape(dst, "dst", src, "src") ||
+      !checkScalar(inst.scale, "scale", src) ||
+      !checkScalar(inst.bias, "bias", src))
+    return false;
+  bool hasBias = !inst.bias.isImmediate || inst.bias.immediate != 0.0f;
+  if (inst.bias.isImmediate && hasBias && !target.activationImmediateBias)
+    return fail("immediate bias ", inst.bias.immediate, " on ", target.name,
+                " (bias must be a [P, 1] column; only 0 may be immediate)");
+  if (inst.func == ActivationFunc::Reciprocal && hasBias &&
+      !target.activationReciprocalBias)
+    return fail("reciprocal takes no bias on ", target.name);
+  if (inst.accumulateRow) {
+    const AccessPattern &sums = inst.reduceDst;
+    if (!checkOperand(sums, "reduce dst", writableMemories()))
+      return false;
+    if (sums.dtype != DType::F32)
+      return fail("reduce dst dtype ", dtypeName(sums.dtype),
+                  " (row sums are f32)");
+    if (sums.numPartitions != src.numPartitions)
+      return fail("reduce dst has ", sums.numPartitions,
+                  " partitions, the data has ", src.numPartitions);
+    if (sums.freeElements() != 1)
+      return fail("reduce dst has ", sums.freeElements(),
+                  " elements per partition (a [P, 1] column has 1)");
+  }
+  return true;
+}
+
+bool InstructionChecker::checkTensorTensor() {
+  if (!checkSourceCount(2, "in0, in1"))
+    return false;
+  const AccessPattern &in0 = inst.srcs[0], &in1 = inst.srcs[1];
+  const AccessPattern &dst = inst.dst;
+  if (!checkOperand(in0, "in0", readableMemories()) ||
+      !checkOperand(in1, "in1", readableMemories()) ||
+      !checkOperand(dst, "dst", writableMemories()) ||
+      !checkSameShape(in1, "in1", in0, "in0") ||
+      !checkSameShape(dst, "dst", in0, "in0") ||
+      !checkAtMostOnePsumInput({&in0, &in1}))
+    return false;
+  return checkAluOp(inst.op0, "op0", false, {&in0, &in1, &dst});
+}
+
+bool InstructionChecker::checkTensorScalar() {
+  if (!checkSourceCount(1, "src"))
+    return false;
+  const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
+  if (!checkOperand(src, "src", readableMemories()) ||
+      !checkOperand(dst, "dst", writableMemories()) ||
+      !checkSameShape(dst, "dst", src, "src") ||
+      !checkAluOp(inst.op0, "op0", true, {&src, &dst}) ||
+      !checkAluOp(inst.op1, "op1", true, {&src, &dst}))
+    return false;
+  if (inst.op0 != AluOp::Bypass && !checkScalar(inst.scalar0, "scalar0", src))
+    return false;
+  if (inst.op1 != AluOp::Bypass && !checkScalar(inst.scalar1, "scalar1", src))
+    return false;
+  return true;
+}
+
+bool InstructionChecker::checkTensorReduce() {
+  if (!checkSourceCount(1, "src"))
+    return false;
+  const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
+  if (!checkOperand(src, "src", readableMemories()) ||
+      !checkOperand(dst, "dst", writableMemories()))
+    return false;
+  if (dst.numPartitions != src.numPartitions)
+    return fail("dst has ", dst.numPartitions, " partitions but src has ",
+                src.numPartitions, " (reductions stay in their partition)");
+  if (dst.freeElements() != 1)
+    return fail("dst has ", dst.freeElements(),
+                " elements per partition (the reduction writes [P, 1])");
+  if (!checkAluOp(inst.op0, "op0", false, {&src, &dst}))
+    return false;
+  if (!isReduction(inst.op0))
+    return fail("op0 ", aluOpName(inst.op0),
+                " is not a reduction (add, subtract, multiply, max, min, "
+                "logical_and, logical_or, bitwise_and, bitwise_or)");
+  return true;
+}
+
+bool InstructionChecker::checkTensorCopy() {
+  if (!checkSourceCount(1, "src"))
+    return false;
+  const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
+  return checkOperand(src, "src", readableMemories()) &&
+         checkOperand(dst, "dst", writableMemories()) &&
+         checkSameShape(dst, "dst", src, "src");
+}
+
+bool InstructionChecker::checkSelect() {
+  if (!checkSourceCount(3, "predicate, on_true, on_false"))
+    return false;
+  const AccessPattern &pred = inst.srcs[0], &onTrue = inst.srcs[1];
+  const AccessPattern &onFalse = inst.srcs[2], &dst = inst.dst;
+  if (!checkOperand(pred, "predicate", readableMemories()) ||
+      !checkOperand(onTrue, "on_true", readableMemories()) ||
+      !checkOperand(onFalse, "on_false", readableMemories()) ||
+      !checkOperand(dst, "dst", writableMemories()) ||
+      !checkSameShape(onTrue, "on_true", pred, "predicate") ||
+      !checkSameShape(onFalse, "on_false", pred, "predicate") ||
+      !checkSameShape(dst, "dst", pred, "predicate") ||
+      !checkAtMostOnePsumInput({&pred, &onTrue, &onFalse}))
+    return false;
+  if (!isIntegerDType(pred.dtype))
+    return fail("predicate dtype ", dtypeName(pred.dtype),
+                " (predicates are i1, i32 or i64)");
+  return true;
+}
+
+bool InstructionChecker::checkBnStats() {
+  if (!checkSourceCount(1, "src"))
+    return false;
+  const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
+  if (!checkOperand(src, "src", readableMemories()) ||
+      !checkOperand(dst, "dst", writableMemories()))
+    return false;
+  if (src.freeElements() > target.bnStatsMaxFree)
+    return fail("src free size ", src.freeElements(), " exceeds ",
+                target.bnStatsMaxFree, " (bn_stats_fmax)");
+  if (!isFloatDType(src.dtype))
+    return fail("src dtype ", dtypeName(src.dtype), " (bn_stats reads floats)");
+  if (dst.dtype != DType::F32)
+    return fail("dst dtype ", dtypeName(dst.dtype), " (statistics are f32)");
+  if (dst.numPartitions != src.numPartitions)
+    return fail("dst has ", dst.numPartitions, " partitions but src has ",
+                src.numPartitions);
+  if (dst.freeElements() != 6)
+    return fail("dst has ", dst.freeElements(),
+                " elements per partition (bn_stats writes 6)");
+  return true;
+}
+
+bool InstructionChecker::checkBnAggr() {
+  if (!checkSourceCount(1, "src"))
+    return false;
+  const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
+  if (!checkOperand(src, "src", readableMemories()) ||
+      !checkOperand(dst, "dst", writableMemories()))
+    return false;
+  if (src.dtype != DType::F32)
+    return fail("src dtype ", dtypeName(src.dtype),
+                " (bn_aggr reads f32 bn_stats tuples)");
+  if (src.freeElements() % 3 != 0)
+    return fail("src has ", src.freeElements(),
+                " elements per partition, not a multiple of 3 "
+                "(count, mean, M2 triples)");
+  if (dst.dtype != DType::F32)
+    return fail("dst dtype ", dtypeName(dst.dtype), " (mean and var are f32)");
+  if (dst.numPartitions != src.numPartitions)
+    return fail("dst has ", dst.numPartitions, " partitions but src has ",
+                src.numPartitions);
+  if (dst.freeElements() != 2)
+    return fail("dst has ", dst.freeElements(),
+                " elements per partition (bn_aggr writes mean, var)");
+  return true;
+}
+
+bool InstructionChecker::checkMemset() {
+  if (!checkSourceCount(0, "none"))
+    return false;
+  return checkOperand(inst.dst, "dst", writableMemories());
+}
+
+bool InstructionChecker::checkIota() {
+  if (!checkSourceCount(0, "none") ||
+      !checkOperand(inst.dst, "dst", writableMemories()))
+    return false;
+  if (inst.steps.size() != inst.dst.dims.size())
+    return fail("has ", inst.steps.size(), " steps for ", inst.dst.dims.size(),
+                " free dims of dst (one step per free dim)");
+  return true;
+}
+
+bool InstructionChecker::checkAffineSelect() {
+  if (!checkSourceCount(1, "on_true"))
+    return false;
+  const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
+  if (!checkOperand(src, "on_true", readableMemories()) ||
+      !checkOperand(dst, "dst", writableMemories()) ||
+      !checkSameShape(dst, "dst", src, "on_true"))
+    return false;
+  if (uint8_t(inst.compare) > uint8_t(CompareOp::Ge))
+    return fail("unknown comparison ", unsigned(inst.compare));
+  if (inst.steps.size() != dst.dims.size())
+    return fail("has ", inst.steps.size(), " steps for ", dst.dims.size(),
+                " free dims of dst (one step per free dim)");
+  return true;
+}
+
+bool InstructionChecker::checkDmaCopy() {
+  if (!checkSourceCount(1, "src"))
+    return false;
+  const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
+  if (!checkOperand(src, "src", readableMemories()) ||
+      !checkOperand(dst, "dst", writableMemories()))
+    return false;
+  if (src.dtype != dst.dtype && !target.nativeInt64 &&
+      (src.dtype == DType::I64 || dst.dtype == DType::I64))
+    return fail("casts ", dtypeName(src.dtype), " to ", dtypeName(dst.dtype),
+                " (DMA casts through f32; i64 casts need native int64)");
+  if (!inst.indirect) {
+    if (inst.accumulate)
+      return fail("accumulate is only for an indirect scatter into HBM");
+    return checkSameShape(dst, "dst", src, "src");
+  }
+  // Indirect: the SBUF side's partition p moves HBM row indices[p].
+  bool gather = src.memory == Memory::Hbm && dst.memory == Memory::Sbuf;
+  bool scatter = src.memory == Memory::Sbuf && dst.memory == Memory::Hbm;
+  if (!gather && !scatter)
+    return fail("indirect copy from ", memoryName(src.memory), " to ",
+                memoryName(dst.memory),
+                " (indirect DMA gathers HBM rows into SBUF or scatters "
+                "SBUF into HBM rows)");
+  if (gather && inst.accumulate)
+    return fail("accumulate is only for an indirect scatter into HBM");
+  const AccessPattern &onChip = gather ? dst : src;
+  const AccessPattern &table = gather ? src : dst;
+  if (!checkOperand(inst.indices, "indices", kSbuf))
+    return false;
+  if (inst.indices.dtype != DType::I32 && inst.indices.dtype != DType::I64)
+    return fail("indices dtype ", dtypeName(inst.indices.dtype),
+                " (row indices are i32 or i64)");
+  if (inst.indices.numPartitions != onChip.numPartitions)
+    return fail("indices have ", inst.indices.numPartitions,
+                " partitions but the SBUF side has ", onChip.numPartitions,
+                " (one row index per partition)");
+  if (inst.indices.freeElements() != 1)
+    return fail("indices have ", inst.indices.freeElements(),
+                " elements per partition (one row index per partition)");
+  if (table.freeElements() != onChip.freeElements())
+    return fail("HBM rows have ", table.freeElements(),
+                " elements but the SBUF side has ", onChip.freeElements(),
+                " per partition");
+  return true;
+}
+
+bool InstructionChecker::checkCollective() {
+  bool hasSrc = inst.opcode != Opcode::Recv;
+  bool hasDst = inst.opcode != Opcode::Send;
+  if (!checkSourceCount(hasSrc ? 1 : 0, hasSrc ? "src" : "none"))
+    return false;
+  if (hasSrc && !checkOperand(inst.srcs[0], "src", kHbm))
+    return false;
+  if (hasDst && !checkOperand(inst.dst, "dst", kHbm))
+    return false;
+  if (hasSrc && hasDst && inst.srcs[0].dtype != inst.dst.dtype)
+    return fail("src is ", dtypeName(inst.srcs[0].dtype), " but dst is ",
+                dtypeName(inst.dst.dtype), " (collectives do not cast)");
+  if (!hasSrc || !hasDst)
+    return true;
+  if (inst.meshAxes == 0)
+    return fail("spans no mesh axis (meshAxes is 0)");
+  auto count = [](const AccessPattern &ap) {
+    // Broadcast (stride 0) patterns can be huge; saturate like freeElements.
+    Wide total = Wide(ap.numPartitions) * ap.freeElements();
+    return int64_t(std::min<Wide>(total, std::numeric_limits<int64_t>::max()));
+  };
+  int64_t in = count(inst.srcs[0]), out = count(inst.dst);
+  if (inst.opcode == Opcode::AllReduce && in != out)
+    return fail("src has ", in, " elements but dst has ", out);
+  if (inst.opcode == Opcode::AllGather && (in == 0 || out % in != 0))
+    return fail("dst has ", out, " elements, not a multiple of src's ", in);
+  if (inst.opcode == Opcode::ReduceScatter && (out == 0 || in % out != 0))
+    return fail("src has ", in, " elements, not a multiple of dst's ", out);
+  return true;
+}
+
+bool validateInstructionWithin(const Instruction &instruction, Engine engine,
+                               const Target &target, uint64_t hbmLimit,
+                               std::string &error) {
+  return InstructionChecker(instruction, engine, target, hbmLimit, error).run();
+}
+
+} // namespace
+
+bool validateInstruction(const Instruction &instruction, Engine engine,
+                         const Target &target, std::string &error) {
+  return validateInstructionWithin(instruction, engine, target,
+                                   target.hbmBytesPerCore, error);
+}
+
+//===----------------------------------------------------------------------===//
+// Program validator
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+const char *kindName(HbmTensor::Kind kind) {
+  switch (kind) {
+  case HbmTensor::Kind::Input:
+    return "input";
+  case HbmTensor::Kind::Output:
+    return "output";
+  case HbmTensor::Kind::Constant:
+    return "constant";
+  case HbmTensor::Kind::Scratch:
+    return "scratch";
+  }
+  return "?";
+}
+
+/// Byte size of a tensor, or false on a negative dim or overflow.
+bool tensorBytes(const HbmTensor &tensor, uint64_t &bytes) {
+  Wide total = dtypeSizeInBytes(tensor.dtype);
+  for (int64_t dim : tensor.shape) {
+    if (dim < 0)
+      return false;
+    total *= dim;
+    if (total > Wide(std::numeric_limits<int64_t>::max()))
+      return false;
+  }
+  bytes = uint64_t(total);
+  return true;
+}
+
+bool validateTensors(const Program &program, std::string &error) {
+  struct Range {
+    uint64_t begin, end;
+    size_t index;
+  };
+  std::vector<Range> ranges;
+  std::vector<int> aliasedBy(program.tensors.size(), -1);
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const HbmTensor &t = program.tensors[i];
+    std::string name = cat("HBM tensor #", i, " '", t.name, "'");
+    if (uint8_t(t.kind) > uint8_t(HbmTensor::Kind::Scratch)) {
+      error = cat(name, " has unknown kind ", unsigned(t.kind));
+      return false;
+    }
+    if (!isValidDType(t.dtype)) {
+      error = cat(name, " has unknown dtype ", unsigned(t.dtype));
+      return false;
+    }
+    uint64_t bytes = 0;
+    if (!tensorBytes(t, bytes)) {
+      error = cat(name, " has a negative or overflowing shape");
+      return false;
+    }
+    if (t.offset % dtypeSizeInBytes(t.dtype) != 0) {
+      error = cat(name, " offset ", t.offset, " is not a multiple of ",
+                  dtypeSizeInBytes(t.dtype), " (", dtypeName(t.dtype),
+                  " alignment)");
+      return false;
+    }
+    if (t.offset > program.hbmBytes || bytes > program.hbmBytes - t.offset) {
+      error = cat(name, " at offset ", t.offset, " with ", bytes,
+                  " bytes exceeds the program's HBM size ", program.hbmBytes);
+      return false;
+    }
+    if (t.kind == HbmTensor::Kind::Constant && t.data.size() != bytes) {
+      error = cat(name, " is a constant with ", t.data.size(),
+                  " bytes of data, expected ", bytes);
+      return false;
+    }
+    if (t.aliasesInput >= 0) {
+      size_t target = size_t(t.aliasesInput);
+      if (t.kind != HbmTensor::Kind::Output) {
+        error = cat(name, " is a ", kindName(t.kind),
+                    " but aliases an input (only outputs may)");
+        return false;
+      }
+      if (target >= program.tensors.size() ||
+          program.tensors[target].kind != HbmTensor::Kind::Input) {
+        error =
+            cat(name, " aliases tensor #", target, ", which is not an input");
+        return false;
+      }
+      uint64_t inputBytes = 0;
+      const HbmTensor &input = program.tensors[target];
+      if (!tensorBytes(input, inputBytes) || input.offset != t.offset ||
+          inputBytes != bytes) {
+        error = cat(name, " aliases input '", input.name,
+                    "' but does not occupy the same bytes (offset ", t.offset,
+                    " vs ", input.offset, ", ", bytes, " vs ", inputBytes,
+                    " bytes)");
+        return false;
+      }
+      if (aliasedBy[target] >= 0) {
+        error = cat(name, " aliases input '", input.name,
+                    "', already aliased by tensor #", aliasedBy[target]);
+        return false;
+      }
+      aliasedBy[target] = int(i);
+    } else if (t.aliasesInput != -1) {
+      error = cat(name, " has invalid alias index ", t.aliasesInput);
+      return false;
+    }
+    if (bytes > 0)
+      ranges.push_back({t.offset, t.offset + bytes, i});
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const Range &a, const Range &b) {
+    return a.begin < b.begin || (a.begin == b.begin && a.index < b.index);
+  });
+  // Any overlap shows up between some range and the one reaching furthest
+  // among those before it.
+  for (size_t i = 1, furthest = 0; i < ranges.size(); ++i) {
+    const Range &a = ranges[furthest], &b = ranges[i];
+    if (b.begin < a.end) {
+      const HbmTensor &ta = program.tensors[a.index];
+      const HbmTensor &tb = program.tensors[b.index];
+      bool alias = size_t(ta.aliasesInput) == b.index ||
+                   size_t(tb.aliasesInput) == a.index;
+      if (!alias) {
+        error = cat("HBM tensors '", ta.name, "' [", a.begin, ", ", a.end,
+                    ") and '", tb.name, "' [", b.begin, ", ", b.end,
+                    ") overlap (only an output may alias its input)");
+        return false;
+      }
+    }
+    if (b.end > a.end)
+      furthest = i;
+  }
+  return true;
+}
+
+} // namespace
+
+bool validateProgram(const Program &program, const Target &target,
+                     std::string &error) {
+  if (program.target != target.name) {
+    error = cat("program is for target '", program.target,
+                "' but is checked against ", target.name);
+    return false;
+  }
+  if (program.hbmBytes > target.hbmBytesPerCore) {
+    error = cat("program HBM size ", program.hbmBytes, " exceeds the ",
+                target.hbmBytesPerCore, " bytes of one ", target.name, " core");
+    return false;
+  }
+  if (program.dmaQueues.size() > target.dmaQueues) {
+    error = cat("program has ", program.dmaQueues.size(),
+                " DMA queues (at most ", target.dmaQueues, ")");
+    return false;
+  }
+  if (!validateTensors(program, error))
+    return false;
+  size_t numStreams = 5 + program.dmaQueues.size();
+  for (size_t s = 0; s < numStreams; ++s) {
+    const std::vector<Instruction> &stream =
+        s < 5 ? program.engineStreams[s] : program.dmaQueues[s - 5];
+    Engine engine = s < 5 ? Engine(s) : Engine::Dma;
+    for (size_t i = 0; i < stream.size(); ++i) {
+      const Instruction &inst = stream[i];
+      std::string where = cat(streamName(s), " #", i, " ");
+      for (const SemaphoreWait &wait : inst.waits) {
+        if (wait.semaphore >= program.numSemaphores) {
+          error = cat(where, opcodeName(inst.opcode), ": waits on semaphore ",
+                      wait.semaphore, " but the program has ",
+                      program.numSemaphores, " semaphores");
+          return false;
+        }
+      }
+      if (inst.signal < -1 || (inst.signal >= 0 && uint32_t(inst.signal) >=
+                                                       program.numSemaphores)) {
+        error = cat(where, opcodeName(inst.opcode), ": signals semaphore ",
+                    inst.signal, " but the program has ", program.numSemaphores,
+                    " semaphores");
+        return false;
+      }
+      std::string message;
+      if (!validateInstructionWithin(inst, engine, target, program.hbmBytes,
+                                     message)) {
+        error = where + message;
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Deadlock check
+//===----------------------------------------------------------------------===//
+
+bool checkSemaphoresCanComplete(const Program &program, std::string &error) {
+  size_t numStreams = 5 + program.dmaQueues.size();
+  auto streamAt = [&](size_t s) -> const std::vector<Instruction> & {
+    return s < 5 ? program.engineStreams[s] : program.dmaQueues[s - 5];
+  };
+  // Total signals per semaphore, to tell "never reachable" from "blocked".
+  std::vector<int64_t> totalSignals(program.numSemaphores, 0);
+  for (size_t s = 0; s < numStreams; ++s) {
+    const std::vector<Instruction> &stream = streamAt(s);
+    for (size_t i = 0; i < stream.size(); ++i) {
+      const Instruction &inst = stream[i];
+      bool badWait = std::any_of(inst.waits.begin(), inst.waits.end(),
+                                 [&](const SemaphoreWait &w) {
+                                   return w.semaphore >= program.numSemaphores;
+                                 });
+      if (badWait || inst.signal < -1 ||
+          (inst.signal >= 0 &&
+           uint32_t(inst.signal) >= program.numSemaphores)) {
+        error = cat(streamName(s), " #", i, " ", opcodeName(inst.opcode),
+                    ": semaphore out of range (the program has ",
+                    program.numSemaphores, ")");
+        return false;
+      }
+      if (inst.signal >= 0)
+        ++totalSignals[inst.signal];
+    }
+  }
+
+  // Semaphores only grow, so running whatever can run, in any order, reaches
+  // the one maximal state; a worklist keeps it linear in practice.
+  std::vector<int64_t> count(program.numSemaphores, 0);
+  std::vector<size_t> head(numStreams, 0);
+  struct Waiter {
+    size_t stream;
+    int64_t value;
+  };
+  std::vector<std::vector<Waiter>> waiters(program.numSemaphores);
+  std::vector<size_t> ready;
+  for (size_t s = 0; s < numStreams; ++s)
+    ready.push_back(s);
+  while (!ready.empty()) {
+    size_t s = ready.back();
+    ready.pop_back();
+    const std::vector<Instruction> &stream = streamAt(s);
+    while (head[s] < stream.size()) {
+      const Instruction &inst = stream[head[s]];
+      auto blocking = std::find_if(
+          inst.waits.begin(), inst.waits.end(),
+          [&](const SemaphoreWait &w) { return count[w.semaphore] < w.value; });
+      if (blocking != inst.waits.end()) {
+        waiters[blocking->semaphore].push_back({s, blocking->value});
+        break;
+      }
+      ++head[s];
+      if (inst.signal < 0)
+        continue;
+      int64_t value = ++count[inst.signal];
+      std::vector<Waiter> &list = waiters[inst.signal];
+      for (size_t w = 0; w < list.size();) {
+        if (list[w].value <= value) {
+          ready.push_back(list[w].stream);
+          list[w] = list.back();
+          list.pop_back();
+        } else {
+          ++w;
+        }
+      }
+    }
+  }
+
+  std::string blocked;
+  size_t numBlocked = 0, numNonEmpty = 0;
+  for (size_t s = 0; s < numStreams; ++s) {
+    const std::vector<Instruction> &stream = streamAt(s);
+    numNonEmpty += !stream.empty();
+    if (head[s] == stream.size())
+      continue;
+    const Instruction &inst = stream[head[s]];
+    for (const SemaphoreWait &w : inst.waits) {
+      if (count[w.semaphore] >= w.value)
+        continue;
+      blocked +=
+          cat(numBlocked ? "; " : "", streamName(s), " #", head[s], " ",
+              opcodeName(inst.opcode), " waits for semaphore ", w.semaphore,
+              " >= ", w.value, " (stays at ", count[w.semaphore]);
+      if (totalSignals[w.semaphore] < w.value)
+        blocked += cat(", only ", totalSignals[w.semaphore],
+                       " signals in the program");
+      blocked += ")";
+      break;
+    }
+    ++numBlocked;
+  }
+  if (numBlocked == 0)
+    return true;
+  error = cat("deadlock: ", numBlocked, " of ", numNonEmpty,
+              " streams cannot finish: ", blocked);
+  return false;
+}
+
+} // namespace trnrt

@@ -1,0 +1,822 @@
+//===- Simulator.cpp - Memories, scheduler and statistics -----------------===//
+//
+// The event-driven scheduler: every stream is in order; its head instruction
+// starts once the stream is free, its semaphore waits hold and the ports it
+// needs are free; it ends after its cost; its signal is incremented at the
+// end. Instructions start in simulated-time order and take their functional
+// effect at their start, which a correctly synchronised program cannot tell
+// from any other legal order. When no stream can start and no instruction is
+// in flight, the blocked streams are reported as a deadlock.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SimulatorImpl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+
+namespace trnrt {
+
+using namespace sim;
+
+std::string simulatorStreamName(unsigned stream) {
+  if (stream < kNumEngineStreams)
+    return engineName(Engine(stream));
+  return "dma" + std::to_string(stream - kNumEngineStreams);
+}
+
+namespace sim {
+
+bool SimulatorCoreBase::fail(const std::string &message) {
+  if (!errorOut)
+    return false;
+  if (!currentInst) {
+    *errorOut = message;
+    return false;
+  }
+  *errorOut = "stream '" + simulatorStreamName(currentStream) +
+              "' instruction #" + std::to_string(currentIndex) + " (" +
+              opcodeName(currentInst->opcode) + "): " + message;
+  return false;
+}
+
+uint64_t SimulatorCoreBase::tensorBytes(const HbmTensor &tensor) const {
+  uint64_t elements = 1;
+  for (int64_t dim : tensor.shape)
+    elements *= uint64_t(dim);
+  return elements * dtypeSizeInBytes(tensor.dtype);
+}
+
+const HbmTensor *SimulatorCoreBase::findTensorAt(int64_t byteOffset) const {
+  if (!program || byteOffset < 0)
+    return nullptr;
+  // Last tensor starting at or before the offset (ties: the later one, so
+  // zero-sized tensors do not hide a real one).
+  auto it = std::upper_bound(tensorsByOffset.begin(), tensorsByOffset.end(),
+                             uint64_t(byteOffset),
+                             [&](uint64_t offset, size_t index) {
+                               return offset < program->tensors[index].offset;
+                             });
+  while (it != tensorsByOffset.begin()) {
+    --it;
+    const HbmTensor &tensor = program->tensors[*it];
+    if (uint64_t(byteOffset) < tensor.offset + tensorBytes(tensor))
+      return &tensor;
+    if (tensorBytes(tensor) != 0)
+      return nullptr;
+  }
+  return nullptr;
+}
+
+} // namespace sim
+
+namespace {
+
+const char *kindName(HbmTensor::Kind kind) {
+  switch (kind) {
+  case HbmTensor::Kind::Input:
+    return "input";
+  case HbmTensor::Kind::Output:
+    return "output";
+  case HbmTensor::Kind::Constant:
+    return "constant";
+  case HbmTensor::Kind::Scratch:
+    return "scratch";
+  }
+  return "?";
+}
+
+std::string describeTensor(const HbmTensor &tensor, uint64_t bytes) {
+  std::string text =
+      std::string(kindName(tensor.kind)) + " tensor '" + tensor.name + "' (";
+  const char *dtype = dtypeName(tensor.dtype);
+  text += dtype ? dtype : "?";
+  text += '[';
+  for (size_t i = 0; i < tensor.shape.size(); ++i) {
+    if (i)
+      text += ',';
+    text += std::to_string(tensor.shape[i]);
+  }
+  text += "], " + std::to_string(bytes) + " bytes at offset " +
+          std::to_string(tensor.offset) + ")";
+  return text;
+}
+
+std::string gibibytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", double(bytes) / (1u << 30));
+  return text;
+}
+
+bool allowedOn(Engine engine, Opcode opcode) {
+  switch (opcode) {
+  case Opcode::Nop:
+    return true;
+  case Opcode::Matmul:
+  case Opcode::Transpose:
+    return engine == Engine::Tensor;
+  case Opcode::Activation:
+    return engine == Engine::Scalar;
+  case Opcode::TensorTensor:
+  case Opcode::TensorScalar:
+  case Opcode::TensorReduce:
+  case Opcode::TensorCopy:
+  case Opcode::Select:
+  case Opcode::Memset:
+    return engine == Engine::Vector || engine == Engine::GpSimd;
+  case Opcode::BnStats:
+  case Opcode::BnAggr:
+    return engine == Engine::Vector;
+  case Opcode::Iota:
+  case Opcode::AffineSelect:
+    return engine == Engine::GpSimd;
+  case Opcode::DmaCopy:
+    return engine == Engine::Dma;
+  default:
+    return false;
+  }
+}
+
+bool isCollective(Opcode opcode) {
+  return opcode == Opcode::AllReduce || opcode == Opcode::AllGather ||
+         opcode == Opcode::ReduceScatter || opcode == Opcode::Send ||
+         opcode == Opcode::Recv;
+}
+
+/// Byte range [begin, end) per partition and partition range of an on-chip
+/// access pattern (no checks: only used to compare with a checked write).
+Extent extentOf(const AccessPattern &ap) {
+  Extent extent;
+  if (ap.memory == Memory::Hbm || unsigned(ap.dtype) > unsigned(DType::I64))
+    return extent;
+  int64_t low = 0, high = 0;
+  for (const ApDim &dim : ap.dims) {
+    int64_t span = (dim.size - 1) * dim.stride;
+    (span < 0 ? low : high) += span;
+  }
+  const int64_t size = dtypeSizeInBytes(ap.dtype);
+  extent.valid = true;
+  extent.memory = ap.memory;
+  extent.firstPartition = ap.startPartition;
+  extent.endPartition = ap.startPartition + ap.numPartitions;
+  extent.minByte = ap.byteOffset + low * size;
+  extent.endByte = ap.byteOffset + (high + 1) * size;
+  return extent;
+}
+
+bool overlaps(const Extent &a, const Extent &b) {
+  return a.valid && b.valid && a.memory == b.memory &&
+         a.firstPartition < b.endPartition &&
+         b.firstPartition < a.endPartition && a.minByte < b.endByte &&
+         b.minByte < a.endByte;
+}
+
+enum PortMask : uint8_t { kSbufPort = 1, kPsumPort = 2 };
+
+/// The shared ports an instruction holds for its duration (NeuronCore-v2:
+/// Vector and GpSimd share SBUF access, Vector and Scalar share PSUM).
+uint8_t portsOf(const Target &target, Engine engine, const Instruction &inst) {
+  bool sbuf = false, psum = false;
+  auto note = [&](const AccessPattern &ap) {
+    sbuf |= ap.memory == Memory::Sbuf;
+    psum |= ap.memory == Memory::Psum;
+  };
+  auto noteScalar = [&](const ScalarOperand &scalar) {
+    if (!scalar.isImmediate)
+      note(scalar.column);
+  };
+  if (inst.opcode == Opcode::Nop)
+    return 0;
+  note(inst.dst);
+  for (const AccessPattern &src : inst.srcs)
+    note(src);
+  if (inst.opcode == Opcode::Activation) {
+    noteScalar(inst.scale);
+    noteScalar(inst.bias);
+    if (inst.accumulateRow)
+      note(inst.reduceDst);
+  }
+  if (inst.opcode == Opcode::TensorScalar) {
+    noteScalar(inst.scalar0);
+    noteScalar(inst.scalar1);
+  }
+  uint8_t ports = 0;
+  switch (engine) {
+  case Engine::Vector:
+    if (sbuf && target.vectorGpsimdShareSbufPort)
+      ports |= kSbufPort;
+    if (psum && target.vectorScalarSharePsumPort)
+      ports |= kPsumPort;
+    break;
+  case Engine::GpSimd:
+    if (sbuf && target.vectorGpsimdShareSbufPort)
+      ports |= kSbufPort;
+    break;
+  case Engine::Scalar:
+    if (psum && target.vectorScalarSharePsumPort)
+      ports |= kPsumPort;
+    break;
+  default:
+    break;
+  }
+  return ports;
+}
+
+struct StreamState {
+  const std::vector<Instruction> *instructions = nullptr;
+  Engine engine = Engine::Sync;
+  std::vector<uint8_t> ports; ///< per instruction
+  size_t pc = 0;
+  double freeAt = 0.0;
+  bool ready = false;
+  double readyAt = 0.0;
+  Extent lastWrite;
+  StreamStats stats;
+
+  bool done() const { return pc >= instructions->size(); }
+  const Instruction &head() const { return (*instructions)[pc]; }
+};
+
+struct Completion {
+  double time;
+  uint32_t semaphore;
+  bool operator>(const Completion &other) const { return time > other.time; }
+};
+
+/// One run of the loaded program.
+class Scheduler {
+public:
+  Scheduler(SimulatorCore &core, SimulationStats &stats)
+      : core(core), target(core.target), program(*core.program), stats(stats) {}
+
+  bool run();
+
+private:
+  bool prepare();
+  bool waitsSatisfied(const Instruction &inst) const;
+  double candidateStart(const StreamState &stream) const;
+  bool issue(unsigned streamIndex, double start);
+  bool reportDeadlock();
+  void finish();
+
+  SimulatorCore &core;
+  const Target &target;
+  const Program &program;
+  SimulationStats &stats;
+
+  std::vector<StreamState> streams;
+  std::vector<int64_t> semaphores;
+  std::priority_queue<Completion, std::vector<Completion>,
+                      std::greater<Completion>>
+      completions;
+  double now = 0.0;
+  double sbufPortFree = 0.0, psumPortFree = 0.0;
+  double dmaDataFree = 0.0;
+  double dmaActiveUntil = 0.0;
+  double matmulWorkCycles = 0.0;
+  uint64_t dmaBytes = 0;
+};
+
+bool Scheduler::prepare() {
+  streams.resize(kNumEngineStreams + program.dmaQueues.size());
+  for (unsigned s = 0; s < streams.size(); ++s) {
+    StreamState &stream = streams[s];
+    if (s < kNumEngineStreams) {
+      stream.engine = Engine(s);
+      stream.instructions = &program.engineStreams[s];
+    } else {
+      stream.engine = Engine::Dma;
+      stream.instructions = &program.dmaQueues[s - kNumEngineStreams];
+    }
+    const std::vector<Instruction> &instructions = *stream.instructions;
+    stream.ports.resize(instructions.size());
+    for (uint32_t i = 0; i < instructions.size(); ++i) {
+      const Instruction &inst = instructions[i];
+      core.currentStream = s;
+      core.currentIndex = i;
+      core.currentInst = &inst;
+      if (isCollective(inst.opcode))
+        return core.fail("collectives are not supported yet by the simulator");
+      if (unsigned(inst.opcode) > unsigned(Opcode::Recv))
+        return core.fail("unknown opcode");
+      if (!allowedOn(stream.engine, inst.opcode))
+        return core.fail(std::string("cannot run on the ") +
+                         engineName(stream.engine) + " engine");
+      for (const SemaphoreWait &wait : inst.waits)
+        if (wait.semaphore >= program.numSemaphores)
+          return core.fail(
+              "waits for semaphore " + std::to_string(wait.semaphore) +
+              " but the program has " + std::to_string(program.numSemaphores));
+      if (inst.signal >= 0 && uint32_t(inst.signal) >= program.numSemaphores)
+        return core.fail("signals semaphore " + std::to_string(inst.signal) +
+                         " but the program has " +
+                         std::to_string(program.numSemaphores));
+      if (inst.signal < -1)
+        return core.fail("has an invalid signal " +
+                         std::to_string(inst.signal));
+      stream.ports[i] = portsOf(target, stream.engine, inst);
+    }
+  }
+  core.currentInst = nullptr;
+  semaphores.assign(program.numSemaphores, 0);
+  stats = SimulationStats();
+  stats.dmaQueues.resize(program.dmaQueues.size());
+  return true;
+}
+
+bool Scheduler::waitsSatisfied(const Instruction &inst) const {
+  for (const SemaphoreWait &wait : inst.waits)
+    if (semaphores[wait.semaphore] < wait.value)
+      return false;
+  return true;
+}
+
+double Scheduler::candidateStart(const StreamState &stream) const {
+  double start = std::max(stream.freeAt, stream.readyAt);
+  uint8_t ports = stream.ports[stream.pc];
+  if (ports & kSbufPort)
+    start = std::max(start, sbufPortFree);
+  if (ports & kPsumPort)
+    start = std::max(start, psumPortFree);
+  return start;
+}
+
+bool Scheduler::run() {
+  if (!prepare())
+    return false;
+  const double infinity = std::numeric_limits<double>::infinity();
+  for (;;) {
+    for (StreamState &stream : streams) {
+      if (!stream.ready && !stream.done() && waitsSatisfied(stream.head())) {
+        stream.ready = true;
+        stream.readyAt = now;
+      }
+    }
+    int best = -1;
+    double bestStart = infinity;
+    for (unsigned s = 0; s < streams.size(); ++s) {
+      const StreamState &stream = streams[s];
+      if (!stream.ready)
+        continue;
+      double start = candidateStart(stream);
+      if (start < bestStart) {
+        bestStart = start;
+        best = int(s);
+      }
+    }
+    // Completions at or before the best start go first: a semaphore raised
+    // at time t lets an instruction start at t.
+    double nextCompletion =
+        completions.empty() ? infinity : completions.top().time;
+    if (best >= 0 && bestStart < nextCompletion) {
+      if (!issue(unsigned(best), bestStart))
+        return false;
+      continue;
+    }
+    if (!completions.empty()) {
+      now = nextCompletion;
+      while (!completions.empty() && completions.top().time == now) {
+        ++semaphores[completions.top().semaphore];
+        completions.pop();
+      }
+      continue;
+    }
+    bool allDone = std::all_of(streams.begin(), streams.end(),
+                               [](const StreamState &s) { return s.done(); });
+    if (allDone)
+      break;
+    return reportDeadlock();
+  }
+  finish();
+  return true;
+}
+
+bool Scheduler::issue(unsigned streamIndex, double start) {
+  StreamState &stream = streams[streamIndex];
+  const uint32_t index = uint32_t(stream.pc);
+  const Instruction &inst = stream.head();
+  core.currentStream = streamIndex;
+  core.currentIndex = index;
+  core.currentInst = &inst;
+
+  ExecResult result;
+  if (!core.execute(stream.engine, inst, result))
+    return false;
+
+  double duration = 0.0;
+  const double clock = engineClockGHz(target, stream.engine);
+  if (inst.opcode == Opcode::Nop) {
+    duration = 0.0;
+  } else if (stream.engine == Engine::Dma) {
+    // The fixed latency overlaps across queues; the data phases share the
+    // DMA engines, one transfer at a time in the order they become ready.
+    double dataStart = std::max(start + target.dmaFixedNs, dmaDataFree);
+    dmaDataFree = dataStart + dmaTransferNs(target, result.shape);
+    duration = dmaDataFree - start;
+  } else if (inst.opcode == Opcode::Matmul) {
+    // LoadStationary of this matmul ran in the background of the previous
+    // one; the initiation interval is max(MM, LS).
+    duration = std::max(matmulCycles(target, result.shape),
+                        loadStationaryCycles(target, result.shape)) /
+               clock;
+    matmulWorkCycles +=
+        double(result.shape.matmulN) *
+        (result.shape.fp32Inputs ? double(target.fp32MatmulFactor) : 1.0);
+  } else {
+    double cycles =
+        computeCycles(target, stream.engine, inst.opcode, inst, result.shape);
+    if (stream.engine == Engine::Vector || stream.engine == Engine::Scalar) {
+      // The access overhead is hidden only when the instruction streams
+      // right behind its predecessor and does not read what it wrote.
+      bool dependent = stream.pc == 0 || start > stream.freeAt;
+      if (!dependent && stream.lastWrite.valid)
+        for (const AccessPattern &src : inst.srcs)
+          if (overlaps(stream.lastWrite, extentOf(src))) {
+            dependent = true;
+            break;
+          }
+      if (dependent)
+        cycles += stream.engine == Engine::Scalar
+                      ? double(target.scalarAccessOverheadCycles)
+                      : double(target.accessOverheadCycles);
+    }
+    duration = cycles / clock;
+  }
+  const double end = start + duration;
+
+  const uint8_t ports = stream.ports[index];
+  if (ports & kSbufPort)
+    sbufPortFree = end;
+  if (ports & kPsumPort)
+    psumPortFree = end;
+  stream.freeAt = end;
+  stream.lastWrite = result.written;
+  ++stream.pc;
+  stream.ready = false;
+  if (inst.signal >= 0)
+    completions.push({end, uint32_t(inst.signal)});
+
+  stream.stats.busyNs += duration;
+  ++stream.stats.instructions;
+  ++stats.instructions;
+  stats.deviceTimeNs = std::max(stats.deviceTimeNs, end);
+  stats.matmulFlops += result.flops;
+  if (result.shape.fp32Inputs)
+    stats.fp32MatmulFlops += result.flops;
+  stats.transposeFlops += result.transposeFlops;
+  if (inst.opcode == Opcode::DmaCopy) {
+    ++stats.dmaCount;
+    dmaBytes += uint64_t(result.shape.dmaBytes);
+    stats.hbmToSbufBytes += result.hbmToSbufBytes;
+    stats.sbufToHbmBytes += result.sbufToHbmBytes;
+    stats.sbufToSbufBytes += result.sbufToSbufBytes;
+    stats.hbmToHbmBytes += result.hbmToHbmBytes;
+    stats.spillSaveBytes += result.spillSaveBytes;
+    stats.spillReloadBytes += result.spillReloadBytes;
+  }
+  if (stream.engine == Engine::Dma && duration > 0.0) {
+    // Starts are non-decreasing, so the union of busy intervals grows at
+    // its right end only.
+    if (start >= dmaActiveUntil)
+      stats.dmaActiveNs += duration;
+    else if (end > dmaActiveUntil)
+      stats.dmaActiveNs += end - dmaActiveUntil;
+    dmaActiveUntil = std::max(dmaActiveUntil, end);
+  }
+  if (core.options.recordInstructions)
+    stats.records.push_back({streamIndex, index, inst.opcode, start, end});
+  return true;
+}
+
+bool Scheduler::reportDeadlock() {
+  std::string message = "deadlock: no stream can proceed;";
+  bool first = true;
+  for (unsigned s = 0; s < streams.size(); ++s) {
+    const StreamState &stream = streams[s];
+    if (stream.done())
+      continue;
+    const Instruction &inst = stream.head();
+    message += first ? " " : "; ";
+    first = false;
+    message += "stream '" + simulatorStreamName(s) + "' instruction #" +
+               std::to_string(stream.pc) + " (" + opcodeName(inst.opcode) +
+               ") waits for";
+    bool firstWait = true;
+    for (const SemaphoreWait &wait : inst.waits) {
+      if (semaphores[wait.semaphore] >= wait.value)
+        continue;
+      message += firstWait ? " " : ", ";
+      firstWait = false;
+      message += "semaphore " + std::to_string(wait.semaphore) +
+                 " >= " + std::to_string(wait.value) + " (is " +
+                 std::to_string(semaphores[wait.semaphore]) + ")";
+    }
+  }
+  core.currentInst = nullptr;
+  return core.fail(message);
+}
+
+void Scheduler::finish() {
+  const double time = stats.deviceTimeNs;
+  auto percent = [time](double busy) {
+    return time > 0.0 ? 100.0 * busy / time : 0.0;
+  };
+  for (unsigned s = 0; s < streams.size(); ++s) {
+    StreamStats &out = s < kNumEngineStreams
+                           ? stats.engines[s]
+                           : stats.dmaQueues[s - kNumEngineStreams];
+    out = streams[s].stats;
+    out.busyPercent = percent(out.busyNs);
+  }
+  stats.dmaActivePercent = percent(stats.dmaActiveNs);
+  stats.averageDmaBytes =
+      stats.dmaCount ? double(dmaBytes) / double(stats.dmaCount) : 0.0;
+  if (time > 0.0) {
+    stats.tensorEngineUtilisation =
+        matmulWorkCycles / (time * target.tensorClockGHz);
+    const double peakPerNs = target.peakBf16Tflops() * 1000.0; // FLOP/ns
+    const double factor = double(std::max(1u, target.fp32MatmulFactor));
+    const double lowPrecision =
+        double(stats.matmulFlops - stats.fp32MatmulFlops);
+    stats.mfuBf16Peak = double(stats.matmulFlops) / (time * peakPerNs);
+    stats.mfuFp32Peak = stats.mfuBf16Peak * factor;
+    stats.mfu = (lowPrecision + double(stats.fp32MatmulFlops) * factor) /
+                (time * peakPerNs);
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Simulator
+//===----------------------------------------------------------------------===//
+
+Simulator::Simulator(const Target &target, SimulatorOptions options)
+    : core(std::make_unique<SimulatorCore>(target, options)) {}
+
+Simulator::~Simulator() = default;
+
+const Target &Simulator::target() const { return core->target; }
+uint8_t *Simulator::sbuf() { return core->sbuf.data(); }
+uint8_t *Simulator::psum() { return core->psum.data(); }
+uint8_t *Simulator::hbm() { return core->hbm.get(); }
+uint64_t Simulator::hbmBytes() const { return core->hbmSize; }
+
+bool Simulator::load(const Program &program, std::string &error) {
+  SimulatorCore &c = *core;
+  c.program = nullptr;
+  c.hbm.reset();
+  c.hbmSize = 0;
+  c.tensorByName.clear();
+  c.tensorsByOffset.clear();
+  const Target &target = c.target;
+  if (program.target != target.name) {
+    error = "the program is compiled for '" + program.target +
+            "' but the simulator models a " + target.name + " NeuronCore";
+    return false;
+  }
+
+  // Tensor table: sizes without overflow, inside the program's HBM layout,
+  // unique names, constants with the right number of bytes.
+  std::vector<uint64_t> sizes(program.tensors.size());
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const HbmTensor &tensor = program.tensors[i];
+    if (unsigned(tensor.dtype) > unsigned(DType::I64)) {
+      error = "tensor '" + tensor.name + "' has an unknown dtype";
+      return false;
+    }
+    __int128 bytes = dtypeSizeInBytes(tensor.dtype);
+    for (int64_t dim : tensor.shape) {
+      if (dim < 0) {
+        error = "tensor '" + tensor.name + "' has a negative dimension";
+        return false;
+      }
+      bytes *= dim;
+      if (bytes > (__int128(1) << 62)) {
+        error = "tensor '" + tensor.name + "' is too large";
+        return false;
+      }
+    }
+    sizes[i] = uint64_t(bytes);
+    if (!c.tensorByName.emplace(tensor.name, i).second) {
+      error = "two HBM tensors are named '" + tensor.name + "'";
+      return false;
+    }
+    if (tensor.kind == HbmTensor::Kind::Constant &&
+        tensor.data.size() != sizes[i]) {
+      error = describeTensor(tensor, sizes[i]) + " has " +
+              std::to_string(tensor.data.size()) + " bytes of data";
+      return false;
+    }
+  }
+  c.tensorsByOffset.resize(program.tensors.size());
+  for (size_t i = 0; i < program.tensors.size(); ++i)
+    c.tensorsByOffset[i] = i;
+  std::stable_sort(c.tensorsByOffset.begin(), c.tensorsByOffset.end(),
+                   [&](size_t a, size_t b) {
+                     return program.tensors[a].offset <
+                            program.tensors[b].offset;
+                   });
+
+  // Out of memory: name the first tensor (by address) that ends beyond the
+  // core's HBM.
+  if (program.hbmBytes > target.hbmBytesPerCore) {
+    std::string culprit;
+    for (size_t index : c.tensorsByOffset) {
+      const HbmTensor &tensor = program.tensors[index];
+      if (tensor.offset + sizes[index] > target.hbmBytesPerCore) {
+        culprit = describeTensor(tensor, sizes[index]);
+        break;
+      }
+    }
+    error =
+        "out of HBM memory: the program needs " +
+        std::to_string(program.hbmBytes) + " bytes (" +
+        gibibytes(program.hbmBytes) + ") but a " + target.name +
+        " NeuronCore has " + std::to_string(target.hbmBytesPerCore) +
+        " bytes (" + gibibytes(target.hbmBytesPerCore) + ")" +
+        (culprit.empty() ? std::string() : "; " + culprit + " does not fit");
+    return false;
+  }
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const HbmTensor &tensor = program.tensors[i];
+    if (tensor.offset > program.hbmBytes ||
+        sizes[i] > program.hbmBytes - tensor.offset) {
+      error = describeTensor(tensor, sizes[i]) +
+              " lies outside the program's " +
+              std::to_string(program.hbmBytes) + " bytes of HBM";
+      return false;
+    }
+  }
+
+  // calloc: pages nobody touches cost no host memory.
+  uint64_t allocation = std::max<uint64_t>(program.hbmBytes, 1);
+  c.hbm.reset(static_cast<uint8_t *>(std::calloc(allocation, 1)));
+  if (!c.hbm) {
+    error = "cannot allocate " + std::to_string(allocation) +
+            " bytes of host memory for the simulated HBM";
+    return false;
+  }
+  c.hbmSize = program.hbmBytes;
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const HbmTensor &tensor = program.tensors[i];
+    if (tensor.kind == HbmTensor::Kind::Constant)
+      std::memcpy(c.hbm.get() + tensor.offset, tensor.data.data(), sizes[i]);
+    else if (c.options.poisonMemory)
+      std::memset(c.hbm.get() + tensor.offset, 0xFF, sizes[i]);
+  }
+  c.sbuf.assign(size_t(target.partitions) * target.sbufBytesPerPartition, 0);
+  c.psum.assign(size_t(target.partitions) * target.psumBytesPerPartition, 0);
+  c.program = &program;
+  return true;
+}
+
+namespace {
+
+const HbmTensor *lookupTensor(const SimulatorCore &core, std::string_view name,
+                              std::string &error) {
+  if (!core.program) {
+    error = "no program is loaded";
+    return nullptr;
+  }
+  auto it = core.tensorByName.find(std::string(name));
+  if (it == core.tensorByName.end()) {
+    error = "the program has no HBM tensor named '" + std::string(name) + "'";
+    return nullptr;
+  }
+  return &core.program->tensors[it->second];
+}
+
+} // namespace
+
+bool Simulator::writeTensorBytes(std::string_view name, const void *bytes,
+                                 size_t size, std::string &error) {
+  const HbmTensor *tensor = lookupTensor(*core, name, error);
+  if (!tensor)
+    return false;
+  uint64_t expected = core->tensorBytes(*tensor);
+  if (size != expected) {
+    error = "tensor '" + tensor->name + "' holds " + std::to_string(expected) +
+            " bytes, not " + std::to_string(size);
+    return false;
+  }
+  if (size)
+    std::memcpy(core->hbm.get() + tensor->offset, bytes, size);
+  return true;
+}
+
+bool Simulator::writeTensor(std::string_view name, const double *values,
+                            size_t count, std::string &error) {
+  const HbmTensor *tensor = lookupTensor(*core, name, error);
+  if (!tensor)
+    return false;
+  const unsigned size = dtypeSizeInBytes(tensor->dtype);
+  const uint64_t elements = core->tensorBytes(*tensor) / size;
+  if (count != elements) {
+    error = "tensor '" + tensor->name + "' has " + std::to_string(elements) +
+            " elements, not " + std::to_string(count);
+    return false;
+  }
+  uint8_t *out = core->hbm.get() + tensor->offset;
+  for (size_t i = 0; i < count; ++i) {
+    const double value = values[i];
+    uint64_t bits;
+    switch (tensor->dtype) {
+    case DType::I1:
+      bits = value != 0.0 ? 1 : 0;
+      break;
+    case DType::I32:
+    case DType::I64: {
+      double low =
+          tensor->dtype == DType::I32 ? -2147483648.0 : -9223372036854775808.0;
+      double high =
+          tensor->dtype == DType::I32 ? 2147483647.0 : 9223372036854775807.0;
+      int64_t integer;
+      if (std::isnan(value))
+        integer = 0;
+      else if (value >= high)
+        integer = tensor->dtype == DType::I32
+                      ? int64_t(std::numeric_limits<int32_t>::max())
+                      : std::numeric_limits<int64_t>::max();
+      else
+        integer = int64_t(std::max(std::trunc(value), low));
+      bits = uint64_t(integer);
+      break;
+    }
+    default:
+      bits = encodeFloat(value, tensor->dtype);
+      break;
+    }
+    std::memcpy(out + i * size, &bits, size); // little-endian host
+  }
+  return true;
+}
+
+bool Simulator::readTensorBytes(std::string_view name,
+                                std::vector<uint8_t> &bytes,
+                                std::string &error) const {
+  const HbmTensor *tensor = lookupTensor(*core, name, error);
+  if (!tensor)
+    return false;
+  const uint8_t *begin = core->hbm.get() + tensor->offset;
+  bytes.assign(begin, begin + core->tensorBytes(*tensor));
+  return true;
+}
+
+bool Simulator::readTensor(std::string_view name, std::vector<double> &values,
+                           std::string &error) const {
+  const HbmTensor *tensor = lookupTensor(*core, name, error);
+  if (!tensor)
+    return false;
+  const unsigned size = dtypeSizeInBytes(tensor->dtype);
+  const uint64_t elements = core->tensorBytes(*tensor) / size;
+  const uint8_t *in = core->hbm.get() + tensor->offset;
+  values.resize(elements);
+  for (uint64_t i = 0; i < elements; ++i) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, in + i * size, size);
+    switch (tensor->dtype) {
+    case DType::I1:
+      values[i] = bits != 0 ? 1.0 : 0.0;
+      break;
+    case DType::I32:
+      values[i] = double(int32_t(uint32_t(bits)));
+      break;
+    case DType::I64:
+      values[i] = double(int64_t(bits));
+      break;
+    default:
+      values[i] = decodeFloat(bits, tensor->dtype);
+      break;
+    }
+  }
+  return true;
+}
+
+bool Simulator::run(SimulationStats &stats, std::string &error) {
+  SimulatorCore &c = *core;
+  c.errorOut = &error;
+  c.currentInst = nullptr;
+  if (!c.program) {
+    error = "no program is loaded";
+    return false;
+  }
+  const uint8_t fill = c.options.poisonMemory ? 0xFF : 0x00;
+  std::fill(c.sbuf.begin(), c.sbuf.end(), fill);
+  std::fill(c.psum.begin(), c.psum.end(), fill);
+  if (c.options.poisonMemory) {
+    for (const HbmTensor &tensor : c.program->tensors)
+      if (tensor.kind == HbmTensor::Kind::Scratch ||
+          (tensor.kind == HbmTensor::Kind::Output && tensor.aliasesInput < 0))
+        std::memset(c.hbm.get() + tensor.offset, 0xFF, c.tensorBytes(tensor));
+  }
+  Scheduler scheduler(c, stats);
+  bool ok = scheduler.run();
+  c.errorOut = nullptr;
+  c.currentInst = nullptr;
+  return ok;
+}
+
+} // namespace trnrt

@@ -1,0 +1,1373 @@
+//===- SimulatorExecute.cpp - Functional semantics of each opcode ---------===//
+//
+// Each instruction resolves its operands (bounds-checked views), decodes them
+// to fp32 (or int64 on the integer paths) once, computes over contiguous
+// buffers with the operator chosen outside the element loop, and rounds the
+// results into the destination dtype. docs/simulator.md states the rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SimulatorImpl.h"
+
+#include <algorithm>
+#include <cblas.h>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace trnrt {
+namespace sim {
+
+namespace {
+
+bool isIntegerDType(DType dtype) { return !isFloatDType(dtype); }
+
+bool isBitwise(AluOp op) {
+  return op == AluOp::BitwiseAnd || op == AluOp::BitwiseOr;
+}
+
+inline float boolToFloat(bool value) { return value ? 1.0f : 0.0f; }
+
+inline int32_t toInt32(float value) {
+  return int32_t(floatToInteger(value, DType::I32));
+}
+
+/// Calls visit(f) with f(a, b) the fp32 semantics of `op`; returns false for
+/// an unknown op. Max and Min propagate NaN (a NaN operand gives NaN), so
+/// poisoned reads stay visible.
+template <typename Visit> bool dispatchFloatAlu(AluOp op, Visit &&visit) {
+  switch (op) {
+  case AluOp::Bypass:
+    visit([](float a, float) { return a; });
+    return true;
+  case AluOp::Add:
+    visit([](float a, float b) { return a + b; });
+    return true;
+  case AluOp::Subtract:
+    visit([](float a, float b) { return a - b; });
+    return true;
+  case AluOp::Multiply:
+    visit([](float a, float b) { return a * b; });
+    return true;
+  case AluOp::Divide:
+    visit([](float a, float b) { return a / b; });
+    return true;
+  case AluOp::Max:
+    visit([](float a, float b) { return (a > b || a != a) ? a : b; });
+    return true;
+  case AluOp::Min:
+    visit([](float a, float b) { return (a < b || a != a) ? a : b; });
+    return true;
+  case AluOp::Pow:
+    visit([](float a, float b) { return std::pow(a, b); });
+    return true;
+  case AluOp::IsEqual:
+    visit([](float a, float b) { return boolToFloat(a == b); });
+    return true;
+  case AluOp::IsNotEqual:
+    visit([](float a, float b) { return boolToFloat(a != b); });
+    return true;
+  case AluOp::IsLess:
+    visit([](float a, float b) { return boolToFloat(a < b); });
+    return true;
+  case AluOp::IsLessEqual:
+    visit([](float a, float b) { return boolToFloat(a <= b); });
+    return true;
+  case AluOp::IsGreater:
+    visit([](float a, float b) { return boolToFloat(a > b); });
+    return true;
+  case AluOp::IsGreaterEqual:
+    visit([](float a, float b) { return boolToFloat(a >= b); });
+    return true;
+  case AluOp::LogicalAnd:
+    visit([](float a, float b) { return boolToFloat(a != 0.0f && b != 0.0f); });
+    return true;
+  case AluOp::LogicalOr:
+    visit([](float a, float b) { return boolToFloat(a != 0.0f || b != 0.0f); });
+    return true;
+  case AluOp::BitwiseAnd:
+    visit([](float a, float b) { return float(toInt32(a) & toInt32(b)); });
+    return true;
+  case AluOp::BitwiseOr:
+    visit([](float a, float b) { return float(toInt32(a) | toInt32(b)); });
+    return true;
+  }
+  return false;
+}
+
+inline int64_t wrapAdd(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) + uint64_t(b));
+}
+
+/// Integer semantics (GpSimd int32 math, bitwise ops): wrapping arithmetic,
+/// division truncating toward zero with x / 0 = 0.
+template <typename Visit> bool dispatchIntAlu(AluOp op, Visit &&visit) {
+  switch (op) {
+  case AluOp::Bypass:
+    visit([](int64_t a, int64_t) { return a; });
+    return true;
+  case AluOp::Add:
+    visit([](int64_t a, int64_t b) { return wrapAdd(a, b); });
+    return true;
+  case AluOp::Subtract:
+    visit([](int64_t a, int64_t b) {
+      return int64_t(uint64_t(a) - uint64_t(b));
+    });
+    return true;
+  case AluOp::Multiply:
+    visit([](int64_t a, int64_t b) {
+      return int64_t(uint64_t(a) * uint64_t(b));
+    });
+    return true;
+  case AluOp::Divide:
+    visit([](int64_t a, int64_t b) {
+      if (b == 0)
+        return int64_t(0);
+      if (b == -1)
+        return int64_t(0 - uint64_t(a));
+      return a / b;
+    });
+    return true;
+  case AluOp::Max:
+    visit([](int64_t a, int64_t b) { return std::max(a, b); });
+    return true;
+  case AluOp::Min:
+    visit([](int64_t a, int64_t b) { return std::min(a, b); });
+    return true;
+  case AluOp::Pow:
+    visit([](int64_t a, int64_t b) {
+      return floatToInteger(float(std::pow(double(a), double(b))), DType::I64);
+    });
+    return true;
+  case AluOp::IsEqual:
+    visit([](int64_t a, int64_t b) { return int64_t(a == b); });
+    return true;
+  case AluOp::IsNotEqual:
+    visit([](int64_t a, int64_t b) { return int64_t(a != b); });
+    return true;
+  case AluOp::IsLess:
+    visit([](int64_t a, int64_t b) { return int64_t(a < b); });
+    return true;
+  case AluOp::IsLessEqual:
+    visit([](int64_t a, int64_t b) { return int64_t(a <= b); });
+    return true;
+  case AluOp::IsGreater:
+    visit([](int64_t a, int64_t b) { return int64_t(a > b); });
+    return true;
+  case AluOp::IsGreaterEqual:
+    visit([](int64_t a, int64_t b) { return int64_t(a >= b); });
+    return true;
+  case AluOp::LogicalAnd:
+    visit([](int64_t a, int64_t b) { return int64_t(a != 0 && b != 0); });
+    return true;
+  case AluOp::LogicalOr:
+    visit([](int64_t a, int64_t b) { return int64_t(a != 0 || b != 0); });
+    return true;
+  case AluOp::BitwiseAnd:
+    visit([](int64_t a, int64_t b) { return a & b; });
+    return true;
+  case AluOp::BitwiseOr:
+    visit([](int64_t a, int64_t b) { return a | b; });
+    return true;
+  }
+  return false;
+}
+
+bool isReduction(AluOp op) {
+  switch (op) {
+  case AluOp::Add:
+  case AluOp::Subtract:
+  case AluOp::Multiply:
+  case AluOp::Max:
+  case AluOp::Min:
+  case AluOp::LogicalAnd:
+  case AluOp::LogicalOr:
+  case AluOp::BitwiseAnd:
+  case AluOp::BitwiseOr:
+    return true;
+  default:
+    return false;
+  }
+}
+
+template <typename F> inline void mapInPlace(float *x, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = float(f(double(x[i])));
+}
+
+/// func over x[0..n): evaluated in double on the fp32 input and rounded to
+/// fp32 (docs/isa.md §5.4). Exact functions stand in for the hardware's
+/// piecewise polynomials, which are invalid outside their input ranges.
+bool applyActivation(ActivationFunc func, float *x, int64_t n) {
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  constexpr double kInvSqrt2 = 0.70710678118654752440;
+  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+  constexpr double kGeluCubic = 0.044715;
+  switch (func) {
+  case ActivationFunc::Copy:
+    return true;
+  case ActivationFunc::Exp:
+    mapInPlace(x, n, [](double v) { return std::exp(v); });
+    return true;
+  case ActivationFunc::Log:
+    mapInPlace(x, n, [](double v) { return std::log(v); });
+    return true;
+  case ActivationFunc::Tanh:
+    mapInPlace(x, n, [](double v) { return std::tanh(v); });
+    return true;
+  case ActivationFunc::Sigmoid:
+    mapInPlace(x, n, [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+    return true;
+  case ActivationFunc::Relu:
+    mapInPlace(x, n, [](double v) { return v > 0.0 || v != v ? v : 0.0; });
+    return true;
+  case ActivationFunc::Gelu:
+    mapInPlace(x, n, [](double v) {
+      return 0.5 * v * (1.0 + std::erf(v * kInvSqrt2));
+    });
+    return true;
+  case ActivationFunc::GeluTanh:
+    mapInPlace(x, n, [](double v) {
+      double inner = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
+      return 0.5 * v * (1.0 + std::tanh(inner));
+    });
+    return true;
+  case ActivationFunc::GeluDerivative:
+    mapInPlace(x, n, [](double v) {
+      double cdf = 0.5 * (1.0 + std::erf(v * kInvSqrt2));
+      double pdf = kInvSqrt2Pi * std::exp(-0.5 * v * v);
+      return cdf + v * pdf;
+    });
+    return true;
+  case ActivationFunc::GeluTanhDerivative:
+    mapInPlace(x, n, [](double v) {
+      double inner = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
+      double t = std::tanh(inner);
+      double dInner = kSqrt2OverPi * (1.0 + 3.0 * kGeluCubic * v * v);
+      return 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * dInner;
+    });
+    return true;
+  case ActivationFunc::Silu:
+    mapInPlace(x, n, [](double v) { return v / (1.0 + std::exp(-v)); });
+    return true;
+  case ActivationFunc::Erf:
+    mapInPlace(x, n, [](double v) { return std::erf(v); });
+    return true;
+  case ActivationFunc::Sqrt:
+    mapInPlace(x, n, [](double v) { return std::sqrt(v); });
+    return true;
+  case ActivationFunc::Rsqrt:
+    mapInPlace(x, n, [](double v) { return 1.0 / std::sqrt(v); });
+    return true;
+  case ActivationFunc::Reciprocal:
+    mapInPlace(x, n, [](double v) { return 1.0 / v; });
+    return true;
+  case ActivationFunc::Square:
+    mapInPlace(x, n, [](double v) { return v * v; });
+    return true;
+  case ActivationFunc::Sin:
+    mapInPlace(x, n, [](double v) { return std::sin(v); });
+    return true;
+  case ActivationFunc::Cos:
+    mapInPlace(x, n, [](double v) { return std::cos(v); });
+    return true;
+  case ActivationFunc::Abs:
+    mapInPlace(x, n, [](double v) { return std::fabs(v); });
+    return true;
+  case ActivationFunc::Sign:
+    mapInPlace(x, n, [](double v) {
+      return v > 0.0 ? 1.0 : v < 0.0 ? -1.0 : v; // keeps +-0 and NaN
+    });
+    return true;
+  case ActivationFunc::Floor:
+    mapInPlace(x, n, [](double v) { return std::floor(v); });
+    return true;
+  case ActivationFunc::Log1p:
+    mapInPlace(x, n, [](double v) { return std::log1p(v); });
+    return true;
+  case ActivationFunc::Negate:
+    mapInPlace(x, n, [](double v) { return -v; });
+    return true;
+  }
+  return false;
+}
+
+unsigned expectedSources(Opcode opcode) {
+  switch (opcode) {
+  case Opcode::Matmul:
+  case Opcode::TensorTensor:
+    return 2;
+  case Opcode::Select:
+    return 3;
+  case Opcode::Memset:
+  case Opcode::Iota:
+  case Opcode::Nop:
+    return 0;
+  default:
+    return 1;
+  }
+}
+
+template <typename T> void ensureSize(std::vector<T> &buffer, int64_t size) {
+  if (buffer.size() < size_t(size))
+    buffer.resize(size_t(size));
+}
+
+/// Calls fn(p, linearIndex, affineFreePart) over the access pattern's logical
+/// index space (its own dims, before any merging), in element order.
+template <typename Fn>
+void forEachLogicalIndex(const AccessPattern &ap,
+                         const std::vector<int64_t> &steps, Fn &&fn) {
+  int64_t sizes[4] = {1, 1, 1, 1};
+  int64_t stepOf[4] = {0, 0, 0, 0};
+  const size_t dims = ap.dims.size();
+  for (size_t d = 0; d < dims; ++d) {
+    sizes[4 - dims + d] = ap.dims[d].size;
+    stepOf[4 - dims + d] = steps[d];
+  }
+  int64_t index = 0;
+  for (unsigned p = 0; p < ap.numPartitions; ++p)
+    for (int64_t i0 = 0; i0 < sizes[0]; ++i0)
+      for (int64_t i1 = 0; i1 < sizes[1]; ++i1)
+        for (int64_t i2 = 0; i2 < sizes[2]; ++i2)
+          for (int64_t i3 = 0; i3 < sizes[3]; ++i3)
+            fn(p, index++,
+               i0 * stepOf[0] + i1 * stepOf[1] + i2 * stepOf[2] +
+                   i3 * stepOf[3]);
+}
+
+bool compareWithZero(CompareOp compare, int64_t value) {
+  switch (compare) {
+  case CompareOp::Eq:
+    return value == 0;
+  case CompareOp::Ne:
+    return value != 0;
+  case CompareOp::Lt:
+    return value < 0;
+  case CompareOp::Le:
+    return value <= 0;
+  case CompareOp::Gt:
+    return value > 0;
+  case CompareOp::Ge:
+    return value >= 0;
+  }
+  return false;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+bool SimulatorCoreBase::operand(const AccessPattern &ap, const char *name,
+                                TileView &view) {
+  if (!makeView(ap, name, view))
+    return false;
+  switch (currentEngine) {
+  case Engine::Dma:
+    if (ap.memory == Memory::Psum)
+      return fail(std::string(name) +
+                  " is in PSUM; DMA moves data between HBM and SBUF only");
+    return true;
+  case Engine::GpSimd:
+    if (ap.memory != Memory::Sbuf)
+      return fail(std::string(name) + " is in " + memoryName(ap.memory) +
+                  "; GpSimd accesses SBUF only");
+    return true;
+  default:
+    if (ap.memory == Memory::Hbm)
+      return fail(std::string(name) +
+                  " is in HBM; compute engines access SBUF and PSUM only");
+    return true;
+  }
+}
+
+bool SimulatorCoreBase::sameShape(const TileView &a, const TileView &b,
+                                  const char *aName, const char *bName) {
+  if (a.partitions == b.partitions && a.freeElements == b.freeElements)
+    return true;
+  return fail(std::string(aName) + " is [" + std::to_string(a.partitions) +
+              ", " + std::to_string(a.freeElements) + "] but " + bName +
+              " is [" + std::to_string(b.partitions) + ", " +
+              std::to_string(b.freeElements) + "]");
+}
+
+bool SimulatorCoreBase::scalarValues(const ScalarOperand &scalar,
+                                     unsigned partitions, const char *name,
+                                     float *out) {
+  if (scalar.isImmediate) {
+    std::fill(out, out + partitions, scalar.immediate);
+    return true;
+  }
+  TileView view;
+  if (!operand(scalar.column, name, view))
+    return false;
+  if (view.partitions != partitions || view.freeElements != 1)
+    return fail(std::string(name) + " must be a [" +
+                std::to_string(partitions) + ", 1] column, not [" +
+                std::to_string(view.partitions) + ", " +
+                std::to_string(view.freeElements) + "]");
+  decodeTile(view, out);
+  return true;
+}
+
+void SimulatorCoreBase::noteWrite(const TileView &view, ExecResult &result) {
+  if (view.memory == Memory::Hbm)
+    return;
+  result.written.valid = true;
+  result.written.memory = view.memory;
+  result.written.firstPartition = view.startPartition;
+  result.written.endPartition = view.startPartition + view.partitions;
+  result.written.minByte = view.minByte;
+  result.written.endByte = view.endByte;
+}
+
+/// GpSimd computes add and multiply on integer operands in int32 (§2.5);
+/// bitwise operators work on integer bits everywhere. Everything else is
+/// fp32.
+static bool usesIntegerAlu(Engine engine, AluOp op) {
+  return isBitwise(op) || (engine == Engine::GpSimd &&
+                           (op == AluOp::Add || op == AluOp::Multiply));
+}
+
+static unsigned maxElementBytes(std::initializer_list<const TileView *> views) {
+  unsigned bytes = 1;
+  for (const TileView *view : views)
+    bytes = std::max(bytes, view->elementBytes);
+  return bytes;
+}
+
+static bool anyStridePenalty(const Target &target,
+                             std::initializer_list<const TileView *> views) {
+  for (const TileView *view : views)
+    if (view && std::abs(view->innermostStride) * int64_t(view->elementBytes) >
+                    int64_t(target.fastStrideBytes))
+      return true;
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Dispatch
+//===----------------------------------------------------------------------===//
+
+bool SimulatorCoreBase::execute(Engine engine, const Instruction &inst,
+                                ExecResult &result) {
+  currentEngine = engine;
+  unsigned expected = expectedSources(inst.opcode);
+  if (inst.opcode != Opcode::Nop && inst.srcs.size() != expected)
+    return fail("expects " + std::to_string(expected) +
+                " source operand(s), has " + std::to_string(inst.srcs.size()));
+  switch (inst.opcode) {
+  case Opcode::Matmul:
+    return execMatmul(inst, result);
+  case Opcode::Transpose:
+    return execTranspose(inst, result);
+  case Opcode::Activation:
+    return execActivation(inst, result);
+  case Opcode::TensorTensor:
+    return execTensorTensor(engine, inst, result);
+  case Opcode::TensorScalar:
+    return execTensorScalar(engine, inst, result);
+  case Opcode::TensorReduce:
+    return execTensorReduce(engine, inst, result);
+  case Opcode::TensorCopy:
+    return execTensorCopy(engine, inst, result);
+  case Opcode::Select:
+    return execSelect(inst, result);
+  case Opcode::BnStats:
+    return execBnStats(inst, result);
+  case Opcode::BnAggr:
+    return execBnAggr(inst, result);
+  case Opcode::Memset:
+    return execMemset(inst, result);
+  case Opcode::Iota:
+    return execIota(inst, result);
+  case Opcode::AffineSelect:
+    return execAffineSelect(inst, result);
+  case Opcode::DmaCopy:
+    return inst.indirect ? execIndirectDma(inst, result)
+                         : execDmaCopy(inst, result);
+  case Opcode::Nop:
+    return true;
+  case Opcode::AllReduce:
+  case Opcode::AllGather:
+  case Opcode::ReduceScatter:
+  case Opcode::Send:
+  case Opcode::Recv:
+    return fail("collectives are not supported yet by the simulator");
+  }
+  return fail("unknown opcode " + std::to_string(unsigned(inst.opcode)));
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor Engine
+//===----------------------------------------------------------------------===//
+
+bool SimulatorCoreBase::execMatmul(const Instruction &inst,
+                                   ExecResult &result) {
+  TileView stationary, moving, dst;
+  if (!operand(inst.srcs[0], "stationary (srcs[0])", stationary) ||
+      !operand(inst.srcs[1], "moving (srcs[1])", moving) ||
+      !operand(inst.dst, "dst", dst))
+    return false;
+  if (stationary.memory != Memory::Sbuf || moving.memory != Memory::Sbuf)
+    return fail("matmul inputs must be in SBUF (the Tensor Engine cannot "
+                "read PSUM)");
+  if (dst.memory != Memory::Psum || dst.dtype != DType::F32)
+    return fail("matmul dst must be an fp32 PSUM tile");
+  if (!isFloatDType(stationary.dtype) || !isFloatDType(moving.dtype))
+    return fail("matmul inputs must be float dtypes");
+  bool stationaryF32 = stationary.dtype == DType::F32;
+  bool movingF32 = moving.dtype == DType::F32;
+  if (stationaryF32 != movingF32)
+    return fail(std::string("matmul mixes ") + dtypeName(stationary.dtype) +
+                " and " + dtypeName(moving.dtype) +
+                "; fp32 inputs must be paired with fp32");
+  const int64_t K = stationary.partitions, M = stationary.freeElements,
+                N = moving.freeElements;
+  if (moving.partitions != K)
+    return fail("matmul contraction mismatch: stationary has " +
+                std::to_string(K) + " partitions, moving " +
+                std::to_string(moving.partitions));
+  if (K > target.matmulMaxK || M > target.matmulMaxStationaryFree ||
+      N > target.matmulMaxMovingFree)
+    return fail("matmul K=" + std::to_string(K) + " M=" + std::to_string(M) +
+                " N=" + std::to_string(N) +
+                " exceeds the limits K<=" + std::to_string(target.matmulMaxK) +
+                " M<=" + std::to_string(target.matmulMaxStationaryFree) +
+                " N<=" + std::to_string(target.matmulMaxMovingFree));
+  if (dst.partitions != M || dst.freeElements != N)
+    return fail("matmul dst is [" + std::to_string(dst.partitions) + ", " +
+                std::to_string(dst.freeElements) + "], expected [" +
+                std::to_string(M) + ", " + std::to_string(N) + "]");
+  const int64_t bank = int64_t(target.psumBankBytes);
+  if (dst.minByte / bank != (dst.endByte - 1) / bank)
+    return fail("matmul dst bytes [" + std::to_string(dst.minByte) + ", " +
+                std::to_string(dst.endByte) + ") cross a PSUM bank boundary");
+
+  const float *a, *b;
+  int lda, ldb;
+  if (stationary.isDenseF32()) {
+    a = reinterpret_cast<const float *>(stationary.base);
+    lda = int(stationary.partitionPitch / 4);
+  } else {
+    ensureSize(bufA, K * M);
+    decodeTile(stationary, bufA.data());
+    a = bufA.data();
+    lda = int(M);
+  }
+  if (moving.isDenseF32()) {
+    b = reinterpret_cast<const float *>(moving.base);
+    ldb = int(moving.partitionPitch / 4);
+  } else {
+    ensureSize(bufB, K * N);
+    decodeTile(moving, bufB.data());
+    b = bufB.data();
+    ldb = int(N);
+  }
+  const bool inPlace = dst.isDenseF32();
+  float *c;
+  int ldc;
+  if (inPlace) {
+    c = reinterpret_cast<float *>(dst.base);
+    ldc = int(dst.partitionPitch / 4);
+  } else {
+    ensureSize(bufC, M * N);
+    c = bufC.data();
+    ldc = int(N);
+    if (inst.accumulate)
+      decodeTile(dst, c);
+  }
+  // lda/ldb/ldc are at least the row length (BLAS requires it) because a
+  // dense view's pitch covers its row.
+  lda = std::max(lda, int(M));
+  ldb = std::max(ldb, int(N));
+  ldc = std::max(ldc, int(N));
+  // dst[M,N] (+)= stationary[K,M]^T moving[K,N], accumulated in fp32. With
+  // beta = 0 BLAS does not read C, so stale PSUM (even NaN) is overwritten.
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M), int(N), int(K),
+              1.0f, a, lda, b, ldb, inst.accumulate ? 1.0f : 0.0f, c, ldc);
+  if (!inPlace)
+    encodeTile(c, dst);
+
+  result.shape.matmulK = K;
+  result.shape.matmulM = M;
+  result.shape.matmulN = N;
+  result.shape.fp32Inputs = stationaryF32;
+  result.shape.freeElements = N;
+  result.flops = uint64_t(2) * uint64_t(M) * uint64_t(N) * uint64_t(K);
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execTranspose(const Instruction &inst,
+                                      ExecResult &result) {
+  TileView src, dst;
+  if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
+      !operand(inst.dst, "dst", dst))
+    return false;
+  if (src.memory != Memory::Sbuf || dst.memory != Memory::Psum)
+    return fail("transpose reads SBUF and writes PSUM");
+  if (!target.bitExactTranspose && dst.dtype != DType::F32)
+    return fail("transpose dst must be fp32 on this target (it is a matmul "
+                "with an identity)");
+  const int64_t P = src.partitions, F = src.freeElements;
+  if (P > target.matmulMaxK || F > target.matmulMaxStationaryFree)
+    return fail("transpose of [" + std::to_string(P) + ", " +
+                std::to_string(F) + "] exceeds [" +
+                std::to_string(target.matmulMaxK) + ", " +
+                std::to_string(target.matmulMaxStationaryFree) + "]");
+  if (dst.partitions != F || dst.freeElements != P)
+    return fail("transpose dst is [" + std::to_string(dst.partitions) + ", " +
+                std::to_string(dst.freeElements) + "], expected [" +
+                std::to_string(F) + ", " + std::to_string(P) + "]");
+  const int64_t bank = int64_t(target.psumBankBytes);
+  if (dst.minByte / bank != (dst.endByte - 1) / bank)
+    return fail("transpose dst crosses a PSUM bank boundary");
+
+  // An exact copy (docs/isa.md §5.1). NeuronCore-v2 hardware transposes by
+  // an identity matmul, which turns a column holding NaN/Inf into NaN and
+  // -0 into +0; the compiler must not rely on transposing non-finite data.
+  if (src.dtype == dst.dtype) {
+    const size_t size = src.elementBytes;
+    ensureSize(rawA, 2 * P * F * int64_t(size));
+    uint8_t *in = rawA.data(), *out = rawA.data() + P * F * size;
+    gatherBytes(src, in);
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t f = 0; f < F; ++f)
+        std::memcpy(out + size_t(f * P + p) * size,
+                    in + size_t(p * F + f) * size, size);
+    scatterBytes(out, dst);
+  } else {
+    ensureSize(bufA, 2 * P * F);
+    float *in = bufA.data(), *out = in + P * F;
+    decodeTile(src, in);
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t f = 0; f < F; ++f)
+        out[f * P + p] = in[p * F + f];
+    encodeTile(out, dst);
+  }
+  result.shape.transposePartitions = P;
+  result.shape.transposeFree = F;
+  result.shape.freeElements = F;
+  result.shape.fp32Inputs = src.dtype == DType::F32;
+  result.transposeFlops = uint64_t(2) * uint64_t(P) * uint64_t(F) * uint64_t(P);
+  noteWrite(dst, result);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar Engine
+//===----------------------------------------------------------------------===//
+
+bool SimulatorCoreBase::execActivation(const Instruction &inst,
+                                       ExecResult &result) {
+  TileView src, dst;
+  if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
+      !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))
+    return false;
+  const unsigned P = src.partitions;
+  const int64_t F = src.freeElements;
+  ensureSize(bufA, P * F);
+  ensureSize(bufB, 3 * int64_t(P));
+  float *scale = bufB.data(), *bias = scale + P, *sums = bias + P;
+  if (!scalarValues(inst.scale, P, "scale column", scale) ||
+      !scalarValues(inst.bias, P, "bias column", bias))
+    return false;
+  TileView reduceDst;
+  if (inst.accumulateRow) {
+    if (!operand(inst.reduceDst, "reduceDst", reduceDst))
+      return false;
+    if (reduceDst.partitions != P || reduceDst.freeElements != 1)
+      return fail("reduceDst must be a [" + std::to_string(P) + ", 1] tile");
+  }
+  float *x = bufA.data();
+  decodeTile(src, x);
+  for (unsigned p = 0; p < P; ++p) {
+    float *row = x + int64_t(p) * F;
+    const float s = scale[p], b = bias[p];
+    for (int64_t i = 0; i < F; ++i)
+      row[i] = row[i] * s + b;
+  }
+  if (!applyActivation(inst.func, x, int64_t(P) * F))
+    return fail("unknown activation function " +
+                std::to_string(unsigned(inst.func)));
+  if (inst.accumulateRow) {
+    // The accumulator adds the fp32 results, before the output cast.
+    for (unsigned p = 0; p < P; ++p) {
+      const float *row = x + int64_t(p) * F;
+      float sum = 0.0f;
+      for (int64_t i = 0; i < F; ++i)
+        sum += row[i];
+      sums[p] = sum;
+    }
+  }
+  encodeTile(x, dst);
+  if (inst.accumulateRow)
+    encodeTile(sums, reduceDst);
+  result.shape.freeElements = F;
+  result.shape.stridePenalty = anyStridePenalty(target, {&src, &dst});
+  noteWrite(dst, result);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Vector Engine and GpSimd
+//===----------------------------------------------------------------------===//
+
+bool SimulatorCoreBase::execTensorTensor(Engine engine, const Instruction &inst,
+                                         ExecResult &result) {
+  TileView a, b, dst;
+  if (!operand(inst.srcs[0], "srcs[0]", a) ||
+      !operand(inst.srcs[1], "srcs[1]", b) || !operand(inst.dst, "dst", dst) ||
+      !sameShape(a, b, "srcs[0]", "srcs[1]") ||
+      !sameShape(a, dst, "srcs[0]", "dst"))
+    return false;
+  if (a.memory == Memory::Psum && b.memory == Memory::Psum)
+    return fail("tensor_tensor cannot read both inputs from PSUM");
+  const int64_t count = a.totalElements();
+  const AluOp op = inst.op0;
+  const bool intPath = isIntegerDType(a.dtype) && isIntegerDType(b.dtype) &&
+                       isIntegerDType(dst.dtype) && usesIntegerAlu(engine, op);
+  bool known;
+  if (intPath) {
+    ensureSize(intA, count);
+    ensureSize(intB, count);
+    int64_t *x = intA.data();
+    const int64_t *y = intB.data();
+    decodeTileInt(a, x);
+    decodeTileInt(b, intB.data());
+    known = dispatchIntAlu(op, [&](auto f) {
+      for (int64_t i = 0; i < count; ++i)
+        x[i] = f(x[i], y[i]);
+    });
+    if (known)
+      encodeTileInt(x, dst);
+  } else {
+    ensureSize(bufA, count);
+    ensureSize(bufB, count);
+    float *x = bufA.data();
+    const float *y = bufB.data();
+    decodeTile(a, x);
+    decodeTile(b, bufB.data());
+    known = dispatchFloatAlu(op, [&](auto f) {
+      for (int64_t i = 0; i < count; ++i)
+        x[i] = f(x[i], y[i]);
+    });
+    if (known)
+      encodeTile(x, dst);
+  }
+  if (!known)
+    return fail("unknown ALU op " + std::to_string(unsigned(op)));
+  result.shape.freeElements = a.freeElements;
+  result.shape.psumInput = a.memory == Memory::Psum || b.memory == Memory::Psum;
+  result.shape.fastBf16 =
+      a.dtype == DType::BF16 && b.dtype == DType::BF16 &&
+      dst.dtype == DType::BF16 && a.memory == Memory::Sbuf &&
+      b.memory == Memory::Sbuf &&
+      (op == AluOp::Add || op == AluOp::Subtract || op == AluOp::Multiply) &&
+      a.innermostStride == 1 && b.innermostStride == 1 &&
+      dst.innermostStride == 1;
+  result.shape.stridePenalty = anyStridePenalty(target, {&a, &b, &dst});
+  result.shape.tensorInputs = 2;
+  result.shape.maxElementBytes = maxElementBytes({&a, &b, &dst});
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execTensorScalar(Engine engine, const Instruction &inst,
+                                         ExecResult &result) {
+  TileView src, dst;
+  if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
+      !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))
+    return false;
+  const unsigned P = src.partitions;
+  const int64_t F = src.freeElements;
+  ensureSize(bufB, 2 * int64_t(P));
+  float *s0 = bufB.data(), *s1 = s0 + P;
+  if ((inst.op0 != AluOp::Bypass &&
+       !scalarValues(inst.scalar0, P, "scalar0 column", s0)) ||
+      (inst.op1 != AluOp::Bypass &&
+       !scalarValues(inst.scalar1, P, "scalar1 column", s1)))
+    return false;
+  const bool intPath =
+      isIntegerDType(src.dtype) && isIntegerDType(dst.dtype) &&
+      (inst.op0 == AluOp::Bypass || usesIntegerAlu(engine, inst.op0)) &&
+      (inst.op1 == AluOp::Bypass || usesIntegerAlu(engine, inst.op1)) &&
+      (inst.op0 != AluOp::Bypass || inst.op1 != AluOp::Bypass);
+  struct Step {
+    AluOp op;
+    const float *scalars;
+    bool reverse;
+  } steps[2] = {{inst.op0, s0, inst.reverse0}, {inst.op1, s1, inst.reverse1}};
+  if (intPath) {
+    ensureSize(intA, int64_t(P) * F);
+    int64_t *x = intA.data();
+    decodeTileInt(src, x);
+    for (const Step &step : steps) {
+      if (step.op == AluOp::Bypass)
+        continue;
+      bool known = dispatchIntAlu(step.op, [&](auto f) {
+        for (unsigned p = 0; p < P; ++p) {
+          int64_t *row = x + int64_t(p) * F;
+          // Immediates and columns convert toward zero (docs/isa.md §5.2).
+          const int64_t s = floatToInteger(step.scalars[p], DType::I32);
+          if (step.reverse)
+            for (int64_t i = 0; i < F; ++i)
+              row[i] = f(s, row[i]);
+          else
+            for (int64_t i = 0; i < F; ++i)
+              row[i] = f(row[i], s);
+        }
+      });
+      if (!known)
+        return fail("unknown ALU op " + std::to_string(unsigned(step.op)));
+    }
+    encodeTileInt(x, dst);
+  } else {
+    ensureSize(bufA, int64_t(P) * F);
+    float *x = bufA.data();
+    decodeTile(src, x);
+    for (const Step &step : steps) {
+      if (step.op == AluOp::Bypass)
+        continue;
+      bool known = dispatchFloatAlu(step.op, [&](auto f) {
+        for (unsigned p = 0; p < P; ++p) {
+          float *row = x + int64_t(p) * F;
+          const float s = step.scalars[p];
+          if (step.reverse)
+            for (int64_t i = 0; i < F; ++i)
+              row[i] = f(s, row[i]);
+          else
+            for (int64_t i = 0; i < F; ++i)
+              row[i] = f(row[i], s);
+        }
+      });
+      if (!known)
+        return fail("unknown ALU op " + std::to_string(unsigned(step.op)));
+    }
+    encodeTile(x, dst);
+  }
+  result.shape.freeElements = F;
+  result.shape.stridePenalty = anyStridePenalty(target, {&src, &dst});
+  result.shape.maxElementBytes = maxElementBytes({&src, &dst});
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execTensorReduce(Engine engine, const Instruction &inst,
+                                         ExecResult &result) {
+  TileView src, dst;
+  if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
+      !operand(inst.dst, "dst", dst))
+    return false;
+  const unsigned P = src.partitions;
+  const int64_t F = src.freeElements;
+  if (dst.partitions != P || dst.freeElements != 1)
+    return fail("tensor_reduce dst must be a [" + std::to_string(P) +
+                ", 1] tile");
+  const AluOp op = inst.op0;
+  if (!isReduction(op))
+    return fail(std::string("ALU op ") + aluOpName(op) + " is not a reduction");
+  const bool intPath = isIntegerDType(src.dtype) && isIntegerDType(dst.dtype) &&
+                       usesIntegerAlu(engine, op);
+  if (intPath) {
+    ensureSize(intA, int64_t(P) * F + P);
+    int64_t *x = intA.data(), *out = x + int64_t(P) * F;
+    decodeTileInt(src, x);
+    dispatchIntAlu(op, [&](auto f) {
+      for (unsigned p = 0; p < P; ++p) {
+        const int64_t *row = x + int64_t(p) * F;
+        int64_t acc = row[0];
+        for (int64_t i = 1; i < F; ++i)
+          acc = f(acc, row[i]);
+        out[p] = inst.negate ? int64_t(0 - uint64_t(acc)) : acc;
+      }
+    });
+    encodeTileInt(out, dst);
+  } else {
+    ensureSize(bufA, int64_t(P) * F + P);
+    float *x = bufA.data(), *out = x + int64_t(P) * F;
+    decodeTile(src, x);
+    // Sequential fp32 accumulation along the free dims, as the lane streams.
+    dispatchFloatAlu(op, [&](auto f) {
+      for (unsigned p = 0; p < P; ++p) {
+        const float *row = x + int64_t(p) * F;
+        float acc = row[0];
+        for (int64_t i = 1; i < F; ++i)
+          acc = f(acc, row[i]);
+        out[p] = inst.negate ? -acc : acc;
+      }
+    });
+    encodeTile(out, dst);
+  }
+  result.shape.freeElements = F;
+  result.shape.fastBf16 = src.dtype == DType::BF16 &&
+                          dst.dtype == DType::BF16 &&
+                          (op == AluOp::Add || op == AluOp::Max);
+  result.shape.stridePenalty = anyStridePenalty(target, {&src});
+  result.shape.maxElementBytes = maxElementBytes({&src, &dst});
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execTensorCopy(Engine engine, const Instruction &inst,
+                                       ExecResult &result) {
+  TileView src, dst;
+  if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
+      !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))
+    return false;
+  const int64_t count = src.totalElements();
+  if (src.dtype == dst.dtype) {
+    // Vector and GpSimd copy bit-exactly within a dtype.
+    ensureSize(rawA, count * int64_t(src.elementBytes));
+    gatherBytes(src, rawA.data());
+    scatterBytes(rawA.data(), dst);
+  } else if (isIntegerDType(src.dtype) && isIntegerDType(dst.dtype)) {
+    ensureSize(intA, count);
+    decodeTileInt(src, intA.data());
+    encodeTileInt(intA.data(), dst);
+  } else {
+    ensureSize(bufA, count);
+    decodeTile(src, bufA.data());
+    encodeTile(bufA.data(), dst);
+  }
+  (void)engine;
+  result.shape.freeElements = src.freeElements;
+  result.shape.stridePenalty = anyStridePenalty(target, {&src, &dst});
+  result.shape.maxElementBytes = maxElementBytes({&src, &dst});
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execSelect(const Instruction &inst,
+                                   ExecResult &result) {
+  TileView pred, onTrue, onFalse, dst;
+  if (!operand(inst.srcs[0], "predicate (srcs[0])", pred) ||
+      !operand(inst.srcs[1], "on_true (srcs[1])", onTrue) ||
+      !operand(inst.srcs[2], "on_false (srcs[2])", onFalse) ||
+      !operand(inst.dst, "dst", dst) ||
+      !sameShape(pred, dst, "predicate", "dst") ||
+      !sameShape(onTrue, dst, "on_true", "dst") ||
+      !sameShape(onFalse, dst, "on_false", "dst"))
+    return false;
+  const int64_t count = dst.totalElements();
+  ensureSize(bufC, count);
+  float *predicate = bufC.data();
+  decodeTile(pred, predicate);
+  if (onTrue.dtype == dst.dtype && onFalse.dtype == dst.dtype) {
+    // Same dtype everywhere: a bit-exact choice between the two inputs.
+    const size_t size = dst.elementBytes;
+    ensureSize(rawA, 2 * count * int64_t(size));
+    uint8_t *x = rawA.data(), *y = x + size_t(count) * size;
+    gatherBytes(onTrue, x);
+    gatherBytes(onFalse, y);
+    for (int64_t i = 0; i < count; ++i)
+      if (predicate[i] == 0.0f)
+        std::memcpy(x + size_t(i) * size, y + size_t(i) * size, size);
+    scatterBytes(x, dst);
+  } else if (isIntegerDType(onTrue.dtype) && isIntegerDType(onFalse.dtype) &&
+             isIntegerDType(dst.dtype)) {
+    ensureSize(intA, count);
+    ensureSize(intB, count);
+    decodeTileInt(onTrue, intA.data());
+    decodeTileInt(onFalse, intB.data());
+    for (int64_t i = 0; i < count; ++i)
+      if (predicate[i] == 0.0f)
+        intA[i] = intB[i];
+    encodeTileInt(intA.data(), dst);
+  } else {
+    ensureSize(bufA, count);
+    ensureSize(bufB, count);
+    float *x = bufA.data();
+    const float *y = bufB.data();
+    decodeTile(onTrue, x);
+    decodeTile(onFalse, bufB.data());
+    for (int64_t i = 0; i < count; ++i)
+      x[i] = predicate[i] != 0.0f ? x[i] : y[i];
+    encodeTile(x, dst);
+  }
+  result.shape.freeElements = dst.freeElements;
+  result.shape.psumInput = pred.memory == Memory::Psum ||
+                           onTrue.memory == Memory::Psum ||
+                           onFalse.memory == Memory::Psum;
+  result.shape.stridePenalty =
+      anyStridePenalty(target, {&pred, &onTrue, &onFalse, &dst});
+  result.shape.tensorInputs = 3;
+  result.shape.maxElementBytes =
+      maxElementBytes({&pred, &onTrue, &onFalse, &dst});
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execBnStats(const Instruction &inst,
+                                    ExecResult &result) {
+  TileView src, dst;
+  if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
+      !operand(inst.dst, "dst", dst))
+    return false;
+  const unsigned P = src.partitions;
+  const int64_t F = src.freeElements;
+  if (F > int64_t(target.bnStatsMaxFree))
+    return fail("bn_stats over " + std::to_string(F) +
+                " elements per partition; at most " +
+                std::to_string(target.bnStatsMaxFree));
+  if (dst.partitions != P || dst.freeElements != 6)
+    return fail("bn_stats dst must be a [" + std::to_string(P) + ", 6] tile");
+  ensureSize(bufA, int64_t(P) * F + 6 * int64_t(P));
+  float *x = bufA.data(), *out = x + int64_t(P) * F;
+  decodeTile(src, x);
+  for (unsigned p = 0; p < P; ++p) {
+    const float *row = x + int64_t(p) * F;
+    // (count, mean, M2 = sum of squared deviations) of the elements at even
+    // free indices, then of those at odd ones; fp32, two passes.
+    for (int parity = 0; parity < 2; ++parity) {
+      float count = 0.0f, sum = 0.0f;
+      for (int64_t i = parity; i < F; i += 2) {
+        sum += row[i];
+        count += 1.0f;
+      }
+      float mean = count > 0.0f ? sum / count : 0.0f;
+      float m2 = 0.0f;
+      for (int64_t i = parity; i < F; i += 2) {
+        float d = row[i] - mean;
+        m2 += d * d;
+      }
+      float *tuple = out + 6 * int64_t(p) + 3 * parity;
+      tuple[0] = count;
+      tuple[1] = mean;
+      tuple[2] = m2;
+    }
+  }
+  encodeTile(out, dst);
+  result.shape.freeElements = F;
+  result.shape.stridePenalty = anyStridePenalty(target, {&src});
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execBnAggr(const Instruction &inst,
+                                   ExecResult &result) {
+  TileView src, dst;
+  if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
+      !operand(inst.dst, "dst", dst))
+    return false;
+  const unsigned P = src.partitions;
+  const int64_t F = src.freeElements;
+  if (F % 3 != 0)
+    return fail("bn_aggr input has " + std::to_string(F) +
+                " elements per partition, not a whole number of (count, "
+                "mean, M2) tuples");
+  if (dst.partitions != P || dst.freeElements != 2)
+    return fail("bn_aggr dst must be a [" + std::to_string(P) + ", 2] tile");
+  ensureSize(bufA, int64_t(P) * F + 2 * int64_t(P));
+  float *x = bufA.data(), *out = x + int64_t(P) * F;
+  decodeTile(src, x);
+  for (unsigned p = 0; p < P; ++p) {
+    const float *row = x + int64_t(p) * F;
+    // Chan's parallel formula in two passes (docs/isa.md §5.2): the pooled
+    // mean, then the within-tuple M2s plus the between-tuple spread.
+    float count = 0.0f, weighted = 0.0f;
+    for (int64_t t = 0; t < F; t += 3) {
+      count += row[t];
+      weighted += row[t] * row[t + 1];
+    }
+    float mean = 0.0f, variance = 0.0f;
+    if (count > 0.0f) {
+      mean = weighted / count;
+      float m2 = 0.0f;
+      for (int64_t t = 0; t < F; t += 3) {
+        float delta = row[t + 1] - mean;
+        m2 += row[t + 2] + row[t] * delta * delta;
+      }
+      variance = m2 / count;
+    }
+    out[2 * p] = mean;
+    out[2 * p + 1] = variance;
+  }
+  encodeTile(out, dst);
+  result.shape.freeElements = F;
+  result.shape.stridePenalty = anyStridePenalty(target, {&src});
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execMemset(const Instruction &inst,
+                                   ExecResult &result) {
+  TileView dst;
+  if (!operand(inst.dst, "dst", dst))
+    return false;
+  const int64_t count = dst.totalElements();
+  ensureSize(bufA, count);
+  std::fill(bufA.begin(), bufA.begin() + count, inst.value);
+  encodeTile(bufA.data(), dst);
+  result.shape.freeElements = dst.freeElements;
+  result.shape.fastBf16 = inst.value == 0.0f &&
+                          (dst.dtype == DType::BF16 || dst.dtype == DType::F16);
+  result.shape.stridePenalty = anyStridePenalty(target, {&dst});
+  result.shape.maxElementBytes = dst.elementBytes;
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execIota(const Instruction &inst, ExecResult &result) {
+  TileView dst;
+  if (!operand(inst.dst, "dst", dst))
+    return false;
+  if (inst.steps.size() != inst.dst.dims.size())
+    return fail("iota has " + std::to_string(inst.steps.size()) +
+                " steps for " + std::to_string(inst.dst.dims.size()) +
+                " free dims");
+  const int64_t count = dst.totalElements();
+  ensureSize(intA, count);
+  int64_t *values = intA.data();
+  // int32 arithmetic (wrapping), p counted from the tile's first partition.
+  forEachLogicalIndex(
+      inst.dst, inst.steps, [&](unsigned p, int64_t index, int64_t freePart) {
+        uint64_t value = uint64_t(inst.base) +
+                         uint64_t(p) * uint64_t(inst.channelMultiplier) +
+                         uint64_t(freePart);
+        values[index] = int32_t(uint32_t(value));
+      });
+  if (isIntegerDType(dst.dtype)) {
+    encodeTileInt(values, dst);
+  } else {
+    ensureSize(bufA, count);
+    for (int64_t i = 0; i < count; ++i)
+      bufA[i] = float(values[i]);
+    encodeTile(bufA.data(), dst);
+  }
+  result.shape.freeElements = dst.freeElements;
+  result.shape.stridePenalty = anyStridePenalty(target, {&dst});
+  result.shape.maxElementBytes = dst.elementBytes;
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execAffineSelect(const Instruction &inst,
+                                         ExecResult &result) {
+  TileView src, dst;
+  if (!operand(inst.srcs[0], "on_true (srcs[0])", src) ||
+      !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "on_true", "dst"))
+    return false;
+  if (inst.steps.size() != inst.dst.dims.size())
+    return fail("affine_select has " + std::to_string(inst.steps.size()) +
+                " steps for " + std::to_string(inst.dst.dims.size()) +
+                " free dims of dst");
+  const int64_t count = dst.totalElements();
+  // keep[i]: the affine expression (int32, wrapping, as iota) compares true.
+  ensureSize(rawA, count);
+  uint8_t *keep = rawA.data();
+  forEachLogicalIndex(
+      inst.dst, inst.steps, [&](unsigned p, int64_t index, int64_t freePart) {
+        uint64_t value = uint64_t(inst.base) +
+                         uint64_t(p) * uint64_t(inst.channelMultiplier) +
+                         uint64_t(freePart);
+        keep[index] = compareWithZero(inst.compare, int32_t(uint32_t(value)));
+      });
+  if (isIntegerDType(src.dtype) && isIntegerDType(dst.dtype)) {
+    ensureSize(intA, count);
+    int64_t *x = intA.data();
+    decodeTileInt(src, x);
+    const int64_t fill = floatToInteger(inst.value, DType::I64);
+    for (int64_t i = 0; i < count; ++i)
+      if (!keep[i])
+        x[i] = fill;
+    encodeTileInt(x, dst);
+  } else {
+    ensureSize(bufA, count);
+    float *x = bufA.data();
+    decodeTile(src, x);
+    for (int64_t i = 0; i < count; ++i)
+      if (!keep[i])
+        x[i] = inst.value;
+    encodeTile(x, dst);
+  }
+  result.shape.freeElements = dst.freeElements;
+  result.shape.stridePenalty = anyStridePenalty(target, {&src, &dst});
+  result.shape.maxElementBytes = maxElementBytes({&src, &dst});
+  noteWrite(dst, result);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// DMA
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Elements per contiguous run of a DMA side (docs/isa.md §7.3): runs never
+/// cross an SBUF partition; HBM rows that follow each other merge.
+int64_t runLength(const TileView &view) {
+  const bool denseRow =
+      view.sizes[0] == 1 && view.sizes[1] == 1 && view.sizes[2] == 1 &&
+      (view.sizes[3] == 1 || view.strides[3] == int64_t(view.elementBytes));
+  if (view.memory == Memory::Hbm && denseRow &&
+      (view.partitions == 1 ||
+       view.partitionPitch == view.freeElements * int64_t(view.elementBytes)))
+    return view.totalElements();
+  return std::max<int64_t>(1, view.runElements);
+}
+
+/// The DMA part of the cost shape: bytes, contiguous buffers (the pieces
+/// both sides' run boundaries cut the transfer into), SBUF partitions and
+/// how many sides are in HBM.
+void dmaShape(const TileView &src, const TileView &dst, int64_t buffers,
+              CostShape &shape) {
+  const int64_t elements = dst.totalElements();
+  shape.dmaBuffers = double(buffers);
+  shape.dmaBytes =
+      double(elements) * double(std::max(src.elementBytes, dst.elementBytes));
+  shape.dmaPartitions = dst.partitions;
+  shape.dmaHbmSides =
+      unsigned(src.memory == Memory::Hbm) + unsigned(dst.memory == Memory::Hbm);
+  shape.freeElements = dst.freeElements;
+}
+
+int64_t directBuffers(const TileView &src, const TileView &dst) {
+  const int64_t elements = dst.totalElements();
+  const int64_t runSrc = runLength(src), runDst = runLength(dst);
+  const int64_t lcm = runSrc / std::gcd(runSrc, runDst) * runDst;
+  return elements / runSrc + elements / runDst - elements / lcm;
+}
+
+} // namespace
+
+void SimulatorCoreBase::noteDmaTraffic(const TileView &src, const TileView &dst,
+                                       ExecResult &result) {
+  const uint64_t srcBytes = uint64_t(src.totalElements()) * src.elementBytes;
+  const uint64_t dstBytes = uint64_t(dst.totalElements()) * dst.elementBytes;
+  const bool srcHbm = src.memory == Memory::Hbm,
+             dstHbm = dst.memory == Memory::Hbm;
+  if (srcHbm && dstHbm)
+    result.hbmToHbmBytes += srcBytes;
+  else if (srcHbm)
+    result.hbmToSbufBytes += srcBytes;
+  else if (dstHbm)
+    result.sbufToHbmBytes += dstBytes;
+  else
+    result.sbufToSbufBytes += srcBytes;
+  if (srcHbm) {
+    const HbmTensor *tensor = findTensorAt(src.minByte);
+    if (tensor && tensor->kind == HbmTensor::Kind::Scratch)
+      result.spillReloadBytes += srcBytes;
+  }
+  if (dstHbm) {
+    const HbmTensor *tensor = findTensorAt(dst.minByte);
+    if (tensor && tensor->kind == HbmTensor::Kind::Scratch)
+      result.spillSaveBytes += dstBytes;
+  }
+}
+
+bool SimulatorCoreBase::execDmaCopy(const Instruction &inst,
+                                    ExecResult &result) {
+  TileView src, dst;
+  if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
+      !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))
+    return false;
+  const int64_t count = src.totalElements();
+  if (src.dtype == dst.dtype) {
+    ensureSize(rawA, count * int64_t(src.elementBytes));
+    gatherBytes(src, rawA.data());
+    scatterBytes(rawA.data(), dst);
+  } else {
+    // Casts go through fp32 (the DMA engines' datapath).
+    ensureSize(bufA, count);
+    decodeTile(src, bufA.data());
+    encodeTile(bufA.data(), dst);
+  }
+  dmaShape(src, dst, directBuffers(src, dst), result.shape);
+  noteDmaTraffic(src, dst, result);
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execIndirectDma(const Instruction &inst,
+                                        ExecResult &result) {
+  const bool gather = inst.srcs[0].memory == Memory::Hbm;
+  const bool scatter = inst.dst.memory == Memory::Hbm;
+  if (gather == scatter)
+    return fail("an indirect dma_copy needs exactly one HBM side (the rows "
+                "the indices select)");
+  const AccessPattern &tableAp = gather ? inst.srcs[0] : inst.dst;
+  const char *tableName = gather ? "src (srcs[0])" : "dst";
+  const char *tileName = gather ? "dst" : "src (srcs[0])";
+  TileView tile, indices, row;
+  if (!operand(gather ? inst.dst : inst.srcs[0], tileName, tile) ||
+      !operand(inst.indices, "indices", indices))
+    return false;
+  if (indices.memory != Memory::Sbuf ||
+      (indices.dtype != DType::I32 && indices.dtype != DType::I64))
+    return fail("indices must be an int32 or int64 SBUF tile");
+  const unsigned P = tile.partitions;
+  if (indices.partitions != P || indices.freeElements != 1)
+    return fail("indices must be a [" + std::to_string(P) +
+                ", 1] tile (one row index per partition)");
+  // The HBM pattern describes the whole table (numPartitions rows,
+  // partitionStride apart); the index picks the row for each partition.
+  TileView table;
+  if (!operand(tableAp, tableName, table))
+    return false;
+  AccessPattern rowAp = tableAp;
+  rowAp.numPartitions = 1;
+  if (!operand(rowAp, tableName, row))
+    return false;
+  if (row.freeElements != tile.freeElements)
+    return fail(std::string("rows of ") + tableName + " have " +
+                std::to_string(row.freeElements) + " elements but " + tileName +
+                " has " + std::to_string(tile.freeElements) + " per partition");
+  const int64_t rows = tableAp.numPartitions;
+  const int64_t rowPitch = table.partitionPitch;
+
+  ensureSize(intA, P);
+  decodeTileInt(indices, intA.data());
+  const int64_t F = tile.freeElements;
+  ensureSize(bufA, int64_t(P) * F);
+  ensureSize(bufB, F);
+  if (!gather)
+    decodeTile(tile, bufA.data());
+  for (unsigned p = 0; p < P; ++p) {
+    const int64_t index = intA[p];
+    if (index < 0 || index >= rows) {
+      const HbmTensor *tensor = findTensorAt(tableAp.byteOffset);
+      return fail(
+          "index " + std::to_string(index) + " at partition " +
+          std::to_string(p) + " is outside the " + std::to_string(rows) +
+          " rows of the table" +
+          (tensor ? " (HBM tensor '" + tensor->name + "')" : std::string()));
+    }
+    TileView rowView = row;
+    rowView.base = row.base + index * rowPitch;
+    float *values = bufA.data() + int64_t(p) * F;
+    if (gather) {
+      decodeTile(rowView, values);
+    } else if (inst.accumulate) {
+      // Scatter-add: read-modify-write in fp32, partitions in increasing
+      // order, so repeated indices all add.
+      decodeTile(rowView, bufB.data());
+      for (int64_t i = 0; i < F; ++i)
+        bufB[i] += values[i];
+      encodeTile(bufB.data(), rowView);
+    } else {
+      encodeTile(values, rowView);
+    }
+  }
+  if (gather)
+    encodeTile(bufA.data(), tile);
+
+  // Costed like a direct copy of P rows, each row's runs one buffer.
+  TileView hbmSide = row;
+  hbmSide.partitions = P;
+  const TileView &from = gather ? hbmSide : tile;
+  const TileView &to = gather ? tile : hbmSide;
+  dmaShape(from, to, int64_t(P) * (F / std::max<int64_t>(1, row.runElements)),
+           result.shape);
+  noteDmaTraffic(from, to, result);
+  if (gather)
+    noteWrite(tile, result);
+  return true;
+}
+
+} // namespace sim
+} // namespace trnrt

@@ -1,0 +1,232 @@
+//===- SimulatorImpl.h - Simulator internals --------------------*- C++ -*-===//
+//
+// Shared by Simulator.cpp (memories, scheduler, statistics),
+// SimulatorExecute.cpp (functional semantics of each opcode),
+// SimulatorTiles.cpp (access patterns and dtype conversions) and
+// SimulatorCost.cpp (the timing model). Not installed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRNRT_LIB_SIMULATORIMPL_H
+#define TRNRT_LIB_SIMULATORIMPL_H
+
+#include "trnrt/Simulator.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace trnrt {
+namespace sim {
+
+//===----------------------------------------------------------------------===//
+// Tile views
+//===----------------------------------------------------------------------===//
+
+/// A bounds-checked access pattern resolved to host memory. Free dims are in
+/// bytes, padded to four (outermost first, unit dims in front), with
+/// contiguous neighbours merged; the element order is the access pattern's
+/// row-major order, so buffers decoded from a view are [partitions][free].
+struct TileView {
+  uint8_t *base = nullptr;    ///< element (p = 0, i = 0)
+  int64_t partitionPitch = 0; ///< bytes between partitions
+  unsigned partitions = 0;
+  unsigned startPartition = 0; ///< on-chip memories
+  Memory memory = Memory::Sbuf;
+  DType dtype = DType::F32;
+  unsigned elementBytes = 4;
+  int64_t sizes[4] = {1, 1, 1, 1};
+  int64_t strides[4] = {0, 0, 0, 0}; ///< bytes
+  int64_t freeElements = 0;
+  /// Byte extent of one partition's elements: [minByte, endByte) from the
+  /// partition's start (on-chip) or from the HBM base of partition 0.
+  int64_t minByte = 0;
+  int64_t endByte = 0;
+  /// Elements per contiguous run in a partition (for the DMA buffer count).
+  int64_t runElements = 1;
+  /// Stride (elements) of the pattern's innermost dim with more than one
+  /// element; 1 if there is none. Drives the stride penalty and the bf16
+  /// fast forms.
+  int64_t innermostStride = 1;
+
+  int64_t totalElements() const { return freeElements * partitions; }
+  /// Contiguous fp32 rows at a 4-byte-aligned address: BLAS can use them in
+  /// place with leading dimension partitionPitch / 4.
+  bool isDenseF32() const;
+};
+
+/// Decodes every element to fp32: out[p * freeElements + i].
+void decodeTile(const TileView &view, float *out);
+/// Rounds every value to the view's dtype (RNE; f8E4M3FN saturates; to
+/// integers: truncation toward zero, saturating, NaN -> 0) and stores it.
+void encodeTile(const float *in, const TileView &view);
+/// Integer paths (GpSimd int32 math, bitwise ops, int-to-int copies).
+void decodeTileInt(const TileView &view, int64_t *out);
+/// Wraps to the dtype's width (i1: nonzero -> 1); floats get the value.
+void encodeTileInt(const int64_t *in, const TileView &view);
+/// Bit-exact copies between views of the same dtype.
+void gatherBytes(const TileView &view, uint8_t *out);
+void scatterBytes(const uint8_t *in, const TileView &view);
+
+/// Element conversions used by the tile loops (exposed for tests).
+uint16_t floatToBf16(float value);
+float bf16ToFloat(uint16_t bits);
+/// f32 -> f16 / f8E4M3FN / f8E5M2 bits with roundToDType's rules.
+uint32_t encodeNarrowFloat(float value, DType dtype);
+/// Float to integer dtype: trunc toward zero, saturate, NaN -> 0.
+int64_t floatToInteger(float value, DType dtype);
+
+//===----------------------------------------------------------------------===//
+// Cost model inputs
+//===----------------------------------------------------------------------===//
+
+/// What the timing model needs to know about one executed instruction; the
+/// executor fills it from the resolved operands.
+struct CostShape {
+  int64_t freeElements = 0;     ///< N: free elements per partition
+  bool stridePenalty = false;   ///< an innermost stride > fastStrideBytes
+  bool psumInput = false;       ///< a two-input op reads one input from PSUM
+  bool fastBf16 = false;        ///< the bf16 fast forms of docs/isa.md §7.2
+  unsigned tensorInputs = 1;    ///< k of the GpSimd formula
+  unsigned maxElementBytes = 4; ///< b of the GpSimd formula
+  // Tensor Engine.
+  int64_t matmulK = 0, matmulM = 0, matmulN = 0;
+  bool fp32Inputs = false;
+  int64_t transposePartitions = 0, transposeFree = 0;
+  // DMA.
+  double dmaBytes = 0;
+  double dmaBuffers = 0;
+  unsigned dmaPartitions = 0;
+  unsigned dmaHbmSides = 0; ///< 0, 1 or 2 (HBM to HBM)
+};
+
+/// Engine cycles of an instruction on a compute engine (docs/isa.md §7.1,
+/// §7.2), before the dependent-instruction overhead the scheduler adds.
+double computeCycles(const Target &target, Engine engine, Opcode opcode,
+                     const Instruction &inst, const CostShape &shape);
+/// MultiplyMoving: max(min(64, M), N), x4 for fp32 inputs.
+double matmulCycles(const Target &target, const CostShape &shape);
+/// LoadStationary: ceil(M / 4), x4 for fp32 inputs; runs in the background
+/// of the previous matmul, so a matmul costs max(MM, LS).
+double loadStationaryCycles(const Target &target, const CostShape &shape);
+/// min(dmaEngines, ceil(P / (partitions / dmaEngines))).
+unsigned dmaEnginesUsed(const Target &target, const CostShape &shape);
+/// The data phase of a DMA (after dmaFixedNs, §7.3): bytes and buffers
+/// spread over the engines, or the HBM cap if that is slower.
+double dmaTransferNs(const Target &target, const CostShape &shape);
+double engineClockGHz(const Target &target, Engine engine);
+
+//===----------------------------------------------------------------------===//
+// The core
+//===----------------------------------------------------------------------===//
+
+struct FreeDeleter {
+  void operator()(uint8_t *memory) const { std::free(memory); }
+};
+
+/// Byte ranges an instruction wrote, for read-after-write detection.
+struct Extent {
+  Memory memory = Memory::Sbuf;
+  unsigned firstPartition = 0, endPartition = 0;
+  int64_t minByte = 0, endByte = 0;
+  bool valid = false;
+};
+
+/// What executing one instruction produced, besides its memory effects.
+struct ExecResult {
+  CostShape shape;
+  uint64_t flops = 0;
+  uint64_t transposeFlops = 0;
+  Extent written;
+  // DMA traffic (bytes on the HBM side for HBM transfers).
+  uint64_t hbmToSbufBytes = 0, sbufToHbmBytes = 0;
+  uint64_t sbufToSbufBytes = 0, hbmToHbmBytes = 0;
+  uint64_t spillSaveBytes = 0, spillReloadBytes = 0;
+};
+
+class SimulatorCoreBase {
+public:
+  SimulatorCoreBase(const Target &target, SimulatorOptions options)
+      : target(target), options(options) {}
+
+  const Target &target;
+  SimulatorOptions options;
+  const Program *program = nullptr;
+
+  std::unique_ptr<uint8_t, FreeDeleter> hbm;
+  uint64_t hbmSize = 0;
+  std::vector<uint8_t> sbuf, psum;
+  std::unordered_map<std::string, size_t> tensorByName;
+  /// Tensor indices sorted by HBM offset (findTensorAt).
+  std::vector<size_t> tensorsByOffset;
+
+  // The instruction being executed, for error messages and access rules.
+  Engine currentEngine = Engine::Sync;
+  unsigned currentStream = 0;
+  uint32_t currentIndex = 0;
+  const Instruction *currentInst = nullptr;
+  std::string *errorOut = nullptr;
+
+  // Scratch buffers reused across instructions (no allocation per
+  // instruction once warm).
+  std::vector<float> bufA, bufB, bufC, bufD;
+  std::vector<int64_t> intA, intB, intC;
+  std::vector<uint8_t> rawA;
+
+  /// Sets *errorOut to "stream 'S' instruction #I (opcode): message".
+  bool fail(const std::string &message);
+  /// Bounds-checks `ap` and resolves it; on failure reports `operand`.
+  bool makeView(const AccessPattern &ap, const char *operand, TileView &view);
+  /// The HBM tensor whose bytes contain `byteOffset`, or nullptr.
+  const HbmTensor *findTensorAt(int64_t byteOffset) const;
+  uint64_t tensorBytes(const HbmTensor &tensor) const;
+
+  /// Functional effect of the current instruction on `engine`.
+  bool execute(Engine engine, const Instruction &inst, ExecResult &result);
+
+private:
+  bool scalarValues(const ScalarOperand &operand, unsigned partitions,
+                    const char *name, float *out);
+  bool execMatmul(const Instruction &inst, ExecResult &result);
+  bool execTranspose(const Instruction &inst, ExecResult &result);
+  bool execActivation(const Instruction &inst, ExecResult &result);
+  bool execTensorTensor(Engine engine, const Instruction &inst,
+                        ExecResult &result);
+  bool execTensorScalar(Engine engine, const Instruction &inst,
+                        ExecResult &result);
+  bool execTensorReduce(Engine engine, const Instruction &inst,
+                        ExecResult &result);
+  bool execTensorCopy(Engine engine, const Instruction &inst,
+                      ExecResult &result);
+  bool execSelect(const Instruction &inst, ExecResult &result);
+  bool execBnStats(const Instruction &inst, ExecResult &result);
+  bool execBnAggr(const Instruction &inst, ExecResult &result);
+  bool execMemset(const Instruction &inst, ExecResult &result);
+  bool execIota(const Instruction &inst, ExecResult &result);
+  bool execAffineSelect(const Instruction &inst, ExecResult &result);
+  bool execDmaCopy(const Instruction &inst, ExecResult &result);
+  bool execIndirectDma(const Instruction &inst, ExecResult &result);
+  /// makeView plus the engine's reach (compute engines: SBUF and PSUM,
+  /// GpSimd: SBUF only, DMA: HBM and SBUF).
+  bool operand(const AccessPattern &ap, const char *name, TileView &view);
+  bool sameShape(const TileView &a, const TileView &b, const char *aName,
+                 const char *bName);
+  void noteWrite(const TileView &view, ExecResult &result);
+  void noteDmaTraffic(const TileView &src, const TileView &dst,
+                      ExecResult &result);
+};
+
+} // namespace sim
+
+class SimulatorCore : public sim::SimulatorCoreBase {
+public:
+  using SimulatorCoreBase::SimulatorCoreBase;
+};
+
+} // namespace trnrt
+
+#endif // TRNRT_LIB_SIMULATORIMPL_H

@@ -1,0 +1,70 @@
+// RUN: trn-opt %s -nc-allocate -split-input-file -verify-diagnostics | FileCheck %s
+
+// Tiles whose live ranges do not overlap share memory; PSUM tiles take banks.
+// CHECK-LABEL: func @reuse
+func.func @reuse(%h: !nc.hbm<128x512xf32>) {
+  %hv = nc.view %h strides [1] {partition_stride = 512} : !nc.hbm<128x512xf32> -> !nc.tile<hbm, 128x512xf32>
+  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x512xf32>
+  %a = nc.alloc : !nc.tile<sbuf, 128x512xf32>
+  // CHECK: nc.alloc {byte_offset = 2048 : i64, start_partition = 0 : i64} : <sbuf, 128x512xf32>
+  %b = nc.alloc : !nc.tile<sbuf, 128x512xf32>
+  nc.dma_copy %a, %hv : !nc.tile<sbuf, 128x512xf32>, !nc.tile<hbm, 128x512xf32>
+  nc.tensor_copy %b, %a : !nc.tile<sbuf, 128x512xf32>, !nc.tile<sbuf, 128x512xf32>
+  // %a is dead: %c reuses its bytes.
+  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x512xbf16>
+  %c = nc.alloc : !nc.tile<sbuf, 128x512xbf16>
+  nc.tensor_copy %c, %b : !nc.tile<sbuf, 128x512xbf16>, !nc.tile<sbuf, 128x512xf32>
+  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <psum, 128x512xf32>
+  %p = nc.alloc : !nc.tile<psum, 128x512xf32>
+  // CHECK: nc.alloc {byte_offset = 2048 : i64, start_partition = 0 : i64} : <psum, 128x512xf32>
+  %q = nc.alloc : !nc.tile<psum, 128x512xf32>
+  nc.memset %p, 0.0 : !nc.tile<psum, 128x512xf32>
+  nc.memset %q, 0.0 : !nc.tile<psum, 128x512xf32>
+  return
+}
+
+// -----
+
+func.func @sbuf_full() {
+  %a = nc.alloc : !nc.tile<sbuf, 128x40000xf32>
+  // expected-error @+1 {{SBUF is full: 40000 more bytes per partition do not fit next to the 160000 in use (of 180224)}}
+  %b = nc.alloc : !nc.tile<sbuf, 128x10000xf32>
+  nc.memset %a, 0.0 : !nc.tile<sbuf, 128x40000xf32>
+  nc.memset %b, 0.0 : !nc.tile<sbuf, 128x10000xf32>
+  return
+}
+
+// -----
+
+func.func @psum_full() {
+  %p0 = nc.alloc : !nc.tile<psum, 128x512xf32>
+  %p1 = nc.alloc : !nc.tile<psum, 128x512xf32>
+  %p2 = nc.alloc : !nc.tile<psum, 128x512xf32>
+  %p3 = nc.alloc : !nc.tile<psum, 128x512xf32>
+  %p4 = nc.alloc : !nc.tile<psum, 128x512xf32>
+  %p5 = nc.alloc : !nc.tile<psum, 128x512xf32>
+  %p6 = nc.alloc : !nc.tile<psum, 128x512xf32>
+  %p7 = nc.alloc : !nc.tile<psum, 128x512xf32>
+  // expected-error @+1 {{all 8 PSUM banks hold live tiles}}
+  %p8 = nc.alloc : !nc.tile<psum, 128x512xf32>
+  nc.memset %p0, 0.0 : !nc.tile<psum, 128x512xf32>
+  nc.memset %p1, 0.0 : !nc.tile<psum, 128x512xf32>
+  nc.memset %p2, 0.0 : !nc.tile<psum, 128x512xf32>
+  nc.memset %p3, 0.0 : !nc.tile<psum, 128x512xf32>
+  nc.memset %p4, 0.0 : !nc.tile<psum, 128x512xf32>
+  nc.memset %p5, 0.0 : !nc.tile<psum, 128x512xf32>
+  nc.memset %p6, 0.0 : !nc.tile<psum, 128x512xf32>
+  nc.memset %p7, 0.0 : !nc.tile<psum, 128x512xf32>
+  nc.memset %p8, 0.0 : !nc.tile<psum, 128x512xf32>
+  return
+}
+
+// -----
+
+func.func @fixed_overlap() {
+  %a = nc.alloc {start_partition = 0, byte_offset = 0} : !nc.tile<sbuf, 128x64xf32>
+  // expected-error @+1 {{its fixed address overlaps a tile that is live at the same time}}
+  %b = nc.alloc {start_partition = 0, byte_offset = 128} : !nc.tile<sbuf, 128x64xf32>
+  nc.tensor_copy %b, %a : !nc.tile<sbuf, 128x64xf32>, !nc.tile<sbuf, 128x64xf32>
+  return
+}

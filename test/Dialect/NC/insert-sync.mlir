@@ -1,0 +1,28 @@
+// RUN: trn-opt %s -nc-allocate -nc-insert-sync | FileCheck %s
+// RUN: not trn-opt %s -nc-insert-sync 2>&1 | FileCheck %s --check-prefix=NOALLOC
+
+// Load, matmul, evict, store: each consumer waits for its producer's stream.
+// Semaphores: 0 tensor, 1 vector, 2 scalar, 3 gpsimd, 5+q DMA queue q.
+// CHECK-LABEL: func @matmul_tile
+func.func @matmul_tile(%a: !nc.hbm<128x128xbf16>, %b: !nc.hbm<128x512xbf16>, %c: !nc.hbm<128x512xf32>) {
+  %av = nc.view %a strides [1] {partition_stride = 128} : !nc.hbm<128x128xbf16> -> !nc.tile<hbm, 128x128xbf16>
+  %bv = nc.view %b strides [1] {partition_stride = 512} : !nc.hbm<128x512xbf16> -> !nc.tile<hbm, 128x512xbf16>
+  %cv = nc.view %c strides [1] {partition_stride = 512} : !nc.hbm<128x512xf32> -> !nc.tile<hbm, 128x512xf32>
+  %s = nc.alloc : !nc.tile<sbuf, 128x128xbf16>
+  %m = nc.alloc : !nc.tile<sbuf, 128x512xbf16>
+  %p = nc.alloc : !nc.tile<psum, 128x512xf32>
+  %o = nc.alloc : !nc.tile<sbuf, 128x512xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 5 : i64}
+  nc.dma_copy %s, %av : !nc.tile<sbuf, 128x128xbf16>, !nc.tile<hbm, 128x128xbf16>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 6 : i64, queue = 1 : i64}
+  nc.dma_copy %m, %bv {queue = 1} : !nc.tile<sbuf, 128x512xbf16>, !nc.tile<hbm, 128x512xbf16>
+  // CHECK: nc.matmul {{.*}} {nc.signal = 0 : i64, nc.waits = [array<i64: 5, 1>, array<i64: 6, 1>]}
+  nc.matmul %p, %s, %m : !nc.tile<psum, 128x512xf32>, !nc.tile<sbuf, 128x128xbf16>, !nc.tile<sbuf, 128x512xbf16>
+  // CHECK: nc.activation copy {{.*}} {nc.signal = 2 : i64, nc.waits = [array<i64: 0, 1>]}
+  nc.activation copy %o, %p : !nc.tile<sbuf, 128x512xf32>, !nc.tile<psum, 128x512xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 7 : i64, nc.waits = [array<i64: 2, 1>], queue = 2 : i64}
+  nc.dma_copy %cv, %o {queue = 2} : !nc.tile<hbm, 128x512xf32>, !nc.tile<sbuf, 128x512xf32>
+  return
+}
+
+// NOALLOC: error: operand tile has no address; run nc-allocate before nc-insert-sync

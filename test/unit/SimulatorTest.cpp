@@ -1,0 +1,1363 @@
+//===- SimulatorTest.cpp - The simulated NeuronCore -----------------------===//
+//
+// Every instruction against hand-computed results on small tiles, rounding on
+// writes, fp32 PSUM accumulation, access patterns, bounds and memory errors,
+// indirect DMA, deadlocks, and the timing model's basic properties. Programs
+// are built by hand: data enters through DMA from HBM inputs, one step after
+// the other (semaphore 0 counts completed steps), and leaves through DMA to
+// HBM outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trnrt/Simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+
+using namespace trnrt;
+
+namespace {
+
+constexpr unsigned kTensorStream = 0, kVectorStream = 1, kScalarStream = 2,
+                   kGpSimdStream = 3, kSyncStream = 4, kDmaStream = 5;
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+AccessPattern onChip(Memory memory, DType dtype, unsigned partitions,
+                     std::vector<ApDim> dims, int64_t byteOffset = 0,
+                     unsigned startPartition = 0) {
+  AccessPattern ap;
+  ap.memory = memory;
+  ap.dtype = dtype;
+  ap.numPartitions = partitions;
+  ap.startPartition = startPartition;
+  ap.byteOffset = byteOffset;
+  ap.dims = std::move(dims);
+  return ap;
+}
+
+/// A [P, F] SBUF tile with contiguous free elements.
+AccessPattern sbuf(DType dtype, unsigned partitions, int64_t free,
+                   int64_t byteOffset = 0, unsigned startPartition = 0) {
+  return onChip(Memory::Sbuf, dtype, partitions, {{free, 1}}, byteOffset,
+                startPartition);
+}
+
+AccessPattern psum(DType dtype, unsigned partitions, int64_t free,
+                   int64_t byteOffset = 0) {
+  return onChip(Memory::Psum, dtype, partitions, {{free, 1}}, byteOffset);
+}
+
+ScalarOperand column(AccessPattern ap) {
+  ScalarOperand scalar;
+  scalar.isImmediate = false;
+  scalar.column = std::move(ap);
+  return scalar;
+}
+
+ScalarOperand immediate(float value) {
+  ScalarOperand scalar;
+  scalar.immediate = value;
+  return scalar;
+}
+
+Instruction make(Opcode opcode, AccessPattern dst,
+                 std::vector<AccessPattern> srcs = {}) {
+  Instruction inst;
+  inst.opcode = opcode;
+  inst.dst = std::move(dst);
+  inst.srcs = std::move(srcs);
+  return inst;
+}
+
+/// Builds a program whose instructions run one after the other.
+struct Builder {
+  Program program;
+  int64_t steps = 0;
+
+  Builder() {
+    program.target = "trn1";
+    program.numSemaphores = 1;
+    program.dmaQueues.resize(1);
+  }
+
+  void tensor(const std::string &name, DType dtype, std::vector<int64_t> shape,
+              HbmTensor::Kind kind = HbmTensor::Kind::Input) {
+    HbmTensor tensor;
+    tensor.name = name;
+    tensor.dtype = dtype;
+    tensor.shape = std::move(shape);
+    tensor.kind = kind;
+    tensor.offset = (program.hbmBytes + 63) / 64 * 64;
+    uint64_t bytes = dtypeSizeInBytes(dtype);
+    for (int64_t dim : tensor.shape)
+      bytes *= uint64_t(dim);
+    program.hbmBytes = tensor.offset + bytes;
+    program.tensors.push_back(std::move(tensor));
+  }
+
+  const HbmTensor &find(const std::string &name) const {
+    for (const HbmTensor &tensor : program.tensors)
+      if (tensor.name == name)
+        return tensor;
+    ADD_FAILURE() << "no tensor " << name;
+    return program.tensors.front();
+  }
+
+  /// The tensor as [rows, columns] rows on partitions (1-D: one row).
+  AccessPattern hbm(const std::string &name) const {
+    const HbmTensor &tensor = find(name);
+    int64_t rows = tensor.shape.size() > 1 ? tensor.shape[0] : 1;
+    int64_t columns = 1;
+    for (size_t i = tensor.shape.size() > 1 ? 1 : 0; i < tensor.shape.size();
+         ++i)
+      columns *= tensor.shape[i];
+    AccessPattern ap;
+    ap.memory = Memory::Hbm;
+    ap.dtype = tensor.dtype;
+    ap.byteOffset = int64_t(tensor.offset);
+    ap.numPartitions = unsigned(rows);
+    ap.partitionStride = columns;
+    ap.dims = {{columns, 1}};
+    return ap;
+  }
+
+  /// Appends `inst` to `stream`, ordered after every earlier step.
+  void add(unsigned stream, Instruction inst) {
+    inst.waits.push_back({0, steps});
+    inst.signal = 0;
+    ++steps;
+    if (stream < kNumEngineStreams)
+      program.engineStreams[stream].push_back(std::move(inst));
+    else
+      program.dmaQueues[stream - kNumEngineStreams].push_back(std::move(inst));
+  }
+
+  void dma(AccessPattern dst, AccessPattern src) {
+    add(kDmaStream, make(Opcode::DmaCopy, std::move(dst), {std::move(src)}));
+  }
+};
+
+struct Outcome {
+  bool ok = false;
+  std::string error;
+  SimulationStats stats;
+  std::map<std::string, std::vector<double>> outputs;
+};
+
+Outcome run(const Builder &builder,
+            const std::map<std::string, std::vector<double>> &inputs,
+            SimulatorOptions options = {}) {
+  Outcome outcome;
+  Simulator sim(trn1Target(), options);
+  if (!sim.load(builder.program, outcome.error))
+    return outcome;
+  for (const auto &[name, values] : inputs)
+    if (!sim.writeTensor(name, values.data(), values.size(), outcome.error))
+      return outcome;
+  if (!sim.run(outcome.stats, outcome.error))
+    return outcome;
+  for (const HbmTensor &tensor : builder.program.tensors)
+    if (tensor.kind == HbmTensor::Kind::Output ||
+        tensor.kind == HbmTensor::Kind::Scratch)
+      if (!sim.readTensor(tensor.name, outcome.outputs[tensor.name],
+                          outcome.error))
+        return outcome;
+  outcome.ok = true;
+  return outcome;
+}
+
+double roundBf16(double value) { return roundToDType(value, DType::BF16); }
+
+void expectValues(const std::vector<double> &actual,
+                  const std::vector<double> &expected, double tolerance = 0) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (std::isnan(expected[i]))
+      EXPECT_TRUE(std::isnan(actual[i])) << "element " << i;
+    else if (std::isinf(expected[i]))
+      EXPECT_EQ(actual[i], expected[i]) << "element " << i;
+    else
+      EXPECT_NEAR(actual[i], expected[i], tolerance) << "element " << i;
+  }
+}
+
+/// One Vector/Scalar/GpSimd instruction over [P, F] f32 tiles: inputs "a",
+/// "b", "c" are loaded to SBUF offsets 0, 4096, 8192; the result at 12288 is
+/// stored to "out" (dtype `outType`).
+struct ElementwiseCase {
+  unsigned partitions;
+  int64_t free;
+  DType outType = DType::F32;
+  Builder builder;
+
+  ElementwiseCase(unsigned partitions, int64_t free, unsigned inputs,
+                  DType inType = DType::F32, DType outType = DType::F32)
+      : partitions(partitions), free(free), outType(outType) {
+    const char *names[] = {"a", "b", "c"};
+    for (unsigned i = 0; i < inputs; ++i) {
+      builder.tensor(names[i], inType, {partitions, free});
+      builder.dma(sbuf(inType, partitions, free, 4096 * i),
+                  builder.hbm(names[i]));
+    }
+    builder.tensor("out", outType, {partitions, free}, HbmTensor::Kind::Output);
+  }
+
+  AccessPattern in(unsigned i, DType dtype = DType::F32) const {
+    return sbuf(dtype, partitions, free, 4096 * i);
+  }
+  AccessPattern out() const { return sbuf(outType, partitions, free, 12288); }
+
+  Outcome finish(unsigned stream, Instruction inst,
+                 const std::map<std::string, std::vector<double>> &inputs) {
+    builder.add(stream, std::move(inst));
+    builder.dma(builder.hbm("out"), out());
+    return run(builder, inputs);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Memory, DMA, casts
+//===----------------------------------------------------------------------===//
+
+TEST(SimulatorTest, DmaRoundTripAndCastToBf16) {
+  Builder b;
+  b.tensor("x", DType::F32, {2, 4});
+  b.tensor("y", DType::BF16, {2, 4}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::BF16, 2, 4), b.hbm("x"));
+  b.dma(b.hbm("y"), sbuf(DType::BF16, 2, 4));
+  // 1 + 2^-8 is a tie between 1 and 1 + 2^-7 in bf16: even -> 1.
+  // 1 + 3*2^-8 is a tie between 1 + 2^-7 and 1 + 2^-6: even -> 1 + 2^-6.
+  std::vector<double> x = {1.0 + std::ldexp(1, -8),
+                           1.0 + 3 * std::ldexp(1, -8),
+                           -2.5,
+                           1e-3,
+                           3.0e38,
+                           -0.0,
+                           kNaN,
+                           65504.0};
+  Outcome o = run(b, {{"x", x}});
+  ASSERT_TRUE(o.ok) << o.error;
+  std::vector<double> expected;
+  for (double v : x)
+    expected.push_back(roundBf16(float(v)));
+  expectValues(o.outputs["y"], expected);
+  EXPECT_EQ(o.outputs["y"][0], 1.0);
+  EXPECT_EQ(o.outputs["y"][1], 1.0 + std::ldexp(1, -6));
+  EXPECT_TRUE(std::signbit(o.outputs["y"][5]));
+}
+
+TEST(SimulatorTest, NarrowFloatWritesMatchEncodeFloat) {
+  // f32 -> f16 / fp8 casts in the DMA path agree with Numerics' rounding
+  // (including subnormals, overflow and e4m3 saturation).
+  std::mt19937 random(7);
+  std::vector<double> values;
+  for (int i = 0; i < 4096; ++i) {
+    uint32_t bits = random();
+    float f;
+    std::memcpy(&f, &bits, 4);
+    values.push_back(i % 2 ? double(f)
+                           : std::ldexp(double(int(random() % 20000) - 10000),
+                                        int(random() % 40) - 30));
+  }
+  const double specials[] = {
+      0.0,  -0.0,   464.0,    480.0,     448.0, 65520.0, 61440.,
+      1e-8, -1e-20, INFINITY, -INFINITY, kNaN,  57344.0, 5.9604644775390625e-8};
+  for (size_t i = 0; i < std::size(specials); ++i)
+    values[i] = specials[i];
+  for (double &v : values)
+    v = double(float(v));
+  for (DType narrow : {DType::F16, DType::F8E4M3FN, DType::F8E5M2}) {
+    Builder b;
+    b.tensor("x", DType::F32, {64, 64});
+    b.tensor("y", narrow, {64, 64}, HbmTensor::Kind::Output);
+    b.dma(sbuf(narrow, 64, 64), b.hbm("x"));
+    b.dma(b.hbm("y"), sbuf(narrow, 64, 64));
+    Simulator sim(trn1Target());
+    std::string error;
+    SimulationStats stats;
+    ASSERT_TRUE(sim.load(b.program, error)) << error;
+    ASSERT_TRUE(sim.writeTensor("x", values.data(), values.size(), error));
+    ASSERT_TRUE(sim.run(stats, error)) << error;
+    std::vector<uint8_t> bytes;
+    ASSERT_TRUE(sim.readTensorBytes("y", bytes, error));
+    unsigned size = dtypeSizeInBytes(narrow);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint64_t bits = 0;
+      std::memcpy(&bits, bytes.data() + i * size, size);
+      ASSERT_EQ(bits, encodeFloat(values[i], narrow))
+          << dtypeName(narrow) << " value " << values[i];
+    }
+  }
+}
+
+TEST(SimulatorTest, AccessPatternStrides) {
+  // Load a [4, 6] tensor transposed through the HBM pattern (partition =
+  // column, free = rows with stride 6), then store every other element of
+  // each partition in reverse order (negative stride).
+  Builder b;
+  b.tensor("x", DType::F32, {4, 6});
+  b.tensor("y", DType::F32, {6, 2}, HbmTensor::Kind::Output);
+  AccessPattern transposed = b.hbm("x");
+  transposed.numPartitions = 6;
+  transposed.partitionStride = 1;
+  transposed.dims = {{4, 6}};
+  b.dma(sbuf(DType::F32, 6, 4), transposed);
+  // Elements 3 and 1 of each partition: start at byte 12, stride -2.
+  b.dma(b.hbm("y"), onChip(Memory::Sbuf, DType::F32, 6, {{2, -2}}, 12));
+  std::vector<double> x(24);
+  for (int i = 0; i < 24; ++i)
+    x[i] = i;
+  Outcome o = run(b, {{"x", x}});
+  ASSERT_TRUE(o.ok) << o.error;
+  // Partition c holds column c: x[r][c] = 6r + c; elements 3 then 1.
+  std::vector<double> expected;
+  for (int c = 0; c < 6; ++c) {
+    expected.push_back(18 + c);
+    expected.push_back(6 + c);
+  }
+  expectValues(o.outputs["y"], expected);
+}
+
+TEST(SimulatorTest, MultiDimPatternAndBroadcast) {
+  // A [2, 3] x [2 x 2] pattern with an outer stride of 0 (broadcast) reads
+  // the same two elements three times.
+  Builder b;
+  b.tensor("x", DType::F32, {2, 2});
+  b.tensor("y", DType::F32, {2, 6}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::F32, 2, 2), b.hbm("x"));
+  Instruction copy =
+      make(Opcode::TensorCopy, sbuf(DType::F32, 2, 6, 64),
+           {onChip(Memory::Sbuf, DType::F32, 2, {{3, 0}, {2, 1}})});
+  b.add(kVectorStream, copy);
+  b.dma(b.hbm("y"), sbuf(DType::F32, 2, 6, 64));
+  Outcome o = run(b, {{"x", {1, 2, 3, 4}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["y"], {1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4});
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor Engine
+//===----------------------------------------------------------------------===//
+
+TEST(SimulatorTest, MatmulBf16) {
+  // dst[M=3, N=5] = stationary[K=4, M=3]^T moving[K=4, N=5].
+  const int K = 4, M = 3, N = 5;
+  Builder b;
+  b.tensor("s", DType::F32, {K, M});
+  b.tensor("m", DType::F32, {K, N});
+  b.tensor("out", DType::F32, {M, N}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::BF16, K, M, 0), b.hbm("s"));
+  b.dma(sbuf(DType::BF16, K, N, 1024), b.hbm("m"));
+  b.add(kTensorStream,
+        make(Opcode::Matmul, psum(DType::F32, M, N),
+             {sbuf(DType::BF16, K, M, 0), sbuf(DType::BF16, K, N, 1024)}));
+  b.add(kVectorStream, make(Opcode::TensorCopy, sbuf(DType::F32, M, N, 4096),
+                            {psum(DType::F32, M, N)}));
+  b.dma(b.hbm("out"), sbuf(DType::F32, M, N, 4096));
+  std::vector<double> s(K * M), m(K * N);
+  for (int i = 0; i < K * M; ++i)
+    s[i] = (i % 5) - 2 + 0.5;
+  for (int i = 0; i < K * N; ++i)
+    m[i] = (i % 7) * 0.25 - 1;
+  Outcome o = run(b, {{"s", s}, {"m", m}});
+  ASSERT_TRUE(o.ok) << o.error;
+  std::vector<double> expected(M * N, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k)
+        expected[i * N + j] += s[k * M + i] * m[k * N + j];
+  expectValues(o.outputs["out"], expected);
+  EXPECT_EQ(o.stats.matmulFlops, uint64_t(2 * M * N * K));
+}
+
+TEST(SimulatorTest, MatmulAccumulatesInFp32Psum) {
+  // Three matmuls into one PSUM tile: overwrite, then two accumulates. Each
+  // adds a value exact in bf16; the sum needs more than bf16's 8 bits and is
+  // kept exactly by the fp32 PSUM.
+  Builder b;
+  b.tensor("ones", DType::BF16, {1, 2});
+  b.tensor("m", DType::BF16, {3, 2});
+  b.tensor("out", DType::F32, {2, 2}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::BF16, 1, 2, 0), b.hbm("ones"));
+  AccessPattern rows = b.hbm("m");
+  for (int i = 0; i < 3; ++i) {
+    AccessPattern row = rows;
+    row.numPartitions = 1;
+    row.byteOffset += 4 * i;
+    b.dma(sbuf(DType::BF16, 1, 2, 64 + 64 * i), row);
+  }
+  for (int i = 0; i < 3; ++i) {
+    Instruction mm = make(
+        Opcode::Matmul, psum(DType::F32, 2, 2),
+        {sbuf(DType::BF16, 1, 2, 0), sbuf(DType::BF16, 1, 2, 64 + 64 * i)});
+    mm.accumulate = i > 0;
+    b.add(kTensorStream, mm);
+  }
+  b.add(kScalarStream, make(Opcode::Activation, sbuf(DType::F32, 2, 2, 4096),
+                            {psum(DType::F32, 2, 2)}));
+  b.dma(b.hbm("out"), sbuf(DType::F32, 2, 2, 4096));
+  const double e8 = std::ldexp(1, -8), e9 = std::ldexp(1, -9);
+  Outcome o = run(b, {{"ones", {1, 1}}, {"m", {1, 2, e8, e8, e9, -e9}}},
+                  SimulatorOptions{true, false});
+  ASSERT_TRUE(o.ok) << o.error;
+  double first = 1 + e8 + e9, second = 2 + e8 - e9;
+  expectValues(o.outputs["out"], {first, second, first, second});
+  EXPECT_NE(roundBf16(first), first); // not representable in bf16
+}
+
+TEST(SimulatorTest, MatmulFp32OverwritesPoisonedPsum) {
+  // fp32 inputs, dense layouts (BLAS in place); the PSUM tile starts as NaN
+  // (poison) and the non-accumulating matmul overwrites it.
+  const int K = 128, M = 64, N = 96;
+  Builder b;
+  b.tensor("s", DType::F32, {K, M});
+  b.tensor("m", DType::F32, {K, N});
+  b.tensor("out", DType::F32, {M, N}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::F32, K, M, 0), b.hbm("s"));
+  b.dma(sbuf(DType::F32, K, N, 1024), b.hbm("m"));
+  b.add(kTensorStream,
+        make(Opcode::Matmul, psum(DType::F32, M, N, 2048),
+             {sbuf(DType::F32, K, M, 0), sbuf(DType::F32, K, N, 1024)}));
+  b.add(kVectorStream, make(Opcode::TensorCopy, sbuf(DType::F32, M, N, 4096),
+                            {psum(DType::F32, M, N, 2048)}));
+  b.dma(b.hbm("out"), sbuf(DType::F32, M, N, 4096));
+  std::vector<double> s(K * M), m(K * N);
+  for (int i = 0; i < K * M; ++i)
+    s[i] = ((i * 37) % 17) * 0.125 - 1;
+  for (int i = 0; i < K * N; ++i)
+    m[i] = ((i * 11) % 13) * 0.0625 - 0.375;
+  Outcome o = run(b, {{"s", s}, {"m", m}}, SimulatorOptions{true, false});
+  ASSERT_TRUE(o.ok) << o.error;
+  std::vector<double> expected(M * N, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k)
+        expected[i * N + j] += s[k * M + i] * m[k * N + j];
+  // Products and sums of these dyadic values are exact in fp32.
+  expectValues(o.outputs["out"], expected);
+  EXPECT_EQ(o.stats.fp32MatmulFlops, o.stats.matmulFlops);
+}
+
+TEST(SimulatorTest, Transpose) {
+  Builder b;
+  b.tensor("x", DType::BF16, {3, 4});
+  b.tensor("out", DType::F32, {4, 3}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::BF16, 3, 4), b.hbm("x"));
+  b.add(kTensorStream, make(Opcode::Transpose, psum(DType::F32, 4, 3),
+                            {sbuf(DType::BF16, 3, 4)}));
+  b.add(kVectorStream, make(Opcode::TensorCopy, sbuf(DType::F32, 4, 3, 64),
+                            {psum(DType::F32, 4, 3)}));
+  b.dma(b.hbm("out"), sbuf(DType::F32, 4, 3, 64));
+  std::vector<double> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -INFINITY};
+  Outcome o = run(b, {{"x", x}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["out"],
+               {1, 5, 9, 2, 6, 10, 3, 7, 11, 4, 8, -INFINITY});
+  EXPECT_GT(o.stats.transposeFlops, 0u);
+  EXPECT_EQ(o.stats.matmulFlops, 0u);
+}
+
+TEST(SimulatorTest, MatmulShapeErrors) {
+  Builder b;
+  b.add(kTensorStream,
+        make(Opcode::Matmul, psum(DType::F32, 4, 640),
+             {sbuf(DType::BF16, 8, 4), sbuf(DType::BF16, 8, 640)}));
+  Outcome o = run(b, {});
+  ASSERT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("N=640"), std::string::npos) << o.error;
+
+  Builder c;
+  c.add(kTensorStream,
+        make(Opcode::Matmul, psum(DType::F32, 4, 256, 1536),
+             {sbuf(DType::BF16, 8, 4), sbuf(DType::BF16, 8, 256)}));
+  o = run(c, {});
+  ASSERT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("PSUM bank"), std::string::npos) << o.error;
+
+  Builder d;
+  d.add(kTensorStream, make(Opcode::Matmul, psum(DType::F32, 4, 8),
+                            {sbuf(DType::F32, 8, 4), sbuf(DType::BF16, 8, 8)}));
+  o = run(d, {});
+  ASSERT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("fp32"), std::string::npos) << o.error;
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar Engine
+//===----------------------------------------------------------------------===//
+
+TEST(SimulatorTest, ActivationWithColumnsAndRowSum) {
+  // dst = exp(x * scale[p] + bias[p]); reduceDst[p] = sum of the fp32 results.
+  ElementwiseCase c(2, 3, 3);
+  Instruction act = make(Opcode::Activation, c.out(), {c.in(0)});
+  act.func = ActivationFunc::Exp;
+  act.scale = column(sbuf(DType::F32, 2, 1, 4096));
+  act.bias = column(sbuf(DType::F32, 2, 1, 8192));
+  act.accumulateRow = true;
+  act.reduceDst = sbuf(DType::F32, 2, 1, 16384);
+  c.builder.tensor("sums", DType::F32, {2, 1}, HbmTensor::Kind::Output);
+  c.builder.add(kScalarStream, act);
+  c.builder.dma(c.builder.hbm("sums"), sbuf(DType::F32, 2, 1, 16384));
+  std::vector<double> x = {0, 1, 2, -1, 0.5, 3};
+  // Inputs b and c are [2, 3]: only the first element of each row is read.
+  Outcome o = c.finish(
+      kDmaStream, make(Opcode::Nop, {}),
+      {{"a", x}, {"b", {2, 0, 0, -1, 0, 0}}, {"c", {0.5, 0, 0, 0, 0, 0}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  std::vector<double> expected;
+  double sums[2] = {0, 0};
+  for (int p = 0; p < 2; ++p)
+    for (int i = 0; i < 3; ++i) {
+      float scale = p == 0 ? 2.0f : -1.0f, bias = p == 0 ? 0.5f : 0.0f;
+      float t = float(x[p * 3 + i]) * scale + bias;
+      float y = float(std::exp(double(t)));
+      expected.push_back(y);
+      sums[p] = float(sums[p] + y);
+    }
+  expectValues(o.outputs["out"], expected);
+  expectValues(o.outputs["sums"], {sums[0], sums[1]});
+}
+
+TEST(SimulatorTest, ActivationFunctions) {
+  const std::vector<double> x = {-2.0, -0.5, 0.0, 0.75, 3.0};
+  struct Case {
+    ActivationFunc func;
+    double (*reference)(double);
+  } cases[] = {
+      {ActivationFunc::Copy, [](double v) { return v; }},
+      {ActivationFunc::Negate, [](double v) { return -v; }},
+      {ActivationFunc::Tanh, [](double v) { return std::tanh(v); }},
+      {ActivationFunc::Sigmoid,
+       [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {ActivationFunc::Relu, [](double v) { return v > 0 ? v : 0; }},
+      {ActivationFunc::Gelu,
+       [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
+      {ActivationFunc::GeluTanh,
+       [](double v) {
+         return 0.5 * v *
+                (1 +
+                 std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+       }},
+      {ActivationFunc::Silu, [](double v) { return v / (1 + std::exp(-v)); }},
+      {ActivationFunc::Erf, [](double v) { return std::erf(v); }},
+      {ActivationFunc::Square, [](double v) { return v * v; }},
+      {ActivationFunc::Sin, [](double v) { return std::sin(v); }},
+      {ActivationFunc::Cos, [](double v) { return std::cos(v); }},
+      {ActivationFunc::Abs, [](double v) { return std::fabs(v); }},
+      {ActivationFunc::Sign,
+       [](double v) { return v > 0   ? 1.0
+                             : v < 0 ? -1.0
+                                     : 0.0; }},
+      {ActivationFunc::Floor, [](double v) { return std::floor(v); }},
+      {ActivationFunc::Exp, [](double v) { return std::exp(v); }},
+  };
+  for (const Case &test : cases) {
+    ElementwiseCase c(1, 5, 1);
+    Instruction act = make(Opcode::Activation, c.out(), {c.in(0)});
+    act.func = test.func;
+    Outcome o = c.finish(kScalarStream, act, {{"a", x}});
+    ASSERT_TRUE(o.ok) << o.error;
+    std::vector<double> expected;
+    for (double v : x)
+      expected.push_back(float(test.reference(v)));
+    expectValues(o.outputs["out"], expected, 1e-6);
+  }
+  // Domain-restricted functions on positive inputs.
+  const std::vector<double> positive = {0.25, 1.0, 2.0, 4.0, 9.0};
+  struct Case2 {
+    ActivationFunc func;
+    double (*reference)(double);
+  } cases2[] = {
+      {ActivationFunc::Log, [](double v) { return std::log(v); }},
+      {ActivationFunc::Log1p, [](double v) { return std::log1p(v); }},
+      {ActivationFunc::Sqrt, [](double v) { return std::sqrt(v); }},
+      {ActivationFunc::Rsqrt, [](double v) { return 1 / std::sqrt(v); }},
+      {ActivationFunc::Reciprocal, [](double v) { return 1 / v; }},
+  };
+  for (const Case2 &test : cases2) {
+    ElementwiseCase c(1, 5, 1);
+    Instruction act = make(Opcode::Activation, c.out(), {c.in(0)});
+    act.func = test.func;
+    Outcome o = c.finish(kScalarStream, act, {{"a", positive}});
+    ASSERT_TRUE(o.ok) << o.error;
+    std::vector<double> expected;
+    for (double v : positive)
+      expected.push_back(float(test.reference(v)));
+    expectValues(o.outputs["out"], expected, 1e-6);
+  }
+}
+
+TEST(SimulatorTest, ActivationRoundsToBf16) {
+  ElementwiseCase c(1, 4, 1, DType::F32, DType::BF16);
+  Instruction act = make(Opcode::Activation, c.out(), {c.in(0)});
+  act.scale = immediate(3.0f);
+  Outcome o = c.finish(kScalarStream, act, {{"a", {0.1, 1.0 / 3, 7.0, -1e-3}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  std::vector<double> expected;
+  for (double v : {0.1, 1.0 / 3, 7.0, -1e-3})
+    expected.push_back(roundBf16(float(float(v) * 3.0f)));
+  expectValues(o.outputs["out"], expected);
+}
+
+//===----------------------------------------------------------------------===//
+// Vector Engine and GpSimd
+//===----------------------------------------------------------------------===//
+
+TEST(SimulatorTest, TensorTensorEveryAluOp) {
+  const std::vector<double> a = {3, -2, 0, 1.5, 6, kNaN};
+  const std::vector<double> bValues = {2, -2, 5, 0, -4, 1};
+  struct Case {
+    AluOp op;
+    std::vector<double> expected;
+  } cases[] = {
+      {AluOp::Add, {5, -4, 5, 1.5, 2, kNaN}},
+      {AluOp::Subtract, {1, 0, -5, 1.5, 10, kNaN}},
+      {AluOp::Multiply, {6, 4, 0, 0, -24, kNaN}},
+      {AluOp::Divide, {1.5, 1, 0, INFINITY, -1.5, kNaN}},
+      {AluOp::Max, {3, -2, 5, 1.5, 6, kNaN}},
+      {AluOp::Min, {2, -2, 0, 0, -4, kNaN}},
+      {AluOp::IsEqual, {0, 1, 0, 0, 0, 0}},
+      {AluOp::IsNotEqual, {1, 0, 1, 1, 1, 1}},
+      {AluOp::IsLess, {0, 0, 1, 0, 0, 0}},
+      {AluOp::IsLessEqual, {0, 1, 1, 0, 0, 0}},
+      {AluOp::IsGreater, {1, 0, 0, 1, 1, 0}},
+      {AluOp::IsGreaterEqual, {1, 1, 0, 1, 1, 0}},
+      {AluOp::LogicalAnd, {1, 1, 0, 0, 1, 1}},
+      {AluOp::LogicalOr, {1, 1, 1, 1, 1, 1}},
+  };
+  for (const Case &test : cases) {
+    ElementwiseCase c(2, 3, 2);
+    Instruction tt = make(Opcode::TensorTensor, c.out(), {c.in(0), c.in(1)});
+    tt.op0 = test.op;
+    Outcome o = c.finish(kVectorStream, tt, {{"a", a}, {"b", bValues}});
+    ASSERT_TRUE(o.ok) << o.error;
+    SCOPED_TRACE(aluOpName(test.op));
+    expectValues(o.outputs["out"], test.expected);
+  }
+  // pow runs on GpSimd.
+  ElementwiseCase c(1, 3, 2);
+  Instruction tt = make(Opcode::TensorTensor, c.out(), {c.in(0), c.in(1)});
+  tt.op0 = AluOp::Pow;
+  Outcome o =
+      c.finish(kGpSimdStream, tt, {{"a", {2, 9, 4}}, {"b", {3, 0.5, -1}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["out"], {8, 3, 0.25});
+}
+
+TEST(SimulatorTest, IntegerOps) {
+  // GpSimd adds int32 exactly with wraparound; bitwise ops work on bits.
+  ElementwiseCase c(1, 3, 2, DType::I32, DType::I32);
+  Instruction tt = make(Opcode::TensorTensor, c.out(),
+                        {c.in(0, DType::I32), c.in(1, DType::I32)});
+  tt.op0 = AluOp::Add;
+  Outcome o = c.finish(kGpSimdStream, tt,
+                       {{"a", {2147483647, 16777217, -5}}, {"b", {1, 1, 3}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["out"], {-2147483648.0, 16777218, -2});
+
+  // The Vector Engine computes in fp32: 16777217 + 1 rounds.
+  ElementwiseCase v(1, 1, 2, DType::I32, DType::I32);
+  Instruction add = make(Opcode::TensorTensor, v.out(),
+                         {v.in(0, DType::I32), v.in(1, DType::I32)});
+  add.op0 = AluOp::Add;
+  o = v.finish(kVectorStream, add, {{"a", {16777217}}, {"b", {2}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["out"], {16777218});
+
+  ElementwiseCase w(1, 2, 2, DType::I32, DType::I32);
+  Instruction bits = make(Opcode::TensorTensor, w.out(),
+                          {w.in(0, DType::I32), w.in(1, DType::I32)});
+  bits.op0 = AluOp::BitwiseAnd;
+  o = w.finish(kVectorStream, bits, {{"a", {12, -1}}, {"b", {10, 16777217}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["out"], {8, 16777217});
+}
+
+TEST(SimulatorTest, TensorScalarTwoOpsWithReverse) {
+  // dst = s1 - (x * s0[p]) with s0 a column and s1 an immediate.
+  ElementwiseCase c(2, 2, 2);
+  Instruction ts = make(Opcode::TensorScalar, c.out(), {c.in(0)});
+  ts.op0 = AluOp::Multiply;
+  ts.scalar0 = column(sbuf(DType::F32, 2, 1, 4096));
+  ts.op1 = AluOp::Subtract;
+  ts.scalar1 = immediate(10.0f);
+  ts.reverse1 = true;
+  Outcome o =
+      c.finish(kVectorStream, ts, {{"a", {1, 2, 3, 4}}, {"b", {2, 0, -1, 0}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["out"], {8, 6, 13, 14});
+
+  // op0 bypass, op1 max; and a comparison giving 1/0.
+  ElementwiseCase d(1, 4, 1);
+  Instruction cmp = make(Opcode::TensorScalar, d.out(), {d.in(0)});
+  cmp.op0 = AluOp::IsGreaterEqual;
+  cmp.scalar0 = immediate(2.0f);
+  o = d.finish(kVectorStream, cmp, {{"a", {1, 2, 3, -5}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["out"], {0, 1, 1, 0});
+}
+
+TEST(SimulatorTest, TensorReduce) {
+  const std::vector<double> x = {1, 4, -2, 3, 0.5, 2, 2, 2};
+  struct Case {
+    AluOp op;
+    bool negate;
+    std::vector<double> expected;
+  } cases[] = {
+      {AluOp::Add, false, {6, 6.5}},      {AluOp::Add, true, {-6, -6.5}},
+      {AluOp::Max, false, {4, 2}},        {AluOp::Min, false, {-2, 0.5}},
+      {AluOp::Multiply, false, {-24, 4}}, {AluOp::Subtract, false, {-4, -5.5}},
+  };
+  for (const Case &test : cases) {
+    ElementwiseCase c(2, 4, 1);
+    c.builder.tensor("r", DType::F32, {2, 1}, HbmTensor::Kind::Output);
+    Instruction reduce =
+        make(Opcode::TensorReduce, sbuf(DType::F32, 2, 1, 16384), {c.in(0)});
+    reduce.op0 = test.op;
+    reduce.negate = test.negate;
+    c.builder.add(kVectorStream, reduce);
+    c.builder.dma(c.builder.hbm("r"), sbuf(DType::F32, 2, 1, 16384));
+    Outcome o = run(c.builder, {{"a", x}});
+    ASSERT_TRUE(o.ok) << o.error;
+    expectValues(o.outputs["r"], test.expected);
+  }
+  // A comparison is not a reduction.
+  ElementwiseCase c(1, 4, 1);
+  Instruction reduce =
+      make(Opcode::TensorReduce, sbuf(DType::F32, 1, 1, 16384), {c.in(0)});
+  reduce.op0 = AluOp::IsEqual;
+  Outcome o = c.finish(kVectorStream, reduce, {{"a", {1, 2, 3, 4}}});
+  EXPECT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("not a reduction"), std::string::npos) << o.error;
+}
+
+TEST(SimulatorTest, TensorCopyBitExactAndCasting) {
+  // bf16 -> bf16 copies keep NaN payloads; f32 -> bf16 rounds; f32 -> i32
+  // truncates toward zero and saturates.
+  Builder b;
+  b.tensor("raw", DType::BF16, {1, 2});
+  b.tensor("copy", DType::BF16, {1, 2}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::BF16, 1, 2), b.hbm("raw"));
+  b.add(kGpSimdStream, make(Opcode::TensorCopy, sbuf(DType::BF16, 1, 2, 64),
+                            {sbuf(DType::BF16, 1, 2)}));
+  b.dma(b.hbm("copy"), sbuf(DType::BF16, 1, 2, 64));
+  Simulator sim(trn1Target());
+  std::string error;
+  ASSERT_TRUE(sim.load(b.program, error)) << error;
+  const uint16_t raw[2] = {0x7F81, 0x3F80}; // a signalling-NaN payload, 1.0
+  ASSERT_TRUE(sim.writeTensorBytes("raw", raw, sizeof(raw), error));
+  SimulationStats stats;
+  ASSERT_TRUE(sim.run(stats, error)) << error;
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(sim.readTensorBytes("copy", bytes, error));
+  ASSERT_EQ(bytes.size(), 4u);
+  EXPECT_EQ(0, std::memcmp(bytes.data(), raw, 4));
+
+  ElementwiseCase c(1, 4, 1, DType::F32, DType::I32);
+  Outcome o =
+      c.finish(kVectorStream, make(Opcode::TensorCopy, c.out(), {c.in(0)}),
+               {{"a", {2.7, -2.7, 3e9, kNaN}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["out"], {2, -2, 2147483647, 0});
+}
+
+TEST(SimulatorTest, Select) {
+  ElementwiseCase c(1, 4, 3);
+  // The predicate is an i32 tile converted by a copy.
+  c.builder.add(kVectorStream, make(Opcode::TensorCopy,
+                                    sbuf(DType::I32, 1, 4, 20000), {c.in(0)}));
+  Instruction select = make(Opcode::Select, c.out(),
+                            {sbuf(DType::I32, 1, 4, 20000), c.in(1), c.in(2)});
+  Outcome o = c.finish(
+      kVectorStream, select,
+      {{"a", {1, 0, -3, 0}}, {"b", {10, 20, 30, 40}}, {"c", {-1, -2, -3, -4}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["out"], {10, -2, 30, -4});
+}
+
+TEST(SimulatorTest, BnStatsAndBnAggr) {
+  // One partition, 6 elements: even ones {1, 3, 5}, odd ones {2, 6, 10}.
+  Builder b;
+  b.tensor("x", DType::F32, {1, 6});
+  b.tensor("stats", DType::F32, {1, 6}, HbmTensor::Kind::Output);
+  b.tensor("aggr", DType::F32, {1, 2}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::F32, 1, 6), b.hbm("x"));
+  b.add(kVectorStream, make(Opcode::BnStats, sbuf(DType::F32, 1, 6, 64),
+                            {sbuf(DType::F32, 1, 6)}));
+  b.add(kVectorStream, make(Opcode::BnAggr, sbuf(DType::F32, 1, 2, 128),
+                            {sbuf(DType::F32, 1, 6, 64)}));
+  b.dma(b.hbm("stats"), sbuf(DType::F32, 1, 6, 64));
+  b.dma(b.hbm("aggr"), sbuf(DType::F32, 1, 2, 128));
+  Outcome o = run(b, {{"x", {1, 2, 3, 6, 5, 10}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  // even: count 3, mean 3, M2 = 4 + 0 + 4 = 8; odd: 3, 6, 16 + 0 + 16 = 32.
+  expectValues(o.outputs["stats"], {3, 3, 8, 3, 6, 32});
+  // All six: mean 4.5, population variance = sum((x - 4.5)^2) / 6.
+  double variance = (12.25 + 6.25 + 2.25 + 2.25 + 0.25 + 30.25) / 6;
+  expectValues(o.outputs["aggr"], {4.5, variance}, 1e-6);
+}
+
+TEST(SimulatorTest, BnStatsOddCountAndEmptyHalf) {
+  Builder b;
+  b.tensor("x", DType::F32, {2, 1});
+  b.tensor("stats", DType::F32, {2, 6}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::F32, 2, 1), b.hbm("x"));
+  b.add(kVectorStream, make(Opcode::BnStats, sbuf(DType::F32, 2, 6, 64),
+                            {sbuf(DType::F32, 2, 1)}));
+  b.dma(b.hbm("stats"), sbuf(DType::F32, 2, 6, 64));
+  Outcome o = run(b, {{"x", {7, -1}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["stats"], {1, 7, 0, 0, 0, 0, 1, -1, 0, 0, 0, 0});
+}
+
+TEST(SimulatorTest, MemsetIotaAffineSelect) {
+  Builder b;
+  b.tensor("m", DType::BF16, {2, 3}, HbmTensor::Kind::Output);
+  b.tensor("iota", DType::I32, {3, 4}, HbmTensor::Kind::Output);
+  b.tensor("iotaf", DType::F32, {2, 2}, HbmTensor::Kind::Output);
+  b.tensor("mask", DType::F32, {3, 3}, HbmTensor::Kind::Output);
+  Instruction memset = make(Opcode::Memset, sbuf(DType::BF16, 2, 3));
+  memset.value = 0.1f;
+  b.add(kVectorStream, memset);
+  b.dma(b.hbm("m"), sbuf(DType::BF16, 2, 3));
+
+  // iota over a [3, 2 x 2] pattern: base 5, channel multiplier 100, steps
+  // (10, 1).
+  AccessPattern iotaDst =
+      onChip(Memory::Sbuf, DType::I32, 3, {{2, 2}, {2, 1}}, 64);
+  Instruction iota = make(Opcode::Iota, iotaDst);
+  iota.base = 5;
+  iota.channelMultiplier = 100;
+  iota.steps = {10, 1};
+  b.add(kGpSimdStream, iota);
+  b.dma(b.hbm("iota"), sbuf(DType::I32, 3, 4, 64));
+
+  Instruction iotaf = make(Opcode::Iota, sbuf(DType::F32, 2, 2, 128));
+  iotaf.base = -1;
+  iotaf.channelMultiplier = -2;
+  iotaf.steps = {3};
+  b.add(kGpSimdStream, iotaf);
+  b.dma(b.hbm("iotaf"), sbuf(DType::F32, 2, 2, 128));
+
+  // Causal mask: keep x[p, i] where p - i >= 0, else -inf... here -1e4.
+  Instruction ones = make(Opcode::Memset, sbuf(DType::F32, 3, 3, 256));
+  ones.value = 1.0f;
+  b.add(kGpSimdStream, ones);
+  Instruction mask = make(Opcode::AffineSelect, sbuf(DType::F32, 3, 3, 512),
+                          {sbuf(DType::F32, 3, 3, 256)});
+  mask.base = 0;
+  mask.channelMultiplier = 1;
+  mask.steps = {-1};
+  mask.compare = CompareOp::Ge;
+  mask.value = -1e4f;
+  b.add(kGpSimdStream, mask);
+  b.dma(b.hbm("mask"), sbuf(DType::F32, 3, 3, 512));
+
+  Outcome o = run(b, {});
+  ASSERT_TRUE(o.ok) << o.error;
+  double tenth = roundBf16(0.1f);
+  expectValues(o.outputs["m"], {tenth, tenth, tenth, tenth, tenth, tenth});
+  expectValues(o.outputs["iota"],
+               {5, 6, 15, 16, 105, 106, 115, 116, 205, 206, 215, 216});
+  expectValues(o.outputs["iotaf"], {-1, 2, -3, 0});
+  expectValues(o.outputs["mask"], {1, -1e4, -1e4, 1, 1, -1e4, 1, 1, 1});
+}
+
+//===----------------------------------------------------------------------===//
+// Indirect DMA
+//===----------------------------------------------------------------------===//
+
+Builder indirectProgram(bool gather, const std::string &table) {
+  Builder b;
+  b.tensor("table", DType::F32, {5, 3},
+           gather ? HbmTensor::Kind::Input : HbmTensor::Kind::Output);
+  b.tensor("idx", DType::I32, {4, 1});
+  b.tensor("rows", DType::F32, {4, 3},
+           gather ? HbmTensor::Kind::Output : HbmTensor::Kind::Input);
+  b.dma(sbuf(DType::I32, 4, 1, 0), b.hbm("idx"));
+  Instruction inst;
+  inst.opcode = Opcode::DmaCopy;
+  inst.indirect = true;
+  inst.indices = sbuf(DType::I32, 4, 1, 0);
+  if (gather) {
+    inst.dst = sbuf(DType::F32, 4, 3, 64);
+    inst.srcs = {b.hbm(table)};
+    b.add(kDmaStream, inst);
+    b.dma(b.hbm("rows"), sbuf(DType::F32, 4, 3, 64));
+  } else {
+    b.dma(sbuf(DType::F32, 4, 3, 64), b.hbm("rows"));
+    inst.dst = b.hbm(table);
+    inst.srcs = {sbuf(DType::F32, 4, 3, 64)};
+    inst.accumulate = true;
+    b.add(kDmaStream, inst);
+  }
+  return b;
+}
+
+TEST(SimulatorTest, IndirectGather) {
+  Builder b = indirectProgram(true, "table");
+  std::vector<double> table(15);
+  for (int i = 0; i < 15; ++i)
+    table[i] = i;
+  Outcome o = run(b, {{"table", table}, {"idx", {4, 0, 2, 4}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["rows"], {12, 13, 14, 0, 1, 2, 6, 7, 8, 12, 13, 14});
+}
+
+TEST(SimulatorTest, IndirectScatterAddAccumulatesRepeats) {
+  Builder b = indirectProgram(false, "table");
+  // The output table starts at zero (no poison): rows 1 and 3 receive.
+  Outcome o = run(b, {{"rows", {1, 2, 3, 10, 20, 30, 0.5, 0.5, 0.5, 4, 4, 4}},
+                      {"idx", {1, 3, 1, 1}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["table"],
+               {0, 0, 0, 5.5, 6.5, 7.5, 0, 0, 0, 10, 20, 30, 0, 0, 0});
+}
+
+TEST(SimulatorTest, IndirectIndexOutOfRange) {
+  Builder b = indirectProgram(true, "table");
+  Outcome o =
+      run(b, {{"table", std::vector<double>(15, 1.0)}, {"idx", {0, 5, 1, 1}}});
+  ASSERT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("index 5 at partition 1"), std::string::npos)
+      << o.error;
+  EXPECT_NE(o.error.find("'table'"), std::string::npos) << o.error;
+  EXPECT_NE(o.error.find("dma_copy"), std::string::npos) << o.error;
+
+  Outcome negative =
+      run(b, {{"table", std::vector<double>(15, 1.0)}, {"idx", {0, 1, -1, 1}}});
+  ASSERT_FALSE(negative.ok);
+  EXPECT_NE(negative.error.find("index -1"), std::string::npos)
+      << negative.error;
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+TEST(SimulatorTest, BoundsErrorsNameStreamInstructionAndOperand) {
+  {
+    Builder b;
+    b.add(kVectorStream, make(Opcode::Memset, sbuf(DType::F32, 2, 4)));
+    b.add(kVectorStream, make(Opcode::TensorCopy, sbuf(DType::F32, 2, 4),
+                              {sbuf(DType::F32, 2, 4, 192 * 1024 - 8)}));
+    Outcome o = run(b, {});
+    ASSERT_FALSE(o.ok);
+    EXPECT_EQ(o.error.rfind("stream 'vector' instruction #1 (tensor_copy): "
+                            "src (srcs[0]) (SBUF f32) bytes",
+                            0),
+              0u)
+        << o.error;
+    EXPECT_NE(o.error.find("outside the 196608-byte SBUF partition"),
+              std::string::npos)
+        << o.error;
+  }
+  {
+    Builder b;
+    b.add(kScalarStream,
+          make(Opcode::Activation, sbuf(DType::F32, 64, 4, 0, 96),
+               {sbuf(DType::F32, 64, 4)}));
+    Outcome o = run(b, {});
+    ASSERT_FALSE(o.ok);
+    EXPECT_NE(o.error.find("stream 'scalar' instruction #0 (activation): dst"),
+              std::string::npos)
+        << o.error;
+    EXPECT_NE(o.error.find("partitions [96, 160) exceed the 128 partitions"),
+              std::string::npos)
+        << o.error;
+  }
+  {
+    Builder b;
+    b.tensor("x", DType::F32, {4, 4});
+    AccessPattern beyond = b.hbm("x");
+    beyond.numPartitions = 5;
+    b.dma(sbuf(DType::F32, 5, 4), beyond);
+    Outcome o = run(b, {});
+    ASSERT_FALSE(o.ok);
+    EXPECT_NE(o.error.find("stream 'dma0' instruction #0 (dma_copy): src"),
+              std::string::npos)
+        << o.error;
+    EXPECT_NE(o.error.find("outside the program's 64 bytes of HBM"),
+              std::string::npos)
+        << o.error;
+  }
+  {
+    // PSUM: 16 KiB per partition.
+    Builder b;
+    b.add(kVectorStream,
+          make(Opcode::Memset, psum(DType::F32, 1, 8, 16 * 1024 - 16)));
+    Outcome o = run(b, {});
+    ASSERT_FALSE(o.ok);
+    EXPECT_NE(o.error.find("16384-byte PSUM partition"), std::string::npos)
+        << o.error;
+  }
+}
+
+TEST(SimulatorTest, OperandAndEngineErrors) {
+  {
+    Builder b;
+    b.add(kVectorStream,
+          make(Opcode::Matmul, psum(DType::F32, 1, 1),
+               {sbuf(DType::F32, 1, 1), sbuf(DType::F32, 1, 1)}));
+    Outcome o = run(b, {});
+    ASSERT_FALSE(o.ok);
+    EXPECT_NE(o.error.find("cannot run on the vector engine"),
+              std::string::npos)
+        << o.error;
+  }
+  {
+    Builder b;
+    b.add(kGpSimdStream, make(Opcode::TensorCopy, sbuf(DType::F32, 1, 1),
+                              {psum(DType::F32, 1, 1)}));
+    Outcome o = run(b, {});
+    ASSERT_FALSE(o.ok);
+    EXPECT_NE(o.error.find("GpSimd accesses SBUF only"), std::string::npos)
+        << o.error;
+  }
+  {
+    Builder b;
+    b.add(kVectorStream,
+          make(Opcode::TensorTensor, sbuf(DType::F32, 2, 4),
+               {sbuf(DType::F32, 2, 4), sbuf(DType::F32, 2, 3)}));
+    Outcome o = run(b, {});
+    ASSERT_FALSE(o.ok);
+    EXPECT_NE(o.error.find("srcs[0] is [2, 4] but srcs[1] is [2, 3]"),
+              std::string::npos)
+        << o.error;
+  }
+  {
+    Builder b;
+    Instruction ar;
+    ar.opcode = Opcode::AllReduce;
+    b.add(kSyncStream, ar);
+    Outcome o = run(b, {});
+    ASSERT_FALSE(o.ok);
+    EXPECT_NE(o.error.find("all_reduce"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("not supported yet"), std::string::npos) << o.error;
+  }
+  {
+    Builder b;
+    Instruction nop;
+    nop.waits = {{3, 1}};
+    b.program.engineStreams[kSyncStream].push_back(nop);
+    Outcome o = run(b, {});
+    ASSERT_FALSE(o.ok);
+    EXPECT_NE(o.error.find("semaphore 3"), std::string::npos) << o.error;
+  }
+}
+
+TEST(SimulatorTest, OutOfHbmNamesTheTensor) {
+  Builder b;
+  b.tensor("small", DType::F32, {16});
+  b.tensor("weights", DType::BF16, {65536, 65536, 2}); // 16 GiB
+  Simulator sim(trn1Target());
+  std::string error;
+  EXPECT_FALSE(sim.load(b.program, error));
+  EXPECT_NE(error.find("out of HBM memory"), std::string::npos) << error;
+  EXPECT_NE(error.find("input tensor 'weights' (bf16[65536,65536,2]"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("16.00 GiB"), std::string::npos) << error;
+}
+
+TEST(SimulatorTest, TensorIoErrors) {
+  Builder b;
+  b.tensor("x", DType::F32, {2, 2});
+  Simulator sim(trn1Target());
+  std::string error;
+  SimulationStats stats;
+  EXPECT_FALSE(sim.run(stats, error));
+  EXPECT_EQ(error, "no program is loaded");
+  ASSERT_TRUE(sim.load(b.program, error)) << error;
+  std::vector<double> three = {1, 2, 3};
+  EXPECT_FALSE(sim.writeTensor("x", three.data(), three.size(), error));
+  EXPECT_NE(error.find("has 4 elements, not 3"), std::string::npos) << error;
+  EXPECT_FALSE(sim.writeTensor("y", three.data(), 3, error));
+  EXPECT_NE(error.find("no HBM tensor named 'y'"), std::string::npos) << error;
+  b.program.target = "trn2";
+  EXPECT_FALSE(sim.load(b.program, error));
+  EXPECT_NE(error.find("compiled for 'trn2'"), std::string::npos) << error;
+}
+
+TEST(SimulatorTest, PoisonMakesUninitialisedReadsNaN) {
+  Builder b;
+  b.tensor("out", DType::F32, {1, 4}, HbmTensor::Kind::Output);
+  // Reads SBUF that nothing wrote.
+  b.add(kVectorStream, make(Opcode::TensorCopy, sbuf(DType::F32, 1, 4, 64),
+                            {sbuf(DType::F32, 1, 4, 0)}));
+  b.dma(b.hbm("out"), sbuf(DType::F32, 1, 4, 64));
+  Outcome poisoned = run(b, {}, SimulatorOptions{true, false});
+  ASSERT_TRUE(poisoned.ok) << poisoned.error;
+  for (double v : poisoned.outputs["out"])
+    EXPECT_TRUE(std::isnan(v));
+  Outcome clean = run(b, {});
+  ASSERT_TRUE(clean.ok) << clean.error;
+  expectValues(clean.outputs["out"], {0, 0, 0, 0});
+
+  // An input the caller never wrote reads as NaN too.
+  Builder c;
+  c.tensor("x", DType::BF16, {1, 2});
+  c.tensor("y", DType::F32, {1, 2}, HbmTensor::Kind::Output);
+  c.dma(sbuf(DType::F32, 1, 2), c.hbm("x"));
+  c.dma(c.hbm("y"), sbuf(DType::F32, 1, 2));
+  Outcome unwritten = run(c, {}, SimulatorOptions{true, false});
+  ASSERT_TRUE(unwritten.ok) << unwritten.error;
+  EXPECT_TRUE(std::isnan(unwritten.outputs["y"][0]));
+}
+
+TEST(SimulatorTest, DeadlockNamesTheBlockedStreams) {
+  Builder b;
+  b.program.numSemaphores = 2;
+  Instruction waitOnVector;
+  waitOnVector.waits = {{0, 1}};
+  waitOnVector.signal = 1;
+  Instruction waitOnTensor;
+  waitOnTensor.waits = {{1, 1}};
+  waitOnTensor.signal = 0;
+  b.program.engineStreams[kTensorStream].push_back(waitOnVector);
+  b.program.engineStreams[kVectorStream].push_back(
+      make(Opcode::Memset, sbuf(DType::F32, 1, 1)));
+  b.program.engineStreams[kVectorStream].push_back(waitOnTensor);
+  Outcome o = run(b, {});
+  ASSERT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("deadlock"), std::string::npos) << o.error;
+  EXPECT_NE(o.error.find("stream 'tensor' instruction #0 (nop) waits for "
+                         "semaphore 0 >= 1 (is 0)"),
+            std::string::npos)
+      << o.error;
+  EXPECT_NE(o.error.find("stream 'vector' instruction #1 (nop) waits for "
+                         "semaphore 1 >= 1 (is 0)"),
+            std::string::npos)
+      << o.error;
+}
+
+//===----------------------------------------------------------------------===//
+// Timing
+//===----------------------------------------------------------------------===//
+
+TEST(SimulatorTest, BackToBackMatmulsReachFullUtilisation) {
+  // 64 matmuls of 128x128 by 128x512 bf16, cycling through 8 PSUM banks.
+  Builder b;
+  b.program.numSemaphores = 0;
+  for (int i = 0; i < 64; ++i) {
+    Instruction mm = make(
+        Opcode::Matmul, psum(DType::F32, 128, 512, 0),
+        {sbuf(DType::BF16, 128, 128, 0), sbuf(DType::BF16, 128, 512, 256)});
+    mm.dst.byteOffset = 2048 * (i % 8);
+    b.program.engineStreams[kTensorStream].push_back(mm);
+  }
+  Outcome o = run(b, {});
+  ASSERT_TRUE(o.ok) << o.error;
+  // 512 cycles at 2.8 GHz each.
+  EXPECT_NEAR(o.stats.deviceTimeNs, 64 * 512 / 2.8, 1e-6);
+  EXPECT_NEAR(o.stats.tensorEngineUtilisation, 1.0, 1e-9);
+  EXPECT_NEAR(o.stats.mfu, 1.0, 1e-9);
+  EXPECT_NEAR(o.stats.mfuBf16Peak, 1.0, 1e-9);
+  EXPECT_NEAR(o.stats.engines[0].busyPercent, 100.0, 1e-9);
+  EXPECT_EQ(o.stats.matmulFlops, uint64_t(64) * 2 * 128 * 128 * 512);
+
+  // Short matmuls pay MM_INIT_LATENCY: N = 32 costs 64 cycles, half used.
+  Builder c;
+  c.program.numSemaphores = 0;
+  for (int i = 0; i < 10; ++i)
+    c.program.engineStreams[kTensorStream].push_back(
+        make(Opcode::Matmul, psum(DType::F32, 128, 32),
+             {sbuf(DType::BF16, 128, 128), sbuf(DType::BF16, 128, 32, 256)}));
+  o = run(c, {});
+  ASSERT_TRUE(o.ok) << o.error;
+  EXPECT_NEAR(o.stats.deviceTimeNs, 10 * 64 / 2.8, 1e-6);
+  EXPECT_NEAR(o.stats.tensorEngineUtilisation, 0.5, 1e-9);
+
+  // fp32 inputs cost 4x; MFU against the fp32 peak stays at 100%.
+  Builder d;
+  d.program.numSemaphores = 0;
+  d.program.engineStreams[kTensorStream].push_back(
+      make(Opcode::Matmul, psum(DType::F32, 128, 512),
+           {sbuf(DType::F32, 128, 128), sbuf(DType::F32, 128, 512, 1024)}));
+  o = run(d, {});
+  ASSERT_TRUE(o.ok) << o.error;
+  EXPECT_NEAR(o.stats.deviceTimeNs, 4 * 512 / 2.8, 1e-6);
+  EXPECT_NEAR(o.stats.mfu, 1.0, 1e-9);
+  EXPECT_NEAR(o.stats.mfuFp32Peak, 1.0, 1e-9);
+  EXPECT_NEAR(o.stats.mfuBf16Peak, 0.25, 1e-9);
+}
+
+TEST(SimulatorTest, DependentChainIsSlowerThanIndependentWork) {
+  auto copy = [](int64_t from, int64_t to) {
+    return make(Opcode::TensorCopy, sbuf(DType::F32, 128, 512, to),
+                {sbuf(DType::F32, 128, 512, from)});
+  };
+  // Eight copies on the Vector Engine, each reading the previous result.
+  Builder chain;
+  chain.program.numSemaphores = 0;
+  for (int i = 0; i < 8; ++i)
+    chain.program.engineStreams[kVectorStream].push_back(
+        copy(2048 * i, 2048 * (i + 1)));
+  // Eight copies of independent data.
+  Builder independent;
+  independent.program.numSemaphores = 0;
+  for (int i = 0; i < 8; ++i)
+    independent.program.engineStreams[kVectorStream].push_back(
+        copy(4096 * i, 4096 * i + 2048));
+  Outcome a = run(chain, {});
+  Outcome b = run(independent, {});
+  ASSERT_TRUE(a.ok && b.ok) << a.error << b.error;
+  // N = 512 cycles each; every chained copy pays the 60-cycle overhead, the
+  // independent ones only the first.
+  EXPECT_NEAR(a.stats.deviceTimeNs, 8 * (512 + 60) / 1.12, 1e-6);
+  EXPECT_NEAR(b.stats.deviceTimeNs, (8 * 512 + 60) / 1.12, 1e-6);
+
+  // Across engines: a Vector -> Scalar -> Vector ... chain through
+  // semaphores is slower than the same work without dependencies.
+  Builder crossChain; // Builder::add orders every step after the previous
+  for (int i = 0; i < 6; ++i)
+    crossChain.add(i % 2 ? kScalarStream : kVectorStream,
+                   i % 2 ? make(Opcode::Activation,
+                                sbuf(DType::F32, 128, 512, 2048 * (i + 1)),
+                                {sbuf(DType::F32, 128, 512, 2048 * i)})
+                         : copy(2048 * i, 2048 * (i + 1)));
+  Builder parallel;
+  parallel.program.numSemaphores = 0;
+  for (int i = 0; i < 6; ++i)
+    parallel.program.engineStreams[i % 2 ? kScalarStream : kVectorStream]
+        .push_back(i % 2 ? make(Opcode::Activation,
+                                sbuf(DType::F32, 128, 512, 40000 + 2048 * i),
+                                {sbuf(DType::F32, 128, 512, 2048 * i)})
+                         : copy(2048 * i, 40000 + 2048 * i));
+  Outcome c = run(crossChain, {});
+  Outcome d = run(parallel, {});
+  ASSERT_TRUE(c.ok && d.ok) << c.error << d.error;
+  EXPECT_GT(c.stats.deviceTimeNs, 1.5 * d.stats.deviceTimeNs);
+}
+
+TEST(SimulatorTest, DmaTimeFollowsTheModel) {
+  auto load = [](unsigned partitions, int64_t free) {
+    Builder b;
+    b.program.numSemaphores = 0;
+    b.tensor("x", DType::F32, {partitions, free});
+    b.program.dmaQueues[0].push_back(make(
+        Opcode::DmaCopy, sbuf(DType::F32, partitions, free), {b.hbm("x")}));
+    return run(b, {});
+  };
+  // docs/isa.md §7.3: 128 x 512 fp32 takes 1300 + 262144/272 + 8 * 30 ns.
+  Outcome o = load(128, 512);
+  ASSERT_TRUE(o.ok) << o.error;
+  EXPECT_NEAR(o.stats.deviceTimeNs, 1300 + 262144.0 / 272 + 8 * 30, 1e-6);
+  EXPECT_EQ(o.stats.dmaCount, 1u);
+  EXPECT_EQ(o.stats.hbmToSbufBytes, 262144u);
+  EXPECT_DOUBLE_EQ(o.stats.averageDmaBytes, 262144.0);
+  double previous = 0;
+  for (int64_t free : {16, 64, 256, 1024, 4096}) {
+    Outcome sized = load(128, free);
+    ASSERT_TRUE(sized.ok) << sized.error;
+    EXPECT_GT(sized.stats.deviceTimeNs, previous);
+    previous = sized.stats.deviceTimeNs;
+  }
+  // Fewer partitions use fewer DMA engines: 8 partitions -> 1 engine.
+  Outcome narrow = load(8, 512);
+  ASSERT_TRUE(narrow.ok) << narrow.error;
+  EXPECT_NEAR(narrow.stats.deviceTimeNs, 1300 + 16384.0 / 17 + 8 * 30, 1e-6);
+}
+
+TEST(SimulatorTest, DmaQueuesOverlapLatencyAndShareEngines) {
+  // Two 128 x 512 fp32 loads on two queues: the fixed latencies overlap,
+  // the data phases run one after the other.
+  Builder b;
+  b.program.numSemaphores = 0;
+  b.program.dmaQueues.resize(2);
+  b.tensor("x", DType::F32, {128, 512});
+  b.tensor("y", DType::F32, {128, 512});
+  b.program.dmaQueues[0].push_back(
+      make(Opcode::DmaCopy, sbuf(DType::F32, 128, 512), {b.hbm("x")}));
+  b.program.dmaQueues[1].push_back(
+      make(Opcode::DmaCopy, sbuf(DType::F32, 128, 512, 4096), {b.hbm("y")}));
+  Outcome o = run(b, {});
+  ASSERT_TRUE(o.ok) << o.error;
+  const double data = 262144.0 / 272 + 8 * 30;
+  EXPECT_NEAR(o.stats.deviceTimeNs, 1300 + 2 * data, 1e-6);
+  EXPECT_NEAR(o.stats.dmaActiveNs, 1300 + 2 * data, 1e-6);
+  EXPECT_EQ(o.stats.dmaQueues.size(), 2u);
+  EXPECT_EQ(o.stats.dmaCount, 2u);
+}
+
+TEST(SimulatorTest, PortConflictsSerialiseVectorAndGpSimd) {
+  // Vector and GpSimd both touching SBUF never overlap on trn1; Vector and
+  // Scalar on SBUF do.
+  auto copy = [](int64_t offset) {
+    return make(Opcode::TensorCopy, sbuf(DType::F32, 128, 1024, offset + 4096),
+                {sbuf(DType::F32, 128, 1024, offset)});
+  };
+  Builder b;
+  b.program.numSemaphores = 0;
+  b.program.engineStreams[kVectorStream].push_back(copy(0));
+  b.program.engineStreams[kGpSimdStream].push_back(copy(16384));
+  Outcome o = run(b, {});
+  ASSERT_TRUE(o.ok) << o.error;
+  const double vector = (1024 + 60) / 1.12;
+  // GpSimd: 150 + Ng with Ng = N * 4 / 4; it waited for the port.
+  const double gpsimd = (150 + 1024) / 1.4;
+  EXPECT_NEAR(o.stats.deviceTimeNs, vector + gpsimd, 1e-6);
+
+  Builder c;
+  c.program.numSemaphores = 0;
+  c.program.engineStreams[kVectorStream].push_back(copy(0));
+  c.program.engineStreams[kScalarStream].push_back(
+      make(Opcode::Activation, sbuf(DType::F32, 128, 1024, 40000),
+           {sbuf(DType::F32, 128, 1024, 16384)}));
+  o = run(c, {});
+  ASSERT_TRUE(o.ok) << o.error;
+  EXPECT_NEAR(o.stats.deviceTimeNs, std::max(vector, (1024 + 200) / 1.4), 1e-6);
+}
+
+TEST(SimulatorTest, StatisticsAndRecords) {
+  Builder b;
+  b.tensor("x", DType::F32, {4, 8});
+  b.tensor("spill", DType::F32, {4, 8}, HbmTensor::Kind::Scratch);
+  b.tensor("y", DType::F32, {4, 8}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::F32, 4, 8), b.hbm("x"));
+  b.dma(b.hbm("spill"), sbuf(DType::F32, 4, 8));
+  b.dma(sbuf(DType::F32, 4, 8, 64), b.hbm("spill"));
+  b.dma(b.hbm("y"), sbuf(DType::F32, 4, 8, 64));
+  Simulator sim(trn1Target(), SimulatorOptions{false, true});
+  std::string error;
+  ASSERT_TRUE(sim.load(b.program, error)) << error;
+  std::vector<double> x(32, 2.0);
+  ASSERT_TRUE(sim.writeTensor("x", x.data(), x.size(), error));
+  SimulationStats stats;
+  ASSERT_TRUE(sim.run(stats, error)) << error;
+  EXPECT_EQ(stats.dmaCount, 4u);
+  EXPECT_EQ(stats.hbmToSbufBytes, 256u);
+  EXPECT_EQ(stats.sbufToHbmBytes, 256u);
+  EXPECT_EQ(stats.spillSaveBytes, 128u);
+  EXPECT_EQ(stats.spillReloadBytes, 128u);
+  EXPECT_EQ(stats.spillBytes(), 256u);
+  ASSERT_EQ(stats.records.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(stats.records[i].stream, kDmaStream);
+    EXPECT_EQ(stats.records[i].index, i);
+    EXPECT_EQ(stats.records[i].opcode, Opcode::DmaCopy);
+    EXPECT_LT(stats.records[i].startNs, stats.records[i].endNs);
+    if (i) {
+      EXPECT_GE(stats.records[i].startNs, stats.records[i - 1].endNs);
+    }
+  }
+  EXPECT_DOUBLE_EQ(stats.deviceTimeNs, stats.records.back().endNs);
+  EXPECT_NEAR(stats.dmaQueues[0].busyPercent, 100.0, 1e-9);
+  EXPECT_EQ(simulatorStreamName(kDmaStream), "dma0");
+  EXPECT_EQ(simulatorStreamName(kScalarStream), "scalar");
+  // Running again starts from fresh on-chip memory with the same result.
+  SimulationStats again;
+  ASSERT_TRUE(sim.run(again, error)) << error;
+  EXPECT_DOUBLE_EQ(again.deviceTimeNs, stats.deviceTimeNs);
+  std::vector<double> y;
+  ASSERT_TRUE(sim.readTensor("y", y, error));
+  expectValues(y, x);
+}
+
+} // namespace
