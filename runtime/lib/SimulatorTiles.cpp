@@ -214,7 +214,8 @@ void decodeRow(const uint8_t *row, int64_t count, int64_t stride, DType dtype,
     decodeLoop<float>(row, count, stride, out, [](float v) { return v; });
     return;
   case DType::BF16:
-    decodeLoop<uint16_t>(row, count, stride, out, widenBf16);
+    decodeLoop<uint16_t>(row, count, stride, out,
+                         [](uint16_t bits) { return widenBf16(bits); });
     return;
   case DType::F16: {
     const float *table = f16Table();
@@ -255,7 +256,8 @@ void encodeRow(const float *in, int64_t count, uint8_t *row, int64_t stride,
     encodeLoop<float>(in, count, row, stride, [](float v) { return v; });
     return;
   case DType::BF16:
-    encodeLoop<uint16_t>(in, count, row, stride, roundToBf16);
+    encodeLoop<uint16_t>(in, count, row, stride,
+                         [](float v) { return roundToBf16(v); });
     return;
   case DType::F16: {
     const NarrowFormat &format = narrowFormat(dtype);

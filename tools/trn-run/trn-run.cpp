@@ -1,0 +1,315 @@
+//===- trn-run.cpp - run an artifact on the simulated NeuronCore ---------===//
+//
+//   trn-run ARTIFACT [--inputs in.npz | --random SEED | --zeros]
+//           [--outputs out.npz] [--profile trace.json] [--iterations N]
+//           [--poison] [--json]
+//
+// Loads a trn artifact, binds its inputs by name from an .npz (or random or
+// zero values), runs it on the simulator, writes its outputs to an .npz, and
+// prints the device time, per-engine utilisation, MFU and DMA traffic.
+// --profile writes a Chrome-trace/Perfetto timeline: one track per engine
+// and DMA queue, one slice per instruction.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trnrt/Artifact.h"
+#include "trnrt/Npy.h"
+#include "trnrt/Simulator.h"
+#include "trnrt/Target.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace trnrt;
+
+namespace {
+
+int fail(const std::string &message) {
+  std::cerr << "trn-run: error: " << message << "\n";
+  return 1;
+}
+
+const char *kUsage =
+    R"(usage: trn-run ARTIFACT [--inputs in.npz | --random SEED | --zeros]
+               [--outputs out.npz] [--profile trace.json] [--iterations N]
+               [--poison] [--json]
+
+Runs a trn artifact on the simulated NeuronCore and reports device time,
+engine utilisation, MFU and DMA traffic.
+
+  --inputs FILE      inputs by name from a NumPy .npz (any numeric dtype)
+  --random SEED      random inputs: floats in [-1, 1), integers in [0, 2)
+  --zeros            all inputs zero (the default)
+  --outputs FILE     write every output to a NumPy .npz
+  --profile FILE     write a Chrome-trace / Perfetto timeline (ui.perfetto.dev)
+  --iterations N     run N times (statistics of the last run)
+  --poison           fill fresh memory with NaN to catch reads of unwritten data
+  --json             print the statistics as JSON
+)";
+
+struct Options {
+  std::string artifact, inputs, outputs, profile;
+  long long randomSeed = -1;
+  bool zeros = false, poison = false, json = false;
+  long long iterations = 1;
+};
+
+std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](std::string &out) -> std::optional<std::string> {
+      if (i + 1 >= argc)
+        return arg + " needs a value";
+      out = argv[++i];
+      return std::nullopt;
+    };
+    auto integer = [&](long long &out,
+                       long long min) -> std::optional<std::string> {
+      std::string text;
+      if (auto problem = value(text))
+        return problem;
+      char *end = nullptr;
+      out = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end || out < min)
+        return arg + " needs an integer >= " + std::to_string(min) + ", got '" +
+               text + "'";
+      return std::nullopt;
+    };
+    std::optional<std::string> problem;
+    if (arg == "-h" || arg == "--help")
+      options.artifact = "--help";
+    else if (arg == "--inputs")
+      problem = value(options.inputs);
+    else if (arg == "--outputs")
+      problem = value(options.outputs);
+    else if (arg == "--profile")
+      problem = value(options.profile);
+    else if (arg == "--random")
+      problem = integer(options.randomSeed, 0);
+    else if (arg == "--iterations")
+      problem = integer(options.iterations, 1);
+    else if (arg == "--zeros")
+      options.zeros = true;
+    else if (arg == "--poison")
+      options.poison = true;
+    else if (arg == "--json")
+      options.json = true;
+    else if (!arg.empty() && arg[0] == '-')
+      problem = "unknown option '" + arg + "' (see trn-run --help)";
+    else if (options.artifact.empty())
+      options.artifact = arg;
+    else
+      problem = "unexpected argument '" + arg + "'";
+    if (problem)
+      return problem;
+  }
+  if (options.artifact == "--help")
+    return std::nullopt;
+  if (options.artifact.empty())
+    return "no artifact given (see trn-run --help)";
+  int sources =
+      !options.inputs.empty() + (options.randomSeed >= 0) + options.zeros;
+  if (sources > 1)
+    return "give at most one of --inputs, --random and --zeros";
+  return std::nullopt;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+int64_t elementCount(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
+
+/// The Chrome-trace JSON of one run: a process per core, a thread per
+/// stream, one complete ("X") event per instruction, times in microseconds.
+bool writeProfile(const std::string &path, const SimulationStats &stats,
+                  std::string &error) {
+  nlohmann::json events = nlohmann::json::array();
+  std::map<uint32_t, bool> streams;
+  for (const InstructionRecord &record : stats.records) {
+    streams[record.stream] = true;
+    events.push_back({{"name", opcodeName(record.opcode)},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", record.stream},
+                      {"ts", record.startNs / 1000.0},
+                      {"dur", (record.endNs - record.startNs) / 1000.0},
+                      {"args", {{"index", record.index}}}});
+  }
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"args", {{"name", "NeuronCore 0 (simulated)"}}}});
+  for (const auto &[stream, used] : streams)
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", stream},
+                      {"args", {{"name", simulatorStreamName(stream)}}}});
+  std::ofstream out(path);
+  out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}
+             .dump();
+  if (!out) {
+    error = path + ": cannot write the profile";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  if (auto problem = parseArgs(argc, argv, options))
+    return fail(*problem);
+  if (options.artifact == "--help") {
+    std::cout << kUsage;
+    return 0;
+  }
+
+  std::string error;
+  Program program;
+  ArtifactInfo info;
+  if (!readArtifactFile(options.artifact, program, info, error))
+    return fail(error);
+  const Target *target = lookupTarget(program.target);
+  if (!target)
+    return fail(options.artifact + ": unknown target '" + program.target + "'");
+
+  SimulatorOptions simOptions;
+  simOptions.poisonMemory = options.poison;
+  simOptions.recordInstructions = !options.profile.empty();
+  Simulator simulator(*target, simOptions);
+  if (!simulator.load(program, error))
+    return fail(error);
+
+  // Bind the inputs.
+  std::map<std::string, NpyArray> provided;
+  if (!options.inputs.empty()) {
+    std::vector<std::pair<std::string, NpyArray>> arrays;
+    if (!readNpz(options.inputs, arrays, error))
+      return fail(error);
+    for (auto &[name, array] : arrays)
+      provided.emplace(name, std::move(array));
+  }
+  std::mt19937_64 rng(options.randomSeed >= 0 ? options.randomSeed : 0);
+  for (const ArtifactTensorInfo &input : info.inputs) {
+    int64_t count = elementCount(input.shape);
+    std::vector<double> values(count, 0.0);
+    if (!options.inputs.empty()) {
+      auto it = provided.find(input.name);
+      if (it == provided.end())
+        return fail(options.inputs + " has no entry '" + input.name +
+                    "' for input " + input.name + " " + shapeText(input.shape));
+      const NpyArray &array = it->second;
+      if (array.shape != input.shape)
+        return fail(options.inputs + ": entry '" + input.name + "' has shape " +
+                    shapeText(array.shape) + " but the artifact expects " +
+                    shapeText(input.shape) + " " + dtypeName(input.dtype));
+      if (!isFloatDType(input.dtype) && array.kind == 'f')
+        return fail(options.inputs + ": entry '" + input.name +
+                    "' holds floats but the input is " +
+                    dtypeName(input.dtype) + "; pass integers");
+      for (int64_t i = 0; i < count; ++i)
+        values[i] = array.getDouble(i);
+      provided.erase(it);
+    } else if (options.randomSeed >= 0) {
+      std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+      std::uniform_int_distribution<int> bits(0, 1);
+      for (double &value : values)
+        value = isFloatDType(input.dtype) ? uniform(rng) : bits(rng);
+    }
+    if (!simulator.writeTensor(input.name, values.data(), values.size(), error))
+      return fail(error);
+  }
+  for (const auto &[name, array] : provided)
+    std::cerr << "trn-run: warning: " << options.inputs << " entry '" << name
+              << "' matches no input and is ignored\n";
+
+  SimulationStats stats;
+  for (long long i = 0; i < options.iterations; ++i)
+    if (!simulator.run(stats, error))
+      return fail(error);
+
+  if (!options.outputs.empty()) {
+    std::vector<std::pair<std::string, NpyArray>> arrays;
+    for (const ArtifactTensorInfo &output : info.outputs) {
+      std::vector<double> values;
+      if (!simulator.readTensor(output.name, values, error))
+        return fail(error);
+      NpyArray array;
+      if (output.dtype == DType::I32 || output.dtype == DType::I64 ||
+          output.dtype == DType::I1) {
+        std::vector<int64_t> ints(values.begin(), values.end());
+        array = NpyArray::fromInt64s(output.shape, ints,
+                                     output.dtype == DType::I1 ? 'b' : 'i',
+                                     output.dtype == DType::I1    ? 1
+                                     : output.dtype == DType::I32 ? 4
+                                                                  : 8);
+      } else {
+        array = NpyArray::fromDoubles(output.shape, values, 4);
+      }
+      arrays.emplace_back(output.name, std::move(array));
+    }
+    if (!writeNpz(options.outputs, arrays, error))
+      return fail(error);
+  }
+  if (!options.profile.empty() && !writeProfile(options.profile, stats, error))
+    return fail(error);
+
+  static const char *engines[] = {"tensor", "vector", "scalar", "gpsimd",
+                                  "sync"};
+  if (options.json) {
+    nlohmann::json out = {
+        {"artifact", options.artifact},
+        {"target", program.target},
+        {"device_time_ns", stats.deviceTimeNs},
+        {"instructions", stats.instructions},
+        {"tensor_engine_utilisation", stats.tensorEngineUtilisation},
+        {"mfu", stats.mfu},
+        {"matmul_flops", stats.matmulFlops},
+        {"hbm_to_sbuf_bytes", stats.hbmToSbufBytes},
+        {"sbuf_to_hbm_bytes", stats.sbufToHbmBytes},
+        {"dma_count", stats.dmaCount},
+        {"average_dma_bytes", stats.averageDmaBytes},
+        {"spill_bytes", stats.spillBytes()}};
+    for (size_t e = 0; e < stats.engines.size(); ++e)
+      out["engine_busy_percent"][engines[e]] = stats.engines[e].busyPercent;
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("device time      %.3f us (%llu instructions)\n",
+              stats.deviceTimeNs / 1000.0,
+              static_cast<unsigned long long>(stats.instructions));
+  std::printf("engine busy      ");
+  for (size_t e = 0; e < 4; ++e)
+    std::printf("%s %.1f%%%s", engines[e], stats.engines[e].busyPercent,
+                e < 3 ? ", " : "\n");
+  std::printf("dma active       %.1f%% (%llu transfers, average %.0f bytes)\n",
+              stats.dmaActivePercent,
+              static_cast<unsigned long long>(stats.dmaCount),
+              stats.averageDmaBytes);
+  std::printf("tensor engine    %.1f%% utilisation, MFU %.1f%% (%.3g GFLOP)\n",
+              stats.tensorEngineUtilisation * 100.0, stats.mfu * 100.0,
+              stats.matmulFlops / 1e9);
+  std::printf("hbm traffic      %.3f MiB in, %.3f MiB out, %.3f MiB spilled\n",
+              stats.hbmToSbufBytes / 1048576.0,
+              stats.sbufToHbmBytes / 1048576.0, stats.spillBytes() / 1048576.0);
+  return 0;
+}
