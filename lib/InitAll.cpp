@@ -2,9 +2,11 @@
 
 #include "trn/InitAll.h"
 
+#include "trn/Conversion/Passes.h"
 #include "trn/Dialect/NC/IR/NCDialect.h"
 #include "trn/Dialect/NC/Transforms/Passes.h"
 #include "trn/Dialect/Trn/IR/TrnDialect.h"
+#include "trn/Dialect/Trn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,4 +24,6 @@ void mlir::trn::registerAllDialects(mlir::DialectRegistry &registry) {
 void mlir::trn::registerAllPasses() {
   mlir::registerTransformsPasses();
   mlir::nc::registerNCPasses();
+  mlir::trn::registerTrnPasses();
+  mlir::trn::registerTrnConversionPasses();
 }

@@ -25,8 +25,8 @@ config.substitutions.append(("%trn_obj_root", config.trn_obj_root))
 
 tool_dirs = [config.trn_tools_dir, config.llvm_tools_dir]
 tools = ["trn-opt"]
-for name in ["trn-eval", "trn-cache", "trn-cache-fixture", "trn-artifact-seeds",
-             "trn-artifact-fuzzer"]:
+for name in ["trn-eval", "trn-cc", "trn-cache", "trn-cache-fixture",
+             "trn-artifact-seeds", "trn-artifact-fuzzer"]:
     if os.path.exists(os.path.join(config.trn_tools_dir, name)):
         tools.append(name)
 # Built only when a clang with -fsanitize=fuzzer is available (test/fuzz).

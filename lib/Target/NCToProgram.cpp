@@ -130,6 +130,26 @@ LogicalResult Exporter::layoutHbm() {
       program.tensors.push_back(output);
     }
   }
+  for (auto constant : kernel.getOps<HbmConstantOp>()) {
+    if (failed(place(constant.getResult(), constant.getName().str(),
+                     trnrt::HbmTensor::Kind::Constant, std::nullopt)))
+      return failure();
+    // The bytes of every element in the tensor's dtype, little-endian.
+    auto dense = cast<DenseElementsAttr>(constant.getValue());
+    trnrt::HbmTensor &tensor = program.tensors.back();
+    int64_t bytes = elementBytes(tensor.dtype);
+    auto appendBits = [&](uint64_t bits) {
+      for (int64_t i = 0; i < bytes; ++i)
+        tensor.data.push_back(static_cast<uint8_t>(bits >> (8 * i)));
+    };
+    if (trnrt::isFloatDType(tensor.dtype)) {
+      for (APFloat value : dense.getValues<APFloat>())
+        appendBits(value.bitcastToAPInt().getZExtValue());
+    } else {
+      for (const APInt &value : dense.getValues<APInt>())
+        appendBits(value.getZExtValue());
+    }
+  }
   for (auto alloc : kernel.getOps<HbmAllocOp>()) {
     std::optional<uint64_t> fixed;
     if (auto offset = alloc.getByteOffset())
@@ -146,8 +166,8 @@ FailureOr<trnrt::AccessPattern> Exporter::hbmTensorPattern(Operation *user,
                                                            Value tensor) {
   auto it = hbmOffsets.find(tensor);
   if (it == hbmOffsets.end())
-    return user->emitError("HBM operand is neither a kernel argument nor an "
-                           "nc.hbm_alloc");
+    return user->emitError("HBM operand is not a kernel argument, an "
+                           "nc.hbm_alloc or an nc.hbm_constant");
   auto type = cast<HbmType>(tensor.getType());
   trnrt::AccessPattern pattern;
   pattern.memory = trnrt::Memory::Hbm;
@@ -284,7 +304,7 @@ LogicalResult Exporter::emit(Operation *op) {
   };
 
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<AllocOp, ViewOp, HbmAllocOp, func::ReturnOp>(
+      .Case<AllocOp, ViewOp, HbmAllocOp, HbmConstantOp, func::ReturnOp>(
           [](Operation *) { return success(); })
       .Case([&](MatmulOp o) {
         inst.opcode = trnrt::Opcode::Matmul;

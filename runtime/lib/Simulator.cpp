@@ -12,20 +12,17 @@
 
 #include "SimulatorImpl.h"
 
+#include "trnrt/IsaValidate.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <queue>
 
 namespace trnrt {
 
 using namespace sim;
-
-std::string simulatorStreamName(unsigned stream) {
-  if (stream < kNumEngineStreams)
-    return engineName(Engine(stream));
-  return "dma" + std::to_string(stream - kNumEngineStreams);
-}
 
 namespace sim {
 
@@ -36,9 +33,8 @@ bool SimulatorCoreBase::fail(const std::string &message) {
     *errorOut = message;
     return false;
   }
-  *errorOut = "stream '" + simulatorStreamName(currentStream) +
-              "' instruction #" + std::to_string(currentIndex) + " (" +
-              opcodeName(currentInst->opcode) + "): " + message;
+  *errorOut = streamName(currentStream) + " #" + std::to_string(currentIndex) +
+              " " + opcodeName(currentInst->opcode) + ": " + message;
   return false;
 }
 
@@ -491,31 +487,34 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
 }
 
 bool Scheduler::reportDeadlock() {
-  std::string message = "deadlock: no stream can proceed;";
-  bool first = true;
+  unsigned blocked = 0, used = 0;
+  std::string details;
   for (unsigned s = 0; s < streams.size(); ++s) {
     const StreamState &stream = streams[s];
+    used += !stream.instructions->empty();
     if (stream.done())
       continue;
     const Instruction &inst = stream.head();
-    message += first ? " " : "; ";
-    first = false;
-    message += "stream '" + simulatorStreamName(s) + "' instruction #" +
-               std::to_string(stream.pc) + " (" + opcodeName(inst.opcode) +
-               ") waits for";
+    details += blocked++ ? "; " : " ";
+    details += streamName(s) + " #" + std::to_string(stream.pc) + " " +
+               opcodeName(inst.opcode) + " waits for";
     bool firstWait = true;
     for (const SemaphoreWait &wait : inst.waits) {
       if (semaphores[wait.semaphore] >= wait.value)
         continue;
-      message += firstWait ? " " : ", ";
+      details += firstWait ? " " : ", ";
       firstWait = false;
-      message += "semaphore " + std::to_string(wait.semaphore) +
+      details += "semaphore " + std::to_string(wait.semaphore) +
                  " >= " + std::to_string(wait.value) + " (is " +
                  std::to_string(semaphores[wait.semaphore]) + ")";
     }
   }
   core.currentInst = nullptr;
-  return core.fail(message);
+  char when[64];
+  std::snprintf(when, sizeof(when),
+                "deadlock after %.0f ns: ", stats.deviceTimeNs);
+  return core.fail(when + std::to_string(blocked) + " of " +
+                   std::to_string(used) + " streams cannot proceed:" + details);
 }
 
 void Scheduler::finish() {
@@ -626,7 +625,8 @@ bool Simulator::load(const Program &program, std::string &error) {
     std::string culprit;
     for (size_t index : c.tensorsByOffset) {
       const HbmTensor &tensor = program.tensors[index];
-      if (tensor.offset + sizes[index] > target.hbmBytesPerCore) {
+      if (sizes[index] > target.hbmBytesPerCore ||
+          tensor.offset > target.hbmBytesPerCore - sizes[index]) {
         culprit = describeTensor(tensor, sizes[index]);
         break;
       }
@@ -812,6 +812,7 @@ bool Simulator::run(SimulationStats &stats, std::string &error) {
           (tensor.kind == HbmTensor::Kind::Output && tensor.aliasesInput < 0))
         std::memset(c.hbm.get() + tensor.offset, 0xFF, c.tensorBytes(tensor));
   }
+  SingleThreadedBlas blasThreads;
   Scheduler scheduler(c, stats);
   bool ok = scheduler.run();
   c.errorOut = nullptr;

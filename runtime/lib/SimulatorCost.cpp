@@ -1,9 +1,9 @@
 //===- SimulatorCost.cpp - Per-instruction cost formulas ------------------===//
 //
-// The cycle formulas of shared/reference/neuroncore.md §4.3 and §8, with
-// every constant from the Target table. The scheduler (Simulator.cpp) adds
-// what depends on timing: the dependent-instruction overhead, background
-// LoadStationary, DMA fixed latency and engine occupancy, port conflicts.
+// The cost formulas of docs/isa.md §7 (from shared/reference/neuroncore.md
+// §4.3 and §8), every constant from the Target table. The scheduler
+// (Simulator.cpp) adds what depends on timing: the dependent-instruction
+// overhead, the DMA fixed latency and the shared DMA data phase, ports.
 //
 //===----------------------------------------------------------------------===//
 

@@ -13,6 +13,7 @@
 #include <cblas.h>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numeric>
 
 namespace trnrt {
@@ -190,6 +191,43 @@ bool isReduction(AluOp op) {
   }
 }
 
+/// e^x in double, branch-free so element loops vectorise (glibc's exp is a
+/// call per element). Relative error < 1e-14, far below the half ulp of
+/// fp32 the result is rounded to. Inputs are clamped to [-708, 710]: below,
+/// exp stays a tiny normal double (0 in fp32, and 1 + e^x is 1); above, the
+/// scale 2^1024 is inf, as exp overflows.
+inline double vectorExp(double x) {
+  x = x < -708.0 ? -708.0 : x; // NaN passes through both clamps
+  x = x > 710.0 ? 710.0 : x;
+  // n = round(x / ln 2) in the low bits of a shifted double; r = x - n ln 2.
+  const double shifter = 0x1.8p52;
+  double shifted = x * 0x1.71547652b82fep0 + shifter;
+  uint64_t bits;
+  std::memcpy(&bits, &shifted, 8);
+  double n = shifted - shifter;
+  double r = x - n * 0x1.62e42fefa39efp-1 - n * 0x1.abc9e3b39803fp-56;
+  // Taylor series to degree 12 on |r| <= ln(2)/2.
+  double p = 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  // 2^n: the low bits of `shifted` hold n + 0x8000000000000 (plus the
+  // shifter's exponent), so rebuild the exponent field from them.
+  uint64_t scaleBits = (bits - 0x4338000000000000ull + 1023u) << 52;
+  double scale;
+  std::memcpy(&scale, &scaleBits, 8);
+  return p * scale;
+}
+
 template <typename F> inline void mapInPlace(float *x, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i)
     x[i] = float(f(double(x[i])));
@@ -207,7 +245,7 @@ bool applyActivation(ActivationFunc func, float *x, int64_t n) {
   case ActivationFunc::Copy:
     return true;
   case ActivationFunc::Exp:
-    mapInPlace(x, n, [](double v) { return std::exp(v); });
+    mapInPlace(x, n, [](double v) { return vectorExp(v); });
     return true;
   case ActivationFunc::Log:
     mapInPlace(x, n, [](double v) { return std::log(v); });
@@ -216,7 +254,7 @@ bool applyActivation(ActivationFunc func, float *x, int64_t n) {
     mapInPlace(x, n, [](double v) { return std::tanh(v); });
     return true;
   case ActivationFunc::Sigmoid:
-    mapInPlace(x, n, [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+    mapInPlace(x, n, [](double v) { return 1.0 / (1.0 + vectorExp(-v)); });
     return true;
   case ActivationFunc::Relu:
     mapInPlace(x, n, [](double v) { return v > 0.0 || v != v ? v : 0.0; });
@@ -235,7 +273,7 @@ bool applyActivation(ActivationFunc func, float *x, int64_t n) {
   case ActivationFunc::GeluDerivative:
     mapInPlace(x, n, [](double v) {
       double cdf = 0.5 * (1.0 + std::erf(v * kInvSqrt2));
-      double pdf = kInvSqrt2Pi * std::exp(-0.5 * v * v);
+      double pdf = kInvSqrt2Pi * vectorExp(-0.5 * v * v);
       return cdf + v * pdf;
     });
     return true;
@@ -248,7 +286,7 @@ bool applyActivation(ActivationFunc func, float *x, int64_t n) {
     });
     return true;
   case ActivationFunc::Silu:
-    mapInPlace(x, n, [](double v) { return v / (1.0 + std::exp(-v)); });
+    mapInPlace(x, n, [](double v) { return v / (1.0 + vectorExp(-v)); });
     return true;
   case ActivationFunc::Erf:
     mapInPlace(x, n, [](double v) { return std::erf(v); });
@@ -503,6 +541,30 @@ bool SimulatorCoreBase::execute(Engine engine, const Instruction &inst,
 //===----------------------------------------------------------------------===//
 // Tensor Engine
 //===----------------------------------------------------------------------===//
+
+namespace {
+// Simulators may run on several threads at once (one per simulated core):
+// the first to start saves the caller's thread count, the last to finish
+// restores it.
+std::mutex blasThreadsMutex;
+unsigned activeRuns = 0;
+int savedBlasThreads = 1;
+} // namespace
+
+SingleThreadedBlas::SingleThreadedBlas() {
+  std::lock_guard<std::mutex> lock(blasThreadsMutex);
+  if (activeRuns++ == 0) {
+    savedBlasThreads = openblas_get_num_threads();
+    if (savedBlasThreads != 1)
+      openblas_set_num_threads(1);
+  }
+}
+
+SingleThreadedBlas::~SingleThreadedBlas() {
+  std::lock_guard<std::mutex> lock(blasThreadsMutex);
+  if (--activeRuns == 0 && savedBlasThreads != 1)
+    openblas_set_num_threads(savedBlasThreads);
+}
 
 bool SimulatorCoreBase::execMatmul(const Instruction &inst,
                                    ExecResult &result) {

@@ -120,6 +120,17 @@ unsigned dmaEnginesUsed(const Target &target, const CostShape &shape);
 double dmaTransferNs(const Target &target, const CostShape &shape);
 double engineClockGHz(const Target &target, Engine engine);
 
+/// Keeps OpenBLAS single-threaded while alive (restoring the previous count
+/// after): the simulator's GEMMs (at most 128x128x512) are too small for BLAS
+/// threads to pay, and their spinning workers only steal the other cores.
+class SingleThreadedBlas {
+public:
+  SingleThreadedBlas();
+  ~SingleThreadedBlas();
+  SingleThreadedBlas(const SingleThreadedBlas &) = delete;
+  SingleThreadedBlas &operator=(const SingleThreadedBlas &) = delete;
+};
+
 //===----------------------------------------------------------------------===//
 // The core
 //===----------------------------------------------------------------------===//

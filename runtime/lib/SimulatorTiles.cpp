@@ -478,7 +478,9 @@ bool SimulatorCoreBase::makeView(const AccessPattern &ap, const char *operand,
                   range(begin, end) + ", outside the program's " +
                   std::to_string(hbmSize) + " bytes of HBM");
     view.base = hbm.get() + ap.byteOffset;
-    view.partitionPitch = ap.partitionStride * int64_t(elementBytes);
+    // One row: the stride is never used (and may be any int64).
+    view.partitionPitch =
+        ap.numPartitions > 1 ? ap.partitionStride * int64_t(elementBytes) : 0;
     view.minByte = int64_t(ap.byteOffset + low * elementBytes);
     view.endByte = int64_t(ap.byteOffset + (high + 1) * elementBytes);
   } else {

@@ -29,22 +29,20 @@
 namespace trnrt {
 
 struct SimulatorOptions {
-  /// Fill SBUF, PSUM and the program's HBM with 0xFF bytes before use (NaN in
-  /// every float dtype, -1 in integer dtypes), so reads of memory nobody wrote
-  /// show up as NaN in the results. Inputs the caller never wrote read as NaN
-  /// too. Scratch and output tensors are refilled before every run.
+  /// Fill SBUF and PSUM (before every run) and the input, output and
+  /// scratch tensors (at load; outputs and scratch again before every run)
+  /// with 0xFF bytes: NaN in every float dtype, -1 in integer dtypes. Reads
+  /// of memory nobody wrote, or of inputs the caller never wrote, then show
+  /// up as NaN in the results.
   bool poisonMemory = false;
   /// Keep one InstructionRecord per executed instruction (profiles).
   bool recordInstructions = false;
 };
 
-/// Streams are numbered: 0..4 are the engine streams in Engine order
-/// (Tensor, Vector, Scalar, GpSimd, Sync); 5 + q is DMA queue q.
+/// Streams are numbered as in docs/isa.md §4: 0..4 are the engine streams
+/// in Engine order (Tensor, Vector, Scalar, GpSimd, Sync), 5 + q is DMA
+/// queue q; streamName() (trnrt/IsaValidate.h) names them.
 constexpr unsigned kNumEngineStreams = 5;
-
-/// "tensor", "vector", ... for engine streams (engineName), "dma<q>" for
-/// DMA queue q.
-std::string simulatorStreamName(unsigned stream);
 
 /// One executed instruction, for the profile timeline.
 struct InstructionRecord {
@@ -143,8 +141,9 @@ public:
   /// poison pattern) and zeroed semaphores. On failure (an out-of-bounds
   /// access, a bad operand, an out-of-range gather index, a deadlock, an
   /// unsupported instruction), `error` names the stream, the instruction
-  /// index and opcode, and the operand; memory holds the effects of the
-  /// instructions that ran.
+  /// index and opcode, and the operand, as the validator does ("vector
+  /// stream #12 tensor_tensor: srcs[1] (SBUF f32) bytes [...) ..."); memory
+  /// holds the effects of the instructions that ran.
   bool run(SimulationStats &stats, std::string &error);
 
   const Target &target() const;

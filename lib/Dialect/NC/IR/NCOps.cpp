@@ -166,6 +166,19 @@ LogicalResult AllocOp::verify() {
   return success();
 }
 
+LogicalResult HbmConstantOp::verify() {
+  auto dense = dyn_cast<DenseElementsAttr>(getValue());
+  HbmType type = getType();
+  if (!dense || dense.getElementType() != type.getElementType() ||
+      dense.getType().getNumElements() !=
+          RankedTensorType::get(type.getShape(), type.getElementType())
+              .getNumElements())
+    return emitOpError() << "value must be a dense constant with "
+                         << type.getElementType() << " elements and as many "
+                         << "elements as " << type;
+  return success();
+}
+
 LogicalResult ViewOp::verify() {
   TileType result = getType();
   ArrayRef<int64_t> strides = getStrides();

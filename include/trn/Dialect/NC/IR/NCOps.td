@@ -45,6 +45,14 @@ def NC_HbmAllocOp : NC_Op<"hbm_alloc", [MemoryEffects<[MemAlloc]>]> {
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
+def NC_HbmConstantOp : NC_Op<"hbm_constant", [Pure]> {
+  let summary = "a constant HBM tensor, stored in the artifact";
+  let arguments = (ins StrAttr:$name, ElementsAttr:$value);
+  let results = (outs NC_AnyHbm:$result);
+  let assemblyFormat = "$name $value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def NC_ViewOp : NC_Op<"view", [Pure]> {
   let summary = "a window of a tile or of an HBM tensor";
   let description = [{

@@ -1,0 +1,718 @@
+//===- TrnToNC.cpp - lower a trn step graph to an nc kernel --------------===//
+//
+// The first, unfused lowering (see the pass description in Passes.td): every
+// trn value lives in an HBM tensor; each op streams tiles through SBUF.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Conversion/Passes.h"
+
+#include "trn/Dialect/NC/IR/NCOps.h"
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::trn {
+#define GEN_PASS_DEF_CONVERTTRNTONC
+#include "trn/Conversion/Passes.h.inc"
+} // namespace mlir::trn
+
+using namespace mlir;
+using namespace mlir::nc;
+
+namespace {
+
+/// Free elements per partition in one tile: 8 KiB of f32, so that the tiles
+/// of one op (at most four) stay well inside SBUF.
+constexpr int64_t kTileColumns = 2048;
+constexpr int64_t kPartitions = 128;
+constexpr int64_t kMatmulM = 128, kMatmulN = 512, kMatmulK = 128;
+/// HBM-side DMA strides are 16-bit like every access pattern.
+constexpr int64_t kMaxStride = 32767;
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+int64_t product(ArrayRef<int64_t> values) {
+  int64_t result = 1;
+  for (int64_t v : values)
+    result *= v;
+  return result;
+}
+
+/// HBM tensors need at least one dimension: scalars are [1].
+SmallVector<int64_t> hbmShape(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return {1};
+  return SmallVector<int64_t>(shape);
+}
+
+/// One strided side of a copy: element `offset + sum(i_d * strides[d])` of
+/// `tensor` for an iteration index `i`.
+struct Side {
+  Value tensor;
+  int64_t offset = 0;
+  SmallVector<int64_t> strides;
+};
+
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
+
+  Value view(Value hbm, int64_t offset, int64_t partitions,
+             int64_t partitionStride, ArrayRef<int64_t> sizes,
+             ArrayRef<int64_t> strides) {
+    Type elementType = cast<HbmType>(hbm.getType()).getElementType();
+    SmallVector<int64_t> shape{partitions};
+    llvm::append_range(shape, sizes);
+    auto type =
+        TileType::get(b.getContext(), MemorySpace::hbm, shape, elementType);
+    auto op = b.create<ViewOp>(
+        loc, type, hbm, b.getI64IntegerAttr(0), b.getI64IntegerAttr(offset),
+        b.getI64IntegerAttr(partitionStride), b.getDenseI64ArrayAttr(strides));
+    return op.getResult();
+  }
+  Value tile(MemorySpace memory, int64_t partitions, ArrayRef<int64_t> sizes,
+             Type elementType) {
+    SmallVector<int64_t> shape{partitions};
+    llvm::append_range(shape, sizes);
+    return b.create<AllocOp>(
+        loc, TileType::get(b.getContext(), memory, shape, elementType),
+        IntegerAttr(), IntegerAttr());
+  }
+  void dma(Value dst, Value src) {
+    b.create<DmaCopyOp>(loc, dst, src, b.getI64IntegerAttr(nextQueue));
+    nextQueue = (nextQueue + 1) % 16;
+  }
+  Value scratch(ArrayRef<int64_t> shape, Type elementType) {
+    auto type = HbmType::get(b.getContext(), hbmShape(shape), elementType);
+    return b.create<HbmAllocOp>(
+        loc, type, b.getStringAttr("t" + std::to_string(counter++)),
+        IntegerAttr());
+  }
+  /// A row-major tile window [rows, cols] at (r0, c0) of a tensor viewed as
+  /// [R, C].
+  Value rowTile(Value hbm, int64_t cols, int64_t r0, int64_t rows, int64_t c0,
+                int64_t width) {
+    return view(hbm, r0 * cols + c0, rows, cols, {width}, {1});
+  }
+
+  OpBuilder &b;
+  Location loc;
+  int64_t nextQueue = 0;
+  int64_t counter = 0;
+};
+
+class Lowering {
+public:
+  Lowering(func::FuncOp graph, OpBuilder &builder)
+      : graph(graph), builder(builder), kb(builder, graph.getLoc()) {}
+  LogicalResult run();
+
+private:
+  LogicalResult lower(Operation *op);
+  Value hbmOf(Value value) { return values.lookup(value); }
+  Value newTensor(Value result) {
+    // A value returned as a (non-aliasing) output is computed in place.
+    if (Value output = directOutputs.lookup(result)) {
+      values[result] = output;
+      return output;
+    }
+    auto type = cast<RankedTensorType>(result.getType());
+    Value hbm = kb.scratch(type.getShape(), type.getElementType());
+    values[result] = hbm;
+    return hbm;
+  }
+  /// Calls fn(r0, rows, c0, cols) for every tile of a tensor viewed as
+  /// [R, C] (C = last dim).
+  template <typename Fn> void forEachTile(ArrayRef<int64_t> shape, Fn fn) {
+    int64_t cols = shape.empty() ? 1 : shape.back();
+    int64_t rows = shape.empty() ? 1 : product(shape.drop_back());
+    for (int64_t r0 = 0; r0 < rows; r0 += kPartitions)
+      for (int64_t c0 = 0; c0 < cols; c0 += kTileColumns)
+        fn(r0, std::min(kPartitions, rows - r0), c0,
+           std::min(kTileColumns, cols - c0));
+  }
+  LogicalResult
+  elementwise(Operation *op,
+              function_ref<void(Value dst, ArrayRef<Value>)> body);
+  LogicalResult copy(Operation *op, ArrayRef<int64_t> iterShape,
+                     const Side &src, const Side &dst);
+  LogicalResult lowerDot(trn::DotGeneralOp op);
+  LogicalResult lowerReduce(trn::ReduceOp op);
+  LogicalResult lowerConstant(trn::ConstantOp op);
+  LogicalResult checkTileable(Operation *op);
+
+  func::FuncOp graph;
+  OpBuilder &builder;
+  KernelBuilder kb;
+  llvm::DenseMap<Value, Value> values; ///< trn value -> HBM tensor
+  /// Results written straight into their output argument. Outputs that
+  /// update an input in place are not: the old value may still be read.
+  llvm::DenseMap<Value, Value> directOutputs;
+};
+
+} // namespace
+
+/// Element types a tile can hold: trn1 has no int64 arithmetic.
+LogicalResult Lowering::checkTileable(Operation *op) {
+  auto check = [&](Type type) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (tensor && tensor.getElementType().isSignlessInteger(64))
+      return op->emitError("'")
+             << op->getName()
+             << "' on i64 tensors is not lowered to NeuronCore kernels yet "
+                "(the NeuronCore-v2 engines have no 64-bit integers)";
+    return success();
+  };
+  for (Type type : op->getOperandTypes())
+    if (failed(check(type)))
+      return failure();
+  for (Type type : op->getResultTypes())
+    if (failed(check(type)))
+      return failure();
+  return success();
+}
+
+LogicalResult
+Lowering::elementwise(Operation *op,
+                      function_ref<void(Value dst, ArrayRef<Value>)> body) {
+  if (failed(checkTileable(op)))
+    return failure();
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  Value out = newTensor(op->getResult(0));
+  SmallVector<Value> inputs;
+  for (Value operand : op->getOperands())
+    inputs.push_back(hbmOf(operand));
+  int64_t cols = type.getShape().empty() ? 1 : type.getShape().back();
+  forEachTile(type.getShape(), [&](int64_t r0, int64_t rows, int64_t c0,
+                                   int64_t width) {
+    SmallVector<Value> tiles;
+    for (auto [operand, hbm] : llvm::zip(op->getOperands(), inputs)) {
+      Type elementType =
+          cast<RankedTensorType>(operand.getType()).getElementType();
+      Value t = kb.tile(MemorySpace::sbuf, rows, {width}, elementType);
+      kb.dma(t, kb.rowTile(hbm, cols, r0, rows, c0, width));
+      tiles.push_back(t);
+    }
+    Value result =
+        kb.tile(MemorySpace::sbuf, rows, {width}, type.getElementType());
+    body(result, tiles);
+    kb.dma(kb.rowTile(out, cols, r0, rows, c0, width), result);
+  });
+  return success();
+}
+
+LogicalResult Lowering::copy(Operation *op, ArrayRef<int64_t> iterShape,
+                             const Side &src, const Side &dst) {
+  // Partitions run over the second-to-last iteration dim, the free dim over
+  // the last; the leading dims are unrolled.
+  int64_t rank = iterShape.size();
+  SmallVector<int64_t> shape(iterShape);
+  Side s = src, d = dst;
+  if (rank == 0) {
+    shape = {1};
+    s.strides = {0};
+    d.strides = {0};
+    rank = 1;
+  }
+  if (rank == 1) {
+    shape.insert(shape.begin(), 1);
+    s.strides.insert(s.strides.begin(), 0);
+    d.strides.insert(d.strides.begin(), 0);
+    rank = 2;
+  }
+  int64_t pDim = rank - 2, fDim = rank - 1;
+  for (const Side *side : {&s, &d})
+    if (std::abs(side->strides[fDim]) > kMaxStride)
+      return op->emitError("'")
+             << op->getName() << "' needs an element stride of "
+             << side->strides[fDim]
+             << ", beyond the 16-bit access patterns; not lowered yet";
+  Type elementType = cast<HbmType>(src.tensor.getType()).getElementType();
+  SmallVector<int64_t> outer(shape.begin(), shape.begin() + pDim);
+  int64_t outerCount = product(outer);
+  SmallVector<int64_t> outerStrides = rowMajorStrides(outer);
+  for (int64_t linear = 0; linear < outerCount; ++linear) {
+    int64_t srcBase = s.offset, dstBase = d.offset;
+    for (int64_t i = 0; i < pDim; ++i) {
+      int64_t index = (linear / outerStrides[i]) % outer[i];
+      srcBase += index * s.strides[i];
+      dstBase += index * d.strides[i];
+    }
+    for (int64_t p0 = 0; p0 < shape[pDim]; p0 += kPartitions)
+      for (int64_t f0 = 0; f0 < shape[fDim]; f0 += kTileColumns) {
+        int64_t rows = std::min(kPartitions, shape[pDim] - p0);
+        int64_t width = std::min(kTileColumns, shape[fDim] - f0);
+        Value t = kb.tile(MemorySpace::sbuf, rows, {width}, elementType);
+        kb.dma(t, kb.view(s.tensor,
+                          srcBase + p0 * s.strides[pDim] + f0 * s.strides[fDim],
+                          rows, s.strides[pDim], {width}, {s.strides[fDim]}));
+        kb.dma(kb.view(d.tensor,
+                       dstBase + p0 * d.strides[pDim] + f0 * d.strides[fDim],
+                       rows, d.strides[pDim], {width}, {d.strides[fDim]}),
+               t);
+      }
+  }
+  return success();
+}
+
+LogicalResult Lowering::lowerConstant(trn::ConstantOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  auto dense = cast<DenseElementsAttr>(op.getValue());
+  if (dense.isSplat() && !type.getElementType().isSignlessInteger(64)) {
+    // A splat is cheaper to make than to store: memset tiles.
+    Value out = newTensor(op.getResult());
+    double value =
+        type.getElementType().isIntOrIndex()
+            ? static_cast<double>(dense.getSplatValue<APInt>().getSExtValue())
+            : dense.getSplatValue<APFloat>().convertToDouble();
+    if (type.getElementType().isSignlessInteger(1))
+      value = dense.getSplatValue<APInt>().getZExtValue();
+    int64_t cols = type.getShape().empty() ? 1 : type.getShape().back();
+    forEachTile(type.getShape(), [&](int64_t r0, int64_t rows, int64_t c0,
+                                     int64_t width) {
+      Value t =
+          kb.tile(MemorySpace::sbuf, rows, {width}, type.getElementType());
+      builder.create<MemsetOp>(
+          kb.loc, t, llvm::APFloat(static_cast<float>(value)), Engine::vector);
+      kb.dma(kb.rowTile(out, cols, r0, rows, c0, width), t);
+    });
+    return success();
+  }
+  auto hbmType = HbmType::get(builder.getContext(), hbmShape(type.getShape()),
+                              type.getElementType());
+  DenseElementsAttr stored = dense.reshape(
+      RankedTensorType::get(hbmShape(type.getShape()), type.getElementType()));
+  values[op.getResult()] = builder.create<HbmConstantOp>(
+      kb.loc, hbmType,
+      builder.getStringAttr("c" + std::to_string(kb.counter++)), stored);
+  return success();
+}
+
+/// dot_general with at most one free dim per operand after batch dims:
+/// lhs [batch, M, K] or [batch, K, M], rhs [batch, K, N] or [batch, N, K]
+/// (any position of K). Stationary = lhs^T tiles [K, M], moving = rhs tiles
+/// [K, N], accumulating over K in PSUM.
+LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
+  auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+  auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
+  auto resultType = cast<RankedTensorType>(op.getType());
+  ArrayRef<int64_t> lb = op.getLhsBatchingDims(), rb = op.getRhsBatchingDims();
+  int64_t batchRank = lb.size();
+  auto isLeading = [&](ArrayRef<int64_t> dims) {
+    for (auto [i, d] : llvm::enumerate(dims))
+      if (d != static_cast<int64_t>(i))
+        return false;
+    return true;
+  };
+  if (!isLeading(lb) || !isLeading(rb) || lhsType.getRank() != batchRank + 2 ||
+      rhsType.getRank() != batchRank + 2 ||
+      op.getLhsContractingDims().size() != 1)
+    return op.emitError("'trn.dot_general' is lowered for leading batch dims "
+                        "and one free and one contracting dim per operand; "
+                        "this form is not lowered yet");
+  int64_t lk = op.getLhsContractingDims()[0] - batchRank; // 0 or 1
+  int64_t rk = op.getRhsContractingDims()[0] - batchRank;
+  int64_t m = lhsType.getDimSize(batchRank + (1 - lk));
+  int64_t k = lhsType.getDimSize(batchRank + lk);
+  int64_t n = rhsType.getDimSize(batchRank + (1 - rk));
+  // Element strides of (K, M) in lhs and (K, N) in rhs within one batch.
+  int64_t lhsCols = lhsType.getShape().back();
+  int64_t rhsCols = rhsType.getShape().back();
+  int64_t lhsKStride = lk == 1 ? 1 : lhsCols,
+          lhsMStride = lk == 1 ? lhsCols : 1;
+  int64_t rhsKStride = rk == 0 ? rhsCols : 1,
+          rhsNStride = rk == 0 ? 1 : rhsCols;
+  if (lhsMStride > kMaxStride || rhsNStride > kMaxStride)
+    return op.emitError("'trn.dot_general' operands are too wide for 16-bit "
+                        "access-pattern strides; not lowered yet");
+  Value lhs = hbmOf(op.getLhs()), rhs = hbmOf(op.getRhs());
+  Value out = newTensor(op.getResult());
+  Type inType = lhsType.getElementType();
+  Type outType = resultType.getElementType();
+  int64_t batches = product(resultType.getShape().take_front(batchRank));
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    int64_t lhsBase = batch * m * k, rhsBase = batch * k * n,
+            outBase = batch * m * n;
+    for (int64_t m0 = 0; m0 < m; m0 += kMatmulM)
+      for (int64_t n0 = 0; n0 < n; n0 += kMatmulN) {
+        int64_t mw = std::min(kMatmulM, m - m0),
+                nw = std::min(kMatmulN, n - n0);
+        Value acc = kb.tile(MemorySpace::psum, mw, {nw}, builder.getF32Type());
+        for (int64_t k0 = 0; k0 < k; k0 += kMatmulK) {
+          int64_t kw = std::min(kMatmulK, k - k0);
+          Value stationary = kb.tile(MemorySpace::sbuf, kw, {mw}, inType);
+          kb.dma(stationary,
+                 kb.view(lhs, lhsBase + k0 * lhsKStride + m0 * lhsMStride, kw,
+                         lhsKStride, {mw}, {lhsMStride}));
+          Value moving = kb.tile(MemorySpace::sbuf, kw, {nw}, inType);
+          kb.dma(moving,
+                 kb.view(rhs, rhsBase + k0 * rhsKStride + n0 * rhsNStride, kw,
+                         rhsKStride, {nw}, {rhsNStride}));
+          builder.create<MatmulOp>(kb.loc, acc, stationary, moving,
+                                   /*accumulate=*/k0 > 0);
+        }
+        Value result = kb.tile(MemorySpace::sbuf, mw, {nw}, outType);
+        builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, result, acc,
+                                     Value(), Value(), Value(),
+                                     llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+        kb.dma(kb.view(out, outBase + m0 * n + n0, mw, n, {nw}, {1}), result);
+      }
+  }
+  return success();
+}
+
+/// Reductions over trailing dims (rows on partitions, reduced elements
+/// along the free dim) or leading dims (kept elements on partitions, reduced
+/// rows along the free dim with a stride).
+LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
+  if (failed(checkTileable(op)))
+    return failure();
+  auto type = cast<RankedTensorType>(op.getOperand().getType());
+  ArrayRef<int64_t> dims = op.getDims();
+  int64_t rank = type.getRank();
+  bool trailing = true, leading = true;
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    trailing &=
+        d == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(i);
+    leading &= d == static_cast<int64_t>(i);
+  }
+  if (!trailing && !leading)
+    return op.emitError("'trn.reduce' over dims that are neither leading nor "
+                        "trailing is not lowered yet");
+  AluOp alu;
+  switch (op.getKind()) {
+  case trn::ReduceKind::sum:
+    alu = AluOp::add;
+    break;
+  case trn::ReduceKind::max:
+    alu = AluOp::max;
+    break;
+  case trn::ReduceKind::min:
+    alu = AluOp::min;
+    break;
+  case trn::ReduceKind::prod:
+    alu = AluOp::multiply;
+    break;
+  }
+  int64_t reduced = product(trailing ? type.getShape().take_back(dims.size())
+                                     : type.getShape().take_front(dims.size()));
+  int64_t kept = product(type.getShape()) / std::max<int64_t>(reduced, 1);
+  Value in = hbmOf(op.getOperand());
+  Value out = newTensor(op.getResult());
+  Type elementType = type.getElementType();
+  Type f32 = builder.getF32Type();
+  // Per kept index: element stride between reduced elements, and between
+  // kept elements.
+  int64_t reducedStride = trailing ? 1 : kept;
+  int64_t keptStride = trailing ? reduced : 1;
+  if (reducedStride > kMaxStride)
+    return op.emitError("'trn.reduce' rows are too far apart for 16-bit "
+                        "access-pattern strides; not lowered yet");
+  for (int64_t p0 = 0; p0 < kept; p0 += kPartitions) {
+    int64_t rows = std::min(kPartitions, kept - p0);
+    Value total;
+    for (int64_t c0 = 0; c0 < reduced; c0 += kTileColumns) {
+      int64_t width = std::min(kTileColumns, reduced - c0);
+      Value t = kb.tile(MemorySpace::sbuf, rows, {width}, elementType);
+      kb.dma(t, kb.view(in, p0 * keptStride + c0 * reducedStride, rows,
+                        keptStride, {width}, {reducedStride}));
+      Value partial = kb.tile(MemorySpace::sbuf, rows, {1}, f32);
+      builder.create<TensorReduceOp>(kb.loc, alu, partial, t, false,
+                                     Engine::vector);
+      if (!total) {
+        total = partial;
+        continue;
+      }
+      Value next = kb.tile(MemorySpace::sbuf, rows, {1}, f32);
+      builder.create<TensorTensorOp>(kb.loc, alu, next, total, partial,
+                                     Engine::vector);
+      total = next;
+    }
+    Value result = kb.tile(MemorySpace::sbuf, rows, {1}, elementType);
+    builder.create<TensorCopyOp>(kb.loc, result, total, Engine::vector);
+    kb.dma(kb.view(out, p0, rows, 1, {1}, {1}), result);
+  }
+  return success();
+}
+
+LogicalResult Lowering::lower(Operation *op) {
+  auto activation = [&](ActivationFunc func) {
+    return elementwise(op, [&](Value dst, ArrayRef<Value> srcs) {
+      builder.create<ActivationOp>(kb.loc, func, dst, srcs[0], Value(), Value(),
+                                   Value(), llvm::APFloat(1.0f),
+                                   llvm::APFloat(0.0f));
+    });
+  };
+  auto binary = [&](AluOp alu, Engine engine = Engine::vector) {
+    return elementwise(op, [&](Value dst, ArrayRef<Value> srcs) {
+      builder.create<TensorTensorOp>(kb.loc, alu, dst, srcs[0], srcs[1],
+                                     engine);
+    });
+  };
+  auto alias = [&](Value from, Value to) {
+    values[to] = hbmOf(from);
+    return success();
+  };
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](trn::ExpOp) { return activation(ActivationFunc::exp); })
+      .Case([&](trn::LogOp) { return activation(ActivationFunc::log); })
+      .Case([&](trn::Log1pOp) { return activation(ActivationFunc::log1p); })
+      .Case([&](trn::TanhOp) { return activation(ActivationFunc::tanh); })
+      .Case([&](trn::SigmoidOp) { return activation(ActivationFunc::sigmoid); })
+      .Case([&](trn::SqrtOp) { return activation(ActivationFunc::sqrt); })
+      .Case([&](trn::RsqrtOp) { return activation(ActivationFunc::rsqrt); })
+      .Case([&](trn::ReciprocalOp) {
+        return activation(ActivationFunc::reciprocal);
+      })
+      .Case([&](trn::ErfOp) { return activation(ActivationFunc::erf); })
+      .Case([&](trn::ReluOp) { return activation(ActivationFunc::relu); })
+      .Case([&](trn::SiluOp) { return activation(ActivationFunc::silu); })
+      .Case([&](trn::SinOp) { return activation(ActivationFunc::sin); })
+      .Case([&](trn::CosOp) { return activation(ActivationFunc::cos); })
+      .Case([&](trn::FloorOp) { return activation(ActivationFunc::floor); })
+      .Case([&](trn::SignOp) { return activation(ActivationFunc::sign); })
+      .Case([&](trn::AbsOp) { return activation(ActivationFunc::abs); })
+      .Case([&](trn::NegOp) { return activation(ActivationFunc::negate); })
+      .Case([&](trn::GeluOp o) {
+        return activation(o.getApproximate() == trn::GeluApproximation::tanh
+                              ? ActivationFunc::gelu_tanh
+                              : ActivationFunc::gelu);
+      })
+      .Case([&](trn::AddOp) { return binary(AluOp::add); })
+      .Case([&](trn::SubOp) { return binary(AluOp::subtract); })
+      .Case([&](trn::MulOp) { return binary(AluOp::multiply); })
+      .Case([&](trn::DivOp) { return binary(AluOp::divide); })
+      .Case([&](trn::MaxOp) { return binary(AluOp::max); })
+      .Case([&](trn::MinOp) { return binary(AluOp::min); })
+      .Case([&](trn::PowOp) { return binary(AluOp::pow, Engine::gpsimd); })
+      .Case([&](trn::AndOp) { return binary(AluOp::logical_and); })
+      .Case([&](trn::OrOp) { return binary(AluOp::logical_or); })
+      .Case([&](trn::CompareOp o) {
+        AluOp alu;
+        switch (o.getPredicate()) {
+        case trn::ComparisonPredicate::eq:
+          alu = AluOp::is_equal;
+          break;
+        case trn::ComparisonPredicate::ne:
+          alu = AluOp::is_not_equal;
+          break;
+        case trn::ComparisonPredicate::lt:
+          alu = AluOp::is_less;
+          break;
+        case trn::ComparisonPredicate::le:
+          alu = AluOp::is_less_equal;
+          break;
+        case trn::ComparisonPredicate::gt:
+          alu = AluOp::is_greater;
+          break;
+        case trn::ComparisonPredicate::ge:
+          alu = AluOp::is_greater_equal;
+          break;
+        }
+        return binary(alu);
+      })
+      .Case([&](trn::SelectOp) {
+        return elementwise(op, [&](Value dst, ArrayRef<Value> srcs) {
+          builder.create<SelectOp>(kb.loc, dst, srcs[0], srcs[1], srcs[2]);
+        });
+      })
+      .Case([&](trn::ConvertOp) {
+        return elementwise(op, [&](Value dst, ArrayRef<Value> srcs) {
+          builder.create<TensorCopyOp>(kb.loc, dst, srcs[0], Engine::vector);
+        });
+      })
+      .Case([&](trn::ConstantOp o) { return lowerConstant(o); })
+      .Case([&](trn::ReshapeOp o) {
+        return alias(o.getOperand(), o.getResult());
+      })
+      .Case([&](trn::TransposeOp o) {
+        auto in = cast<RankedTensorType>(o.getOperand().getType());
+        auto outType = cast<RankedTensorType>(o.getType());
+        SmallVector<int64_t> inStrides = rowMajorStrides(in.getShape());
+        Side src{hbmOf(o.getOperand()), 0, {}};
+        for (int64_t d : o.getPerm())
+          src.strides.push_back(inStrides[d]);
+        Side dst{newTensor(o.getResult()), 0,
+                 rowMajorStrides(outType.getShape())};
+        return copy(o, outType.getShape(), src, dst);
+      })
+      .Case([&](trn::BroadcastInDimOp o) {
+        auto in = cast<RankedTensorType>(o.getOperand().getType());
+        auto outType = cast<RankedTensorType>(o.getType());
+        SmallVector<int64_t> inStrides = rowMajorStrides(in.getShape());
+        Side src{hbmOf(o.getOperand()), 0,
+                 SmallVector<int64_t>(outType.getRank(), 0)};
+        for (auto [k, d] : llvm::enumerate(o.getDims()))
+          if (in.getDimSize(k) != 1)
+            src.strides[d] = inStrides[k];
+        Side dst{newTensor(o.getResult()), 0,
+                 rowMajorStrides(outType.getShape())};
+        return copy(o, outType.getShape(), src, dst);
+      })
+      .Case([&](trn::SliceOp o) {
+        auto in = cast<RankedTensorType>(o.getOperand().getType());
+        auto outType = cast<RankedTensorType>(o.getType());
+        SmallVector<int64_t> inStrides = rowMajorStrides(in.getShape());
+        Side src{hbmOf(o.getOperand()), 0, {}};
+        for (int64_t d = 0; d < in.getRank(); ++d) {
+          src.offset += o.getStart()[d] * inStrides[d];
+          src.strides.push_back(inStrides[d] * o.getStrides()[d]);
+        }
+        Side dst{newTensor(o.getResult()), 0,
+                 rowMajorStrides(outType.getShape())};
+        return copy(o, outType.getShape(), src, dst);
+      })
+      .Case([&](trn::ConcatenateOp o) {
+        auto outType = cast<RankedTensorType>(o.getType());
+        SmallVector<int64_t> outStrides = rowMajorStrides(outType.getShape());
+        Value out = newTensor(o.getResult());
+        int64_t position = 0;
+        for (Value input : o.getInputs()) {
+          auto in = cast<RankedTensorType>(input.getType());
+          Side src{hbmOf(input), 0, rowMajorStrides(in.getShape())};
+          Side dst{out, position * outStrides[o.getDim()], outStrides};
+          if (failed(copy(o, in.getShape(), src, dst)))
+            return failure();
+          position += in.getDimSize(o.getDim());
+        }
+        return success();
+      })
+      .Case([&](trn::DotGeneralOp o) {
+        if (failed(checkTileable(o)))
+          return failure();
+        return lowerDot(o);
+      })
+      .Case([&](trn::ReduceOp o) { return lowerReduce(o); })
+      .Default([&](Operation *other) {
+        return other->emitError("'")
+               << other->getName()
+               << "' is not lowered to NeuronCore kernels yet"
+               << (isa<trn::SoftmaxOp, trn::LogSoftmaxOp, trn::LayerNormOp,
+                       trn::RmsNormOp, trn::AttentionOp, trn::CrossEntropyOp>(
+                       other)
+                       ? " (run trn-decompose-composites first)"
+                       : "");
+      });
+}
+
+LogicalResult Lowering::run() {
+  MLIRContext *context = builder.getContext();
+  if (!graph.getBody().hasOneBlock())
+    return graph.emitError("a step graph has a single block");
+  // Kernel signature: inputs, then outputs not updating an input in place.
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  auto hbmTypeOf = [&](Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    return HbmType::get(context, hbmShape(tensor.getShape()),
+                        tensor.getElementType());
+  };
+  auto nameOf = [&](StringAttr name, std::string fallback) {
+    return name ? name.getValue().str() : fallback;
+  };
+  unsigned numInputs = graph.getNumArguments();
+  SmallVector<int64_t> aliasOf(graph.getNumResults(), -1);
+  SmallVector<bool> updated(numInputs, false);
+  for (unsigned r = 0; r < graph.getNumResults(); ++r)
+    if (auto alias = graph.getResultAttrOfType<IntegerAttr>(r, "trn.aliases")) {
+      aliasOf[r] = alias.getInt();
+      updated[alias.getInt()] = true;
+    }
+  for (unsigned i = 0; i < numInputs; ++i) {
+    if (!isa<RankedTensorType>(graph.getArgumentTypes()[i]))
+      return graph.emitError("argument ") << i << " is not a tensor";
+    argTypes.push_back(hbmTypeOf(graph.getArgumentTypes()[i]));
+    NamedAttrList attrs;
+    attrs.set(
+        "nc.name",
+        StringAttr::get(
+            context, nameOf(graph.getArgAttrOfType<StringAttr>(i, "trn.name"),
+                            "arg" + std::to_string(i))));
+    attrs.set("nc.kind",
+              StringAttr::get(context, updated[i] ? "inout" : "input"));
+    argAttrs.push_back(attrs.getDictionary(context));
+  }
+  SmallVector<int64_t> outputArg(graph.getNumResults(), -1);
+  for (unsigned r = 0; r < graph.getNumResults(); ++r) {
+    if (aliasOf[r] >= 0) {
+      outputArg[r] = aliasOf[r];
+      continue;
+    }
+    outputArg[r] = argTypes.size();
+    argTypes.push_back(hbmTypeOf(graph.getResultTypes()[r]));
+    NamedAttrList attrs;
+    attrs.set("nc.name",
+              StringAttr::get(
+                  context,
+                  nameOf(graph.getResultAttrOfType<StringAttr>(r, "trn.name"),
+                         "result" + std::to_string(r))));
+    attrs.set("nc.kind", StringAttr::get(context, "output"));
+    argAttrs.push_back(attrs.getDictionary(context));
+  }
+
+  builder.setInsertionPoint(graph);
+  auto kernel =
+      builder.create<func::FuncOp>(graph.getLoc(), graph.getSymName(),
+                                   FunctionType::get(context, argTypes, {}));
+  kernel.setAllArgAttrs(argAttrs);
+  Block *body = kernel.addEntryBlock();
+  builder.setInsertionPointToEnd(body);
+  for (unsigned i = 0; i < numInputs; ++i)
+    values[graph.getArgument(i)] = body->getArgument(i);
+  auto ret = cast<func::ReturnOp>(graph.getBody().front().getTerminator());
+  for (auto [r, value] : llvm::enumerate(ret.getOperands()))
+    if (aliasOf[r] < 0 && !isa<BlockArgument>(value) &&
+        !directOutputs.count(value))
+      directOutputs[value] = body->getArgument(outputArg[r]);
+
+  for (Operation &op : graph.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      // Copy each result into its output (or the input it updates).
+      for (auto [r, value] : llvm::enumerate(ret.getOperands())) {
+        Value target = body->getArgument(outputArg[r]);
+        Value source = hbmOf(value);
+        if (source == target)
+          continue;
+        auto shape = cast<HbmType>(target.getType()).getShape();
+        Side src{source, 0, rowMajorStrides(shape)};
+        Side dst{target, 0, rowMajorStrides(shape)};
+        if (failed(copy(ret, shape, src, dst)))
+          return failure();
+      }
+      break;
+    }
+    kb.loc = op.getLoc();
+    if (failed(lower(&op)))
+      return failure();
+  }
+  builder.create<func::ReturnOp>(graph.getLoc());
+  graph.erase();
+  return success();
+}
+
+namespace {
+struct ConvertTrnToNCPass
+    : mlir::trn::impl::ConvertTrnToNCBase<ConvertTrnToNCPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> graphs;
+    for (auto function : module.getOps<func::FuncOp>())
+      if (!function.isExternal())
+        graphs.push_back(function);
+    OpBuilder builder(module.getContext());
+    for (func::FuncOp graph : graphs) {
+      Lowering lowering(graph, builder);
+      if (failed(lowering.run()))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,163 @@
+//===- Pipeline.cpp - trn graph to NeuronCore program ---------------------===//
+//
+// The pass pipeline behind trn-cc and the checks around it: the exported
+// program must satisfy every hardware rule and its semaphores must let every
+// stream finish. A program that does not is a compiler bug, reported as such
+// before anything could run it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Driver/Pipeline.h"
+
+#include "trn/Conversion/Passes.h"
+#include "trn/Dialect/NC/IR/NCDialect.h"
+#include "trn/Dialect/NC/IR/NCOps.h"
+#include "trn/Dialect/NC/Transforms/Passes.h"
+#include "trn/Dialect/Trn/Transforms/Passes.h"
+#include "trn/Target/NCToProgram.h"
+
+#include "trnrt/IsaValidate.h"
+#include "trnrt/Target.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace {
+
+/// A kernel takes HBM tensors (the exporter's contract) and holds nc
+/// instructions; the trn graph it came from takes tensors.
+bool isKernel(func::FuncOp function) {
+  if (function.isExternal())
+    return false;
+  if (llvm::any_of(function.getArgumentTypes(),
+                   [](Type type) { return isa<nc::HbmType>(type); }))
+    return true;
+  WalkResult walk = function.walk([](Operation *op) {
+    return isa_and_nonnull<nc::NCDialect>(op->getDialect())
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return walk.wasInterrupted();
+}
+
+/// The highest byte any allocated tile of `memory` reaches in a partition.
+/// nc-allocate places tiles first-fit from offset 0, so this is the
+/// allocator's high-water mark.
+uint64_t peakBytesPerPartition(func::FuncOp kernel, nc::MemorySpace memory) {
+  uint64_t peak = 0;
+  kernel.walk([&](nc::AllocOp alloc) {
+    auto type = cast<nc::TileType>(alloc.getType());
+    if (type.getMemory() != memory || !alloc.getByteOffset())
+      return;
+    uint64_t end = static_cast<uint64_t>(*alloc.getByteOffset()) +
+                   static_cast<uint64_t>(type.getFreeBytes());
+    peak = std::max(peak, end);
+  });
+  return peak;
+}
+
+/// Tensor Engine FLOPs: 2*K*M*N per matmul (stationary [K, M], moving
+/// [K, N]), the figure MFU is measured against. Transposes are data
+/// movement and are not counted.
+uint64_t matmulFlops(const trnrt::Program &program) {
+  uint64_t flops = 0;
+  for (const trnrt::Instruction &instruction :
+       program.engineStreams[static_cast<size_t>(trnrt::Engine::Tensor)]) {
+    if (instruction.opcode != trnrt::Opcode::Matmul ||
+        instruction.srcs.size() < 2)
+      continue;
+    uint64_t k = instruction.srcs[0].numPartitions;
+    uint64_t m = static_cast<uint64_t>(instruction.srcs[0].freeElements());
+    uint64_t n = static_cast<uint64_t>(instruction.srcs[1].freeElements());
+    flops += 2 * k * m * n;
+  }
+  return flops;
+}
+
+} // namespace
+
+void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
+                                     const CompileOptions &options) {
+  OpPassManager &graph = pm.nest<func::FuncOp>();
+  // The lowering takes primitives only (see convert-trn-to-nc).
+  graph.addPass(createTrnDecomposeComposites());
+  // -O0 lowers the graph as written, which is what one wants when bisecting
+  // a miscompile; every other level simplifies it first.
+  if (options.optLevel > 0) {
+    graph.addPass(createCanonicalizerPass());
+    graph.addPass(createCSEPass());
+  }
+  pm.addPass(createConvertTrnToNC());
+  OpPassManager &kernel = pm.nest<func::FuncOp>();
+  kernel.addPass(nc::createNCAllocate());
+  kernel.addPass(nc::createNCInsertSync());
+}
+
+FailureOr<trnrt::Program>
+mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
+  const trnrt::Target *target = trnrt::lookupTarget(options.target);
+  if (!target)
+    return module.emitError("unknown target '")
+           << options.target << "' (expected trn1 or trn2)";
+  // Refuse rather than ignore: an artifact must be what its flags say.
+  if (options.autoCast != "none")
+    return module.emitError("--auto-cast ")
+           << options.autoCast
+           << " is not supported by the trn-to-nc lowering yet; compile with "
+              "--auto-cast none";
+  // The nc verifiers and passes read the hardware table from this attribute.
+  module->setAttr("nc.target",
+                  StringAttr::get(module.getContext(), target->name));
+
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  if (options.printIRAfterAll) {
+    // Printing per pass from several threads would interleave the dumps.
+    module.getContext()->disableMultithreading();
+    pm.enableIRPrinting(
+        /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
+        /*shouldPrintAfterPass=*/[](Pass *, Operation *) { return true; },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
+        /*printAfterOnlyOnFailure=*/false, llvm::errs());
+  }
+  buildTrnToNCPipeline(pm, options);
+  if (failed(pm.run(module)))
+    return failure(); // the failing pass has emitted the diagnostic
+
+  SmallVector<func::FuncOp> kernels;
+  for (func::FuncOp function : module.getOps<func::FuncOp>())
+    if (isKernel(function))
+      kernels.push_back(function);
+  if (kernels.size() != 1)
+    return module.emitError("internal compiler error: the pipeline produced ")
+           << kernels.size()
+           << " nc kernel functions, expected exactly one; this is a trn bug, "
+              "please report it with the graph";
+  func::FuncOp kernel = kernels.front();
+
+  FailureOr<trnrt::Program> program = nc::exportProgram(kernel);
+  if (failed(program))
+    return failure();
+  program->flops = matmulFlops(*program);
+  program->sbufPeakBytesPerPartition =
+      peakBytesPerPartition(kernel, nc::MemorySpace::sbuf);
+  program->psumPeakBytesPerPartition =
+      peakBytesPerPartition(kernel, nc::MemorySpace::psum);
+
+  // The lowering must only produce programs the hardware accepts and that
+  // cannot deadlock: a violation is our bug, not the user's graph.
+  std::string error;
+  if (!trnrt::validateProgram(*program, *target, error))
+    return kernel.emitError("internal compiler error: the compiled program "
+                            "breaks a hardware rule: ")
+           << error << "; this is a trn bug, please report it with the graph";
+  if (!trnrt::checkSemaphoresCanComplete(*program, error))
+    return kernel.emitError("internal compiler error: the compiled program "
+                            "can deadlock: ")
+           << error << "; this is a trn bug, please report it with the graph";
+  return program;
+}

@@ -1,0 +1,66 @@
+// RUN: trn-opt %s -convert-trn-to-nc -split-input-file -verify-diagnostics | FileCheck %s
+
+// Inputs become HBM arguments, results outputs; an add streams [rows, cols]
+// tiles: two loads, a Vector Engine add, one store.
+// CHECK-LABEL: func.func @add
+// CHECK-SAME: (%[[A:.*]]: !nc.hbm<4x8xf32> {nc.kind = "input", nc.name = "a"}, %[[B:.*]]: !nc.hbm<4x8xf32> {nc.kind = "input", nc.name = "arg1"}, %[[OUT:.*]]: !nc.hbm<4x8xf32> {nc.kind = "output", nc.name = "sum"})
+// CHECK-NOT: nc.hbm_alloc
+// CHECK: nc.dma_copy {{.*}} : <sbuf, 4x8xf32>, <hbm, 4x8xf32>
+// CHECK: nc.dma_copy {{.*}} : <sbuf, 4x8xf32>, <hbm, 4x8xf32>
+// CHECK: nc.tensor_tensor add
+// The result is computed straight into the output argument.
+// CHECK: nc.view %[[OUT]]
+// CHECK: nc.dma_copy {{.*}} : <hbm, 4x8xf32>, <sbuf, 4x8xf32>
+// CHECK-NEXT: return
+func.func @add(%a: tensor<4x8xf32> {trn.name = "a"}, %b: tensor<4x8xf32>) -> (tensor<4x8xf32> {trn.name = "sum"}) {
+  %0 = trn.add %a, %b : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A result that updates an input in place makes that input "inout".
+// CHECK-LABEL: func.func @update
+// CHECK-SAME: {nc.kind = "inout", nc.name = "p"}
+// CHECK: nc.hbm_alloc "t0"
+// CHECK: nc.activation exp
+func.func @update(%p: tensor<128xf32> {trn.name = "p"}) -> (tensor<128xf32> {trn.aliases = 0 : i64}) {
+  %0 = trn.exp %p : tensor<128xf32>
+  return %0 : tensor<128xf32>
+}
+
+// -----
+
+// A matmul tiles K by 128 and accumulates in PSUM.
+// CHECK-LABEL: func.func @matmul
+// CHECK: nc.matmul %{{.*}} : <psum, 64x32xf32>, <sbuf, 128x64xbf16>, <sbuf, 128x32xbf16>
+// CHECK: nc.matmul %{{.*}} accumulate : <psum, 64x32xf32>, <sbuf, 72x64xbf16>, <sbuf, 72x32xbf16>
+// CHECK: nc.activation copy
+func.func @matmul(%a: tensor<64x200xbf16>, %b: tensor<200x32xbf16>) -> tensor<64x32xf32> {
+  %0 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<64x200xbf16>, tensor<200x32xbf16>) -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
+// -----
+
+func.func @composite(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'trn.softmax' is not lowered to NeuronCore kernels yet (run trn-decompose-composites first)}}
+  %0 = trn.softmax %a, dim = 1 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @int64(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{'trn.add' on i64 tensors is not lowered to NeuronCore kernels yet}}
+  %0 = trn.add %a, %a : tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+func.func @middle_reduce(%a: tensor<4x8x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'trn.reduce' over dims that are neither leading nor trailing is not lowered yet}}
+  %0 = trn.reduce sum %a, dims = [1] : (tensor<4x8x2xf32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}

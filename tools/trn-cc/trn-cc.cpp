@@ -1,0 +1,1185 @@
+//===- trn-cc.cpp - compile one trn graph to a NeuronCore artifact -------===//
+//
+//   trn-cc compile GRAPH.mlir -o OUT [codegen flags] [--cache-dir DIR |
+//          --no-cache] [--retry-failed] [--report FILE]
+//          [--mlir-print-ir-after-all] [-v | -q]
+//   trn-cc --analyze GRAPH.mlir [codegen flags] [--json] [--report FILE]
+//   trn-cc --version
+//
+// The codegen flags are normalised by the cache library (trn/Cache/Key.h), so
+// that spelling, order and defaults never change the cache key. Compiles run
+// in this process; crash isolation in worker processes is the job of
+// trn-parallel-compile. docs/cli.md is the reference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Cache/Cache.h"
+#include "trn/Cache/Key.h"
+#include "trn/Dialect/Trn/Utils/GraphHash.h"
+#include "trn/Driver/Pipeline.h"
+#include "trn/InitAll.h"
+
+#include "trnrt/Artifact.h"
+#include "trnrt/Simulator.h"
+#include "trnrt/Target.h"
+
+#include "mlir/Bytecode/BytecodeReader.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#ifndef TRN_VERSION_STRING
+#error "TRN_VERSION_STRING must be defined by the build (tools/trn-cc)"
+#endif
+
+using namespace mlir;
+namespace cache = mlir::trn::cache;
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1; ///< compile error, cache or I/O error
+constexpr int kExitUsage = 2;
+
+const char *kUsage = R"(usage: trn-cc compile GRAPH.mlir -o OUT [options]
+       trn-cc --analyze GRAPH.mlir [options] [--json]
+       trn-cc --version
+
+Compiles a trn training-step graph into a NeuronCore artifact, through the
+compile cache. --analyze compiles without writing anything and reports the
+instruction counts, FLOPs, memory peaks and estimated device time.
+
+codegen flags (normalised into the cache key; order and spelling do not matter):
+  --target trn1|trn2               hardware (default trn1)
+  -O0 .. -O3, --opt-level N        optimisation level (default 2)
+  --auto-cast none|matmul|all      cast matmul inputs (or more) down, keep FP32 accumulation
+  --auto-cast-type bf16|fp8_e4m3   the type --auto-cast casts to (default bf16)
+  --dp N                           accepted and ignored: one artifact serves every DP degree
+
+output and cache:
+  -o, --output FILE                the artifact (compile)
+  --cache-dir DIR                  cache root (default: $TRN_CACHE_DIR, else /var/tmp/trn-compile-cache)
+  --no-cache                       compile without reading or writing the cache
+  --retry-failed                   recompile a graph whose cached compile failed
+  --lock-timeout DURATION          longest wait for another process compiling the same graph (default 1h)
+  --report FILE                    write the compile report as JSON
+  --json                           print the --analyze report as JSON
+  --mlir-print-ir-after-all        print the IR after every pass to stderr
+  -v, --verbose                    say more: key parts, cache entry, report table
+  -q, --quiet                      print nothing but errors
+  -h, --help                       this help
+  --version                        versions and targets
+
+exit status: 0 success, 1 compile error or cache/file error, 2 bad command line
+)";
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+/// What a flag does in trn-cc. Codegen flags go to cache::normalizeFlags;
+/// the others are output-neutral and handled here.
+enum class FlagRole {
+  Codegen,
+  Output,
+  CacheDir,
+  NoCache,
+  RetryFailed,
+  LockTimeout,
+  Report,
+  PrintIR,
+  Verbose,
+  Quiet,
+  Analyze,
+  Json,
+  Version,
+  Help,
+  NotForTrnCc, ///< a flag of the cache's vocabulary that trn-cc has no use for
+};
+
+struct FlagSpec {
+  llvm::StringRef name; ///< long name without dashes
+  bool takesValue;
+  FlagRole role;
+};
+
+const std::vector<FlagSpec> &flagSpecs() {
+  static const std::vector<FlagSpec> specs = {
+      {"target", true, FlagRole::Codegen},
+      {"opt-level", true, FlagRole::Codegen},
+      {"auto-cast", true, FlagRole::Codegen},
+      {"auto-cast-type", true, FlagRole::Codegen},
+      {"mesh", true, FlagRole::Codegen},
+      {"dp", true, FlagRole::Codegen},
+      {"pp", true, FlagRole::Codegen},
+      {"tp", true, FlagRole::Codegen},
+      {"microbatches", true, FlagRole::Codegen},
+      {"pipeline-schedule", true, FlagRole::Codegen},
+      {"output", true, FlagRole::Output},
+      {"cache-dir", true, FlagRole::CacheDir},
+      {"no-cache", false, FlagRole::NoCache},
+      {"retry-failed", false, FlagRole::RetryFailed},
+      {"lock-timeout", true, FlagRole::LockTimeout},
+      {"report", true, FlagRole::Report},
+      {"mlir-print-ir-after-all", false, FlagRole::PrintIR},
+      {"verbose", false, FlagRole::Verbose},
+      {"quiet", false, FlagRole::Quiet},
+      {"analyze", false, FlagRole::Analyze},
+      {"json", false, FlagRole::Json},
+      {"version", false, FlagRole::Version},
+      {"help", false, FlagRole::Help},
+      {"timeout", true, FlagRole::NotForTrnCc},
+      {"jobs", true, FlagRole::NotForTrnCc},
+      {"color", false, FlagRole::NotForTrnCc},
+  };
+  return specs;
+}
+
+const FlagSpec *findFlag(llvm::StringRef name) {
+  for (const FlagSpec &spec : flagSpecs())
+    if (spec.name == name)
+      return &spec;
+  return nullptr;
+}
+
+/// Long name of a one-letter flag (-O is handled apart: its value is glued).
+llvm::StringRef longNameOfShort(char letter) {
+  switch (letter) {
+  case 'o':
+    return "output";
+  case 'v':
+    return "verbose";
+  case 'q':
+    return "quiet";
+  case 'h':
+    return "help";
+  default:
+    return {};
+  }
+}
+
+struct Options {
+  enum class Mode { None, Compile, Analyze, Version, Help } mode = Mode::None;
+  std::string graphPath;
+  std::string outputPath;
+  std::string cacheDir;
+  std::string reportPath;
+  std::optional<double> lockTimeoutSeconds;
+  bool noCache = false;
+  bool retryFailed = false;
+  bool printIR = false;
+  bool verbose = false;
+  bool quiet = false;
+  bool json = false;
+  /// Codegen flags exactly as given (tokens), for normalizeFlags and for the
+  /// cache entry's metadata.
+  std::vector<std::string> codegenArgs;
+  cache::NormalizedFlags flags;
+};
+
+/// The message for a flag nobody knows: the cache library's (which suggests
+/// the closest codegen or output-neutral flag), else a trn-cc flag close to
+/// it.
+std::string unknownFlagMessage(const std::string &token, llvm::StringRef name) {
+  std::string message;
+  (void)cache::normalizeFlags({token}, message);
+  if (message.empty() || message.find("did you mean") != std::string::npos)
+    return message.empty() ? "unknown flag '" + token + "'" : message;
+  // Suggest only what looks like a typo (the cache library's threshold).
+  unsigned limit = std::max<unsigned>(
+      1, std::min<unsigned>(3, static_cast<unsigned>(name.size()) / 3));
+  llvm::StringRef best;
+  unsigned bestDistance = limit + 1;
+  for (const FlagSpec &spec : flagSpecs()) {
+    unsigned distance = name.edit_distance(spec.name);
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = spec.name;
+    }
+  }
+  if (!best.empty())
+    message += "; did you mean '--" + best.str() + "'?";
+  return message;
+}
+
+/// Parses argv into `options`; returns a one-line message on a usage error.
+std::optional<std::string> parseCommandLine(int argc, char **argv,
+                                            Options &options) {
+  std::vector<std::string> positionals;
+  bool analyze = false, version = false, help = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string token = argv[i];
+    if (token.size() < 2 || token[0] != '-') {
+      positionals.push_back(token); // "-" alone is stdin
+      continue;
+    }
+
+    // Split into the flag, its spelling (for messages) and an inline value.
+    const FlagSpec *spec = nullptr;
+    std::string spelled;
+    std::optional<std::string> value;
+    bool oneDash = token[1] != '-';
+    llvm::StringRef body = llvm::StringRef(token).drop_front(oneDash ? 1 : 2);
+    auto [bodyName, bodyValue] = body.split('=');
+    if (oneDash && token[1] == 'O' && !findFlag(bodyName)) {
+      // -O2: the level is glued to the flag.
+      spec = findFlag("opt-level");
+      spelled = token;
+    } else if (oneDash && !findFlag(bodyName)) {
+      // -v, -q, -h, -o FILE, -oFILE, -o=FILE.
+      spec = findFlag(longNameOfShort(token[1]));
+      spelled = token.substr(0, 2);
+      llvm::StringRef rest = llvm::StringRef(token).drop_front(2);
+      rest.consume_front("=");
+      if (!rest.empty())
+        value = rest.str();
+      if (!spec)
+        return unknownFlagMessage(token, bodyName);
+    } else {
+      // --name, --name=value (and LLVM-style -name).
+      spec = findFlag(bodyName);
+      spelled = token.substr(0, oneDash ? 1 : 2) + bodyName.str();
+      if (body.contains('='))
+        value = bodyValue.str();
+      if (!spec)
+        return unknownFlagMessage(token, bodyName);
+    }
+
+    // The value: inline, else the next argument (which must not be a flag,
+    // the same rule normalizeFlags applies).
+    bool glued = spec->name == "opt-level" && oneDash && token[1] == 'O';
+    bool separateValue = false;
+    if (spec->takesValue && !value && !glued) {
+      if (i + 1 >= argc || llvm::StringRef(argv[i + 1]).starts_with("--"))
+        return "flag '" + spelled + "' needs a value";
+      value = argv[++i];
+      separateValue = true;
+    }
+    if (!spec->takesValue && value)
+      return "flag '" + spelled + "' takes no value";
+
+    switch (spec->role) {
+    case FlagRole::Codegen:
+      options.codegenArgs.push_back(token);
+      if (separateValue)
+        options.codegenArgs.push_back(*value);
+      break;
+    case FlagRole::Output:
+      options.outputPath = *value;
+      break;
+    case FlagRole::CacheDir:
+      options.cacheDir = *value;
+      break;
+    case FlagRole::Report:
+      options.reportPath = *value;
+      break;
+    case FlagRole::LockTimeout: {
+      options.lockTimeoutSeconds = cache::parseDuration(*value);
+      if (!options.lockTimeoutSeconds)
+        return "flag '" + spelled + "': '" + *value +
+               "' is not a duration (e.g. 90s, 15m, 2h)";
+      break;
+    }
+    case FlagRole::NoCache:
+      options.noCache = true;
+      break;
+    case FlagRole::RetryFailed:
+      options.retryFailed = true;
+      break;
+    case FlagRole::PrintIR:
+      options.printIR = true;
+      break;
+    case FlagRole::Verbose:
+      options.verbose = true;
+      break;
+    case FlagRole::Quiet:
+      options.quiet = true;
+      break;
+    case FlagRole::Analyze:
+      analyze = true;
+      break;
+    case FlagRole::Json:
+      options.json = true;
+      break;
+    case FlagRole::Version:
+      version = true;
+      break;
+    case FlagRole::Help:
+      help = true;
+      break;
+    case FlagRole::NotForTrnCc:
+      return "flag '" + spelled +
+             "' is not a trn-cc option (trn-cc compiles one graph in this "
+             "process; trn-parallel-compile runs compiles in workers)";
+    }
+  }
+
+  if (help) {
+    options.mode = Options::Mode::Help;
+    return std::nullopt;
+  }
+  if (version) {
+    options.mode = Options::Mode::Version;
+    return std::nullopt;
+  }
+
+  if (analyze) {
+    options.mode = Options::Mode::Analyze;
+    if (positionals.empty())
+      return std::string("--analyze needs a graph: trn-cc --analyze "
+                         "GRAPH.mlir");
+    if (positionals.size() > 1)
+      return "unexpected argument '" + positionals[1] +
+             "'; --analyze takes one graph";
+    options.graphPath = positionals[0];
+    if (!options.outputPath.empty())
+      return std::string("--analyze writes no artifact; use 'trn-cc compile "
+                         "GRAPH.mlir -o OUT' to emit one");
+  } else {
+    if (positionals.empty())
+      return std::string("no command given: use 'trn-cc compile GRAPH.mlir "
+                         "-o OUT', 'trn-cc --analyze GRAPH.mlir' or "
+                         "'trn-cc --version' (see trn-cc --help)");
+    if (positionals[0] != "compile") {
+      std::string message = "unknown command '" + positionals[0] + "'";
+      if (llvm::StringRef(positionals[0]).edit_distance("compile") <= 2)
+        message += "; did you mean 'compile'?";
+      else
+        message += "; expected 'compile', --analyze or --version";
+      return message;
+    }
+    options.mode = Options::Mode::Compile;
+    if (positionals.size() < 2)
+      return std::string("compile needs a graph: trn-cc compile GRAPH.mlir "
+                         "-o OUT");
+    if (positionals.size() > 2)
+      return "unexpected argument '" + positionals[2] +
+             "'; compile takes one graph";
+    options.graphPath = positionals[1];
+    if (options.outputPath.empty())
+      return std::string("compile needs an output: -o OUT");
+    if (options.json)
+      return std::string("--json applies to --analyze; for a compile use "
+                         "--report FILE");
+  }
+
+  std::string error;
+  std::optional<cache::NormalizedFlags> flags =
+      cache::normalizeFlags(options.codegenArgs, error);
+  if (!flags)
+    return error;
+  // Partitioning flags are part of the key's vocabulary, but this trn-cc has
+  // no partitioner yet: compiling "for tp=8" an unpartitioned program would
+  // be a wrong artifact under a right-looking key.
+  for (const char *axis : {"pp", "tp"})
+    if (flags->values[axis] != "1")
+      return "--" + std::string(axis) + " " + flags->values[axis] +
+             " needs the partitioner, which this trn-cc does not have yet; "
+             "compile with pp=1 and tp=1";
+  if (flags->values["microbatches"] != "1")
+    return std::string("--microbatches applies to pipeline parallelism "
+                       "(--pp > 1), which this trn-cc does not have yet");
+  options.flags = std::move(*flags);
+  return std::nullopt;
+}
+
+/// Checks before compiling that `path` can be written, so that a compile is
+/// not wasted on an output that cannot be stored.
+std::optional<std::string> checkWritable(const std::string &path,
+                                         llvm::StringRef flag) {
+  if (path.empty())
+    return flag.str() + " needs a file name";
+  if (llvm::sys::fs::is_directory(path))
+    return "cannot write " + flag.str() + " '" + path + "': it is a directory";
+  std::string parent = llvm::sys::path::parent_path(path).str();
+  if (parent.empty())
+    parent = ".";
+  if (!llvm::sys::fs::exists(parent))
+    return "cannot write " + flag.str() + " '" + path + "': directory '" +
+           parent + "' does not exist";
+  if (!llvm::sys::fs::is_directory(parent))
+    return "cannot write " + flag.str() + " '" + path + "': '" + parent +
+           "' is not a directory";
+  if (::access(parent.c_str(), W_OK) != 0)
+    return "cannot write " + flag.str() + " '" + path + "': directory '" +
+           parent + "' is not writable";
+  return std::nullopt;
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it into
+/// place: `path` is either untouched or complete.
+std::optional<std::string> writeFileAtomically(const std::string &path,
+                                               llvm::StringRef bytes) {
+  llvm::Expected<llvm::sys::fs::TempFile> temp =
+      llvm::sys::fs::TempFile::create(path + ".tmp-%%%%%%%%");
+  if (!temp)
+    return "cannot write '" + path + "': " + llvm::toString(temp.takeError());
+  {
+    llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+    os << bytes;
+    os.flush();
+    if (os.has_error()) {
+      std::string message =
+          "cannot write '" + path + "': " + os.error().message();
+      os.clear_error();
+      llvm::consumeError(temp->discard());
+      return message;
+    }
+  }
+  if (llvm::Error error = temp->keep(path)) {
+    std::string message =
+        "cannot write '" + path + "': " + llvm::toString(std::move(error));
+    llvm::consumeError(temp->discard());
+    return message;
+  }
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Diagnostics
+//===----------------------------------------------------------------------===//
+
+/// "file:line:col: message" (or just the message when the location has no
+/// file position): one line per diagnostic, whatever the location nesting.
+std::string formatDiagnostic(Diagnostic &diagnostic, bool withSeverity) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto fileLoc =
+          diagnostic.getLocation()->findInstanceOf<FileLineColLoc>()) {
+    os << fileLoc.getFilename().getValue();
+    // Line 0 is the file as a whole (the implicit module), not a position.
+    if (fileLoc.getLine() != 0)
+      os << ":" << fileLoc.getLine() << ":" << fileLoc.getColumn();
+    os << ": ";
+  }
+  if (withSeverity) {
+    switch (diagnostic.getSeverity()) {
+    case DiagnosticSeverity::Error:
+      os << "error: ";
+      break;
+    case DiagnosticSeverity::Warning:
+      os << "warning: ";
+      break;
+    case DiagnosticSeverity::Note:
+      os << "note: ";
+      break;
+    case DiagnosticSeverity::Remark:
+      os << "remark: ";
+      break;
+    }
+  }
+  std::string message = diagnostic.str();
+  // Keep each diagnostic on one line (messages may embed IR or newlines).
+  for (char &c : message)
+    if (c == '\n')
+      c = ' ';
+  os << message;
+  return text;
+}
+
+/// Collects every diagnostic (notes included) while it is alive.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *context)
+      : handler(context, [this](Diagnostic &diagnostic) {
+          record(diagnostic);
+          for (Diagnostic &note : diagnostic.getNotes())
+            record(note);
+          return success();
+        }) {}
+
+  /// The first error, without severity: what the cache records and what
+  /// the user sees.
+  const std::string &firstError() const { return firstErrorText; }
+  /// Every diagnostic, one per line, with severities: the compile log.
+  const std::string &log() const { return logText; }
+  const std::vector<std::string> &warnings() const { return warningLines; }
+
+private:
+  void record(Diagnostic &diagnostic) {
+    logText += formatDiagnostic(diagnostic, /*withSeverity=*/true) + "\n";
+    if (diagnostic.getSeverity() == DiagnosticSeverity::Error &&
+        firstErrorText.empty())
+      firstErrorText = formatDiagnostic(diagnostic, /*withSeverity=*/false);
+    if (diagnostic.getSeverity() == DiagnosticSeverity::Warning)
+      warningLines.push_back(formatDiagnostic(diagnostic, false));
+  }
+
+  std::string firstErrorText, logText;
+  std::vector<std::string> warningLines;
+  ScopedDiagnosticHandler handler;
+};
+
+//===----------------------------------------------------------------------===//
+// Reports
+//===----------------------------------------------------------------------===//
+
+/// What trn-cc reports about a compiled program.
+struct ProgramSummary {
+  std::string target;
+  std::array<uint64_t, 5> engineInstructions{}; ///< Tensor..Sync
+  uint64_t dmaInstructions = 0;
+  uint64_t dmaQueues = 0; ///< queues with at least one transfer
+  uint64_t flops = 0;
+  uint64_t sbufPeakBytesPerPartition = 0;
+  uint64_t psumPeakBytesPerPartition = 0;
+  uint64_t hbmBytes = 0;
+  // Capacities of the target, to show how much headroom is left.
+  uint64_t sbufUsableBytesPerPartition = 0;
+  uint64_t psumBytesPerPartition = 0;
+  uint64_t hbmBytesPerCore = 0;
+  std::optional<double> deviceTimeNs;
+  std::string deviceTimeError; ///< why there is no estimate
+};
+
+/// Runs `program` once on the simulator with zero inputs for its device
+/// time (the timing model does not depend on the values).
+void estimateDeviceTime(const trnrt::Program &program,
+                        const trnrt::Target &target, ProgramSummary &summary) {
+  trnrt::Simulator simulator(target);
+  trnrt::SimulationStats stats;
+  std::string error;
+  if (!simulator.load(program, error) || !simulator.run(stats, error)) {
+    summary.deviceTimeError = error;
+    return;
+  }
+  summary.deviceTimeNs = stats.deviceTimeNs;
+}
+
+ProgramSummary summarize(const trnrt::Program &program, bool simulate) {
+  ProgramSummary summary;
+  summary.target = program.target;
+  for (size_t engine = 0; engine < program.engineStreams.size(); ++engine)
+    summary.engineInstructions[engine] = program.engineStreams[engine].size();
+  for (const std::vector<trnrt::Instruction> &queue : program.dmaQueues) {
+    summary.dmaInstructions += queue.size();
+    summary.dmaQueues += queue.empty() ? 0 : 1;
+  }
+  summary.flops = program.flops;
+  summary.sbufPeakBytesPerPartition = program.sbufPeakBytesPerPartition;
+  summary.psumPeakBytesPerPartition = program.psumPeakBytesPerPartition;
+  summary.hbmBytes = program.hbmBytes;
+  const trnrt::Target *target = trnrt::lookupTarget(program.target);
+  if (!target) {
+    summary.deviceTimeError = "unknown target '" + program.target + "'";
+    return summary;
+  }
+  summary.sbufUsableBytesPerPartition = target->sbufUsableBytesPerPartition;
+  summary.psumBytesPerPartition = target->psumBytesPerPartition;
+  summary.hbmBytesPerCore = target->hbmBytesPerCore;
+  if (simulate)
+    estimateDeviceTime(program, *target, summary);
+  else
+    summary.deviceTimeError = "not estimated";
+  return summary;
+}
+
+uint64_t totalInstructions(const ProgramSummary &summary) {
+  uint64_t total = summary.dmaInstructions;
+  for (uint64_t count : summary.engineInstructions)
+    total += count;
+  return total;
+}
+
+std::string formatBytes(uint64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (unit == 0)
+    os << bytes << " B";
+  else
+    os << llvm::format("%.1f %s", value, units[unit]);
+  return text;
+}
+
+std::string formatDuration(double ns) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (ns < 1e3)
+    os << llvm::format("%.0f ns", ns);
+  else if (ns < 1e6)
+    os << llvm::format("%.2f us", ns / 1e3);
+  else if (ns < 1e9)
+    os << llvm::format("%.2f ms", ns / 1e6);
+  else
+    os << llvm::format("%.2f s", ns / 1e9);
+  return text;
+}
+
+std::string formatSeconds(double seconds) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (seconds < 1.0)
+    os << llvm::format("%.1f ms", seconds * 1e3);
+  else
+    os << llvm::format("%.2f s", seconds);
+  return text;
+}
+
+std::string formatUse(uint64_t used, uint64_t capacity) {
+  std::string text = formatBytes(used);
+  if (capacity == 0)
+    return text;
+  llvm::raw_string_ostream os(text);
+  os << " of " << formatBytes(capacity)
+     << llvm::format(" (%.1f%%)", 100.0 * static_cast<double>(used) /
+                                      static_cast<double>(capacity));
+  return text;
+}
+
+/// The human-readable report (--analyze, and compile with -v).
+void printTable(llvm::raw_ostream &os, const std::string &graphName,
+                const std::string &key, const std::string &flags,
+                const ProgramSummary &summary) {
+  os << "graph          @" << graphName << "\n";
+  os << "key            " << key << "\n";
+  os << "target         " << summary.target << "\n";
+  os << "flags          " << flags << "\n";
+  os << "instructions   " << totalInstructions(summary) << " (";
+  for (size_t engine = 0; engine < summary.engineInstructions.size(); ++engine)
+    os << trnrt::engineName(static_cast<trnrt::Engine>(engine)) << " "
+       << summary.engineInstructions[engine] << ", ";
+  os << "dma " << summary.dmaInstructions << " on " << summary.dmaQueues
+     << (summary.dmaQueues == 1 ? " queue" : " queues") << ")\n";
+  os << "matmul FLOPs   " << summary.flops << "\n";
+  os << "SBUF peak      "
+     << formatUse(summary.sbufPeakBytesPerPartition,
+                  summary.sbufUsableBytesPerPartition)
+     << " per partition\n";
+  os << "PSUM peak      "
+     << formatUse(summary.psumPeakBytesPerPartition,
+                  summary.psumBytesPerPartition)
+     << " per partition\n";
+  os << "HBM            "
+     << formatUse(summary.hbmBytes, summary.hbmBytesPerCore) << "\n";
+  os << "device time    ";
+  if (summary.deviceTimeNs)
+    os << formatDuration(*summary.deviceTimeNs)
+       << " (estimated: simulated once with zero inputs)\n";
+  else
+    os << "unavailable: " << summary.deviceTimeError << "\n";
+}
+
+/// Fields of the JSON report that compile and --analyze share.
+void writeSummaryJson(llvm::json::OStream &json,
+                      const ProgramSummary &summary) {
+  json.attribute("target", summary.target);
+  json.attributeObject("instructions", [&] {
+    for (size_t engine = 0; engine < summary.engineInstructions.size();
+         ++engine)
+      json.attribute(trnrt::engineName(static_cast<trnrt::Engine>(engine)),
+                     static_cast<int64_t>(summary.engineInstructions[engine]));
+    json.attribute("dma", static_cast<int64_t>(summary.dmaInstructions));
+    json.attribute("total", static_cast<int64_t>(totalInstructions(summary)));
+  });
+  json.attribute("dma_queues", static_cast<int64_t>(summary.dmaQueues));
+  json.attribute("flops", static_cast<int64_t>(summary.flops));
+  json.attribute("sbuf_peak_bytes_per_partition",
+                 static_cast<int64_t>(summary.sbufPeakBytesPerPartition));
+  json.attribute("sbuf_usable_bytes_per_partition",
+                 static_cast<int64_t>(summary.sbufUsableBytesPerPartition));
+  json.attribute("psum_peak_bytes_per_partition",
+                 static_cast<int64_t>(summary.psumPeakBytesPerPartition));
+  json.attribute("psum_bytes_per_partition",
+                 static_cast<int64_t>(summary.psumBytesPerPartition));
+  json.attribute("hbm_bytes", static_cast<int64_t>(summary.hbmBytes));
+  json.attribute("hbm_bytes_per_core",
+                 static_cast<int64_t>(summary.hbmBytesPerCore));
+  if (summary.deviceTimeNs)
+    json.attribute("estimated_device_time_ns", *summary.deviceTimeNs);
+  else {
+    json.attribute("estimated_device_time_ns", nullptr);
+    json.attribute("estimated_device_time_error", summary.deviceTimeError);
+  }
+}
+
+/// Everything a report says besides the program summary.
+struct ReportContext {
+  std::string mode; ///< "compile" or "analyze"
+  std::string graphPath, graphName, outputPath, key, cacheStatus, cacheRoot,
+      entryPath;
+  std::vector<std::string> flags; ///< as given
+  std::string normalizedFlags;
+  double compileSeconds = 0;
+  double elapsedSeconds = 0;
+  int64_t peakMemoryBytes = 0;
+};
+
+std::string reportJson(const ReportContext &context,
+                       const ProgramSummary &summary) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::json::OStream json(os, /*IndentSize=*/2);
+  json.object([&] {
+    json.attribute("mode", context.mode);
+    json.attribute("graph", context.graphName);
+    json.attribute("input", context.graphPath);
+    if (!context.outputPath.empty())
+      json.attribute("output", context.outputPath);
+    json.attribute("key", context.key);
+    if (!context.cacheStatus.empty())
+      json.attribute("cache", context.cacheStatus);
+    if (!context.cacheRoot.empty())
+      json.attribute("cache_dir", context.cacheRoot);
+    if (!context.entryPath.empty())
+      json.attribute("cache_entry", context.entryPath);
+    json.attribute("compiler_version", cache::compilerVersion());
+    json.attributeArray("flags", [&] {
+      for (const std::string &flag : context.flags)
+        json.value(flag);
+    });
+    json.attribute("normalized_flags", context.normalizedFlags);
+    json.attribute("compile_seconds", context.compileSeconds);
+    json.attribute("elapsed_seconds", context.elapsedSeconds);
+    json.attribute("peak_memory_bytes", context.peakMemoryBytes);
+    writeSummaryJson(json, summary);
+  });
+  os << "\n";
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Compiling
+//===----------------------------------------------------------------------===//
+
+int64_t peakMemoryBytes() {
+  struct rusage usage = {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024; // Linux: KiB
+}
+
+std::string hostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0)
+    return "unknown";
+  return name;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// A parsed, verified input graph.
+struct Graph {
+  OwningOpRef<ModuleOp> module;
+  std::string text;
+  std::string name; ///< the function's symbol name
+};
+
+/// Reads and parses the graph; on failure returns the one-line message.
+std::optional<std::string> loadGraph(const std::string &path,
+                                     MLIRContext &context, Graph &graph) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false);
+  if (!file)
+    return "cannot read '" + path + "': " + file.getError().message();
+  if (isBytecode(**file))
+    return "'" + path +
+           "' is MLIR bytecode, which trn does not read (LLVM 19's reader "
+           "does not validate it); pass the textual form";
+  graph.text = (*file)->getBuffer().str();
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  DiagnosticCollector diagnostics(&context);
+  graph.module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!graph.module)
+    return diagnostics.firstError().empty() ? "cannot parse '" + path + "'"
+                                            : diagnostics.firstError();
+
+  llvm::SmallVector<func::FuncOp> functions(
+      graph.module->getOps<func::FuncOp>());
+  if (functions.empty())
+    return "'" + path + "' holds no function to compile";
+  if (functions.size() > 1)
+    return "'" + path + "' holds " + std::to_string(functions.size()) +
+           " functions; trn-cc compiles one graph (one func.func) per file";
+  graph.name = functions.front().getSymName().str();
+  return std::nullopt;
+}
+
+mlir::trn::CompileOptions compileOptionsOf(const Options &options) {
+  const std::map<std::string, std::string> &values = options.flags.values;
+  mlir::trn::CompileOptions compile;
+  compile.target = values.at("target");
+  compile.optLevel = std::stoi(values.at("opt-level"));
+  compile.autoCast = values.at("auto-cast");
+  compile.autoCastType = values.at("auto-cast-type");
+  compile.printIRAfterAll = options.printIR;
+  return compile;
+}
+
+/// The outcome of running the pipeline once.
+struct CompileAttempt {
+  std::optional<trnrt::Program> program;
+  std::vector<uint8_t> artifact; ///< serialised, when `program` is set
+  std::string diagnostic;        ///< first error, when it failed
+  std::string log;
+  std::vector<std::string> warnings;
+  double seconds = 0;
+};
+
+CompileAttempt runCompile(ModuleOp module, const Options &options,
+                          const cache::CacheKey &key) {
+  CompileAttempt attempt;
+  auto start = std::chrono::steady_clock::now();
+  DiagnosticCollector diagnostics(module.getContext());
+  FailureOr<trnrt::Program> program =
+      mlir::trn::compileToProgram(module, compileOptionsOf(options));
+  if (succeeded(program)) {
+    trnrt::ArtifactInfo info;
+    info.compilerVersion = cache::compilerVersion();
+    info.cacheKey = key.dirName();
+    // Only what is a function of the key: the artifact of a key is the same
+    // bytes whoever compiles it.
+    info.report["graph_hash"] = key.graph.hex();
+    info.report["normalized_flags"] = options.flags.canonical();
+    std::string error;
+    if (trnrt::writeArtifact(*program, info, attempt.artifact, error))
+      attempt.program = std::move(*program);
+    else
+      attempt.diagnostic = "internal compiler error: the program cannot be "
+                           "serialised: " +
+                           error +
+                           "; this is a trn bug, please report it "
+                           "with the graph";
+  } else {
+    attempt.diagnostic = diagnostics.firstError().empty()
+                             ? "the compile failed without a diagnostic"
+                             : diagnostics.firstError();
+  }
+  attempt.seconds = secondsSince(start);
+  attempt.log = diagnostics.log();
+  if (attempt.program) {
+    ProgramSummary summary = summarize(*attempt.program, /*simulate=*/false);
+    std::string line;
+    llvm::raw_string_ostream os(line);
+    os << "compiled in " << formatSeconds(attempt.seconds) << ": "
+       << totalInstructions(summary) << " instructions, " << summary.flops
+       << " matmul FLOPs, SBUF peak " << summary.sbufPeakBytesPerPartition
+       << " B and PSUM peak " << summary.psumPeakBytesPerPartition
+       << " B per partition, HBM " << summary.hbmBytes << " B\n";
+    attempt.log += line;
+  }
+  attempt.warnings = diagnostics.warnings();
+  return attempt;
+}
+
+class TrnCC {
+public:
+  explicit TrnCC(Options options) : options(std::move(options)) {}
+  int run();
+
+private:
+  int fail(const std::string &message, int status = kExitFailure) {
+    llvm::errs() << "trn-cc: error: " << message << "\n";
+    return status;
+  }
+  void note(const std::string &message) {
+    if (options.verbose)
+      llvm::errs() << "trn-cc: " << message << "\n";
+  }
+  void printWarnings(const std::vector<std::string> &warnings) {
+    if (options.quiet)
+      return;
+    for (const std::string &warning : warnings)
+      llvm::errs() << "trn-cc: warning: " << warning << "\n";
+  }
+  int compile();
+  int analyze();
+  int finish(const trnrt::Program &program, ReportContext &report);
+
+  Options options;
+  MLIRContext context;
+  Graph graph;
+  cache::CacheKey key;
+  std::chrono::steady_clock::time_point start;
+};
+
+int TrnCC::run() {
+  start = std::chrono::steady_clock::now();
+  // Fail before any work on outputs that cannot be written.
+  if (options.mode == Options::Mode::Compile)
+    if (auto problem = checkWritable(options.outputPath, "-o"))
+      return fail(*problem);
+  if (!options.reportPath.empty())
+    if (auto problem = checkWritable(options.reportPath, "--report"))
+      return fail(*problem);
+
+  DialectRegistry registry;
+  mlir::trn::registerAllDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  // Diagnostics name the op and its location; a dump of the op (a whole
+  // function for a function-level error) would bloat the cached log.
+  context.printOpOnDiagnostic(false);
+  if (auto problem = loadGraph(options.graphPath, context, graph))
+    return fail(*problem);
+
+  key.graph = mlir::trn::hashGraph(*graph.module);
+  key.flags = cache::hashFlags(options.flags);
+  note("graph @" + graph.name + " from " + options.graphPath + ": hash " +
+       key.graph.hex());
+  note("flags " + options.flags.canonical() + ": hash " + key.flags.hex());
+  return options.mode == Options::Mode::Compile ? compile() : analyze();
+}
+
+int TrnCC::analyze() {
+  CompileAttempt attempt = runCompile(*graph.module, options, key);
+  printWarnings(attempt.warnings);
+  if (!attempt.program)
+    return fail(attempt.diagnostic);
+  ReportContext report;
+  report.mode = "analyze";
+  report.compileSeconds = attempt.seconds;
+  ProgramSummary summary = summarize(*attempt.program, /*simulate=*/true);
+  report.graphPath = options.graphPath;
+  report.graphName = graph.name;
+  report.key = key.dirName();
+  report.flags = options.codegenArgs;
+  report.normalizedFlags = options.flags.canonical();
+  report.elapsedSeconds = secondsSince(start);
+  report.peakMemoryBytes = peakMemoryBytes();
+  std::string json = reportJson(report, summary);
+  if (!options.reportPath.empty())
+    if (auto problem = writeFileAtomically(options.reportPath, json))
+      return fail(*problem);
+  if (options.json)
+    llvm::outs() << json;
+  else
+    printTable(llvm::outs(), graph.name, report.key, report.normalizedFlags,
+               summary);
+  return kExitOk;
+}
+
+int TrnCC::compile() {
+  ReportContext report;
+  report.mode = "compile";
+  report.graphPath = options.graphPath;
+  report.graphName = graph.name;
+  report.outputPath = options.outputPath;
+  report.key = key.dirName();
+  report.flags = options.codegenArgs;
+  report.normalizedFlags = options.flags.canonical();
+
+  if (options.noCache) {
+    CompileAttempt attempt = runCompile(*graph.module, options, key);
+    printWarnings(attempt.warnings);
+    if (!attempt.program)
+      return fail(attempt.diagnostic);
+    llvm::StringRef bytes(
+        reinterpret_cast<const char *>(attempt.artifact.data()),
+        attempt.artifact.size());
+    if (auto problem = writeFileAtomically(options.outputPath, bytes))
+      return fail(*problem);
+    report.cacheStatus = "off";
+    report.compileSeconds = attempt.seconds;
+    if (!options.quiet)
+      llvm::outs() << "trn-cc: compiled " << report.key << " in "
+                   << formatSeconds(attempt.seconds) << " (cache off)\n";
+    return finish(*attempt.program, report);
+  }
+
+  cache::CacheOptions cacheOptions;
+  cacheOptions.root = cache::resolveRoot(options.cacheDir);
+  cacheOptions.retryFailed = options.retryFailed;
+  if (options.lockTimeoutSeconds)
+    cacheOptions.lockWaitSeconds = *options.lockTimeoutSeconds;
+  cacheOptions.warn = [this](const std::string &message) {
+    if (!options.quiet)
+      llvm::errs() << "trn-cc: warning: " << message << "\n";
+  };
+  cache::Result<cache::Cache> store = cache::Cache::open(cacheOptions);
+  if (!store)
+    return fail(store.error + " (--no-cache compiles without the cache)");
+  report.cacheRoot = cacheOptions.root;
+  note("cache " + store->versionDir());
+
+  // The compile step: runs at most once, under the key's lock.
+  CompileAttempt attempt;
+  bool compiled = false;
+  auto compileStep = [&]() {
+    compiled = true;
+    attempt = runCompile(*graph.module, options, key);
+    cache::CompileOutput output;
+    output.log = attempt.log;
+    output.metadata.flags = options.codegenArgs;
+    output.metadata.normalizedFlags = options.flags.canonical();
+    output.metadata.target = options.flags.values.at("target");
+    output.metadata.compilerVersion = cache::compilerVersion();
+    output.metadata.host = hostName();
+    output.metadata.graphName = graph.name;
+    output.metadata.compileSeconds = attempt.seconds;
+    output.metadata.peakMemoryBytes = peakMemoryBytes();
+    if (attempt.program) {
+      output.artifact = attempt.artifact;
+    } else {
+      output.failure = cache::FailureKind::CompileError;
+      output.diagnostic = attempt.diagnostic;
+    }
+    return output;
+  };
+  cache::CompileResult result =
+      store->getOrCompile(key, graph.text, compileStep);
+  if (result.entry)
+    report.entryPath = result.entry->path;
+  if (compiled)
+    printWarnings(attempt.warnings);
+
+  using Source = cache::CompileResult::Source;
+  switch (result.source) {
+  case Source::CachedFailure:
+    return fail(result.diagnostic +
+                " (cached failure; --retry-failed recompiles)");
+  case Source::Failed:
+    if (compiled && attempt.program) {
+      // Compiled but not stored (disk full, permissions): the artifact is
+      // still good, the cache just does not have it.
+      if (!options.quiet)
+        llvm::errs() << "trn-cc: warning: the artifact was not stored in the "
+                        "cache: "
+                     << result.diagnostic << "\n";
+      break;
+    }
+    return fail(result.diagnostic.empty() ? attempt.diagnostic
+                                          : result.diagnostic);
+  case Source::Hit:
+  case Source::Compiled:
+    break;
+  }
+
+  trnrt::Program program;
+  std::vector<uint8_t> bytes;
+  if (compiled && attempt.program) {
+    program = *attempt.program;
+    bytes = attempt.artifact;
+    report.cacheStatus = "miss";
+    report.compileSeconds = attempt.seconds;
+    if (!options.quiet)
+      llvm::outs() << "trn-cc: compiled " << report.key << " in "
+                   << formatSeconds(attempt.seconds) << "\n";
+  } else {
+    // A hit: copy the cached artifact out, after checking it decodes.
+    cache::Result<std::vector<uint8_t>> cached =
+        store->readArtifact(*result.entry);
+    if (!cached)
+      return fail(cached.error);
+    bytes = std::move(*cached);
+    trnrt::ArtifactInfo info;
+    std::string error;
+    if (!trnrt::readArtifact(bytes.data(), bytes.size(), program, info, error))
+      return fail("the cached artifact of " + report.key +
+                  " does not decode (" + error +
+                  "); 'trn-cache clean' or --no-cache works around it");
+    report.cacheStatus = "hit";
+    report.compileSeconds = result.entry->metadata.compileSeconds;
+    if (options.printIR && !options.quiet)
+      llvm::errs() << "trn-cc: note: cache hit, nothing was compiled; "
+                      "--no-cache prints the IR of a fresh compile\n";
+    if (!options.quiet) {
+      llvm::outs() << "trn-cc: cache hit " << report.key;
+      if (result.waitedSeconds > 0.05)
+        llvm::outs() << " (compiled by another process; waited "
+                     << llvm::format("%.1f", result.waitedSeconds) << " s)";
+      llvm::outs() << "\n";
+    }
+  }
+  note("entry " + report.entryPath);
+  llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()),
+                       bytes.size());
+  if (auto problem = writeFileAtomically(options.outputPath, text))
+    return fail(*problem);
+  return finish(program, report);
+}
+
+/// Writes the --report JSON and, with -v, prints the table.
+int TrnCC::finish(const trnrt::Program &program, ReportContext &report) {
+  bool wantReport = !options.reportPath.empty() || options.verbose;
+  if (!wantReport)
+    return kExitOk;
+  // The device-time estimate runs the simulator once; only reports pay for
+  // it, and it is not stored in the artifact so that a key's bytes do not
+  // depend on who asked for a report.
+  ProgramSummary summary = summarize(program, /*simulate=*/true);
+  report.elapsedSeconds = secondsSince(start);
+  report.peakMemoryBytes = peakMemoryBytes();
+  if (options.verbose)
+    printTable(llvm::errs(), graph.name, report.key, report.normalizedFlags,
+               summary);
+  if (!options.reportPath.empty())
+    if (auto problem = writeFileAtomically(options.reportPath,
+                                           reportJson(report, summary)))
+      return fail(*problem);
+  return kExitOk;
+}
+
+int printVersion() {
+  llvm::outs() << "trn-cc " << TRN_VERSION_STRING << "\n";
+  llvm::outs() << "compiler version " << cache::compilerVersion()
+               << " (cache entries under <cache-dir>/trncc-"
+               << cache::compilerVersion() << "/)\n";
+  llvm::outs() << "LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
+  llvm::outs() << "targets:";
+  for (const char *name : {"trn1", "trn2"})
+    if (trnrt::lookupTarget(name))
+      llvm::outs() << " " << name;
+  llvm::outs() << " (default trn1)\n";
+  return kExitOk;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  Options options;
+  if (std::optional<std::string> problem =
+          parseCommandLine(argc, argv, options)) {
+    llvm::errs() << "trn-cc: error: " << *problem << "\n";
+    return kExitUsage;
+  }
+  switch (options.mode) {
+  case Options::Mode::Help:
+    llvm::outs() << kUsage;
+    return kExitOk;
+  case Options::Mode::Version:
+    return printVersion();
+  case Options::Mode::None:
+    llvm::errs() << "trn-cc: error: no command given (see trn-cc --help)\n";
+    return kExitUsage;
+  case Options::Mode::Compile:
+  case Options::Mode::Analyze:
+    break;
+  }
+  return TrnCC(std::move(options)).run();
+}
