@@ -910,6 +910,14 @@ private:
     if (options.verbose)
       llvm::errs() << "trn-cc: " << message << "\n";
   }
+  /// The one line that says what happened (after the output is written).
+  void status(const std::string &line) {
+    if (options.quiet)
+      return;
+    llvm::outs() << "trn-cc: " << line << "\n";
+    // Keep the order of stdout and stderr when both go to one pipe (-v).
+    llvm::outs().flush();
+  }
   void printWarnings(const std::vector<std::string> &warnings) {
     if (options.quiet)
       return;
@@ -1005,9 +1013,8 @@ int TrnCC::compile() {
       return fail(*problem);
     report.cacheStatus = "off";
     report.compileSeconds = attempt.seconds;
-    if (!options.quiet)
-      llvm::outs() << "trn-cc: compiled " << report.key << " in "
-                   << formatSeconds(attempt.seconds) << " (cache off)\n";
+    status("compiled " + report.key + " in " + formatSeconds(attempt.seconds) +
+           " (cache off)");
     return finish(*attempt.program, report);
   }
 
@@ -1081,14 +1088,14 @@ int TrnCC::compile() {
 
   trnrt::Program program;
   std::vector<uint8_t> bytes;
+  std::string statusLine;
   if (compiled && attempt.program) {
     program = *attempt.program;
     bytes = attempt.artifact;
     report.cacheStatus = "miss";
     report.compileSeconds = attempt.seconds;
-    if (!options.quiet)
-      llvm::outs() << "trn-cc: compiled " << report.key << " in "
-                   << formatSeconds(attempt.seconds) << "\n";
+    statusLine =
+        "compiled " + report.key + " in " + formatSeconds(attempt.seconds);
   } else {
     // A hit: copy the cached artifact out, after checking it decodes.
     cache::Result<std::vector<uint8_t>> cached =
@@ -1107,19 +1114,17 @@ int TrnCC::compile() {
     if (options.printIR && !options.quiet)
       llvm::errs() << "trn-cc: note: cache hit, nothing was compiled; "
                       "--no-cache prints the IR of a fresh compile\n";
-    if (!options.quiet) {
-      llvm::outs() << "trn-cc: cache hit " << report.key;
-      if (result.waitedSeconds > 0.05)
-        llvm::outs() << " (compiled by another process; waited "
-                     << llvm::format("%.1f", result.waitedSeconds) << " s)";
-      llvm::outs() << "\n";
-    }
+    statusLine = "cache hit " + report.key;
+    if (result.waitedSeconds > 0.05)
+      statusLine += " (compiled by another process; waited " +
+                    formatSeconds(result.waitedSeconds) + ")";
   }
-  note("entry " + report.entryPath);
   llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()),
                        bytes.size());
   if (auto problem = writeFileAtomically(options.outputPath, text))
     return fail(*problem);
+  status(statusLine);
+  note("entry " + report.entryPath);
   return finish(program, report);
 }
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "trnrt/Artifact.h"
+#include "trnrt/IsaValidate.h"
 #include "trnrt/Npy.h"
 #include "trnrt/Simulator.h"
 #include "trnrt/Target.h"
@@ -161,7 +162,7 @@ bool writeProfile(const std::string &path, const SimulationStats &stats,
                       {"ph", "M"},
                       {"pid", 0},
                       {"tid", stream},
-                      {"args", {{"name", simulatorStreamName(stream)}}}});
+                      {"args", {{"name", streamName(stream)}}}});
   std::ofstream out(path);
   out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}
              .dump();

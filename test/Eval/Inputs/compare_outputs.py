@@ -38,6 +38,7 @@ def compare(got, want, rtol, atol):
     if not same_special:
         return False, (f"non-finite values differ: {np.count_nonzero(~np.isfinite(g))} "
                        f"got, {np.count_nonzero(~finite)} expected")
+    special = int(np.count_nonzero(~finite))
     g, w = g[finite], w[finite]
     scale = float(np.abs(w).max(initial=0.0))
     err = np.abs(g - w)
@@ -47,6 +48,8 @@ def compare(got, want, rtol, atol):
     worst = float(ratio.max(initial=0.0))
     message = (f"max |expected| {scale:.3g}, max abs err {float(err.max(initial=0.0)):.2e}, "
                f"worst err/tol {worst:.3f}")
+    if special:
+        message += f", {special} non-finite as expected"
     if worst > 1.0:
         i = int(np.argmax(ratio))
         message += f"; got {g[i]!r} where {w[i]!r} was expected"

@@ -95,6 +95,7 @@ public:
   Value div(Value lhs, Value rhs) {
     return rewriter.create<DivOp>(loc, lhs, rhs).getResult();
   }
+  Value neg(Value x) { return rewriter.create<NegOp>(loc, x).getResult(); }
   Value exp(Value x) { return rewriter.create<ExpOp>(loc, x).getResult(); }
   Value log(Value x) { return rewriter.create<LogOp>(loc, x).getResult(); }
   Value rsqrt(Value x) { return rewriter.create<RsqrtOp>(loc, x).getResult(); }
@@ -443,12 +444,7 @@ SmallVector<Value> decomposeCrossEntropyGrad(CrossEntropyGradOp op,
   Value x = b.toF32(op.getLogits());
   ShiftedExp e = b.shiftedExp(x, {1});
   Value probs = b.div(e.exps, b.expand(e.sums, x, {1}));
-  // softmax - onehot(label), with the adjoint of the forward's gather. Ignored
-  // rows subtract at class 0; their gradient is zeroed below.
   RankedTensorType rowsType = tensorType(e.sums);
-  Value diff =
-      b.scatterAdd(probs, safeLabels(b, op.getLabels(), counted),
-                   b.splat(rowsType, -1.0), /*axis=*/1, /*batchDims=*/1);
   Value gradLoss = b.toF32(op.getGradLoss());
   Value rowGrad = gradLoss;
   switch (op.getReduction()) {
@@ -462,7 +458,12 @@ SmallVector<Value> decomposeCrossEntropyGrad(CrossEntropyGradOp op,
     break;
   }
   rowGrad = b.select(counted, rowGrad, b.splat(rowsType, 0.0));
-  Value grad = b.mul(b.expand(rowGrad, x, {1}), diff);
+  // g * (softmax - onehot(label)): g * softmax, then -g added at the label
+  // by the adjoint of the forward's gather. Ignored rows (g = 0) add -0 at
+  // class 0, which leaves them +0.
+  Value grad = b.mul(b.expand(rowGrad, x, {1}), probs);
+  grad = b.scatterAdd(grad, safeLabels(b, op.getLabels(), counted),
+                      b.neg(rowGrad), /*axis=*/1, /*batchDims=*/1);
   return {b.convert(grad, getElementTypeOrSelf(op.getLogits()))};
 }
 
