@@ -18,6 +18,7 @@ packages=(
   libopenblas-dev
   nlohmann-json3-dev libzip-dev zlib1g-dev
   clang-format
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

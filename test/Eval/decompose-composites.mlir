@@ -5,8 +5,9 @@
 // f64 and rounds once; the decomposition computes in f32 and rounds after
 // every primitive, so f32 outputs agree to a few f32 ulps (rtol 1e-5, atol
 // 1e-6 of the tensor's scale; the worst case measured is within a fifth of
-// that). bf16 outputs agree to within one bf16 ulp (2^-8 relative), where an
-// f32 value near a rounding tie falls to the other side (rtol 2^-7).
+// that). bf16 outputs are equal or one bf16 ulp apart (at most 2^-7
+// relative: rtol 2^-7), when an f32 result near a rounding tie of bf16
+// rounds to the other side.
 //
 // RUN: trn-opt %s -trn-decompose-composites -o %t.decomposed.mlir
 // RUN: FileCheck %s --input-file %t.decomposed.mlir --check-prefix=DECOMPOSED \

@@ -214,6 +214,14 @@ TEST(ArtifactTest, WritingIsDeterministicAndCanonical) {
   std::string error;
   ASSERT_TRUE(readArtifact(first.data(), first.size(), read, readInfo, error));
   EXPECT_EQ(writeOrDie(read, readInfo), first);
+
+  // Stored raw, the same program reads back identically too.
+  std::vector<uint8_t> raw = writeOrDie(program, info, /*compress=*/false);
+  EXPECT_GT(raw.size(), first.size());
+  ASSERT_TRUE(readArtifact(raw.data(), raw.size(), read, readInfo, error))
+      << error;
+  std::string difference;
+  EXPECT_TRUE(programsEqual(program, read, &difference)) << difference;
 }
 
 TEST(ArtifactTest, EmptyProgramRoundTrips) {
@@ -447,6 +455,10 @@ TEST(ArtifactTest, UnknownTargetIsRejected) {
 
   program.target = "inferentia";
   EXPECT_TRUE(contains(writeError(program), "unknown target 'inferentia'"));
+  // Text from the file is quoted so the message stays one line.
+  program.target = "tr\n1'\\";
+  EXPECT_TRUE(
+      contains(writeError(program), "unknown target 'tr\\x0a1\\'\\\\'"));
 }
 
 TEST(ArtifactTest, AbsurdCountsAreRejectedBeforeAllocating) {

@@ -381,6 +381,9 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
     options.graphPath = positionals[1];
     if (options.outputPath.empty())
       return std::string("compile needs an output: -o OUT");
+    if (options.outputPath == "-")
+      return std::string("-o - would write a binary artifact to stdout; name "
+                         "a file");
     if (options.json)
       return std::string("--json applies to --analyze; for a compile use "
                          "--report FILE");

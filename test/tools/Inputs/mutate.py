@@ -46,7 +46,7 @@ def mutate(text, rng):
         dims = list(re.finditer(r"(?<=[<x])\d+(?=x)", text))
         if dims:
             m = rng.choice(dims)
-            return text[:m.start()] + rng.choice(["0", "1", "2", "5", "100000"]) + text[m.end():]
+            return text[:m.start()] + rng.choice(["0", "1", "2", "5", "4096"]) + text[m.end():]
     # delete a random span of characters
     start = rng.randrange(len(text) + 1)
     return text[:start] + text[start + rng.randrange(1, 20):]

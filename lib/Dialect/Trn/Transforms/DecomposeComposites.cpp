@@ -522,16 +522,19 @@ struct DecomposeCompositesPass final
   using Base::Base;
 
   LogicalResult initialize(MLIRContext *context) override {
+    constexpr StringLiteral prefix = "trn.";
     SmallVector<Composite> composites = allComposites();
+    selected.clear();
     for (const std::string &requested : opNames) {
-      std::string name = StringRef(requested).starts_with("trn.")
+      std::string name = StringRef(requested).starts_with(prefix)
                              ? requested
-                             : "trn." + requested;
+                             : (prefix + requested).str();
       if (llvm::none_of(composites,
                         [&](const Composite &c) { return c.name == name; })) {
         std::string known;
         for (const Composite &c : composites)
-          known += (known.empty() ? "" : ", ") + c.name.drop_front(4).str();
+          known += (known.empty() ? "" : ", ") +
+                   c.name.drop_front(prefix.size()).str();
         return emitError(UnknownLoc::get(context))
                << "trn-decompose-composites: '" << requested
                << "' in ops= is not a composite op; composites are " << known;

@@ -30,13 +30,20 @@ def TrnDecomposeComposites
     squared deviations from the mean (two passes). Attention scales the
     scores and selects `-inf` where the causal mask hides a key, so hidden
     keys weigh exactly 0. Cross-entropy picks the label logit with
-    `gather(axis = 1, batch_dims = 1)` (the gradient subtracts the one-hot
-    with the matching `scatter_add`), replacing an ignored label by 0 first
-    and zeroing its row with `select`; `mean` divides by the count of rows
-    not ignored (0 / 0 = NaN when all are).
+    `gather(axis = 1, batch_dims = 1)`; its gradient `g * softmax` gets `-g`
+    at the label from the matching `scatter_add`. An ignored label is
+    replaced by 0 first (so that neither op sees it out of range) and its
+    row zeroed with `select`; `mean` divides by the count of rows not
+    ignored (0 / 0 = NaN when all are). Two cases that only non-finite
+    inputs produce differ from the reference evaluator, which special-cases
+    them (giving 0, and lse -inf): an attention row whose every score is
+    -inf, and the gradient of an ignored cross-entropy row with infinite or
+    NaN logits, are NaN here (as in PyTorch for the latter).
 
-    `ops` restricts the rewrite to the named composites (`softmax` or
-    `trn.softmax`); by default all are decomposed.
+    Only the composites and the primitives that replace them are rewritten
+    (and folded); the rest of the graph is left as it is. `ops` restricts
+    the rewrite to the named composites (`softmax` or `trn.softmax`); by
+    default all are decomposed.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
   let options = [
