@@ -891,12 +891,24 @@ bool checkProgramForWriting(const Program &program, const ArtifactInfo &info,
       }
     return true;
   };
-  for (uint32_t e = 0; e < kNumEngineStreams; ++e)
+  uint64_t totalInstructions = 0;
+  for (uint32_t e = 0; e < kNumEngineStreams; ++e) {
     if (!checkStream(program.engineStreams[e], kSectionFirstEngineStream + e))
       return false;
-  for (size_t q = 0; q < program.dmaQueues.size(); ++q)
+    totalInstructions += program.engineStreams[e].size();
+  }
+  for (size_t q = 0; q < program.dmaQueues.size(); ++q) {
     if (!checkStream(program.dmaQueues[q], kSectionFirstDmaQueue + uint32_t(q)))
       return false;
+    totalInstructions += program.dmaQueues[q].size();
+  }
+  uint64_t readerLimit = ArtifactReadOptions().maxInstructions;
+  if (totalInstructions > readerLimit) {
+    error = formatString("%" PRIu64 " instructions, over the reader's limit "
+                         "of %" PRIu64,
+                         totalInstructions, readerLimit);
+    return false;
+  }
   if (program.tensors.size() > std::numeric_limits<uint32_t>::max()) {
     error = "tensors: more than 2^32 tensors";
     return false;
@@ -1175,16 +1187,25 @@ bool decodeInstruction(Cursor &c, Instruction &inst) {
   return true;
 }
 
+/// Decodes one stream; `budget` is the number of instructions the reader may
+/// still decode (ArtifactReadOptions::maxInstructions).
 bool decodeStream(const uint8_t *bytes, size_t size,
-                  std::vector<Instruction> &stream, std::string &problem) {
+                  std::vector<Instruction> &stream, uint64_t &budget,
+                  std::string &problem) {
   Cursor c(bytes, size, problem);
   uint32_t count;
   if (!c.u32(count) || !c.fits(count, kMinInstructionBytes, "instructions"))
     return false;
-  // Grow as instructions decode rather than trusting the count up front: a
-  // decoded Instruction is far larger than its smallest encoding.
+  if (count > budget)
+    return c.fail(formatString("%" PRIu32 " instructions take the program "
+                               "past the reader's limit of %" PRIu64,
+                               count, budget));
+  budget -= count;
+  // A decoded Instruction is far larger than its smallest encoding, so only
+  // part of the count is trusted up front; beyond that the stream grows as
+  // instructions actually decode.
   stream.clear();
-  stream.reserve(std::min<uint32_t>(count, 4096));
+  stream.reserve(std::min<uint32_t>(count, 1u << 18));
   for (uint32_t i = 0; i < count; ++i) {
     stream.emplace_back();
     if (!decodeInstruction(c, stream.back()))
@@ -1817,11 +1838,13 @@ bool readArtifact(const uint8_t *data, size_t size, Program &program,
   }
 
   std::string problem;
+  uint64_t instructionBudget = options.maxInstructions;
   auto readStream = [&](int index, std::vector<Instruction> &stream) {
     const SectionEntry &entry = container.sections[index];
     if (!loadSection(data, entry, context.get(), buffer, raw, error))
       return false;
-    if (decodeStream(raw, size_t(entry.rawSize), stream, problem))
+    if (decodeStream(raw, size_t(entry.rawSize), stream, instructionBudget,
+                     problem))
       return true;
     error = "section '" + sectionName(entry.id) + "': " + problem;
     return false;

@@ -28,8 +28,9 @@ void checkOneInput(const uint8_t *data, size_t size, bool verifyChecksums) {
   trnrt::ArtifactReadOptions options;
   options.verifyChecksums = verifyChecksums;
   // Keep memory small: a fuzzer-made zstd frame may legitimately declare and
-  // produce megabytes.
+  // produce megabytes of tiny instructions.
   options.maxRawBytes = uint64_t(16) << 20;
+  options.maxInstructions = 1 << 18;
   trnrt::Program program;
   trnrt::ArtifactInfo info;
   std::string error;

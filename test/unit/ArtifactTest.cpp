@@ -501,6 +501,15 @@ TEST(ArtifactTest, AbsurdCountsAreRejectedBeforeAllocating) {
   EXPECT_TRUE(contains(readError(bytes),
                        "tensor 0: name length 4294967280 exceeds the limit"));
 
+  // More instructions than the reader's budget (the decoded form is ~100x
+  // larger than the smallest encoding).
+  bytes = original;
+  ArtifactReadOptions fewInstructions;
+  fewInstructions.maxInstructions = 2;
+  EXPECT_TRUE(contains(readError(bytes, fewInstructions),
+                       "section 'dma.0': 1 instructions take the program past "
+                       "the reader's limit of 0"));
+
   // A raw size past the reader's memory cap is refused before decompressing.
   bytes = original;
   SectionLocation metadata = findSection(bytes, kMetadataId);

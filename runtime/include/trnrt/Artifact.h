@@ -88,6 +88,11 @@ struct ArtifactReadOptions {
   /// Cap on the sum of the sections' uncompressed sizes, checked before
   /// anything is allocated or decompressed.
   uint64_t maxRawBytes = uint64_t(4) << 30;
+  /// Cap on the instructions of all streams together. A decoded Instruction
+  /// takes about 0.5 KiB against 5 bytes for the smallest encoding, so this
+  /// bounds what a small, highly compressible artifact can make the reader
+  /// allocate.
+  uint64_t maxInstructions = uint64_t(1) << 24;
   /// Only fuzzers and forensic tools turn this off: corrupt sections then
   /// reach the decoders (which still bounds-check everything).
   bool verifyChecksums = true;
