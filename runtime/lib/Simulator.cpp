@@ -600,8 +600,18 @@ bool Simulator::load(const Program &program, std::string &error) {
     }
     sizes[i] = uint64_t(bytes);
     if (!c.tensorByName.emplace(tensor.name, i).second) {
-      error = "two HBM tensors are named '" + tensor.name + "'";
-      return false;
+      // An output that updates an input in place may share its name: both
+      // name the same bytes.
+      const HbmTensor &first = program.tensors[c.tensorByName[tensor.name]];
+      bool sameStorage =
+          tensor.aliasesInput >= 0 &&
+          static_cast<size_t>(tensor.aliasesInput) < program.tensors.size() &&
+          &program.tensors[tensor.aliasesInput] == &first &&
+          first.offset == tensor.offset;
+      if (!sameStorage) {
+        error = "two HBM tensors are named '" + tensor.name + "'";
+        return false;
+      }
     }
     if (tensor.kind == HbmTensor::Kind::Constant &&
         tensor.data.size() != sizes[i]) {

@@ -45,10 +45,7 @@ int64_t product(ArrayRef<int64_t> values) {
   return result;
 }
 
-/// HBM tensors need at least one dimension: scalars are [1].
 SmallVector<int64_t> hbmShape(ArrayRef<int64_t> shape) {
-  if (shape.empty())
-    return {1};
   return SmallVector<int64_t>(shape);
 }
 
@@ -638,6 +635,14 @@ LogicalResult Lowering::run() {
                             "arg" + std::to_string(i))));
     attrs.set("nc.kind",
               StringAttr::get(context, updated[i] ? "inout" : "input"));
+    // The updated value keeps the name the graph gives its result.
+    for (unsigned r = 0; r < graph.getNumResults(); ++r)
+      if (aliasOf[r] == static_cast<int64_t>(i))
+        attrs.set("nc.output_name",
+                  StringAttr::get(context,
+                                  nameOf(graph.getResultAttrOfType<StringAttr>(
+                                             r, "trn.name"),
+                                         "result" + std::to_string(r))));
     argAttrs.push_back(attrs.getDictionary(context));
   }
   SmallVector<int64_t> outputArg(graph.getNumResults(), -1);

@@ -21,7 +21,7 @@ func.func @add(%a: tensor<4x8xf32> {trn.name = "a"}, %b: tensor<4x8xf32>) -> (te
 
 // A result that updates an input in place makes that input "inout".
 // CHECK-LABEL: func.func @update
-// CHECK-SAME: {nc.kind = "inout", nc.name = "p"}
+// CHECK-SAME: {nc.kind = "inout", nc.name = "p", nc.output_name = "result0"}
 // CHECK: nc.hbm_alloc "t0"
 // CHECK: nc.activation exp
 func.func @update(%p: tensor<128xf32> {trn.name = "p"}) -> (tensor<128xf32> {trn.aliases = 0 : i64}) {

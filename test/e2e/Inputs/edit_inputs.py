@@ -12,8 +12,9 @@ input names; edits apply in the order given.
   --scale PATTERN:FACTOR      x * FACTOR, e.g. logits spread wide enough that
                               softmax depends on the max subtraction. Use a
                               power of two: it keeps bf16 inputs exact.
-  --every PATTERN:STEP:VALUE  x[::STEP] = VALUE along the first dimension, e.g.
-                              every 7th label set to ignore_index (-100).
+  --every PATTERN:STEP:VALUE  every STEP-th element (row-major, from the
+                              first) set to VALUE, e.g. every 7th label set
+                              to ignore_index (-100).
 """
 import fnmatch
 import sys
@@ -45,7 +46,7 @@ def main(argv):
         elif flag == "--every":
             pattern, step, value = spec.split(":")
             for n in matching(pattern):
-                arrays[n][:: int(step)] = value
+                arrays[n].reshape(-1)[:: int(step)] = value
         else:
             sys.exit(f"edit_inputs.py: unknown option '{flag}'\n{__doc__}")
     np.savez(path, **arrays)

@@ -89,18 +89,24 @@ LogicalResult NCDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   StringRef name = attribute.getName().getValue();
   if (name == getNameAttrName()) {
     if (!isa<StringAttr>(attribute.getValue()))
-      return op->emitError() << "argument " << argIndex << " has non-string "
-                             << name;
+      return op->emitError()
+             << "argument " << argIndex << " has non-string " << name;
+    return success();
+  }
+  if (name == getOutputNameAttrName()) {
+    if (!isa<StringAttr>(attribute.getValue()))
+      return op->emitError()
+             << "argument " << argIndex << " has non-string " << name;
     return success();
   }
   if (name == getKindAttrName()) {
     auto kind = dyn_cast<StringAttr>(attribute.getValue());
     if (!kind || (kind.getValue() != "input" && kind.getValue() != "output" &&
                   kind.getValue() != "inout"))
-      return op->emitError() << "argument " << argIndex << " has invalid "
-                             << name
-                             << " (expected \"input\", \"output\" or "
-                                "\"inout\")";
+      return op->emitError()
+             << "argument " << argIndex << " has invalid " << name
+             << " (expected \"input\", \"output\" or "
+                "\"inout\")";
     return success();
   }
   return op->emitError() << "argument " << argIndex
@@ -224,9 +230,7 @@ void HbmType::print(AsmPrinter &printer) const {
 
 LogicalResult HbmType::verify(function_ref<InFlightDiagnostic()> emitError,
                               ArrayRef<int64_t> shape, Type elementType) {
-  if (shape.empty())
-    return emitError() << "an HBM tensor needs at least one dimension";
-  int64_t count = 1;
+  int64_t count = 1; // a rank-0 tensor is one element
   for (int64_t size : shape)
     if (size < 1 || llvm::MulOverflow(count, size, count))
       return emitError() << "HBM tensor dimensions must be positive and "

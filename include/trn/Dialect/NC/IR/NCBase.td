@@ -42,6 +42,8 @@ def NC_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getTargetAttrName() { return "nc.target"; }
     static constexpr ::llvm::StringLiteral getNameAttrName() { return "nc.name"; }
     static constexpr ::llvm::StringLiteral getKindAttrName() { return "nc.kind"; }
+    /// The name of the updated value of an "inout" argument.
+    static constexpr ::llvm::StringLiteral getOutputNameAttrName() { return "nc.output_name"; }
   }];
 }
 

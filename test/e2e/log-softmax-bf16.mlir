@@ -1,0 +1,21 @@
+// log-softmax.mlir in bf16: bf16 logits, gradients and results (the
+// decomposition computes in f32 and rounds the results to bf16).
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
+// RUN: trn-eval %s --random 12 --save-inputs %t/in.npz > /dev/null
+// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz --scale x:8 --scale x3:8
+// RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
+// RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
+// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
+// CHECK: 4 outputs match
+
+func.func @log_softmax_bf16(%x: tensor<200x600xbf16> {trn.name = "x"}, %dy: tensor<200x600xbf16> {trn.name = "dy"},
+                       %x3: tensor<3x130x96xbf16> {trn.name = "x3"}, %dy3: tensor<3x130x96xbf16> {trn.name = "dy3"})
+    -> (tensor<200x600xbf16> {trn.name = "y"}, tensor<200x600xbf16> {trn.name = "dx"},
+        tensor<3x130x96xbf16> {trn.name = "y3"}, tensor<3x130x96xbf16> {trn.name = "dx3"}) {
+  %y = trn.log_softmax %x, dim = 1 : tensor<200x600xbf16>
+  %dx = trn.log_softmax_grad %y, %dy, dim = 1 : tensor<200x600xbf16>
+  %y3 = trn.log_softmax %x3, dim = 0 : tensor<3x130x96xbf16>
+  %dx3 = trn.log_softmax_grad %y3, %dy3, dim = 0 : tensor<3x130x96xbf16>
+  return %y, %dx, %y3, %dx3 : tensor<200x600xbf16>, tensor<200x600xbf16>, tensor<3x130x96xbf16>, tensor<3x130x96xbf16>
+}
