@@ -306,6 +306,14 @@ LogicalResult Exporter::emit(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<AllocOp, ViewOp, HbmAllocOp, HbmConstantOp, func::ReturnOp>(
           [](Operation *) { return success(); })
+      .Case([&](HbmReshapeOp o) -> LogicalResult {
+        // Same bytes, another shape: alias the source's placement.
+        auto it = hbmOffsets.find(o.getSource());
+        if (it == hbmOffsets.end())
+          return o.emitError("reshape of an HBM value that was not laid out");
+        hbmOffsets[o.getResult()] = it->second;
+        return success();
+      })
       .Case([&](MatmulOp o) {
         inst.opcode = trnrt::Opcode::Matmul;
         inst.accumulate = o.getAccumulate();

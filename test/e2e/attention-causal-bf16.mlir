@@ -2,17 +2,12 @@
 // batch 2, 2 heads, 200 queries and 200 keys (top-left aligned mask), head
 // size 40, value size 24.
 //
-// NOT LOWERED YET: the decomposition of `causal` builds the mask from
-// trn.iota, which convert-trn-to-nc does not lower, so trn-cc stops with an
-// error naming trn.iota at the attention op's location. The reference
-// evaluator runs the graph. Once trn.iota lowers, replace the trn-cc check
-// with the lines of attention.mlir (trn-cc compile, trn-eval --random 16,
-// trn-run --poison, compare.py with tolerance 2e-2, 5 outputs).
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-eval %s --random 16 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
-// RUN: not trn-cc compile %s -o %t/a.trnart --no-cache 2>&1 | FileCheck %s
-// RUN: not test -e %t/a.trnart
-// CHECK: trn-cc: error: {{.*}}attention-causal-bf16.mlir:[[@LINE+7]]:{{[0-9]+}}: 'trn.iota' is not lowered to NeuronCore kernels yet
+// RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
+// RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
+// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
+// CHECK: outputs match
 
 func.func @attention_causal_bf16(%q: tensor<2x2x200x40xbf16> {trn.name = "q"}, %k: tensor<2x2x200x40xbf16> {trn.name = "k"},
                      %v: tensor<2x2x200x24xbf16> {trn.name = "v"}, %do: tensor<2x2x200x24xbf16> {trn.name = "do"})

@@ -2,19 +2,17 @@
 // on [200, 600] in f32 and (through sed) bf16. The reference evaluator runs
 // the graph.
 //
-// NOT LOWERED YET: trn.gelu_grad is neither decomposed by
-// trn-decompose-composites nor lowered by convert-trn-to-nc, so trn-cc stops
-// with an error naming it. mlp-bf16.mlir and the gpt-block tests spell the
-// tanh form out in primitives instead. Once it lowers, replace the trn-cc
-// checks with the lines of softmax.mlir (trn-cc compile, trn-eval
-// --random 21, trn-run --poison, compare.py 1e-4 for f32, 2e-2 for bf16; 2
-// outputs).
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-eval %s --random 21 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
-// RUN: not trn-cc compile %s -o %t/a.trnart --no-cache 2>&1 | FileCheck %s
-// RUN: not test -e %t/a.trnart
-// RUN: sed 's/xf32>/xbf16>/g' %s | not trn-cc compile - -o %t/a.trnart --no-cache 2>&1 | FileCheck %s
-// CHECK: trn-cc: error: {{.*}}:[[@LINE+4]]:{{[0-9]+}}: 'trn.gelu_grad' is not lowered to NeuronCore kernels yet
+// RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
+// RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
+// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: sed 's/xf32>/xbf16>/g' %s > %t/v0.mlir
+// RUN: trn-eval %t/v0.mlir --inputs %t/in.npz --outputs %t/ref0.npz > /dev/null
+// RUN: trn-cc compile %t/v0.mlir -o %t/v0.trnart --no-cache -q
+// RUN: trn-run %t/v0.trnart --inputs %t/in.npz --outputs %t/out0.npz --poison > /dev/null
+// RUN: %python %S/Inputs/compare.py %t/ref0.npz %t/out0.npz 2e-2 | FileCheck %s
+// CHECK: outputs match
 
 func.func @gelu_grad(%dy: tensor<200x600xf32> {trn.name = "dy"}, %x: tensor<200x600xf32> {trn.name = "x"})
     -> (tensor<200x600xf32> {trn.name = "dx_tanh"}, tensor<200x600xf32> {trn.name = "dx_erf"}) {

@@ -10,19 +10,14 @@
 // hidden 96. 336 trn ops, 54 outputs: the loss, the gradients (of x and of
 // every parameter), the new parameters and Adam moments.
 //
-// NOT LOWERED YET: trn-cc stops at the causal trn.attention, whose
-// decomposition needs trn.iota; trn.cross_entropy (trn.gather,
-// trn.scatter_add) and trn.gelu_grad do not lower either.
-// gpt-block-lowered.mlir checks the simulator against this graph's
-// reference. Once they lower, give this file the RUN lines of
-// gpt-block-lowered.mlir (without the second reference).
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-eval %s --random 23 --int-max 600 --save-inputs %t/in.npz > /dev/null
 // RUN: %python %S/Inputs/edit_inputs.py %t/in.npz --abs 'adam.v.*' --every labels:7:-100 --scale 'attn.qkv.weight:0.5' --scale 'mlp.proj.weight:0.125' --scale 'lm_head.weight:0.015625'
 // RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
-// RUN: not trn-cc compile %s -o %t/a.trnart --no-cache 2>&1 | FileCheck %s
-// RUN: not test -e %t/a.trnart
-// CHECK: trn-cc: error: {{.*}}gpt-block.mlir:{{[0-9]+}}:{{[0-9]+}}: 'trn.iota' is not lowered to NeuronCore kernels yet
+// RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
+// RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
+// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// CHECK: outputs match
 
 func.func @gpt_block(
     %x: tensor<200x96xf32> {trn.role = "data", trn.name = "x"},

@@ -143,6 +143,14 @@ private:
   LogicalResult lowerDot(trn::DotGeneralOp op);
   LogicalResult lowerReduce(trn::ReduceOp op);
   LogicalResult lowerConstant(trn::ConstantOp op);
+  LogicalResult lowerIota(trn::IotaOp op);
+  LogicalResult lowerGather(trn::GatherOp op);
+  LogicalResult lowerScatterAdd(trn::ScatterAddOp op);
+  /// Loads indices [i0, i0 + count) of an i32 or i64 index tensor into a
+  /// [count, 1] i32 tile (i64 indices are read as their low words).
+  Value loadIndices(Value indices, int64_t i0, int64_t count);
+  /// The HBM tensor `hbm` reshaped to [rows, rowElements].
+  Value asTable(Value hbm, int64_t rows, int64_t rowElements);
   LogicalResult checkTileable(Operation *op);
 
   func::FuncOp graph;
@@ -439,6 +447,208 @@ LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
   return success();
 }
 
+Value Lowering::loadIndices(Value indices, int64_t i0, int64_t count) {
+  auto type = cast<HbmType>(indices.getType());
+  int64_t words = type.getElementType().isSignlessInteger(64) ? 2 : 1;
+  Type i32 = builder.getI32Type();
+  SmallVector<int64_t> shape{count, 1};
+  auto windowType =
+      TileType::get(builder.getContext(), MemorySpace::hbm, shape, i32);
+  Value window = builder.create<ViewOp>(
+      kb.loc, windowType, indices, builder.getI64IntegerAttr(0),
+      builder.getI64IntegerAttr(i0 * words), builder.getI64IntegerAttr(words),
+      builder.getDenseI64ArrayAttr({1}));
+  Value tile = kb.tile(MemorySpace::sbuf, count, {1}, i32);
+  kb.dma(tile, window);
+  return tile;
+}
+
+Value Lowering::asTable(Value hbm, int64_t rows, int64_t rowElements) {
+  auto type = cast<HbmType>(hbm.getType());
+  if (type.getShape().size() == 2 && type.getShape()[0] == rows &&
+      type.getShape()[1] == rowElements)
+    return hbm;
+  auto tableType = HbmType::get(builder.getContext(), {rows, rowElements},
+                                type.getElementType());
+  return builder.create<HbmReshapeOp>(kb.loc, tableType, hbm);
+}
+
+/// iota: a tile's index along `dim` is affine in (partition, free index)
+/// when the tile stays inside one block of rows sharing the leading index.
+LogicalResult Lowering::lowerIota(trn::IotaOp op) {
+  if (failed(checkTileable(op)))
+    return failure();
+  auto type = cast<RankedTensorType>(op.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t rank = shape.size(), dim = op.getDim();
+  int64_t cols = shape.back(), rows = product(shape.drop_back());
+  Value out = newTensor(op.getResult());
+  // Rows per step of the index along `dim` (for dim < rank - 1).
+  int64_t rowsPerStep =
+      dim < rank - 1 ? product(shape.slice(dim + 1, rank - 1 - dim - 1)) : 0;
+  for (int64_t r0 = 0; r0 < rows;) {
+    int64_t chunk = std::min(kPartitions, rows - r0);
+    int64_t base = 0, perPartition = 0;
+    if (dim < rank - 1) {
+      int64_t extent = shape[dim];
+      if (rowsPerStep == 1) {
+        // Consecutive rows step the index: stay inside one wrap-around.
+        chunk = std::min(chunk, extent - r0 % extent);
+        base = r0 % extent;
+        perPartition = 1;
+      } else {
+        chunk = std::min(chunk, rowsPerStep - r0 % rowsPerStep);
+        base = (r0 / rowsPerStep) % extent;
+      }
+    }
+    for (int64_t c0 = 0; c0 < cols; c0 += kTileColumns) {
+      int64_t width = std::min(kTileColumns, cols - c0);
+      Value t =
+          kb.tile(MemorySpace::sbuf, chunk, {width}, type.getElementType());
+      bool alongColumns = dim == rank - 1;
+      builder.create<IotaOp>(kb.loc, t, alongColumns ? c0 : base,
+                             alongColumns ? 0 : perPartition,
+                             ArrayRef<int64_t>{alongColumns ? 1 : 0});
+      kb.dma(kb.rowTile(out, cols, r0, chunk, c0, width), t);
+    }
+    r0 += chunk;
+  }
+  return success();
+}
+
+/// gather along axis 0 (embedding rows), or along the last axis with all
+/// leading dims batched (picking one element per row, e.g. label logits),
+/// through indirect DMA.
+LogicalResult Lowering::lowerGather(trn::GatherOp op) {
+  auto operandType = cast<RankedTensorType>(op.getOperand().getType());
+  auto indexType = cast<RankedTensorType>(op.getIndices().getType());
+  auto resultType = cast<RankedTensorType>(op.getType());
+  if (operandType.getElementType().isSignlessInteger(64))
+    return op.emitError("'trn.gather' of i64 tensors is not lowered yet");
+  int64_t axis = op.getAxis(), batchDims = op.getBatchDims();
+  int64_t rank = operandType.getRank();
+  Value out = newTensor(op.getResult());
+  Value indices = hbmOf(op.getIndices());
+  Type elementType = operandType.getElementType();
+  int64_t count = product(indexType.getShape());
+  if (axis == 0 && batchDims == 0) {
+    int64_t rowElements = product(operandType.getShape().drop_front());
+    if (rowElements * 4 > 160 * 1024)
+      return op.emitError("'trn.gather' rows of ")
+             << rowElements << " elements do not fit in SBUF; not lowered yet";
+    Value table =
+        asTable(hbmOf(op.getOperand()), operandType.getDimSize(0), rowElements);
+    for (int64_t i0 = 0; i0 < count; i0 += kPartitions) {
+      int64_t n = std::min(kPartitions, count - i0);
+      Value ids = loadIndices(indices, i0, n);
+      Value rows = kb.tile(MemorySpace::sbuf, n, {rowElements}, elementType);
+      builder.create<DmaGatherOp>(kb.loc, rows, table, ids, 0);
+      kb.dma(kb.view(out, i0 * rowElements, n, rowElements, {rowElements}, {1}),
+             rows);
+    }
+    return success();
+  }
+  if (axis == rank - 1 && batchDims == rank - 1 &&
+      indexType.getRank() == batchDims) {
+    // result[b] = operand[b, indices[b]]: element b * C + indices[b] of the
+    // operand seen as a table of single elements.
+    int64_t classes = operandType.getShape().back();
+    int64_t batch = product(operandType.getShape().drop_back());
+    Value table = asTable(hbmOf(op.getOperand()), batch * classes, 1);
+    Type i32 = builder.getI32Type();
+    for (int64_t i0 = 0; i0 < batch; i0 += kPartitions) {
+      int64_t n = std::min(kPartitions, batch - i0);
+      Value ids = loadIndices(indices, i0, n);
+      Value rowStarts = kb.tile(MemorySpace::sbuf, n, {1}, i32);
+      builder.create<IotaOp>(kb.loc, rowStarts, i0 * classes, classes,
+                             ArrayRef<int64_t>{0});
+      Value flat = kb.tile(MemorySpace::sbuf, n, {1}, i32);
+      builder.create<TensorTensorOp>(kb.loc, AluOp::add, flat, rowStarts, ids,
+                                     Engine::gpsimd);
+      Value picked = kb.tile(MemorySpace::sbuf, n, {1}, elementType);
+      builder.create<DmaGatherOp>(kb.loc, picked, table, flat, 0);
+      kb.dma(kb.view(out, i0, n, 1, {1}, {1}), picked);
+    }
+    return success();
+  }
+  (void)resultType;
+  return op.emitError("'trn.gather' is lowered along axis 0, or along the "
+                      "last axis with every other dim batched; this form is "
+                      "not lowered yet");
+}
+
+/// scatter_add along axis 0: the result starts as a copy of the operand,
+/// then every block of update rows is added at its indices by an indirect
+/// DMA that accumulates (repeated indices add up).
+LogicalResult Lowering::lowerScatterAdd(trn::ScatterAddOp op) {
+  auto operandType = cast<RankedTensorType>(op.getOperand().getType());
+  auto indexType = cast<RankedTensorType>(op.getIndices().getType());
+  int64_t rank = operandType.getRank();
+  bool alongRows = op.getAxis() == 0 && op.getBatchDims() == 0;
+  bool perRowElement = op.getAxis() == rank - 1 &&
+                       op.getBatchDims() == rank - 1 &&
+                       indexType.getRank() == rank - 1;
+  if (!alongRows && !perRowElement)
+    return op.emitError("'trn.scatter_add' is lowered along axis 0, or along "
+                        "the last axis with every other dim batched; this "
+                        "form is not lowered yet");
+  if (operandType.getElementType().isSignlessInteger(64))
+    return op.emitError("'trn.scatter_add' of i64 tensors is not lowered yet");
+  if (perRowElement) {
+    // out[b, indices[b]] += updates[b]: element b * C + indices[b] of the
+    // result seen as a table of single elements.
+    int64_t classes = operandType.getShape().back();
+    int64_t batch = product(operandType.getShape().drop_back());
+    Value out = newTensor(op.getResult());
+    SmallVector<int64_t> shape(operandType.getShape());
+    Side src{hbmOf(op.getOperand()), 0, rowMajorStrides(shape)};
+    Side dst{out, 0, rowMajorStrides(shape)};
+    if (failed(copy(op, shape, src, dst)))
+      return failure();
+    Value table = asTable(out, batch * classes, 1);
+    Value updates = hbmOf(op.getUpdates());
+    Value indices = hbmOf(op.getIndices());
+    Type i32 = builder.getI32Type();
+    for (int64_t i0 = 0; i0 < batch; i0 += kPartitions) {
+      int64_t n = std::min(kPartitions, batch - i0);
+      Value ids = loadIndices(indices, i0, n);
+      Value rowStarts = kb.tile(MemorySpace::sbuf, n, {1}, i32);
+      builder.create<IotaOp>(kb.loc, rowStarts, i0 * classes, classes,
+                             ArrayRef<int64_t>{0});
+      Value flat = kb.tile(MemorySpace::sbuf, n, {1}, i32);
+      builder.create<TensorTensorOp>(kb.loc, AluOp::add, flat, rowStarts, ids,
+                                     Engine::gpsimd);
+      Value values =
+          kb.tile(MemorySpace::sbuf, n, {1}, operandType.getElementType());
+      kb.dma(values, kb.view(updates, i0, n, 1, {1}, {1}));
+      builder.create<DmaScatterAddOp>(kb.loc, table, values, flat, 0);
+    }
+    return success();
+  }
+  int64_t rows = operandType.getDimSize(0);
+  int64_t rowElements = product(operandType.getShape().drop_front());
+  Value out = newTensor(op.getResult());
+  SmallVector<int64_t> shape(operandType.getShape());
+  Side src{hbmOf(op.getOperand()), 0, rowMajorStrides(shape)};
+  Side dst{out, 0, rowMajorStrides(shape)};
+  if (failed(copy(op, shape, src, dst)))
+    return failure();
+  Value table = asTable(out, rows, rowElements);
+  Value updates = hbmOf(op.getUpdates());
+  Value indices = hbmOf(op.getIndices());
+  int64_t count = product(indexType.getShape());
+  for (int64_t i0 = 0; i0 < count; i0 += kPartitions) {
+    int64_t n = std::min(kPartitions, count - i0);
+    Value ids = loadIndices(indices, i0, n);
+    Value block = kb.tile(MemorySpace::sbuf, n, {rowElements},
+                          operandType.getElementType());
+    kb.dma(block, kb.view(updates, i0 * rowElements, n, rowElements,
+                          {rowElements}, {1}));
+    builder.create<DmaScatterAddOp>(kb.loc, table, block, ids, 0);
+  }
+  return success();
+}
+
 LogicalResult Lowering::lower(Operation *op) {
   auto activation = [&](ActivationFunc func) {
     return elementwise(op, [&](Value dst, ArrayRef<Value> srcs) {
@@ -588,6 +798,25 @@ LogicalResult Lowering::lower(Operation *op) {
         return lowerDot(o);
       })
       .Case([&](trn::ReduceOp o) { return lowerReduce(o); })
+      .Case([&](trn::IotaOp o) { return lowerIota(o); })
+      .Case([&](trn::GatherOp o) { return lowerGather(o); })
+      .Case([&](trn::ScatterAddOp o) { return lowerScatterAdd(o); })
+      .Case([&](trn::GeluGradOp o) {
+        ActivationFunc derivative =
+            o.getApproximate() == trn::GeluApproximation::tanh
+                ? ActivationFunc::gelu_tanh_dx
+                : ActivationFunc::gelu_dx;
+        return elementwise(op, [&](Value dst, ArrayRef<Value> srcs) {
+          auto srcType = cast<TileType>(srcs[1].getType());
+          Value slope = kb.tile(MemorySpace::sbuf, srcType.getPartitions(),
+                                srcType.getFreeShape(), builder.getF32Type());
+          builder.create<ActivationOp>(
+              kb.loc, derivative, slope, srcs[1], Value(), Value(), Value(),
+              llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+          builder.create<TensorTensorOp>(kb.loc, AluOp::multiply, dst, srcs[0],
+                                         slope, Engine::vector);
+        });
+      })
       .Default([&](Operation *other) {
         return other->emitError("'")
                << other->getName()

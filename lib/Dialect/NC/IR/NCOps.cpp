@@ -166,6 +166,21 @@ LogicalResult AllocOp::verify() {
   return success();
 }
 
+LogicalResult HbmReshapeOp::verify() {
+  auto count = [](HbmType type) {
+    int64_t n = 1;
+    for (int64_t size : type.getShape())
+      n *= size;
+    return n;
+  };
+  HbmType source = getSource().getType(), result = getType();
+  if (source.getElementType() != result.getElementType() ||
+      count(source) != count(result))
+    return emitOpError() << "reshapes keep the element type and count: "
+                         << source << " vs " << result;
+  return success();
+}
+
 LogicalResult HbmConstantOp::verify() {
   auto dense = dyn_cast<DenseElementsAttr>(getValue());
   HbmType type = getType();
@@ -217,15 +232,21 @@ LogicalResult ViewOp::verify() {
     return success();
   }
   auto source = cast<HbmType>(getSource().getType());
+  // i64 tensors (indices) may be read as i32 words.
+  int64_t wordsPerElement = 1;
+  if (source.getElementType().isSignlessInteger(64) &&
+      result.getElementType().isSignlessInteger(32))
+    wordsPerElement = 2;
   if (result.getMemory() != MemorySpace::hbm ||
-      result.getElementType() != source.getElementType())
+      (wordsPerElement == 1 &&
+       result.getElementType() != source.getElementType()))
     return emitOpError() << "a view of an HBM tensor is an hbm tile of the "
-                            "same element type, got "
+                            "same element type (or i32 words of i64), got "
                          << result;
   if (getStartPartition() != 0)
     return emitOpError("start_partition applies to on-chip views; HBM views "
                        "use offset and partition_stride");
-  int64_t total = 1;
+  int64_t total = wordsPerElement;
   for (int64_t size : source.getShape())
     total *= size;
   int64_t span = (result.getPartitions() - 1) * getPartitionStride();

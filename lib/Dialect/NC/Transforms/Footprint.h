@@ -17,9 +17,14 @@ namespace mlir::nc {
 /// The allocation (nc.alloc, nc.hbm_alloc or kernel argument) a tile or HBM
 /// value views.
 inline Value rootOf(Value value) {
-  while (auto view = value.getDefiningOp<ViewOp>())
-    value = view.getSource();
-  return value;
+  while (true) {
+    if (auto view = value.getDefiningOp<ViewOp>())
+      value = view.getSource();
+    else if (auto reshape = value.getDefiningOp<HbmReshapeOp>())
+      value = reshape.getSource();
+    else
+      return value;
+  }
 }
 
 /// A conservative box of memory: partitions [p0, p1) x bytes [b0, b1) of

@@ -45,6 +45,18 @@ def NC_HbmAllocOp : NC_Op<"hbm_alloc", [MemoryEffects<[MemAlloc]>]> {
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
+def NC_HbmReshapeOp : NC_Op<"hbm_reshape", [Pure]> {
+  let summary = "the same HBM bytes with another row-major shape";
+  let description = [{
+    Reinterprets an HBM tensor with a shape of the same element count (e.g. a
+    [N, C] tensor as an [N*C, 1] table for an element-wise gather).
+  }];
+  let arguments = (ins NC_AnyHbm:$source);
+  let results = (outs NC_AnyHbm:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def NC_HbmConstantOp : NC_Op<"hbm_constant", [Pure]> {
   let summary = "a constant HBM tensor, stored in the artifact";
   let arguments = (ins StrAttr:$name, ElementsAttr:$value);
@@ -61,7 +73,9 @@ def NC_ViewOp : NC_Op<"view", [Pure]> {
     `offset + sum(i_d * strides[d])` for `i_d < sizes[d]` (in elements of the
     source's row-major free layout). On an HBM tensor, the result is a
     tile-shaped window for DMA: partition `p` starts at element
-    `offset + p * partition_stride` of the tensor.
+    `offset + p * partition_stride` of the tensor. An HBM view of an i64
+    tensor may read it as i32 (offsets and strides in i32 elements): the low
+    words of little-endian i64 indices are their i32 values.
   }];
   let arguments = (ins NC_TileOrHbm:$source,
                        DefaultValuedAttr<I64Attr, "0">:$start_partition,
