@@ -302,8 +302,13 @@ LogicalResult Lowering::lowerConstant(trn::ConstantOp op) {
 
 /// dot_general with at most one free dim per operand after batch dims:
 /// lhs [batch, M, K] or [batch, K, M], rhs [batch, K, N] or [batch, N, K]
-/// (any position of K). Stationary = lhs^T tiles [K, M], moving = rhs tiles
-/// [K, N], accumulating over K in PSUM.
+/// (any position of K). The Tensor Engine wants K on partitions for both:
+/// stationary = lhs^T tiles [K, M], moving = rhs tiles [K, N]. An operand
+/// whose K is its last (contiguous) dim is loaded row-contiguously and
+/// transposed on the Tensor Engine in 128x128 blocks rather than read with
+/// element-strided DMA. Loops run N blocks outermost so that the moving
+/// panel (all K tiles of one N block) stays in SBUF across the M blocks when
+/// it fits; K accumulates in PSUM.
 LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
   auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
@@ -327,6 +332,45 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
   int64_t m = lhsType.getDimSize(batchRank + (1 - lk));
   int64_t k = lhsType.getDimSize(batchRank + lk);
   int64_t n = rhsType.getDimSize(batchRank + (1 - rk));
+  Value lhs = hbmOf(op.getLhs()), rhs = hbmOf(op.getRhs());
+  Value out = newTensor(op.getResult());
+  Type inType = lhsType.getElementType();
+  Type outType = resultType.getElementType();
+  Type f32 = builder.getF32Type();
+  int64_t inBytes = (inType.getIntOrFloatBitWidth() + 7) / 8;
+
+  // A [kw, width] tile of K-major data from `tensor`, whose element (k, j)
+  // is at base + k * kStride + j * jStride. With jStride == 1 the rows are
+  // contiguous; with kStride == 1 (K contiguous), load [width, kw] blocks and
+  // transpose them on the Tensor Engine into `dst` (via PSUM).
+  auto loadKMajor = [&](Value dst, Value tensor, int64_t base, int64_t kw,
+                        int64_t width, int64_t kStride, int64_t jStride) {
+    if (jStride == 1) {
+      kb.dma(dst, kb.view(tensor, base, kw, kStride, {width}, {1}));
+      return;
+    }
+    for (int64_t j0 = 0; j0 < width; j0 += kPartitions) {
+      int64_t jw = std::min(kPartitions, width - j0);
+      Value rows = kb.tile(MemorySpace::sbuf, jw, {kw}, inType);
+      kb.dma(rows, kb.view(tensor, base + j0 * jStride, jw, jStride, {kw},
+                           {kStride}));
+      Value transposed = kb.tile(MemorySpace::psum, kw, {jw}, f32);
+      builder.create<TransposeOp>(kb.loc, transposed, rows);
+      Value slot = dst;
+      if (jw != width) {
+        auto dstType = cast<TileType>(dst.getType());
+        auto slotType = TileType::get(builder.getContext(), MemorySpace::sbuf,
+                                      {kw, jw}, dstType.getElementType());
+        slot = builder.create<ViewOp>(
+            kb.loc, slotType, dst, builder.getI64IntegerAttr(0),
+            builder.getI64IntegerAttr(j0), builder.getI64IntegerAttr(0),
+            builder.getDenseI64ArrayAttr({1}));
+      }
+      builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, slot,
+                                   transposed, Value(), Value(), Value(),
+                                   llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+    }
+  };
   // Element strides of (K, M) in lhs and (K, N) in rhs within one batch.
   int64_t lhsCols = lhsType.getShape().back();
   int64_t rhsCols = rhsType.getShape().back();
@@ -334,34 +378,65 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
           lhsMStride = lk == 1 ? lhsCols : 1;
   int64_t rhsKStride = rk == 0 ? rhsCols : 1,
           rhsNStride = rk == 0 ? 1 : rhsCols;
-  if (lhsMStride > kMaxStride || rhsNStride > kMaxStride)
+  if (lhsKStride > kMaxStride || rhsKStride > kMaxStride)
     return op.emitError("'trn.dot_general' operands are too wide for 16-bit "
                         "access-pattern strides; not lowered yet");
-  Value lhs = hbmOf(op.getLhs()), rhs = hbmOf(op.getRhs());
-  Value out = newTensor(op.getResult());
-  Type inType = lhsType.getElementType();
-  Type outType = resultType.getElementType();
+  int64_t kTiles = (k + kMatmulK - 1) / kMatmulK;
+  // Keep the moving panel resident when it takes at most 96 KiB per
+  // partition (leaving room for the stationary and result tiles).
+  bool residentPanel = kTiles * kMatmulN * inBytes <= 96 * 1024;
   int64_t batches = product(resultType.getShape().take_front(batchRank));
   for (int64_t batch = 0; batch < batches; ++batch) {
     int64_t lhsBase = batch * m * k, rhsBase = batch * k * n,
             outBase = batch * m * n;
-    for (int64_t m0 = 0; m0 < m; m0 += kMatmulM)
-      for (int64_t n0 = 0; n0 < n; n0 += kMatmulN) {
-        int64_t mw = std::min(kMatmulM, m - m0),
-                nw = std::min(kMatmulN, n - n0);
-        Value acc = kb.tile(MemorySpace::psum, mw, {nw}, builder.getF32Type());
-        for (int64_t k0 = 0; k0 < k; k0 += kMatmulK) {
-          int64_t kw = std::min(kMatmulK, k - k0);
+    for (int64_t n0 = 0; n0 < n; n0 += kMatmulN) {
+      int64_t nw = std::min(kMatmulN, n - n0);
+      auto loadMoving = [&](int64_t kt) {
+        int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
+        Value moving = kb.tile(MemorySpace::sbuf, kw, {nw}, inType);
+        loadKMajor(moving, rhs, rhsBase + k0 * rhsKStride + n0 * rhsNStride, kw,
+                   nw, rhsKStride, rhsNStride);
+        return moving;
+      };
+      SmallVector<Value> panel;
+      if (residentPanel)
+        for (int64_t kt = 0; kt < kTiles; ++kt)
+          panel.push_back(loadMoving(kt));
+      for (int64_t m0 = 0; m0 < m; m0 += kMatmulM) {
+        int64_t mw = std::min(kMatmulM, m - m0);
+        Value acc = kb.tile(MemorySpace::psum, mw, {nw}, f32);
+        // Row-major lhs: one DMA brings all of K for these rows (a large
+        // transfer instead of one small one per K tile); each K tile is then
+        // transposed out of it.
+        Value lhsRows;
+        if (lhsKStride == 1 && k * inBytes <= 32 * 1024) {
+          lhsRows = kb.tile(MemorySpace::sbuf, mw, {k}, inType);
+          kb.dma(lhsRows, kb.view(lhs, lhsBase + m0 * lhsMStride, mw,
+                                  lhsMStride, {k}, {1}));
+        }
+        for (int64_t kt = 0; kt < kTiles; ++kt) {
+          int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
           Value stationary = kb.tile(MemorySpace::sbuf, kw, {mw}, inType);
-          kb.dma(stationary,
-                 kb.view(lhs, lhsBase + k0 * lhsKStride + m0 * lhsMStride, kw,
-                         lhsKStride, {mw}, {lhsMStride}));
-          Value moving = kb.tile(MemorySpace::sbuf, kw, {nw}, inType);
-          kb.dma(moving,
-                 kb.view(rhs, rhsBase + k0 * rhsKStride + n0 * rhsNStride, kw,
-                         rhsKStride, {nw}, {rhsNStride}));
+          if (lhsRows) {
+            auto sliceType = TileType::get(builder.getContext(),
+                                           MemorySpace::sbuf, {mw, kw}, inType);
+            Value slice = builder.create<ViewOp>(
+                kb.loc, sliceType, lhsRows, builder.getI64IntegerAttr(0),
+                builder.getI64IntegerAttr(k0), builder.getI64IntegerAttr(0),
+                builder.getDenseI64ArrayAttr({1}));
+            Value transposed = kb.tile(MemorySpace::psum, kw, {mw}, f32);
+            builder.create<TransposeOp>(kb.loc, transposed, slice);
+            builder.create<ActivationOp>(
+                kb.loc, ActivationFunc::copy, stationary, transposed, Value(),
+                Value(), Value(), llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+          } else {
+            loadKMajor(stationary, lhs,
+                       lhsBase + k0 * lhsKStride + m0 * lhsMStride, kw, mw,
+                       lhsKStride, lhsMStride);
+          }
+          Value moving = residentPanel ? panel[kt] : loadMoving(kt);
           builder.create<MatmulOp>(kb.loc, acc, stationary, moving,
-                                   /*accumulate=*/k0 > 0);
+                                   /*accumulate=*/kt > 0);
         }
         Value result = kb.tile(MemorySpace::sbuf, mw, {nw}, outType);
         builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, result, acc,
@@ -369,6 +444,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
                                      llvm::APFloat(1.0f), llvm::APFloat(0.0f));
         kb.dma(kb.view(out, outBase + m0 * n + n0, mw, n, {nw}, {1}), result);
       }
+    }
   }
   return success();
 }

@@ -1,6 +1,8 @@
 // RUN: trn-opt %s -nc-allocate -split-input-file -verify-diagnostics | FileCheck %s
 
-// Tiles whose live ranges do not overlap share memory; PSUM tiles take banks.
+// Next fit: a freed tile is not handed out again at once (so a loop's next
+// tile lands in another buffer and engines overlap); memory is reused once the
+// search wraps around. PSUM tiles take banks round robin.
 // CHECK-LABEL: func @reuse
 func.func @reuse(%h: !nc.hbm<128x512xf32>) {
   %hv = nc.view %h strides [1] {partition_stride = 512} : !nc.hbm<128x512xf32> -> !nc.tile<hbm, 128x512xf32>
@@ -10,8 +12,8 @@ func.func @reuse(%h: !nc.hbm<128x512xf32>) {
   %b = nc.alloc : !nc.tile<sbuf, 128x512xf32>
   nc.dma_copy %a, %hv : !nc.tile<sbuf, 128x512xf32>, !nc.tile<hbm, 128x512xf32>
   nc.tensor_copy %b, %a : !nc.tile<sbuf, 128x512xf32>, !nc.tile<sbuf, 128x512xf32>
-  // %a is dead: %c reuses its bytes.
-  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x512xbf16>
+  // %a is dead, but %c goes after %b rather than into %a's bytes.
+  // CHECK: nc.alloc {byte_offset = 4096 : i64, start_partition = 0 : i64} : <sbuf, 128x512xbf16>
   %c = nc.alloc : !nc.tile<sbuf, 128x512xbf16>
   nc.tensor_copy %c, %b : !nc.tile<sbuf, 128x512xbf16>, !nc.tile<sbuf, 128x512xf32>
   // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <psum, 128x512xf32>
@@ -20,6 +22,23 @@ func.func @reuse(%h: !nc.hbm<128x512xf32>) {
   %q = nc.alloc : !nc.tile<psum, 128x512xf32>
   nc.memset %p, 0.0 : !nc.tile<psum, 128x512xf32>
   nc.memset %q, 0.0 : !nc.tile<psum, 128x512xf32>
+  return
+}
+
+// -----
+
+// Once the search wraps around, freed memory is reused.
+// CHECK-LABEL: func @wrap
+func.func @wrap() {
+  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x40000xf32>
+  %a = nc.alloc : !nc.tile<sbuf, 128x40000xf32>
+  nc.memset %a, 0.0 : !nc.tile<sbuf, 128x40000xf32>
+  // CHECK: nc.alloc {byte_offset = 160000 : i64, start_partition = 0 : i64} : <sbuf, 128x4000xf32>
+  %b = nc.alloc : !nc.tile<sbuf, 128x4000xf32>
+  nc.memset %b, 0.0 : !nc.tile<sbuf, 128x4000xf32>
+  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x40000xf32>
+  %c = nc.alloc : !nc.tile<sbuf, 128x40000xf32>
+  nc.memset %c, 0.0 : !nc.tile<sbuf, 128x40000xf32>
   return
 }
 

@@ -28,19 +28,31 @@ constexpr int64_t kSbufAlignment = 64;
 class RangeAllocator {
 public:
   explicit RangeAllocator(int64_t capacity) { free[0] = capacity; }
+  /// Next fit: search from where the last allocation ended, wrapping
+  /// around. A freed tile is then not handed out again at once, so the next
+  /// tile of a loop lands in another buffer and engines can overlap (the
+  /// reuse of one address would force a write-after-read wait).
   std::optional<int64_t> allocate(int64_t bytes, int64_t alignment) {
-    for (auto it = free.begin(); it != free.end(); ++it) {
-      int64_t start = (it->first + alignment - 1) / alignment * alignment;
-      int64_t end = it->first + it->second;
-      if (start + bytes > end)
-        continue;
-      int64_t blockStart = it->first;
-      free.erase(it);
-      if (start > blockStart)
-        free[blockStart] = start - blockStart;
-      if (start + bytes < end)
-        free[start + bytes] = end - (start + bytes);
-      return start;
+    for (int pass = 0; pass < 2; ++pass) {
+      auto it = pass == 0 ? free.upper_bound(cursor) : free.begin();
+      if (pass == 0 && it != free.begin() &&
+          std::prev(it)->first + std::prev(it)->second > cursor)
+        --it; // the block containing the cursor
+      for (; it != free.end(); ++it) {
+        int64_t from = pass == 0 ? std::max(it->first, cursor) : it->first;
+        int64_t start = (from + alignment - 1) / alignment * alignment;
+        int64_t end = it->first + it->second;
+        if (start + bytes > end)
+          continue;
+        int64_t blockStart = it->first;
+        free.erase(it);
+        if (start > blockStart)
+          free[blockStart] = start - blockStart;
+        if (start + bytes < end)
+          free[start + bytes] = end - (start + bytes);
+        cursor = start + bytes;
+        return start;
+      }
     }
     return std::nullopt;
   }
@@ -86,6 +98,7 @@ public:
 
 private:
   std::map<int64_t, int64_t> free; ///< start -> size
+  int64_t cursor = 0;
 };
 
 struct NCAllocatePass : nc::impl::NCAllocateBase<NCAllocatePass> {
@@ -121,6 +134,7 @@ void NCAllocatePass::runOnOperation() {
   int64_t sbufCapacity = target->sbufUsableBytesPerPartition;
   RangeAllocator sbuf(sbufCapacity);
   std::vector<bool> psumBankBusy(target->psumBanks, false);
+  unsigned nextBank = 0;
   // Live allocations ordered by last use, to free them as the sweep passes.
   std::multimap<int64_t, AllocOp> live;
   OpBuilder builder(kernel.getContext());
@@ -167,7 +181,16 @@ void NCAllocatePass::runOnOperation() {
     }
     int64_t offset = 0;
     if (type.getMemory() == MemorySpace::psum) {
-      auto bank = std::find(psumBankBusy.begin(), psumBankBusy.end(), false);
+      // Round robin over the banks, for the same reason as next fit.
+      auto bank = psumBankBusy.end();
+      for (unsigned step = 0; step < psumBankBusy.size(); ++step) {
+        unsigned candidate = (nextBank + step) % psumBankBusy.size();
+        if (!psumBankBusy[candidate]) {
+          bank = psumBankBusy.begin() + candidate;
+          nextBank = (candidate + 1) % psumBankBusy.size();
+          break;
+        }
+      }
       if (bank == psumBankBusy.end()) {
         alloc.emitError() << "all " << target->psumBanks
                           << " PSUM banks hold live tiles; the kernel needs "
