@@ -51,7 +51,9 @@ struct CacheKey {
   bool operator==(const CacheKey &other) const {
     return graph == other.graph && flags == other.flags;
   }
-  bool operator<(const CacheKey &other) const { return dirName() < other.dirName(); }
+  bool operator<(const CacheKey &other) const {
+    return dirName() < other.dirName();
+  }
 };
 
 /// Codegen flags after normalisation: every known flag that changes the
@@ -69,8 +71,8 @@ struct NormalizedFlags {
 /// `--a b`, `-O2` vs `--opt-level=2`, and `--mesh dp=2,tp=8` vs `--tp 8 --dp 2`
 /// do not matter. Returns std::nullopt and sets `error` (naming the flag and,
 /// for a misspelling, the closest known flag) for unknown flags or values.
-std::optional<NormalizedFlags> normalizeFlags(const std::vector<std::string> &args,
-                                              std::string &error);
+std::optional<NormalizedFlags>
+normalizeFlags(const std::vector<std::string> &args, std::string &error);
 
 /// The flags hash: XXH3-128 over a versioned record of the normalised flags,
 /// the target and the compiler version.

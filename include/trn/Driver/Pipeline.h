@@ -22,8 +22,8 @@ namespace mlir::trn {
 
 /// Codegen options (the normalised flags of the cache key decide them).
 struct CompileOptions {
-  std::string target = "trn1"; ///< "trn1" or "trn2"
-  int optLevel = 2;            ///< 0..3
+  std::string target = "trn1";       ///< "trn1" or "trn2"
+  int optLevel = 2;                  ///< 0..3
   std::string autoCast = "none";     ///< none | matmul | all
   std::string autoCastType = "bf16"; ///< bf16 | fp8_e4m3
   bool printIRAfterAll = false;      ///< --mlir-print-ir-after-all

@@ -64,17 +64,51 @@ struct ScalarOperand {
 /// ALU operators of Vector/GpSimd instructions (docs/isa.md §ALU).
 enum class AluOp : uint8_t {
   Bypass, ///< no operation (second op of tensor_scalar unused)
-  Add, Subtract, Multiply, Divide, Max, Min, Pow,
-  IsEqual, IsNotEqual, IsLess, IsLessEqual, IsGreater, IsGreaterEqual,
-  LogicalAnd, LogicalOr, BitwiseAnd, BitwiseOr,
+  Add,
+  Subtract,
+  Multiply,
+  Divide,
+  Max,
+  Min,
+  Pow,
+  IsEqual,
+  IsNotEqual,
+  IsLess,
+  IsLessEqual,
+  IsGreater,
+  IsGreaterEqual,
+  LogicalAnd,
+  LogicalOr,
+  BitwiseAnd,
+  BitwiseOr,
 };
 
 /// Scalar Engine activation functions (computed in fp32; docs/isa.md lists
 /// where the hardware's polynomial tables differ).
 enum class ActivationFunc : uint8_t {
-  Copy, Exp, Log, Tanh, Sigmoid, Relu, Gelu, GeluTanh, GeluDerivative,
-  GeluTanhDerivative, Silu, Erf, Sqrt, Rsqrt, Reciprocal, Square, Sin, Cos,
-  Abs, Sign, Floor, Log1p, Negate,
+  Copy,
+  Exp,
+  Log,
+  Tanh,
+  Sigmoid,
+  Relu,
+  Gelu,
+  GeluTanh,
+  GeluDerivative,
+  GeluTanhDerivative,
+  Silu,
+  Erf,
+  Sqrt,
+  Rsqrt,
+  Reciprocal,
+  Square,
+  Sin,
+  Cos,
+  Abs,
+  Sign,
+  Floor,
+  Log1p,
+  Negate,
 };
 
 enum class CompareOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
@@ -93,24 +127,28 @@ enum class Opcode : uint8_t {
   // Scalar Engine.
   Activation, ///< dst = func(src * scale + bias) [, accumulate sum along free]
   // Vector Engine (GpSimd accepts the same data-path forms with its own costs).
-  TensorTensor,  ///< dst = a op b
-  TensorScalar,  ///< dst = (src op0 s0) op1 s1
-  TensorReduce,  ///< dst[P, 1] = reduce(op, src over all free dims)
-  TensorCopy,    ///< dst = src (cast)
-  Select,        ///< dst = pred != 0 ? a : b
-  BnStats,       ///< dst[P, 6] = (count, mean, M2) of even and odd elements
-  BnAggr,        ///< dst[P, 2] = (mean, var) from bn_stats tuples
-  Memset,        ///< dst = value
+  TensorTensor, ///< dst = a op b
+  TensorScalar, ///< dst = (src op0 s0) op1 s1
+  TensorReduce, ///< dst[P, 1] = reduce(op, src over all free dims)
+  TensorCopy,   ///< dst = src (cast)
+  Select,       ///< dst = pred != 0 ? a : b
+  BnStats,      ///< dst[P, 6] = (count, mean, M2) of even and odd elements
+  BnAggr,       ///< dst[P, 2] = (mean, var) from bn_stats tuples
+  Memset,       ///< dst = value
   // GpSimd.
-  Iota,          ///< dst[p, i...] = base + p * channelMultiplier + sum(step * i)
-  AffineSelect,  ///< dst = cmp(base + p*cm + sum(step*i), 0) ? src : fill
+  Iota,         ///< dst[p, i...] = base + p * channelMultiplier + sum(step * i)
+  AffineSelect, ///< dst = cmp(base + p*cm + sum(step*i), 0) ? src : fill
   // DMA (on a DMA queue stream).
-  DmaCopy,       ///< dst = src (cast through fp32), optionally gathered/scattered
+  DmaCopy, ///< dst = src (cast through fp32), optionally gathered/scattered
   // Sync / control.
-  Nop,           ///< only waits and signals
+  Nop, ///< only waits and signals
   // Collectives (filled in by the partitioning work; the simulator runs
   // them through the runtime's collective backend).
-  AllReduce, AllGather, ReduceScatter, Send, Recv,
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  Send,
+  Recv,
 };
 const char *opcodeName(Opcode opcode);
 
@@ -164,7 +202,12 @@ struct HbmTensor {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   uint64_t offset = 0; ///< bytes from the core's HBM base
-  enum class Kind : uint8_t { Input, Output, Constant, Scratch } kind = Kind::Input;
+  enum class Kind : uint8_t {
+    Input,
+    Output,
+    Constant,
+    Scratch
+  } kind = Kind::Input;
   int32_t aliasesInput = -1; ///< Output updating input #n in place
   std::string role;          ///< trn.role
   std::vector<uint8_t> data; ///< Constant: the bytes
@@ -173,7 +216,7 @@ struct HbmTensor {
 struct Program {
   std::string target = "trn1";
   std::vector<HbmTensor> tensors;
-  uint64_t hbmBytes = 0;      ///< total HBM the program lays out
+  uint64_t hbmBytes = 0; ///< total HBM the program lays out
   uint32_t numSemaphores = 0;
   /// Streams: index by engine for Tensor..Sync; DMA queues follow.
   std::array<std::vector<Instruction>, 5> engineStreams;

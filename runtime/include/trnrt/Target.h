@@ -19,16 +19,17 @@ struct Target {
   const char *name; ///< "trn1", "trn2"
 
   // Memories (§1.2, §3.1).
-  unsigned partitions;              ///< 128
-  uint64_t sbufBytesPerPartition;   ///< physical: 192 KiB (v2)
-  uint64_t sbufUsableBytesPerPartition; ///< for kernels: 176 KiB (16 KiB reserved)
-  uint64_t psumBytesPerPartition;   ///< 16 KiB
-  unsigned psumBanks;               ///< 8
-  uint64_t psumBankBytes;           ///< 2 KiB = 512 fp32
-  uint64_t hbmBytesPerCore;         ///< 16 GiB (32 GiB per trn1 chip / 2 cores)
+  unsigned partitions;            ///< 128
+  uint64_t sbufBytesPerPartition; ///< physical: 192 KiB (v2)
+  uint64_t
+      sbufUsableBytesPerPartition; ///< for kernels: 176 KiB (16 KiB reserved)
+  uint64_t psumBytesPerPartition;  ///< 16 KiB
+  unsigned psumBanks;              ///< 8
+  uint64_t psumBankBytes;          ///< 2 KiB = 512 fp32
+  uint64_t hbmBytesPerCore;        ///< 16 GiB (32 GiB per trn1 chip / 2 cores)
 
   // Tensor Engine (§2.2).
-  unsigned matmulMaxK;          ///< contraction on partitions: 128
+  unsigned matmulMaxK;              ///< contraction on partitions: 128
   unsigned matmulMaxStationaryFree; ///< M: 128
   unsigned matmulMaxMovingFree;     ///< N: 512 (one PSUM bank of fp32)
   unsigned matmulInitCycles;        ///< MM_INIT_LATENCY: 64
@@ -36,11 +37,11 @@ struct Target {
   unsigned loadStationarySpeedup;   ///< LS up to 4x faster than an MM
 
   // Engine clocks in GHz (§1.3).
-  double tensorClockGHz;  ///< 2.8
-  double vectorClockGHz;  ///< 1.12
-  double scalarClockGHz;  ///< 1.4
-  double gpsimdClockGHz;  ///< 1.4
-  double syncClockGHz;    ///< 1.4
+  double tensorClockGHz; ///< 2.8
+  double vectorClockGHz; ///< 1.12
+  double scalarClockGHz; ///< 1.4
+  double gpsimdClockGHz; ///< 1.4
+  double syncClockGHz;   ///< 1.4
 
   // Per-instruction costs in engine cycles (§4.3, §8).
   unsigned minInitiationInterval; ///< MIN_II: 64
@@ -52,15 +53,15 @@ struct Target {
   unsigned bnStatsMaxFree;        ///< 512
 
   // DMA (§2.6, §8.4).
-  unsigned dmaEngines;            ///< 16
-  unsigned dmaQueues;             ///< 16 queues per engine
-  double dmaBytesPerNsPerEngine;  ///< 17 B/ns on trn1 (272 GB/s per NC)
-  double dmaFixedNs;              ///< ~1300 ns semaphore-to-start
-  double hbmBytesPerNsPerCore;    ///< 410 GB/s (820 GB/s per chip / 2)
+  unsigned dmaEngines;           ///< 16
+  unsigned dmaQueues;            ///< 16 queues per engine
+  double dmaBytesPerNsPerEngine; ///< 17 B/ns on trn1 (272 GB/s per NC)
+  double dmaFixedNs;             ///< ~1300 ns semaphore-to-start
+  double hbmBytesPerNsPerCore;   ///< 410 GB/s (820 GB/s per chip / 2)
 
   // Access patterns (§3.2).
-  unsigned maxApDims;             ///< 4 free dimensions
-  int64_t maxApSize;              ///< uint16 sizes
+  unsigned maxApDims;               ///< 4 free dimensions
+  int64_t maxApSize;                ///< uint16 sizes
   int64_t minApStride, maxApStride; ///< int16 strides (elements)
 
   // Added with the validator and the cost model (docs/isa.md).
