@@ -149,6 +149,11 @@ private:
   /// Loads indices [i0, i0 + count) of an i32 or i64 index tensor into a
   /// [count, 1] i32 tile (i64 indices are read as their low words).
   Value loadIndices(Value indices, int64_t i0, int64_t count);
+  /// For rows [i0, i0 + count) of a [batch, classes] tensor seen as a table
+  /// of single elements: the i32 column of flat indices
+  /// row * classes + indices[row] (GpSimd does the int32 arithmetic).
+  Value loadRowElementIndices(Value indices, int64_t i0, int64_t count,
+                              int64_t classes);
   /// The HBM tensor `hbm` reshaped to [rows, rowElements].
   Value asTable(Value hbm, int64_t rows, int64_t rowElements);
   LogicalResult checkTileable(Operation *op);
@@ -539,6 +544,19 @@ Value Lowering::loadIndices(Value indices, int64_t i0, int64_t count) {
   return tile;
 }
 
+Value Lowering::loadRowElementIndices(Value indices, int64_t i0, int64_t count,
+                                      int64_t classes) {
+  Type i32 = builder.getI32Type();
+  Value ids = loadIndices(indices, i0, count);
+  Value rowStarts = kb.tile(MemorySpace::sbuf, count, {1}, i32);
+  builder.create<IotaOp>(kb.loc, rowStarts, i0 * classes, classes,
+                         ArrayRef<int64_t>{0});
+  Value flat = kb.tile(MemorySpace::sbuf, count, {1}, i32);
+  builder.create<TensorTensorOp>(kb.loc, AluOp::add, flat, rowStarts, ids,
+                                 Engine::gpsimd);
+  return flat;
+}
+
 Value Lowering::asTable(Value hbm, int64_t rows, int64_t rowElements) {
   auto type = cast<HbmType>(hbm.getType());
   if (type.getShape().size() == 2 && type.getShape()[0] == rows &&
@@ -631,16 +649,9 @@ LogicalResult Lowering::lowerGather(trn::GatherOp op) {
     int64_t classes = operandType.getShape().back();
     int64_t batch = product(operandType.getShape().drop_back());
     Value table = asTable(hbmOf(op.getOperand()), batch * classes, 1);
-    Type i32 = builder.getI32Type();
     for (int64_t i0 = 0; i0 < batch; i0 += kPartitions) {
       int64_t n = std::min(kPartitions, batch - i0);
-      Value ids = loadIndices(indices, i0, n);
-      Value rowStarts = kb.tile(MemorySpace::sbuf, n, {1}, i32);
-      builder.create<IotaOp>(kb.loc, rowStarts, i0 * classes, classes,
-                             ArrayRef<int64_t>{0});
-      Value flat = kb.tile(MemorySpace::sbuf, n, {1}, i32);
-      builder.create<TensorTensorOp>(kb.loc, AluOp::add, flat, rowStarts, ids,
-                                     Engine::gpsimd);
+      Value flat = loadRowElementIndices(indices, i0, n, classes);
       Value picked = kb.tile(MemorySpace::sbuf, n, {1}, elementType);
       builder.create<DmaGatherOp>(kb.loc, picked, table, flat, 0);
       kb.dma(kb.view(out, i0, n, 1, {1}, {1}), picked);
@@ -684,16 +695,9 @@ LogicalResult Lowering::lowerScatterAdd(trn::ScatterAddOp op) {
     Value table = asTable(out, batch * classes, 1);
     Value updates = hbmOf(op.getUpdates());
     Value indices = hbmOf(op.getIndices());
-    Type i32 = builder.getI32Type();
     for (int64_t i0 = 0; i0 < batch; i0 += kPartitions) {
       int64_t n = std::min(kPartitions, batch - i0);
-      Value ids = loadIndices(indices, i0, n);
-      Value rowStarts = kb.tile(MemorySpace::sbuf, n, {1}, i32);
-      builder.create<IotaOp>(kb.loc, rowStarts, i0 * classes, classes,
-                             ArrayRef<int64_t>{0});
-      Value flat = kb.tile(MemorySpace::sbuf, n, {1}, i32);
-      builder.create<TensorTensorOp>(kb.loc, AluOp::add, flat, rowStarts, ids,
-                                     Engine::gpsimd);
+      Value flat = loadRowElementIndices(indices, i0, n, classes);
       Value values =
           kb.tile(MemorySpace::sbuf, n, {1}, operandType.getElementType());
       kb.dma(values, kb.view(updates, i0, n, 1, {1}, {1}));
