@@ -972,6 +972,14 @@ bool writeNpz(const std::string &path,
               "': " + zip_strerror(archive.get());
       return false;
     }
+    // A fixed timestamp (1980-01-01, the earliest DOS time) makes the same
+    // arrays give the same bytes, so outputs can be compared and cached.
+    if (zip_file_set_mtime(archive.get(), zip_uint64_t(index), 315532800, 0) !=
+        0) {
+      error = path + ": cannot set the time of '" + entryName +
+              "': " + zip_strerror(archive.get());
+      return false;
+    }
     if (zip_set_file_compression(archive.get(), zip_uint64_t(index),
                                  ZIP_CM_STORE, 0) != 0) {
       error = path + ": cannot store '" + entryName +
