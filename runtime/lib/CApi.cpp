@@ -1,0 +1,227 @@
+//===- CApi.cpp - the trn runtime C API ----------------------------------===//
+//
+// A thin layer over the artifact reader, the validator and the simulator.
+// Nothing throws (the runtime builds without exceptions); errors are kept
+// per thread for trnrt_last_error().
+//
+//===----------------------------------------------------------------------===//
+
+#include "trnrt/trnrt.h"
+
+#include "trnrt/Artifact.h"
+#include "trnrt/IsaValidate.h"
+#include "trnrt/Simulator.h"
+#include "trnrt/Target.h"
+
+#include <fstream>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+using namespace trnrt;
+
+struct trnrt_runtime {
+  int unused = 0;
+};
+
+struct trnrt_model {
+  Program program;
+  ArtifactInfo info;
+  std::unique_ptr<Simulator> simulator;
+  SimulationStats stats;
+  bool hasStats = false;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+trnrt_status fail(trnrt_status status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+trnrt_status ok() {
+  lastError.clear();
+  return TRNRT_OK;
+}
+
+/// Validates, lays out and wraps a decoded program.
+trnrt_status finishLoad(trnrt_model *model, trnrt_model **out) {
+  std::unique_ptr<trnrt_model> owned(model);
+  std::string error;
+  const Target *target = lookupTarget(model->program.target);
+  if (!target)
+    return fail(TRNRT_BAD_ARTIFACT,
+                "unknown target '" + model->program.target + "'");
+  if (!validateProgram(model->program, *target, error) ||
+      !checkSemaphoresCanComplete(model->program, error))
+    return fail(TRNRT_INVALID_PROGRAM, error);
+  model->simulator = std::make_unique<Simulator>(*target);
+  if (!model->simulator->load(model->program, error))
+    return fail(error.find("HBM") != std::string::npos ? TRNRT_OUT_OF_MEMORY
+                                                       : TRNRT_INVALID_PROGRAM,
+                error);
+  *out = owned.release();
+  return ok();
+}
+
+trnrt_status describe(const std::vector<ArtifactTensorInfo> &tensors,
+                      size_t index, trnrt_tensor_info *info) {
+  if (!info)
+    return fail(TRNRT_INVALID_ARGUMENT, "info is null");
+  if (index >= tensors.size())
+    return fail(TRNRT_INVALID_ARGUMENT,
+                "tensor index " + std::to_string(index) + " is out of range (" +
+                    std::to_string(tensors.size()) + " tensors)");
+  const ArtifactTensorInfo &tensor = tensors[index];
+  info->name = tensor.name.c_str();
+  info->dtype = static_cast<trnrt_dtype>(tensor.dtype);
+  info->rank = tensor.shape.size();
+  info->shape = tensor.shape.data();
+  size_t elements = 1;
+  for (int64_t size : tensor.shape)
+    elements *= static_cast<size_t>(size);
+  info->elements = elements;
+  return ok();
+}
+
+} // namespace
+
+static_assert(static_cast<int>(DType::I64) == TRNRT_I64,
+              "trnrt_dtype follows trnrt::DType");
+
+extern "C" {
+
+const char *trnrt_last_error(void) { return lastError.c_str(); }
+
+trnrt_status trnrt_init(trnrt_runtime **runtime) {
+  if (!runtime)
+    return fail(TRNRT_INVALID_ARGUMENT, "runtime is null");
+  *runtime = new (std::nothrow) trnrt_runtime();
+  if (!*runtime)
+    return fail(TRNRT_OUT_OF_MEMORY, "cannot allocate the runtime");
+  return ok();
+}
+
+void trnrt_close(trnrt_runtime *runtime) { delete runtime; }
+
+trnrt_status trnrt_load_memory(trnrt_runtime *runtime, const void *data,
+                               size_t size, trnrt_model **model) {
+  if (!runtime || !data || !model)
+    return fail(TRNRT_INVALID_ARGUMENT, "runtime, data and model are required");
+  auto *loaded = new (std::nothrow) trnrt_model();
+  if (!loaded)
+    return fail(TRNRT_OUT_OF_MEMORY, "cannot allocate the model");
+  std::string error;
+  if (!readArtifact(static_cast<const uint8_t *>(data), size, loaded->program,
+                    loaded->info, error)) {
+    delete loaded;
+    return fail(TRNRT_BAD_ARTIFACT, error);
+  }
+  return finishLoad(loaded, model);
+}
+
+trnrt_status trnrt_load_file(trnrt_runtime *runtime, const char *path,
+                             trnrt_model **model) {
+  if (!runtime || !path || !model)
+    return fail(TRNRT_INVALID_ARGUMENT, "runtime, path and model are required");
+  auto *loaded = new (std::nothrow) trnrt_model();
+  if (!loaded)
+    return fail(TRNRT_OUT_OF_MEMORY, "cannot allocate the model");
+  std::string error;
+  if (!readArtifactFile(path, loaded->program, loaded->info, error)) {
+    delete loaded;
+    bool missing = error.find("No such file") != std::string::npos ||
+                   error.find("cannot open") != std::string::npos;
+    return fail(missing ? TRNRT_IO_ERROR : TRNRT_BAD_ARTIFACT, error);
+  }
+  return finishLoad(loaded, model);
+}
+
+void trnrt_unload(trnrt_model *model) { delete model; }
+
+size_t trnrt_input_count(const trnrt_model *model) {
+  return model ? model->info.inputs.size() : 0;
+}
+
+size_t trnrt_output_count(const trnrt_model *model) {
+  return model ? model->info.outputs.size() : 0;
+}
+
+trnrt_status trnrt_input_info(const trnrt_model *model, size_t index,
+                              trnrt_tensor_info *info) {
+  if (!model)
+    return fail(TRNRT_INVALID_ARGUMENT, "model is null");
+  return describe(model->info.inputs, index, info);
+}
+
+trnrt_status trnrt_output_info(const trnrt_model *model, size_t index,
+                               trnrt_tensor_info *info) {
+  if (!model)
+    return fail(TRNRT_INVALID_ARGUMENT, "model is null");
+  return describe(model->info.outputs, index, info);
+}
+
+trnrt_status trnrt_write_tensor(trnrt_model *model, const char *name,
+                                const double *values, size_t count) {
+  if (!model || !name || (!values && count))
+    return fail(TRNRT_INVALID_ARGUMENT, "model, name and values are required");
+  std::string error;
+  if (!model->simulator->writeTensor(name, values, count, error))
+    return fail(TRNRT_INVALID_ARGUMENT, error);
+  return ok();
+}
+
+trnrt_status trnrt_read_tensor(const trnrt_model *model, const char *name,
+                               double *values, size_t count) {
+  if (!model || !name || (!values && count))
+    return fail(TRNRT_INVALID_ARGUMENT, "model, name and values are required");
+  std::vector<double> data;
+  std::string error;
+  if (!model->simulator->readTensor(name, data, error))
+    return fail(TRNRT_INVALID_ARGUMENT, error);
+  if (data.size() != count)
+    return fail(TRNRT_INVALID_ARGUMENT,
+                std::string("tensor '") + name + "' has " +
+                    std::to_string(data.size()) + " elements, not " +
+                    std::to_string(count));
+  std::copy(data.begin(), data.end(), values);
+  return ok();
+}
+
+trnrt_status trnrt_execute(trnrt_model *model) {
+  if (!model)
+    return fail(TRNRT_INVALID_ARGUMENT, "model is null");
+  std::string error;
+  if (!model->simulator->run(model->stats, error)) {
+    model->hasStats = false;
+    return fail(TRNRT_EXECUTION_ERROR, error);
+  }
+  model->hasStats = true;
+  return ok();
+}
+
+trnrt_status trnrt_get_stats(const trnrt_model *model, trnrt_stats *stats) {
+  if (!model || !stats)
+    return fail(TRNRT_INVALID_ARGUMENT, "model and stats are required");
+  if (!model->hasStats)
+    return fail(TRNRT_INVALID_ARGUMENT,
+                "no statistics: the model has not run successfully");
+  const SimulationStats &s = model->stats;
+  stats->device_time_ns = s.deviceTimeNs;
+  stats->tensor_engine_utilisation = s.tensorEngineUtilisation;
+  stats->mfu = s.mfu;
+  for (int e = 0; e < 4; ++e)
+    stats->engine_busy_percent[e] = s.engines[e].busyPercent;
+  stats->instructions = s.instructions;
+  stats->matmul_flops = s.matmulFlops;
+  stats->dma_count = s.dmaCount;
+  stats->hbm_to_sbuf_bytes = s.hbmToSbufBytes;
+  stats->sbuf_to_hbm_bytes = s.sbufToHbmBytes;
+  stats->spill_bytes = s.spillBytes();
+  return ok();
+}
+
+} // extern "C"
