@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Speed of the simulator itself against PyTorch CPU (fp32) on a
+matmul-heavy training step.
+
+    bench/simulator_vs_pytorch.py [--batch 1024 --hidden 1024 --ffn 4096]
+                                  [--iterations 5] [--json out.json]
+
+The step is an MLP block forward and backward (two matmuls forward, four
+backward, tanh-GELU and its gradient), written in trn, compiled by trn-cc and
+run by trn-run; PyTorch runs the same step with autograd in fp32 on the same
+machine (Debian's python3-torch). Reported: wall time per step of each, their
+ratio (target from the design brief: simulator >= 0.5x PyTorch's speed), and
+the simulated device metrics of the step.
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import tempfile
+import time
+
+import torch
+
+
+def graph(b, d, f):
+    t = lambda *s: "tensor<" + "x".join(map(str, s)) + "xf32>"
+    return f"""func.func @mlp_step(%x: {t(b, d)} {{trn.name = "x"}}, %w1: {t(f, d)} {{trn.name = "w1"}},
+                    %w2: {t(d, f)} {{trn.name = "w2"}}, %dy: {t(b, d)} {{trn.name = "dy"}})
+    -> ({t(b, d)} {{trn.name = "y"}}, {t(f, d)} {{trn.name = "dw1"}}, {t(d, f)} {{trn.name = "dw2"}},
+        {t(b, d)} {{trn.name = "dx"}}) {{
+  %pre = trn.dot_general %x, %w1, batching_dims = [] x [], contracting_dims = [1] x [1] : ({t(b, d)}, {t(f, d)}) -> {t(b, f)}
+  %h = trn.gelu %pre approximate = tanh : {t(b, f)}
+  %y = trn.dot_general %h, %w2, batching_dims = [] x [], contracting_dims = [1] x [1] : ({t(b, f)}, {t(d, f)}) -> {t(b, d)}
+  %dw2 = trn.dot_general %dy, %h, batching_dims = [] x [], contracting_dims = [0] x [0] : ({t(b, d)}, {t(b, f)}) -> {t(d, f)}
+  %dh = trn.dot_general %dy, %w2, batching_dims = [] x [], contracting_dims = [1] x [0] : ({t(b, d)}, {t(d, f)}) -> {t(b, f)}
+  %dpre = trn.gelu_grad %dh, %pre approximate = tanh : {t(b, f)}
+  %dw1 = trn.dot_general %dpre, %x, batching_dims = [] x [], contracting_dims = [0] x [0] : ({t(b, f)}, {t(b, d)}) -> {t(f, d)}
+  %dx = trn.dot_general %dpre, %w1, batching_dims = [] x [], contracting_dims = [1] x [0] : ({t(b, f)}, {t(f, d)}) -> {t(b, d)}
+  return %y, %dw1, %dw2, %dx : {t(b, d)}, {t(f, d)}, {t(d, f)}, {t(b, d)}
+}}
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--batch", type=int, default=1024)
+    parser.add_argument("--hidden", type=int, default=1024)
+    parser.add_argument("--ffn", type=int, default=4096)
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--build", default=str(pathlib.Path(__file__).resolve().parent.parent / "build"))
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    b, d, f = args.batch, args.hidden, args.ffn
+    bin_dir = pathlib.Path(args.build) / "bin"
+    flops = 2.0 * b * d * f * 6
+
+    with tempfile.TemporaryDirectory() as work:
+        source = pathlib.Path(work) / "mlp.mlir"
+        source.write_text(graph(b, d, f))
+        artifact = pathlib.Path(work) / "mlp.trnart"
+        subprocess.run([str(bin_dir / "trn-cc"), "compile", str(source), "-o", str(artifact),
+                        "--no-cache", "-q"], check=True)
+        # trn-run reports the last of N runs; wall time over N runs minus one
+        # run isolates per-step cost from loading.
+        def run(n):
+            start = time.perf_counter()
+            out = subprocess.run([str(bin_dir / "trn-run"), str(artifact), "--random", "1",
+                                  "--iterations", str(n), "--json"],
+                                 check=True, capture_output=True, text=True).stdout
+            return time.perf_counter() - start, json.loads(out)
+        one, _ = run(1)
+        many, stats = run(1 + args.iterations)
+        sim_step = (many - one) / args.iterations
+
+    torch.manual_seed(0)
+    x = torch.randn(b, d, requires_grad=True)
+    w1 = torch.randn(f, d, requires_grad=True)
+    w2 = torch.randn(d, f, requires_grad=True)
+    dy = torch.randn(b, d)
+
+    def torch_step():
+        pre = x @ w1.t()
+        h = torch.nn.functional.gelu(pre, approximate="tanh")
+        y = h @ w2.t()
+        y.backward(dy)
+        x.grad = w1.grad = w2.grad = None
+        return y
+
+    torch_step()
+    start = time.perf_counter()
+    for _ in range(args.iterations):
+        torch_step()
+    torch_time = (time.perf_counter() - start) / args.iterations
+    ratio = torch_time / sim_step
+    result = {
+        "benchmark": "simulator_vs_pytorch",
+        "shape": {"batch": b, "hidden": d, "ffn": f},
+        "step_gflop": flops / 1e9,
+        "torch_threads": torch.get_num_threads(),
+        "pytorch_seconds_per_step": torch_time,
+        "simulator_seconds_per_step": sim_step,
+        "simulator_speed_vs_pytorch": ratio,
+        "target_ratio": 0.5,
+        "device_time_us": stats["device_time_ns"] / 1000.0,
+        "tensor_engine_utilisation": stats["tensor_engine_utilisation"],
+        "mfu": stats["mfu"],
+        "spill_bytes": stats["spill_bytes"],
+    }
+    rows = [
+        ("step (MLP fwd+bwd)", f"batch {b}, hidden {d}, ffn {f}: {flops / 1e9:.1f} GFLOP"),
+        ("PyTorch CPU fp32", f"{torch_time * 1e3:.1f} ms/step ({torch.get_num_threads()} threads)"),
+        ("simulator", f"{sim_step * 1e3:.1f} ms/step"),
+        ("simulator speed / PyTorch", f"{ratio:.2f}x (target >= 0.5x)"),
+        ("simulated device time", f"{result['device_time_us']:.0f} us"),
+        ("simulated TE utilisation", f"{100 * result['tensor_engine_utilisation']:.1f}%"),
+        ("simulated MFU", f"{100 * result['mfu']:.1f}%"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
