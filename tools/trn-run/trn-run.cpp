@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CheckAgainst.h"
+
 #include "trnrt/Artifact.h"
 #include "trnrt/IsaValidate.h"
 #include "trnrt/Npy.h"
@@ -41,7 +43,7 @@ int fail(const std::string &message) {
 const char *kUsage =
     R"(usage: trn-run ARTIFACT [--inputs in.npz | --random SEED | --zeros]
                [--outputs out.npz] [--profile trace.json] [--iterations N]
-               [--poison] [--json]
+               [--check-against GRAPH.mlir] [--poison] [--json]
 
 Runs a trn artifact on the simulated NeuronCore and reports device time,
 engine utilisation, MFU and DMA traffic.
@@ -52,12 +54,16 @@ engine utilisation, MFU and DMA traffic.
   --outputs FILE     write every output to a NumPy .npz
   --profile FILE     write a Chrome-trace / Perfetto timeline (ui.perfetto.dev)
   --iterations N     run N times (statistics of the last run)
+  --check-against G  evaluate the trn graph G on the same inputs with the
+                     reference evaluator and compare every output (tolerance
+                     by dtype: f32 1e-4, f16 1e-3, bf16 2e-2 relative to the
+                     output's largest value); exit status 1 if any differs
   --poison           fill fresh memory with NaN to catch reads of unwritten data
   --json             print the statistics as JSON
 )";
 
 struct Options {
-  std::string artifact, inputs, outputs, profile;
+  std::string artifact, inputs, outputs, profile, checkAgainst;
   long long randomSeed = -1;
   bool zeros = false, poison = false, json = false;
   long long iterations = 1;
@@ -93,6 +99,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       problem = value(options.outputs);
     else if (arg == "--profile")
       problem = value(options.profile);
+    else if (arg == "--check-against")
+      problem = value(options.checkAgainst);
     else if (arg == "--random")
       problem = integer(options.randomSeed, 0);
     else if (arg == "--iterations")
@@ -210,6 +218,7 @@ int main(int argc, char **argv) {
       provided.emplace(name, std::move(array));
   }
   std::mt19937_64 rng(options.randomSeed >= 0 ? options.randomSeed : 0);
+  std::vector<NamedTensor> boundInputs;
   for (const ArtifactTensorInfo &input : info.inputs) {
     int64_t count = elementCount(input.shape);
     std::vector<double> values(count, 0.0);
@@ -238,6 +247,13 @@ int main(int argc, char **argv) {
     }
     if (!simulator.writeTensor(input.name, values.data(), values.size(), error))
       return fail(error);
+    if (!options.checkAgainst.empty()) {
+      // The evaluator must see the values the device saw (rounded).
+      NamedTensor bound{input.name, input.dtype, input.shape, {}};
+      if (!simulator.readTensor(input.name, bound.values, error))
+        return fail(error);
+      boundInputs.push_back(std::move(bound));
+    }
   }
   for (const auto &[name, array] : provided)
     std::cerr << "trn-run: warning: " << options.inputs << " entry '" << name
@@ -274,6 +290,30 @@ int main(int argc, char **argv) {
   if (!options.profile.empty() && !writeProfile(options.profile, stats, error))
     return fail(error);
 
+  bool checkFailed = false;
+  if (!options.checkAgainst.empty()) {
+    std::vector<NamedTensor> produced;
+    for (const ArtifactTensorInfo &output : info.outputs) {
+      NamedTensor tensor{output.name, output.dtype, output.shape, {}};
+      if (!simulator.readTensor(output.name, tensor.values, error))
+        return fail(error);
+      produced.push_back(std::move(tensor));
+    }
+    std::vector<OutputComparison> comparisons;
+    if (!checkAgainstGraph(options.checkAgainst, boundInputs, produced,
+                           comparisons, error))
+      return fail(error);
+    for (const OutputComparison &c : comparisons) {
+      std::printf(
+          "check %-24s max abs %.3g, max rel %.3g (tolerance %.3g): %s\n",
+          c.name.c_str(), c.maxAbsError, c.maxRelError, c.tolerance,
+          c.passed ? "ok" : "DIFFERS");
+      checkFailed |= !c.passed;
+    }
+    std::printf("check against %s: %s\n", options.checkAgainst.c_str(),
+                checkFailed ? "FAILED" : "all outputs match");
+  }
+
   static const char *engines[] = {"tensor", "vector", "scalar", "gpsimd",
                                   "sync"};
   if (options.json) {
@@ -293,7 +333,7 @@ int main(int argc, char **argv) {
     for (size_t e = 0; e < stats.engines.size(); ++e)
       out["engine_busy_percent"][engines[e]] = stats.engines[e].busyPercent;
     std::cout << out.dump(2) << "\n";
-    return 0;
+    return checkFailed ? 1 : 0;
   }
   std::printf("device time      %.3f us (%llu instructions)\n",
               stats.deviceTimeNs / 1000.0,
@@ -312,5 +352,5 @@ int main(int argc, char **argv) {
   std::printf("hbm traffic      %.3f MiB in, %.3f MiB out, %.3f MiB spilled\n",
               stats.hbmToSbufBytes / 1048576.0,
               stats.sbufToHbmBytes / 1048576.0, stats.spillBytes() / 1048576.0);
-  return 0;
+  return checkFailed ? 1 : 0;
 }

@@ -1,0 +1,160 @@
+//===- CheckAgainst.cpp - compare a run with the reference evaluator -----===//
+
+#include "CheckAgainst.h"
+
+#include "trn/Eval/Evaluator.h"
+#include "trn/InitAll.h"
+
+#include "mlir/Bytecode/BytecodeReader.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cmath>
+
+using namespace mlir;
+using mlir::trn::eval::Tensor;
+
+namespace {
+double toleranceFor(trnrt::DType dtype) {
+  switch (dtype) {
+  case trnrt::DType::F32:
+    return 1e-4;
+  case trnrt::DType::F16:
+    return 1e-3;
+  case trnrt::DType::BF16:
+    return 2e-2;
+  case trnrt::DType::F8E4M3FN:
+  case trnrt::DType::F8E5M2:
+    return 0.25;
+  default:
+    return 0.0;
+  }
+}
+
+std::string nameOf(func::FuncOp function, unsigned index, bool result) {
+  auto name = result
+                  ? function.getResultAttrOfType<StringAttr>(index, "trn.name")
+                  : function.getArgAttrOfType<StringAttr>(index, "trn.name");
+  if (name)
+    return name.str();
+  return (result ? "result" : "arg") + std::to_string(index);
+}
+} // namespace
+
+bool checkAgainstGraph(const std::string &graphPath,
+                       const std::vector<NamedTensor> &inputs,
+                       const std::vector<NamedTensor> &outputs,
+                       std::vector<OutputComparison> &comparisons,
+                       std::string &error) {
+  DialectRegistry registry;
+  mlir::trn::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diagnostics.empty())
+      diagnostics = diag.str();
+    return success();
+  });
+  std::string openError;
+  auto file = openInputFile(graphPath, &openError);
+  if (!file) {
+    error = openError;
+    return false;
+  }
+  if (isBytecode(*file)) {
+    error = graphPath + " is MLIR bytecode; pass the textual graph";
+    return false;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module) {
+    error = graphPath + ": " + diagnostics;
+    return false;
+  }
+  SmallVector<func::FuncOp> functions(module->getOps<func::FuncOp>());
+  func::FuncOp function = functions.size() == 1
+                              ? functions.front()
+                              : module->lookupSymbol<func::FuncOp>("main");
+  if (!function) {
+    error = graphPath + " has several functions and none is @main";
+    return false;
+  }
+  std::vector<Tensor> arguments;
+  for (auto [i, type] : llvm::enumerate(function.getArgumentTypes())) {
+    std::string name = nameOf(function, i, /*result=*/false);
+    auto it =
+        std::find_if(inputs.begin(), inputs.end(),
+                     [&](const NamedTensor &t) { return t.name == name; });
+    auto tensorType = dyn_cast<RankedTensorType>(type);
+    auto dtype = tensorType
+                     ? mlir::trn::eval::dtypeOf(tensorType.getElementType())
+                     : std::nullopt;
+    if (it == inputs.end() || !dtype) {
+      error = graphPath + ": argument '" + name +
+              "' matches no input of the artifact";
+      return false;
+    }
+    if (llvm::ArrayRef<int64_t>(it->shape) != tensorType.getShape()) {
+      error = graphPath + ": argument '" + name +
+              "' has another shape than the artifact's input";
+      return false;
+    }
+    Tensor tensor = Tensor::zeros(*dtype, tensorType.getShape());
+    for (size_t e = 0; e < it->values.size(); ++e)
+      tensor.setDouble(e, it->values[e]);
+    arguments.push_back(std::move(tensor));
+  }
+  FailureOr<std::vector<Tensor>> results =
+      mlir::trn::eval::evaluate(function, arguments);
+  if (failed(results)) {
+    error = graphPath + ": the reference evaluator failed: " + diagnostics;
+    return false;
+  }
+  for (auto [i, reference] : llvm::enumerate(*results)) {
+    std::string name = nameOf(function, i, /*result=*/true);
+    auto it =
+        std::find_if(outputs.begin(), outputs.end(),
+                     [&](const NamedTensor &t) { return t.name == name; });
+    if (it == outputs.end()) {
+      error = graphPath + ": result '" + name +
+              "' matches no output of the artifact";
+      return false;
+    }
+    if (it->values.size() != static_cast<size_t>(reference.numElements())) {
+      error = "output '" + name + "' has " + std::to_string(it->values.size()) +
+              " elements, the graph " + std::to_string(reference.numElements());
+      return false;
+    }
+    OutputComparison comparison;
+    comparison.name = name;
+    comparison.tolerance = toleranceFor(reference.dtype);
+    double scale = 0;
+    bool finite = true;
+    for (int64_t e = 0; e < reference.numElements(); ++e) {
+      double want = reference.getDouble(e), got = it->values[e];
+      if (std::isnan(want) != std::isnan(got)) {
+        finite = false;
+        continue;
+      }
+      if (std::isnan(want))
+        continue;
+      scale = std::max(scale, std::fabs(want));
+      comparison.maxAbsError =
+          std::max(comparison.maxAbsError, std::fabs(want - got));
+    }
+    comparison.maxRelError = comparison.maxAbsError / std::max(scale, 1e-30);
+    comparison.passed =
+        finite && (comparison.maxAbsError == 0 ||
+                   comparison.maxRelError <= comparison.tolerance);
+    comparisons.push_back(comparison);
+  }
+  return true;
+}
