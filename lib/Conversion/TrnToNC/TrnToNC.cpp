@@ -391,6 +391,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
   // partition (leaving room for the stationary and result tiles).
   bool residentPanel = kTiles * kMatmulN * inBytes <= 96 * 1024;
   int64_t batches = product(resultType.getShape().take_front(batchRank));
+  int64_t evictions = 0;
   for (int64_t batch = 0; batch < batches; ++batch) {
     int64_t lhsBase = batch * m * k, rhsBase = batch * k * n,
             outBase = batch * m * n;
@@ -419,29 +420,58 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
           kb.dma(lhsRows, kb.view(lhs, lhsBase + m0 * lhsMStride, mw,
                                   lhsMStride, {k}, {1}));
         }
-        for (int64_t kt = 0; kt < kTiles; ++kt) {
+        auto view = [&](Value tile, ArrayRef<int64_t> shape, int64_t offset) {
+          auto base = cast<TileType>(tile.getType());
+          auto type = TileType::get(builder.getContext(), base.getMemory(),
+                                    shape, base.getElementType());
+          return builder.create<ViewOp>(
+              kb.loc, type, tile, builder.getI64IntegerAttr(0),
+              builder.getI64IntegerAttr(offset), builder.getI64IntegerAttr(0),
+              builder.getDenseI64ArrayAttr({1}));
+        };
+        // Transposes of up to four full K tiles share one PSUM bank and one
+        // eviction (the per-instruction overhead of an eviction is larger
+        // than its work at 128 columns); evictions alternate between the
+        // Scalar and the Vector Engine.
+        constexpr int64_t kGroup = 4;
+        for (int64_t kt = 0; kt < kTiles;) {
           int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
-          Value stationary = kb.tile(MemorySpace::sbuf, kw, {mw}, inType);
+          int64_t group = 1;
+          if (lhsRows && kw == kMatmulK)
+            while (group < kGroup && kt + group < kTiles &&
+                   (kt + group + 1) * kMatmulK <= k && group * mw + mw <= 512)
+              ++group;
+          SmallVector<Value> stationaries;
           if (lhsRows) {
-            auto sliceType = TileType::get(builder.getContext(),
-                                           MemorySpace::sbuf, {mw, kw}, inType);
-            Value slice = builder.create<ViewOp>(
-                kb.loc, sliceType, lhsRows, builder.getI64IntegerAttr(0),
-                builder.getI64IntegerAttr(k0), builder.getI64IntegerAttr(0),
-                builder.getDenseI64ArrayAttr({1}));
-            Value transposed = kb.tile(MemorySpace::psum, kw, {mw}, f32);
-            builder.create<TransposeOp>(kb.loc, transposed, slice);
-            builder.create<ActivationOp>(
-                kb.loc, ActivationFunc::copy, stationary, transposed, Value(),
-                Value(), Value(), llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+            Value transposed =
+                kb.tile(MemorySpace::psum, kw, {group * mw}, f32);
+            for (int64_t j = 0; j < group; ++j) {
+              Value slice = view(lhsRows, {mw, kw}, k0 + j * kMatmulK);
+              builder.create<TransposeOp>(
+                  kb.loc, view(transposed, {kw, mw}, j * mw), slice);
+            }
+            Value block = kb.tile(MemorySpace::sbuf, kw, {group * mw}, inType);
+            if (evictions++ % 2 == 0)
+              builder.create<ActivationOp>(
+                  kb.loc, ActivationFunc::copy, block, transposed, Value(),
+                  Value(), Value(), llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+            else
+              builder.create<TensorCopyOp>(kb.loc, block, transposed,
+                                           Engine::vector);
+            for (int64_t j = 0; j < group; ++j)
+              stationaries.push_back(view(block, {kw, mw}, j * mw));
           } else {
+            Value stationary = kb.tile(MemorySpace::sbuf, kw, {mw}, inType);
             loadKMajor(stationary, lhs,
                        lhsBase + k0 * lhsKStride + m0 * lhsMStride, kw, mw,
                        lhsKStride, lhsMStride);
+            stationaries.push_back(stationary);
           }
-          Value moving = residentPanel ? panel[kt] : loadMoving(kt);
-          builder.create<MatmulOp>(kb.loc, acc, stationary, moving,
-                                   /*accumulate=*/kt > 0);
+          for (int64_t j = 0; j < group; ++j, ++kt) {
+            Value moving = residentPanel ? panel[kt] : loadMoving(kt);
+            builder.create<MatmulOp>(kb.loc, acc, stationaries[j], moving,
+                                     /*accumulate=*/kt > 0);
+          }
         }
         Value result = kb.tile(MemorySpace::sbuf, mw, {nw}, outType);
         builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, result, acc,
