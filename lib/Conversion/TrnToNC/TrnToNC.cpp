@@ -49,6 +49,39 @@ SmallVector<int64_t> hbmShape(ArrayRef<int64_t> shape) {
   return SmallVector<int64_t>(shape);
 }
 
+AluOp aluOpFor(trn::ReduceKind kind) {
+  switch (kind) {
+  case trn::ReduceKind::sum:
+    return AluOp::add;
+  case trn::ReduceKind::max:
+    return AluOp::max;
+  case trn::ReduceKind::min:
+    return AluOp::min;
+  case trn::ReduceKind::prod:
+    return AluOp::multiply;
+  }
+  return AluOp::add;
+}
+
+/// Comparisons write 1.0 or 0.0, which convert to i1 true and false.
+AluOp aluOpFor(trn::ComparisonPredicate predicate) {
+  switch (predicate) {
+  case trn::ComparisonPredicate::eq:
+    return AluOp::is_equal;
+  case trn::ComparisonPredicate::ne:
+    return AluOp::is_not_equal;
+  case trn::ComparisonPredicate::lt:
+    return AluOp::is_less;
+  case trn::ComparisonPredicate::le:
+    return AluOp::is_less_equal;
+  case trn::ComparisonPredicate::gt:
+    return AluOp::is_greater;
+  case trn::ComparisonPredicate::ge:
+    return AluOp::is_greater_equal;
+  }
+  return AluOp::is_equal;
+}
+
 /// One strided side of a copy: element `offset + sum(i_d * strides[d])` of
 /// `tensor` for an iteration index `i`.
 struct Side {
@@ -502,21 +535,7 @@ LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
   if (!trailing && !leading)
     return op.emitError("'trn.reduce' over dims that are neither leading nor "
                         "trailing is not lowered yet");
-  AluOp alu;
-  switch (op.getKind()) {
-  case trn::ReduceKind::sum:
-    alu = AluOp::add;
-    break;
-  case trn::ReduceKind::max:
-    alu = AluOp::max;
-    break;
-  case trn::ReduceKind::min:
-    alu = AluOp::min;
-    break;
-  case trn::ReduceKind::prod:
-    alu = AluOp::multiply;
-    break;
-  }
+  AluOp alu = aluOpFor(op.getKind());
   int64_t reduced = product(trailing ? type.getShape().take_back(dims.size())
                                      : type.getShape().take_front(dims.size()));
   int64_t kept = product(type.getShape()) / std::max<int64_t>(reduced, 1);
@@ -702,8 +721,8 @@ LogicalResult Lowering::lowerScatterAdd(trn::ScatterAddOp op) {
   auto indexType = cast<RankedTensorType>(op.getIndices().getType());
   int64_t rank = operandType.getRank();
   bool alongRows = op.getAxis() == 0 && op.getBatchDims() == 0;
-  bool perRowElement = op.getAxis() == rank - 1 &&
-                       op.getBatchDims() == rank - 1 &&
+  bool perRowElement = static_cast<int64_t>(op.getAxis()) == rank - 1 &&
+                       static_cast<int64_t>(op.getBatchDims()) == rank - 1 &&
                        indexType.getRank() == rank - 1;
   if (!alongRows && !perRowElement)
     return op.emitError("'trn.scatter_add' is lowered along axis 0, or along "
@@ -812,30 +831,8 @@ LogicalResult Lowering::lower(Operation *op) {
       .Case([&](trn::PowOp) { return binary(AluOp::pow, Engine::gpsimd); })
       .Case([&](trn::AndOp) { return binary(AluOp::logical_and); })
       .Case([&](trn::OrOp) { return binary(AluOp::logical_or); })
-      .Case([&](trn::CompareOp o) {
-        AluOp alu;
-        switch (o.getPredicate()) {
-        case trn::ComparisonPredicate::eq:
-          alu = AluOp::is_equal;
-          break;
-        case trn::ComparisonPredicate::ne:
-          alu = AluOp::is_not_equal;
-          break;
-        case trn::ComparisonPredicate::lt:
-          alu = AluOp::is_less;
-          break;
-        case trn::ComparisonPredicate::le:
-          alu = AluOp::is_less_equal;
-          break;
-        case trn::ComparisonPredicate::gt:
-          alu = AluOp::is_greater;
-          break;
-        case trn::ComparisonPredicate::ge:
-          alu = AluOp::is_greater_equal;
-          break;
-        }
-        return binary(alu);
-      })
+      .Case(
+          [&](trn::CompareOp o) { return binary(aluOpFor(o.getPredicate())); })
       .Case([&](trn::SelectOp) {
         return elementwise(op, [&](Value dst, ArrayRef<Value> srcs) {
           builder.create<SelectOp>(kb.loc, dst, srcs[0], srcs[1], srcs[2]);
