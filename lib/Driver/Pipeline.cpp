@@ -91,6 +91,8 @@ void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
   if (options.optLevel > 0) {
     graph.addPass(createCanonicalizerPass());
     graph.addPass(createCSEPass());
+    // Elementwise chains and row reductions become one kernel each.
+    graph.addPass(createTrnFuseElementwise());
   }
   pm.addPass(createConvertTrnToNC());
   OpPassManager &kernel = pm.nest<func::FuncOp>();

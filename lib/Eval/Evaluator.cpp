@@ -814,6 +814,34 @@ LogicalResult Interpreter::evalOp(Operation *op) {
             }
         return set(o.getResult(), std::move(out));
       })
+      .Case([&](FusionOp o) -> LogicalResult {
+        // The group means its body: evaluate it op by op.
+        Block &body = o.getBody().front();
+        for (auto [argument, input] :
+             llvm::zip(body.getArguments(), o.getInputs())) {
+          // Copy first: inserting may grow the map under get's reference.
+          Tensor copy = get(input);
+          values[argument] = std::move(copy);
+        }
+        for (Operation &inner : body) {
+          if (auto yield = dyn_cast<YieldOp>(inner)) {
+            for (auto [result, value] :
+                 llvm::zip(o.getResults(), yield.getValues())) {
+              Tensor copy = get(value);
+              values[result] = std::move(copy);
+            }
+            break;
+          }
+          if (failed(checkResultSizes(&inner)) || failed(evalOp(&inner)))
+            return failure();
+        }
+        for (Operation &inner : body)
+          for (Value result : inner.getResults())
+            values.erase(result);
+        for (BlockArgument argument : body.getArguments())
+          values.erase(argument);
+        return success();
+      })
       .Default([&](Operation *other) { return evalComposite(other); });
 }
 

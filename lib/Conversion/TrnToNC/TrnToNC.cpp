@@ -7,6 +7,8 @@
 
 #include "trn/Conversion/Passes.h"
 
+#include "Lowering.h"
+
 #include "trn/Dialect/NC/IR/NCOps.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 
@@ -21,15 +23,7 @@ namespace mlir::trn {
 using namespace mlir;
 using namespace mlir::nc;
 
-namespace {
-
-/// Free elements per partition in one tile: 8 KiB of f32, so that the tiles
-/// of one op (at most four) stay well inside SBUF.
-constexpr int64_t kTileColumns = 2048;
-constexpr int64_t kPartitions = 128;
-constexpr int64_t kMatmulM = 128, kMatmulN = 512, kMatmulK = 128;
-/// HBM-side DMA strides are 16-bit like every access pattern.
-constexpr int64_t kMaxStride = 32767;
+namespace mlir::trntonc {
 
 SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
@@ -63,7 +57,6 @@ AluOp aluOpFor(trn::ReduceKind kind) {
   return AluOp::add;
 }
 
-/// Comparisons write 1.0 or 0.0, which convert to i1 true and false.
 AluOp aluOpFor(trn::ComparisonPredicate predicate) {
   switch (predicate) {
   case trn::ComparisonPredicate::eq:
@@ -82,125 +75,9 @@ AluOp aluOpFor(trn::ComparisonPredicate predicate) {
   return AluOp::is_equal;
 }
 
-/// One strided side of a copy: element `offset + sum(i_d * strides[d])` of
-/// `tensor` for an iteration index `i`.
-struct Side {
-  Value tensor;
-  int64_t offset = 0;
-  SmallVector<int64_t> strides;
-};
+} // namespace mlir::trntonc
 
-class KernelBuilder {
-public:
-  KernelBuilder(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
-
-  Value view(Value hbm, int64_t offset, int64_t partitions,
-             int64_t partitionStride, ArrayRef<int64_t> sizes,
-             ArrayRef<int64_t> strides) {
-    Type elementType = cast<HbmType>(hbm.getType()).getElementType();
-    SmallVector<int64_t> shape{partitions};
-    llvm::append_range(shape, sizes);
-    auto type =
-        TileType::get(b.getContext(), MemorySpace::hbm, shape, elementType);
-    auto op = b.create<ViewOp>(
-        loc, type, hbm, b.getI64IntegerAttr(0), b.getI64IntegerAttr(offset),
-        b.getI64IntegerAttr(partitionStride), b.getDenseI64ArrayAttr(strides));
-    return op.getResult();
-  }
-  Value tile(MemorySpace memory, int64_t partitions, ArrayRef<int64_t> sizes,
-             Type elementType) {
-    SmallVector<int64_t> shape{partitions};
-    llvm::append_range(shape, sizes);
-    return b.create<AllocOp>(
-        loc, TileType::get(b.getContext(), memory, shape, elementType),
-        IntegerAttr(), IntegerAttr());
-  }
-  void dma(Value dst, Value src) {
-    b.create<DmaCopyOp>(loc, dst, src, b.getI64IntegerAttr(nextQueue));
-    nextQueue = (nextQueue + 1) % 16;
-  }
-  Value scratch(ArrayRef<int64_t> shape, Type elementType) {
-    auto type = HbmType::get(b.getContext(), hbmShape(shape), elementType);
-    return b.create<HbmAllocOp>(
-        loc, type, b.getStringAttr("t" + std::to_string(counter++)),
-        IntegerAttr());
-  }
-  /// A row-major tile window [rows, cols] at (r0, c0) of a tensor viewed as
-  /// [R, C].
-  Value rowTile(Value hbm, int64_t cols, int64_t r0, int64_t rows, int64_t c0,
-                int64_t width) {
-    return view(hbm, r0 * cols + c0, rows, cols, {width}, {1});
-  }
-
-  OpBuilder &b;
-  Location loc;
-  int64_t nextQueue = 0;
-  int64_t counter = 0;
-};
-
-class Lowering {
-public:
-  Lowering(func::FuncOp graph, OpBuilder &builder)
-      : graph(graph), builder(builder), kb(builder, graph.getLoc()) {}
-  LogicalResult run();
-
-private:
-  LogicalResult lower(Operation *op);
-  Value hbmOf(Value value) { return values.lookup(value); }
-  Value newTensor(Value result) {
-    // A value returned as a (non-aliasing) output is computed in place.
-    if (Value output = directOutputs.lookup(result)) {
-      values[result] = output;
-      return output;
-    }
-    auto type = cast<RankedTensorType>(result.getType());
-    Value hbm = kb.scratch(type.getShape(), type.getElementType());
-    values[result] = hbm;
-    return hbm;
-  }
-  /// Calls fn(r0, rows, c0, cols) for every tile of a tensor viewed as
-  /// [R, C] (C = last dim).
-  template <typename Fn> void forEachTile(ArrayRef<int64_t> shape, Fn fn) {
-    int64_t cols = shape.empty() ? 1 : shape.back();
-    int64_t rows = shape.empty() ? 1 : product(shape.drop_back());
-    for (int64_t r0 = 0; r0 < rows; r0 += kPartitions)
-      for (int64_t c0 = 0; c0 < cols; c0 += kTileColumns)
-        fn(r0, std::min(kPartitions, rows - r0), c0,
-           std::min(kTileColumns, cols - c0));
-  }
-  LogicalResult
-  elementwise(Operation *op,
-              function_ref<void(Value dst, ArrayRef<Value>)> body);
-  LogicalResult copy(Operation *op, ArrayRef<int64_t> iterShape,
-                     const Side &src, const Side &dst);
-  LogicalResult lowerDot(trn::DotGeneralOp op);
-  LogicalResult lowerReduce(trn::ReduceOp op);
-  LogicalResult lowerConstant(trn::ConstantOp op);
-  LogicalResult lowerIota(trn::IotaOp op);
-  LogicalResult lowerGather(trn::GatherOp op);
-  LogicalResult lowerScatterAdd(trn::ScatterAddOp op);
-  /// Loads indices [i0, i0 + count) of an i32 or i64 index tensor into a
-  /// [count, 1] i32 tile (i64 indices are read as their low words).
-  Value loadIndices(Value indices, int64_t i0, int64_t count);
-  /// For rows [i0, i0 + count) of a [batch, classes] tensor seen as a table
-  /// of single elements: the i32 column of flat indices
-  /// row * classes + indices[row] (GpSimd does the int32 arithmetic).
-  Value loadRowElementIndices(Value indices, int64_t i0, int64_t count,
-                              int64_t classes);
-  /// The HBM tensor `hbm` reshaped to [rows, rowElements].
-  Value asTable(Value hbm, int64_t rows, int64_t rowElements);
-  LogicalResult checkTileable(Operation *op);
-
-  func::FuncOp graph;
-  OpBuilder &builder;
-  KernelBuilder kb;
-  llvm::DenseMap<Value, Value> values; ///< trn value -> HBM tensor
-  /// Results written straight into their output argument. Outputs that
-  /// update an input in place are not: the old value may still be read.
-  llvm::DenseMap<Value, Value> directOutputs;
-};
-
-} // namespace
+using namespace mlir::trntonc;
 
 /// Element types a tile can hold: trn1 has no int64 arithmetic.
 LogicalResult Lowering::checkTileable(Operation *op) {
@@ -908,6 +785,7 @@ LogicalResult Lowering::lower(Operation *op) {
       .Case([&](trn::IotaOp o) { return lowerIota(o); })
       .Case([&](trn::GatherOp o) { return lowerGather(o); })
       .Case([&](trn::ScatterAddOp o) { return lowerScatterAdd(o); })
+      .Case([&](trn::FusionOp o) { return lowerFusion(o); })
       .Case([&](trn::GeluGradOp o) {
         ActivationFunc derivative =
             o.getApproximate() == trn::GeluApproximation::tanh

@@ -26,3 +26,26 @@ func.func @matmul_tile(%a: !nc.hbm<128x128xbf16>, %b: !nc.hbm<128x512xbf16>, %c:
 }
 
 // NOALLOC: error: operand tile has no address; run nc-allocate before nc-insert-sync
+
+// Per-partition scalar columns are read too: a Vector Engine tensor_scalar
+// whose column0 the Scalar Engine wrote waits for it, and so does an
+// activation's bias column.
+// CHECK-LABEL: func @column_operands
+func.func @column_operands(%x: !nc.hbm<128x64xf32>) {
+  %xv = nc.view %x strides [1] {partition_stride = 64} : !nc.hbm<128x64xf32> -> !nc.tile<hbm, 128x64xf32>
+  %t = nc.alloc : !nc.tile<sbuf, 128x64xf32>
+  %c = nc.alloc : !nc.tile<sbuf, 128x1xf32>
+  %r = nc.alloc : !nc.tile<sbuf, 128x1xf32>
+  %o = nc.alloc : !nc.tile<sbuf, 128x64xf32>
+  %o2 = nc.alloc : !nc.tile<sbuf, 128x64xf32>
+  nc.dma_copy %t, %xv : !nc.tile<sbuf, 128x64xf32>, !nc.tile<hbm, 128x64xf32>
+  // CHECK: nc.tensor_reduce {{.*}} {nc.signal = 1 : i64, nc.waits = [array<i64: 5, 1>]}
+  nc.tensor_reduce add %c, %t : !nc.tile<sbuf, 128x1xf32>, !nc.tile<sbuf, 128x64xf32>
+  // CHECK: nc.activation rsqrt {{.*}} {nc.signal = 2 : i64, nc.waits = [array<i64: 1, 1>]}
+  nc.activation rsqrt %r, %c : !nc.tile<sbuf, 128x1xf32>, !nc.tile<sbuf, 128x1xf32>
+  // CHECK: nc.tensor_scalar multiply, bypass {{.*}} column0 {{.*}} {nc.signal = 1 : i64, nc.waits = [array<i64: 2, 1>, {{.*}}]}
+  nc.tensor_scalar multiply, bypass %o, %t column0 %r : !nc.tile<sbuf, 128x64xf32>, !nc.tile<sbuf, 128x64xf32>, !nc.tile<sbuf, 128x1xf32>
+  // CHECK: nc.activation exp {{.*}} bias_column {{.*}} {nc.signal = 2 : i64, nc.waits = [array<i64: 1, 2>]}
+  nc.activation exp %o2, %o bias_column %c : !nc.tile<sbuf, 128x64xf32>, !nc.tile<sbuf, 128x64xf32>, !nc.tile<sbuf, 128x1xf32>
+  return
+}

@@ -729,3 +729,38 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   inferred.push_back(adaptor.getLogits().getType());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Fusion groups
+//===----------------------------------------------------------------------===//
+
+bool mlir::trn::isFusibleBodyOp(Operation *op) {
+  return isa_and_nonnull<TrnDialect>(op->getDialect()) &&
+         (op->hasTrait<OpTrait::Elementwise>() ||
+          isa<BroadcastInDimOp, ConstantOp, ReduceOp, YieldOp>(op));
+}
+
+LogicalResult FusionOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body has ")
+           << body.getNumArguments() << " arguments for " << getInputs().size()
+           << " inputs";
+  for (auto [index, argument, input] :
+       llvm::enumerate(body.getArguments(), getInputs()))
+    if (argument.getType() != input.getType())
+      return emitOpError("body argument ")
+             << index << " has type " << argument.getType() << " but input "
+             << index << " has type " << input.getType();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields (")
+           << yield.getValues().getTypes() << ") but has results ("
+           << getResultTypes() << ")";
+  for (Operation &op : body)
+    if (!isFusibleBodyOp(&op))
+      return op.emitOpError("cannot be in a trn.fusion body (only "
+                            "elementwise ops, broadcast_in_dim, constant and "
+                            "reduce can)");
+  return success();
+}

@@ -123,9 +123,9 @@ def NC_ActivationOp : NC_Op<"activation", [AttrSizedOperandSegments]> {
     results are also summed into the [P, 1] fp32 tile `row_sum`.
   }];
   let arguments = (ins NC_ActivationFunc:$func, NC_Dst:$dst, NC_Src:$src,
-                       Optional<NC_AnyTile>:$scale_column,
-                       Optional<NC_AnyTile>:$bias_column,
-                       Optional<NC_AnyTile>:$row_sum,
+                       Arg<Optional<NC_AnyTile>, "scale column", [MemRead]>:$scale_column,
+                       Arg<Optional<NC_AnyTile>, "bias column", [MemRead]>:$bias_column,
+                       Arg<Optional<NC_AnyTile>, "row sums", [MemWrite]>:$row_sum,
                        DefaultValuedAttr<F32Attr, "1.0">:$scale,
                        DefaultValuedAttr<F32Attr, "0.0">:$bias);
   let assemblyFormat = [{
@@ -159,8 +159,8 @@ def NC_TensorScalarOp : NC_Op<"tensor_scalar", [AttrSizedOperandSegments]> {
     bypass` leaves the second step out.
   }];
   let arguments = (ins NC_AluOp:$op0, NC_AluOp:$op1, NC_Dst:$dst, NC_Src:$src,
-                       Optional<NC_AnyTile>:$column0,
-                       Optional<NC_AnyTile>:$column1,
+                       Arg<Optional<NC_AnyTile>, "first scalar column", [MemRead]>:$column0,
+                       Arg<Optional<NC_AnyTile>, "second scalar column", [MemRead]>:$column1,
                        DefaultValuedAttr<F32Attr, "0.0">:$scalar0,
                        DefaultValuedAttr<F32Attr, "0.0">:$scalar1,
                        UnitAttr:$reverse0, UnitAttr:$reverse1,

@@ -15,4 +15,10 @@
 #define GET_OP_CLASSES
 #include "trn/Dialect/Trn/IR/TrnOps.h.inc"
 
+namespace mlir::trn {
+/// Whether `op` may be in a trn.fusion body: elementwise trn ops,
+/// broadcast_in_dim, constant, reduce and the yield.
+bool isFusibleBodyOp(Operation *op);
+} // namespace mlir::trn
+
 #endif // TRN_DIALECT_TRN_IR_TRNOPS_H

@@ -672,4 +672,38 @@ def Trn_CrossEntropyGradOp : Trn_Op<"cross_entropy_grad",
   }];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Fusion groups (formed by trn-fuse-elementwise)
+//===----------------------------------------------------------------------===//
+
+def Trn_FusionOp : Trn_Op<"fusion", [IsolatedFromAbove, RecursiveMemoryEffects,
+                                     RecursivelySpeculatable,
+                                     SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "elementwise ops and row reductions lowered as one kernel";
+  let description = [{
+    The body computes the results from the inputs (its block arguments) with
+    elementwise ops, `broadcast_in_dim`, splat `constant`s and `reduce` over
+    the last dimension of the group's shape. The backend loads each input
+    tile once, computes the whole body in on-chip memory and stores only the
+    results, instead of a round trip through HBM per op. `trn-fuse-elementwise`
+    forms these groups; the semantics are those of the body's ops.
+  }];
+  let arguments = (ins Variadic<Trn_Tensor>:$inputs);
+  let results = (outs Variadic<Trn_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`(` $inputs^ `:` type($inputs) `)`)? attr-dict-with-keyword `->`
+    `(` type($results) `)` $body
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Trn_YieldOp : Trn_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">]> {
+  let summary = "the results of a fusion group";
+  let arguments = (ins Variadic<Trn_Tensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+}
+
 #endif // TRN_DIALECT_TRN_IR_TRNOPS_TD

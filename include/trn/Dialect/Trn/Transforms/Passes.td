@@ -53,4 +53,43 @@ def TrnDecomposeComposites
   ];
 }
 
+
+def TrnFuseElementwise : Pass<"trn-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "group elementwise chains and row reductions into trn.fusion ops";
+  let description = [{
+    Forms `trn.fusion` groups that the backend lowers as one kernel: each
+    input tile is loaded from HBM once, the whole group is computed in SBUF
+    and only values used outside the group are stored. A group has one shape
+    S and holds, in program order:
+
+    * elementwise ops of shape S, and of shape S[:-1] (per-row values such
+      as a row's mean);
+    * `reduce` over the last dimension of a value of shape S (sum, max,
+      min), when a row of C = S[-1] elements fits in SBUF
+      (`max-reduction-row`);
+    * `broadcast_in_dim` of a per-row value back to S (a [rows, 1] column);
+    * copies of the `broadcast_in_dim`s and splat constants its ops read:
+      a broadcast input is read through a strided DMA window instead of
+      being materialised in HBM (when the window keeps at least 128 rows, or
+      all rows, per partition stride), a splat becomes an immediate.
+
+    Ops join the first open group among their operands' groups. A group is
+    closed as soon as an op outside it reads one of its values, so that the
+    group can be placed at its last op with every operand defined before it
+    and every use after it. A group also stops growing when its estimated
+    peak of live tiles would pass `sbuf-budget` bytes per partition (the
+    rest of SBUF leaves room for the next tiles' loads to overlap), or at
+    `max-ops` ops. i64 ops and rank-0 ops are left alone.
+  }];
+  let dependentDialects = ["::mlir::trn::TrnDialect"];
+  let options = [
+    Option<"maxReductionRow", "max-reduction-row", "int64_t", "8192",
+           "Longest row (elements) a group reduces in SBUF">,
+    Option<"sbufBudget", "sbuf-budget", "int64_t", "98304",
+           "Estimated live tile bytes per partition a group may use">,
+    Option<"maxOps", "max-ops", "int64_t", "256",
+           "Most ops in one group">,
+  ];
+}
+
 #endif // TRN_DIALECT_TRN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,514 @@
+//===- LowerFusion.cpp - a trn.fusion group as one tiled kernel -----------===//
+//
+// The group's shape S is seen as [R, C] (rows on partitions). For every tile
+// of rows (and, without a row reduction, of columns) the body is computed in
+// SBUF: inputs are loaded when first read, through strided DMA windows that
+// apply their broadcasts; splat constants are immediates; per-row values are
+// [rows, 1] columns that tensor_scalar and activation read directly; only
+// the group's results are stored. Every value keeps its element type, so
+// the results round exactly as the unfused ops do.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "trn/Dialect/Trn/Utils/FusionLayout.h"
+
+#include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::trntonc;
+using mlir::trn::BroadcastAccess;
+using mlir::trn::computeBroadcastAccess;
+
+namespace mlir::trntonc {
+using mlir::trn::BroadcastAccess;
+
+/// Lowers one trn.fusion op; a friend of Lowering for its value map.
+class FusionLowering {
+public:
+  FusionLowering(Lowering &lowering, trn::FusionOp fusion)
+      : lowering(lowering), kb(lowering.kb), builder(lowering.builder),
+        fusion(fusion) {}
+  LogicalResult run();
+
+private:
+  enum class Form { Full, Column, Scalar };
+  /// A body value in the current tile.
+  struct Ref {
+    Form form = Form::Full;
+    Value tile;
+    double scalar = 0.0;
+  };
+  /// How a body value that comes from an input is read from HBM.
+  struct Source {
+    Value hbm;
+    Type elementType;
+    BroadcastAccess access;
+  };
+
+  LogicalResult analyse();
+  LogicalResult addSource(Value bodyValue, Value input, ArrayRef<int64_t> dims);
+  LogicalResult emitTile(int64_t r0, int64_t rows, int64_t c0, int64_t width);
+  LogicalResult emitOp(Operation *op);
+  FailureOr<Ref> get(Value value);
+  Value full(const Ref &ref, Type elementType);
+  Value column(const Ref &ref, Type elementType);
+  Value f32Column(const Ref &ref);
+  Value newTile(Form form, Type elementType) {
+    return kb.tile(MemorySpace::sbuf, rows, {form == Form::Full ? width : 1},
+                   elementType);
+  }
+  LogicalResult fail(Operation *op, const Twine &why) {
+    return op->emitError("'trn.fusion' cannot be lowered: ") << why;
+  }
+  static Type elementTypeOf(Value value) {
+    return cast<RankedTensorType>(value.getType()).getElementType();
+  }
+
+  Lowering &lowering;
+  KernelBuilder &kb;
+  OpBuilder &builder;
+  trn::FusionOp fusion;
+  SmallVector<int64_t> groupShape; ///< S
+  SmallVector<int64_t> shape;      ///< S, or the flat [R, C] view
+  SmallVector<int64_t> leading;
+  int64_t numRows = 1, numColumns = 1;
+  bool hasReduction = false;
+  llvm::DenseMap<Value, Source> sources;
+  SmallVector<Value> outputs; ///< HBM tensor per result
+  // The current tile.
+  int64_t row0 = 0, rows = 0, col0 = 0, width = 0;
+  llvm::DenseMap<Value, Ref> refs;
+};
+
+} // namespace mlir::trntonc
+
+LogicalResult FusionLowering::addSource(Value bodyValue, Value input,
+                                        ArrayRef<int64_t> dims) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (type.getElementType().isSignlessInteger(64))
+    return fail(fusion, "i64 inputs are not lowered yet");
+  Source source;
+  source.hbm = lowering.hbmOf(input);
+  source.elementType = type.getElementType();
+  source.access = computeBroadcastAccess(type.getShape(), dims, shape);
+  if (std::abs(source.access.columnStride) > kMaxStride ||
+      std::abs(source.access.partitionStride) > kMaxStride)
+    return fail(fusion, "an input needs an access-pattern stride beyond 16 "
+                        "bits");
+  sources[bodyValue] = source;
+  return success();
+}
+
+LogicalResult FusionLowering::analyse() {
+  Block &body = fusion.getBody().front();
+  // S is the largest shape in the body.
+  for (Operation &op : body) {
+    SmallVector<Type> types(op.getOperandTypes());
+    llvm::append_range(types, op.getResultTypes());
+    for (Type valueType : types)
+      if (auto type = dyn_cast<RankedTensorType>(valueType))
+        if (type.getRank() > static_cast<int64_t>(shape.size()))
+          shape.assign(type.getShape().begin(), type.getShape().end());
+  }
+  if (shape.empty())
+    return fail(fusion, "a group of rank-0 values is not lowered");
+  groupShape = shape;
+  ArrayRef<int64_t> full = shape, row = full.drop_back();
+  auto leadingIdentity = [&](int64_t n) {
+    return llvm::to_vector(llvm::seq<int64_t>(0, n));
+  };
+  for (Operation &op : body) {
+    if (isa<trn::YieldOp>(op))
+      continue;
+    for (Value result : op.getResults()) {
+      ArrayRef<int64_t> resultShape =
+          cast<RankedTensorType>(result.getType()).getShape();
+      if (resultShape != full && resultShape != row)
+        return fail(&op, "its result is neither of the group's shape nor a "
+                         "per-row value");
+      if (elementTypeOf(result).isSignlessInteger(64))
+        return fail(&op, "i64 values are not lowered yet");
+    }
+    if (auto reduce = dyn_cast<trn::ReduceOp>(op)) {
+      if (reduce.getDims() !=
+              ArrayRef<int64_t>{static_cast<int64_t>(full.size() - 1)} ||
+          cast<RankedTensorType>(reduce.getOperand().getType()).getShape() !=
+              full ||
+          reduce.getKind() == trn::ReduceKind::prod)
+        return fail(&op, "only sum, max and min over the last dimension of "
+                         "the group's shape are lowered in a group");
+      hasReduction = true;
+    }
+  }
+  // Inputs: read directly by the body (full values or per-row columns) or
+  // through the broadcasts that the body applies to them.
+  for (auto [arg, input] : llvm::zip(body.getArguments(), fusion.getInputs())) {
+    for (OpOperand &use : arg.getUses()) {
+      auto broadcast = dyn_cast<trn::BroadcastInDimOp>(use.getOwner());
+      if (broadcast) {
+        if (cast<RankedTensorType>(broadcast.getType()).getShape() != full)
+          return fail(broadcast,
+                      "it broadcasts an input to another shape than the "
+                      "group's");
+        if (failed(
+                addSource(broadcast.getResult(), input, broadcast.getDims())))
+          return failure();
+        continue;
+      }
+      if (!sources.count(arg)) {
+        ArrayRef<int64_t> argShape =
+            cast<RankedTensorType>(arg.getType()).getShape();
+        if (argShape == full) {
+          if (failed(addSource(arg, input, leadingIdentity(full.size()))))
+            return failure();
+        } else if (argShape == row) {
+          if (failed(addSource(arg, input, leadingIdentity(row.size()))))
+            return failure();
+        } else {
+          return fail(use.getOwner(), "it reads an input of another shape "
+                                      "than the group's");
+        }
+      }
+    }
+  }
+  leading.assign(row.begin(), row.end());
+  numRows = product(row);
+  numColumns = full.back();
+
+  // A group of full-width elementwise ops over plain inputs has no layout
+  // of its own: spread it over all 128 partitions.
+  bool plain = !hasReduction;
+  for (Operation &op : body)
+    for (Value result : op.getResults())
+      plain &= isa<trn::YieldOp>(op) ||
+               cast<RankedTensorType>(result.getType()).getShape() == full;
+  for (auto &[value, source] : sources) {
+    bool identity =
+        source.access.columnStride == 1 && source.access.rowBlock == numRows &&
+        (numRows == 1 || source.access.partitionStride == numColumns);
+    bool scalar = source.access.columnStride == 0 &&
+                  llvm::all_of(source.access.rowStrides,
+                               [](int64_t s) { return s == 0; });
+    plain &= identity || scalar;
+  }
+  int64_t total = numRows * numColumns;
+  if (plain && numRows < kPartitions && total % kPartitions == 0) {
+    int64_t perPartition = total / kPartitions;
+    int64_t columns = 1;
+    for (int64_t d = std::min(perPartition, kTileColumns); d >= 1; --d)
+      if (perPartition % d == 0) {
+        columns = d;
+        break;
+      }
+    if (columns >= std::min<int64_t>(perPartition, 64)) {
+      shape = {total / columns, columns};
+      leading = {total / columns};
+      numRows = total / columns;
+      numColumns = columns;
+      for (auto &[value, source] : sources) {
+        bool scalar = source.access.columnStride == 0;
+        source.access = computeBroadcastAccess(
+            scalar ? ArrayRef<int64_t>{} : ArrayRef<int64_t>(shape),
+            scalar ? ArrayRef<int64_t>{} : ArrayRef<int64_t>{0, 1}, shape);
+      }
+    }
+  }
+  return success();
+}
+
+FailureOr<FusionLowering::Ref> FusionLowering::get(Value value) {
+  auto it = refs.find(value);
+  if (it != refs.end())
+    return it->second;
+  auto source = sources.find(value);
+  if (source == sources.end())
+    return failure();
+  // Load on first use, so that the input's tile is live only while needed.
+  const BroadcastAccess &access = source->second.access;
+  Ref ref;
+  int64_t offset = access.rowOffset(leading, row0);
+  if (access.columnStride == 0) {
+    ref.form = Form::Column;
+    ref.tile = newTile(Form::Column, source->second.elementType);
+    kb.dma(ref.tile, kb.view(source->second.hbm, offset, rows,
+                             access.partitionStride, {1}, {1}));
+  } else {
+    ref.tile = newTile(Form::Full, source->second.elementType);
+    kb.dma(ref.tile,
+           kb.view(source->second.hbm, offset + col0 * access.columnStride,
+                   rows, access.partitionStride, {width},
+                   {access.columnStride}));
+  }
+  refs[value] = ref;
+  return ref;
+}
+
+Value FusionLowering::f32Column(const Ref &ref) {
+  Type f32 = builder.getF32Type();
+  if (ref.form == Form::Scalar) {
+    Value t = newTile(Form::Column, f32);
+    builder.create<MemsetOp>(kb.loc, t,
+                             llvm::APFloat(static_cast<float>(ref.scalar)),
+                             Engine::vector);
+    return t;
+  }
+  if (cast<TileType>(ref.tile.getType()).getElementType() == f32)
+    return ref.tile;
+  Value t = newTile(Form::Column, f32);
+  builder.create<TensorCopyOp>(kb.loc, t, ref.tile, Engine::vector);
+  return t;
+}
+
+Value FusionLowering::column(const Ref &ref, Type elementType) {
+  if (ref.form == Form::Column)
+    return ref.tile;
+  Value t = newTile(Form::Column, elementType);
+  builder.create<MemsetOp>(
+      kb.loc, t, llvm::APFloat(static_cast<float>(ref.scalar)), Engine::vector);
+  return t;
+}
+
+Value FusionLowering::full(const Ref &ref, Type elementType) {
+  if (ref.form == Form::Full)
+    return ref.tile;
+  Value t = newTile(Form::Full, elementType);
+  if (ref.form == Form::Scalar) {
+    builder.create<MemsetOp>(kb.loc, t,
+                             llvm::APFloat(static_cast<float>(ref.scalar)),
+                             Engine::vector);
+    return t;
+  }
+  // Spread the column over the row: 0 + column.
+  builder.create<MemsetOp>(kb.loc, t, llvm::APFloat(0.0f), Engine::vector);
+  builder.create<TensorScalarOp>(
+      kb.loc, AluOp::add, AluOp::bypass, t, t, f32Column(ref), Value(),
+      llvm::APFloat(0.0f), llvm::APFloat(0.0f), false, false, Engine::vector);
+  return t;
+}
+
+LogicalResult FusionLowering::emitOp(Operation *op) {
+  // An input's broadcast is a source, loaded where it is first read.
+  if (isa<trn::BroadcastInDimOp>(op) && sources.count(op->getResult(0)))
+    return success();
+  SmallVector<Ref> in;
+  for (Value operand : op->getOperands()) {
+    FailureOr<Ref> ref = get(operand);
+    if (failed(ref))
+      return fail(op, "an operand is not available in the group");
+    in.push_back(*ref);
+  }
+  auto define = [&](Ref ref) {
+    refs[op->getResult(0)] = ref;
+    return success();
+  };
+  Type resultType =
+      op->getNumResults() ? elementTypeOf(op->getResult(0)) : Type();
+  // Full if any operand is; a per-row op otherwise.
+  bool anyFull =
+      llvm::any_of(in, [](const Ref &r) { return r.form == Form::Full; });
+  Form resultForm = anyFull ? Form::Full : Form::Column;
+  auto operandTile = [&](unsigned i) {
+    Type type = elementTypeOf(op->getOperand(i));
+    return resultForm == Form::Full ? full(in[i], type) : column(in[i], type);
+  };
+  auto activation = [&](ActivationFunc func) {
+    Value src = operandTile(0);
+    Value dst = newTile(resultForm, resultType);
+    builder.create<ActivationOp>(kb.loc, func, dst, src, Value(), Value(),
+                                 Value(), llvm::APFloat(1.0f),
+                                 llvm::APFloat(0.0f));
+    return define({resultForm, dst, 0.0});
+  };
+  auto binary = [&](AluOp alu) {
+    Engine engine = alu == AluOp::pow ? Engine::gpsimd : Engine::vector;
+    const Ref &lhs = in[0], &rhs = in[1];
+    Value dst = newTile(resultForm, resultType);
+    auto scalarSide = [&](const Ref &tileSide, const Ref &other, bool reverse) {
+      Value column = other.form == Form::Scalar ? Value() : f32Column(other);
+      float immediate = static_cast<float>(other.scalar);
+      builder.create<TensorScalarOp>(
+          kb.loc, alu, AluOp::bypass, dst, tileSide.tile, column, Value(),
+          llvm::APFloat(immediate), llvm::APFloat(0.0f), reverse, false,
+          engine);
+    };
+    if (lhs.form == rhs.form && lhs.form != Form::Scalar)
+      builder.create<TensorTensorOp>(kb.loc, alu, dst, lhs.tile, rhs.tile,
+                                     engine);
+    else if (lhs.form == resultForm && rhs.form != resultForm)
+      scalarSide(lhs, rhs, /*reverse=*/false);
+    else if (rhs.form == resultForm && lhs.form != resultForm)
+      scalarSide(rhs, lhs, /*reverse=*/true);
+    else // two immediates: not left by canonicalization, but valid
+      scalarSide(Ref{resultForm, column(lhs, resultType), 0.0}, rhs, false);
+    return define({resultForm, dst, 0.0});
+  };
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](trn::ConstantOp constant) -> LogicalResult {
+        auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+        if (!dense || !dense.isSplat())
+          return fail(op, "only splat constants are lowered in a group");
+        Type type = dense.getElementType();
+        double value = type.isSignlessInteger(1)
+                           ? static_cast<double>(
+                                 dense.getSplatValue<APInt>().getZExtValue())
+                       : type.isIntOrIndex()
+                           ? static_cast<double>(
+                                 dense.getSplatValue<APInt>().getSExtValue())
+                           : dense.getSplatValue<APFloat>().convertToDouble();
+        return define({Form::Scalar, Value(), value});
+      })
+      .Case([&](trn::BroadcastInDimOp broadcast) -> LogicalResult {
+        // A per-row value spread over the row stays a column.
+        auto operandShape =
+            cast<RankedTensorType>(broadcast.getOperand().getType()).getShape();
+        bool columnSpread = in[0].form != Form::Full &&
+                            (operandShape.empty() ||
+                             (operandShape == ArrayRef(shape).drop_back() &&
+                              broadcast.getDims() ==
+                                  ArrayRef(llvm::to_vector(llvm::seq<int64_t>(
+                                      0, operandShape.size())))));
+        if (!columnSpread)
+          return fail(op, "it broadcasts a value of the group other than a "
+                          "per-row value");
+        return define(in[0]);
+      })
+      .Case([&](trn::ReduceOp reduce) -> LogicalResult {
+        if (in[0].form != Form::Full)
+          return fail(op, "it reduces a value that is constant along rows");
+        Type f32 = builder.getF32Type();
+        Value total = newTile(Form::Column, f32);
+        builder.create<TensorReduceOp>(kb.loc, aluOpFor(reduce.getKind()),
+                                       total, in[0].tile, false,
+                                       Engine::vector);
+        if (resultType == f32)
+          return define({Form::Column, total, 0.0});
+        Value rounded = newTile(Form::Column, resultType);
+        builder.create<TensorCopyOp>(kb.loc, rounded, total, Engine::vector);
+        return define({Form::Column, rounded, 0.0});
+      })
+      .Case([&](trn::ExpOp) { return activation(ActivationFunc::exp); })
+      .Case([&](trn::LogOp) { return activation(ActivationFunc::log); })
+      .Case([&](trn::Log1pOp) { return activation(ActivationFunc::log1p); })
+      .Case([&](trn::TanhOp) { return activation(ActivationFunc::tanh); })
+      .Case([&](trn::SigmoidOp) { return activation(ActivationFunc::sigmoid); })
+      .Case([&](trn::SqrtOp) { return activation(ActivationFunc::sqrt); })
+      .Case([&](trn::RsqrtOp) { return activation(ActivationFunc::rsqrt); })
+      .Case([&](trn::ReciprocalOp) {
+        return activation(ActivationFunc::reciprocal);
+      })
+      .Case([&](trn::ErfOp) { return activation(ActivationFunc::erf); })
+      .Case([&](trn::ReluOp) { return activation(ActivationFunc::relu); })
+      .Case([&](trn::SiluOp) { return activation(ActivationFunc::silu); })
+      .Case([&](trn::SinOp) { return activation(ActivationFunc::sin); })
+      .Case([&](trn::CosOp) { return activation(ActivationFunc::cos); })
+      .Case([&](trn::FloorOp) { return activation(ActivationFunc::floor); })
+      .Case([&](trn::SignOp) { return activation(ActivationFunc::sign); })
+      .Case([&](trn::AbsOp) { return activation(ActivationFunc::abs); })
+      .Case([&](trn::NegOp) { return activation(ActivationFunc::negate); })
+      .Case([&](trn::GeluOp o) {
+        return activation(o.getApproximate() == trn::GeluApproximation::tanh
+                              ? ActivationFunc::gelu_tanh
+                              : ActivationFunc::gelu);
+      })
+      .Case([&](trn::AddOp) { return binary(AluOp::add); })
+      .Case([&](trn::SubOp) { return binary(AluOp::subtract); })
+      .Case([&](trn::MulOp) { return binary(AluOp::multiply); })
+      .Case([&](trn::DivOp) { return binary(AluOp::divide); })
+      .Case([&](trn::MaxOp) { return binary(AluOp::max); })
+      .Case([&](trn::MinOp) { return binary(AluOp::min); })
+      .Case([&](trn::PowOp) { return binary(AluOp::pow); })
+      .Case([&](trn::AndOp) { return binary(AluOp::logical_and); })
+      .Case([&](trn::OrOp) { return binary(AluOp::logical_or); })
+      .Case(
+          [&](trn::CompareOp o) { return binary(aluOpFor(o.getPredicate())); })
+      .Case([&](trn::SelectOp) {
+        Value dst = newTile(resultForm, resultType);
+        builder.create<SelectOp>(kb.loc, dst, operandTile(0), operandTile(1),
+                                 operandTile(2));
+        return define({resultForm, dst, 0.0});
+      })
+      .Case([&](trn::ConvertOp) {
+        if (in[0].form == Form::Scalar)
+          return define(in[0]); // rounded when it is written to a tile
+        Value dst = newTile(in[0].form, resultType);
+        builder.create<TensorCopyOp>(kb.loc, dst, in[0].tile, Engine::vector);
+        return define({in[0].form, dst, 0.0});
+      })
+      .Case([&](trn::GeluGradOp o) {
+        ActivationFunc derivative =
+            o.getApproximate() == trn::GeluApproximation::tanh
+                ? ActivationFunc::gelu_tanh_dx
+                : ActivationFunc::gelu_dx;
+        Value slope = newTile(resultForm, builder.getF32Type());
+        builder.create<ActivationOp>(kb.loc, derivative, slope, operandTile(1),
+                                     Value(), Value(), Value(),
+                                     llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+        Value dst = newTile(resultForm, resultType);
+        builder.create<TensorTensorOp>(kb.loc, AluOp::multiply, dst,
+                                       operandTile(0), slope, Engine::vector);
+        return define({resultForm, dst, 0.0});
+      })
+      .Default([&](Operation *other) {
+        return fail(other, Twine("'") + other->getName().getStringRef() +
+                               "' has no lowering inside a group");
+      });
+}
+
+LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
+                                       int64_t columns) {
+  row0 = r0;
+  rows = rowCount;
+  col0 = c0;
+  width = columns;
+  refs.clear();
+  Block &body = fusion.getBody().front();
+  for (Operation &op : body) {
+    if (auto yield = dyn_cast<trn::YieldOp>(op)) {
+      for (auto [value, out] : llvm::zip(yield.getValues(), outputs)) {
+        FailureOr<Ref> ref = get(value);
+        if (failed(ref))
+          return fail(yield, "a result is not available in the group");
+        Type type = elementTypeOf(value);
+        if (cast<RankedTensorType>(value.getType()).getShape() ==
+            ArrayRef(groupShape)) {
+          kb.dma(kb.view(out, row0 * numColumns + col0, rows, numColumns,
+                         {width}, {1}),
+                 full(*ref, type));
+        } else if (col0 == 0) {
+          kb.dma(kb.view(out, row0, rows, 1, {1}, {1}), column(*ref, type));
+        }
+      }
+      return success();
+    }
+    if (failed(emitOp(&op)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult FusionLowering::run() {
+  if (failed(analyse()))
+    return failure();
+  for (Value result : fusion.getResults())
+    outputs.push_back(lowering.newTensor(result));
+  int64_t rowBlock = numRows;
+  for (auto &[value, source] : sources)
+    rowBlock = std::min(rowBlock, source.access.rowBlock);
+  int64_t chunk =
+      hasReduction ? numColumns : std::min(numColumns, kTileColumns);
+  for (int64_t block = 0; block < numRows; block += rowBlock)
+    for (int64_t r0 = block; r0 < block + rowBlock; r0 += kPartitions)
+      for (int64_t c0 = 0; c0 < numColumns; c0 += chunk)
+        if (failed(emitTile(r0, std::min(kPartitions, block + rowBlock - r0),
+                            c0, std::min(chunk, numColumns - c0))))
+          return failure();
+  return success();
+}
+
+LogicalResult Lowering::lowerFusion(trn::FusionOp op) {
+  return FusionLowering(*this, op).run();
+}

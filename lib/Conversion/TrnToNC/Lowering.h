@@ -1,0 +1,162 @@
+//===- Lowering.h - trn to nc lowering internals ---------------*- C++ -*-===//
+//
+// Shared by the files of convert-trn-to-nc: the per-graph lowering state and
+// the helpers that build nc kernels. Private to lib/Conversion/TrnToNC.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_LIB_CONVERSION_TRNTONC_LOWERING_H
+#define TRN_LIB_CONVERSION_TRNTONC_LOWERING_H
+
+#include "trn/Dialect/NC/IR/NCOps.h"
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::trntonc {
+
+using namespace mlir::nc;
+
+/// Free elements per partition in one tile: 8 KiB of f32, so that the tiles
+/// of one op (at most four) stay well inside SBUF.
+constexpr int64_t kTileColumns = 2048;
+constexpr int64_t kPartitions = 128;
+constexpr int64_t kMatmulM = 128, kMatmulN = 512, kMatmulK = 128;
+/// HBM-side DMA strides are 16-bit like every access pattern.
+constexpr int64_t kMaxStride = 32767;
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape);
+int64_t product(ArrayRef<int64_t> values);
+SmallVector<int64_t> hbmShape(ArrayRef<int64_t> shape);
+AluOp aluOpFor(trn::ReduceKind kind);
+/// Comparisons write 1.0 or 0.0, which convert to i1 true and false.
+AluOp aluOpFor(trn::ComparisonPredicate predicate);
+
+/// One strided side of a copy: element `offset + sum(i_d * strides[d])` of
+/// `tensor` for an iteration index `i`.
+struct Side {
+  Value tensor;
+  int64_t offset = 0;
+  SmallVector<int64_t> strides;
+};
+
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
+
+  Value view(Value hbm, int64_t offset, int64_t partitions,
+             int64_t partitionStride, ArrayRef<int64_t> sizes,
+             ArrayRef<int64_t> strides) {
+    Type elementType = cast<HbmType>(hbm.getType()).getElementType();
+    SmallVector<int64_t> shape{partitions};
+    llvm::append_range(shape, sizes);
+    auto type =
+        TileType::get(b.getContext(), MemorySpace::hbm, shape, elementType);
+    auto op = b.create<ViewOp>(
+        loc, type, hbm, b.getI64IntegerAttr(0), b.getI64IntegerAttr(offset),
+        b.getI64IntegerAttr(partitionStride), b.getDenseI64ArrayAttr(strides));
+    return op.getResult();
+  }
+  Value tile(MemorySpace memory, int64_t partitions, ArrayRef<int64_t> sizes,
+             Type elementType) {
+    SmallVector<int64_t> shape{partitions};
+    llvm::append_range(shape, sizes);
+    return b.create<AllocOp>(
+        loc, TileType::get(b.getContext(), memory, shape, elementType),
+        IntegerAttr(), IntegerAttr());
+  }
+  void dma(Value dst, Value src) {
+    b.create<DmaCopyOp>(loc, dst, src, b.getI64IntegerAttr(nextQueue));
+    nextQueue = (nextQueue + 1) % 16;
+  }
+  Value scratch(ArrayRef<int64_t> shape, Type elementType) {
+    auto type = HbmType::get(b.getContext(), hbmShape(shape), elementType);
+    return b.create<HbmAllocOp>(
+        loc, type, b.getStringAttr("t" + std::to_string(counter++)),
+        IntegerAttr());
+  }
+  /// A row-major tile window [rows, cols] at (r0, c0) of a tensor viewed as
+  /// [R, C].
+  Value rowTile(Value hbm, int64_t cols, int64_t r0, int64_t rows, int64_t c0,
+                int64_t width) {
+    return view(hbm, r0 * cols + c0, rows, cols, {width}, {1});
+  }
+
+  OpBuilder &b;
+  Location loc;
+  int64_t nextQueue = 0;
+  int64_t counter = 0;
+};
+
+class FusionLowering;
+
+class Lowering {
+  friend class FusionLowering;
+
+public:
+  Lowering(func::FuncOp graph, OpBuilder &builder)
+      : graph(graph), builder(builder), kb(builder, graph.getLoc()) {}
+  LogicalResult run();
+
+private:
+  LogicalResult lower(Operation *op);
+  Value hbmOf(Value value) { return values.lookup(value); }
+  Value newTensor(Value result) {
+    // A value returned as a (non-aliasing) output is computed in place.
+    if (Value output = directOutputs.lookup(result)) {
+      values[result] = output;
+      return output;
+    }
+    auto type = cast<RankedTensorType>(result.getType());
+    Value hbm = kb.scratch(type.getShape(), type.getElementType());
+    values[result] = hbm;
+    return hbm;
+  }
+  /// Calls fn(r0, rows, c0, cols) for every tile of a tensor viewed as
+  /// [R, C] (C = last dim).
+  template <typename Fn> void forEachTile(ArrayRef<int64_t> shape, Fn fn) {
+    int64_t cols = shape.empty() ? 1 : shape.back();
+    int64_t rows = shape.empty() ? 1 : product(shape.drop_back());
+    for (int64_t r0 = 0; r0 < rows; r0 += kPartitions)
+      for (int64_t c0 = 0; c0 < cols; c0 += kTileColumns)
+        fn(r0, std::min(kPartitions, rows - r0), c0,
+           std::min(kTileColumns, cols - c0));
+  }
+  LogicalResult
+  elementwise(Operation *op,
+              function_ref<void(Value dst, ArrayRef<Value>)> body);
+  LogicalResult copy(Operation *op, ArrayRef<int64_t> iterShape,
+                     const Side &src, const Side &dst);
+  LogicalResult lowerDot(trn::DotGeneralOp op);
+  LogicalResult lowerReduce(trn::ReduceOp op);
+  LogicalResult lowerConstant(trn::ConstantOp op);
+  LogicalResult lowerIota(trn::IotaOp op);
+  LogicalResult lowerGather(trn::GatherOp op);
+  LogicalResult lowerScatterAdd(trn::ScatterAddOp op);
+  /// A trn.fusion group as one tiled kernel (LowerFusion.cpp).
+  LogicalResult lowerFusion(trn::FusionOp op);
+  /// Loads indices [i0, i0 + count) of an i32 or i64 index tensor into a
+  /// [count, 1] i32 tile (i64 indices are read as their low words).
+  Value loadIndices(Value indices, int64_t i0, int64_t count);
+  /// For rows [i0, i0 + count) of a [batch, classes] tensor seen as a table
+  /// of single elements: the i32 column of flat indices
+  /// row * classes + indices[row] (GpSimd does the int32 arithmetic).
+  Value loadRowElementIndices(Value indices, int64_t i0, int64_t count,
+                              int64_t classes);
+  /// The HBM tensor `hbm` reshaped to [rows, rowElements].
+  Value asTable(Value hbm, int64_t rows, int64_t rowElements);
+  LogicalResult checkTileable(Operation *op);
+
+  func::FuncOp graph;
+  OpBuilder &builder;
+  KernelBuilder kb;
+  llvm::DenseMap<Value, Value> values; ///< trn value -> HBM tensor
+  /// Results written straight into their output argument. Outputs that
+  /// update an input in place are not: the old value may still be read.
+  llvm::DenseMap<Value, Value> directOutputs;
+};
+
+} // namespace mlir::trntonc
+
+#endif // TRN_LIB_CONVERSION_TRNTONC_LOWERING_H

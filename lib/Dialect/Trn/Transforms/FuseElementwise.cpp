@@ -1,0 +1,374 @@
+//===- FuseElementwise.cpp - form trn.fusion groups -----------------------===//
+//
+// See the pass description in Passes.td. One walk in program order decides
+// each op's group; the groups are then materialised as trn.fusion ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Dialect/Trn/Transforms/Passes.h"
+#include "trn/Dialect/Trn/Utils/FusionLayout.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::trn {
+#define GEN_PASS_DEF_TRNFUSEELEMENTWISE
+#include "trn/Dialect/Trn/Transforms/Passes.h.inc"
+} // namespace mlir::trn
+
+using namespace mlir;
+using namespace mlir::trn;
+
+namespace {
+
+constexpr int64_t kPartitions = 128;
+/// Free elements per tile in a group without a row reduction (the
+/// lowering's column chunk).
+constexpr int64_t kChunkColumns = 2048;
+/// Access patterns have 16-bit strides.
+constexpr int64_t kMaxStride = 32767;
+
+bool hasI64(Operation *op) {
+  auto isI64 = [](Type type) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    return tensor && tensor.getElementType().isSignlessInteger(64);
+  };
+  return llvm::any_of(op->getOperandTypes(), isI64) ||
+         llvm::any_of(op->getResultTypes(), isI64);
+}
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+bool isSplat(Operation *op) {
+  auto constant = dyn_cast_or_null<ConstantOp>(op);
+  if (!constant || hasI64(op))
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  return dense && dense.isSplat();
+}
+
+/// dims [0, 1, ..., n - 1].
+bool isLeadingIdentity(ArrayRef<int64_t> dims, int64_t n) {
+  if (static_cast<int64_t>(dims.size()) != n)
+    return false;
+  for (auto [i, d] : llvm::enumerate(dims))
+    if (d != static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+struct Group {
+  SmallVector<int64_t> shape;
+  SmallVector<Operation *> members;
+  /// Broadcasts and splats copied into the body rather than read as inputs.
+  llvm::SmallPtrSet<Operation *, 8> clones;
+  /// Member results that are per-row values (shape S[:-1]) or columns.
+  llvm::DenseSet<Value> narrow;
+  bool open = true;
+  bool hasReduction = false;
+
+  int64_t columns() const { return shape.back(); }
+  int64_t tileColumns() const {
+    return hasReduction ? columns() : std::min(columns(), kChunkColumns);
+  }
+};
+
+class Fuser {
+public:
+  Fuser(func::FuncOp function, int64_t maxReductionRow, int64_t sbufBudget,
+        int64_t maxOps)
+      : function(function), maxReductionRow(maxReductionRow),
+        sbufBudget(sbufBudget), maxOps(maxOps) {}
+  void run();
+
+private:
+  std::optional<unsigned> groupOf(Value value) const {
+    Operation *def = value.getDefiningOp();
+    auto it = def ? memberGroup.find(def) : memberGroup.end();
+    if (it == memberGroup.end())
+      return std::nullopt;
+    return it->second;
+  }
+  bool tryJoin(Operation *op, unsigned g);
+  bool tryStart(Operation *op);
+  /// Whether broadcast `op` can be read by group `g` through a DMA window.
+  bool canReadBroadcast(BroadcastInDimOp op, unsigned gi) const;
+  int64_t peakLiveTileBytes(const Group &g, ArrayRef<Operation *> extraMembers,
+                            bool withReduction) const;
+  void materialise(Group &g);
+
+  func::FuncOp function;
+  int64_t maxReductionRow, sbufBudget, maxOps;
+  std::vector<Group> groups;
+  llvm::DenseMap<Operation *, unsigned> memberGroup;
+};
+
+bool Fuser::canReadBroadcast(BroadcastInDimOp op, unsigned gi) const {
+  const Group &g = groups[gi];
+  if (groupOf(op.getOperand()) == gi ||
+      shapeOf(op.getResult()) != ArrayRef(g.shape))
+    return false;
+  if (hasI64(op))
+    return false;
+  BroadcastAccess access =
+      computeBroadcastAccess(shapeOf(op.getOperand()), op.getDims(), g.shape);
+  int64_t rows = 1;
+  for (int64_t d : ArrayRef(g.shape).drop_back())
+    rows *= d;
+  if (std::abs(access.columnStride) > kMaxStride ||
+      std::abs(access.partitionStride) > kMaxStride)
+    return false;
+  return access.rowBlock >= std::min(rows, kPartitions);
+}
+
+/// Peak bytes per partition of the group's live full-width tiles, if
+/// `extraMembers` joined: inputs live from their first use to their last,
+/// results from their definition to their last use inside the group.
+int64_t Fuser::peakLiveTileBytes(const Group &g,
+                                 ArrayRef<Operation *> extraMembers,
+                                 bool withReduction) const {
+  SmallVector<Operation *> members(g.members);
+  llvm::append_range(members, extraMembers);
+  llvm::SmallPtrSet<Operation *, 16> memberSet(members.begin(), members.end());
+  int64_t columns =
+      withReduction ? g.columns() : std::min(g.columns(), kChunkColumns);
+  // Last use index of every full-width value read or defined by a member.
+  llvm::MapVector<Value, std::pair<int64_t, int64_t>> live; // first, last
+  auto isFull = [&](Value value) {
+    return shapeOf(value) == ArrayRef(g.shape);
+  };
+  for (auto [index, op] : llvm::enumerate(members)) {
+    for (Value operand : op->getOperands()) {
+      if (!isFull(operand) || isSplat(operand.getDefiningOp()))
+        continue;
+      // A column broadcast member reads a [rows, 1] column: not full width.
+      Operation *def = operand.getDefiningOp();
+      if (def && memberSet.count(def) && isa<BroadcastInDimOp>(def))
+        continue;
+      auto [it, inserted] =
+          live.insert({operand, {static_cast<int64_t>(index), 0}});
+      it->second.second = index;
+    }
+    if (!isa<BroadcastInDimOp>(op))
+      for (Value result : op->getResults())
+        if (isFull(result))
+          live.insert(
+              {result,
+               {static_cast<int64_t>(index), static_cast<int64_t>(index)}});
+  }
+  int64_t peak = 0;
+  for (int64_t i = 0, e = members.size(); i < e; ++i) {
+    int64_t bytes = 0;
+    for (auto &[value, range] : live)
+      if (range.first <= i && i <= range.second)
+        bytes += columns *
+                 std::max<int64_t>(4, cast<RankedTensorType>(value.getType())
+                                              .getElementTypeBitWidth() /
+                                          8);
+    peak = std::max(peak, bytes);
+  }
+  return peak;
+}
+
+bool Fuser::tryJoin(Operation *op, unsigned gi) {
+  Group &g = groups[gi];
+  if (!g.open || static_cast<int64_t>(g.members.size()) >= maxOps)
+    return false;
+  ArrayRef<int64_t> full = g.shape, row = full.drop_back();
+  SmallVector<Operation *> newClones;
+  bool reduction = false;
+
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    // A row reduction of one of the group's full-width values.
+    if (reduce.getKind() == ReduceKind::prod || hasI64(op) ||
+        groupOf(reduce.getOperand()) != gi ||
+        shapeOf(reduce.getOperand()) != full ||
+        reduce.getDims() !=
+            ArrayRef<int64_t>{static_cast<int64_t>(full.size() - 1)} ||
+        g.columns() > maxReductionRow)
+      return false;
+    reduction = true;
+  } else if (auto broadcast = dyn_cast<BroadcastInDimOp>(op)) {
+    // A per-row value of the group back to full width: a column.
+    if (groupOf(broadcast.getOperand()) != gi ||
+        !g.narrow.count(broadcast.getOperand()) ||
+        shapeOf(broadcast.getResult()) != full ||
+        !isLeadingIdentity(broadcast.getDims(), full.size() - 1))
+      return false;
+  } else {
+    if (!op->hasTrait<OpTrait::Elementwise>() || hasI64(op) ||
+        op->getNumResults() != 1)
+      return false;
+    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+    bool isFullOp = shape == full;
+    if (!isFullOp && shape != row)
+      return false;
+    for (Value operand : op->getOperands()) {
+      if (groupOf(operand) == gi)
+        continue;
+      Operation *def = operand.getDefiningOp();
+      if (isSplat(def)) {
+        newClones.push_back(def);
+        continue;
+      }
+      // A broadcast that is itself a member of a group is that group's
+      // result, read as an input.
+      auto broadcast = dyn_cast_or_null<BroadcastInDimOp>(def);
+      if (isFullOp && broadcast && !memberGroup.count(def) &&
+          canReadBroadcast(broadcast, gi))
+        newClones.push_back(def);
+      // Anything else is an input read directly.
+    }
+  }
+  if (peakLiveTileBytes(g, op, g.hasReduction || reduction) > sbufBudget)
+    return false;
+  g.members.push_back(op);
+  memberGroup[op] = gi;
+  g.hasReduction |= reduction;
+  g.clones.insert(newClones.begin(), newClones.end());
+  if (reduction || (!isa<BroadcastInDimOp>(op) &&
+                    shapeOf(op->getResult(0)) != ArrayRef(g.shape)))
+    g.narrow.insert(op->getResult(0));
+  return true;
+}
+
+bool Fuser::tryStart(Operation *op) {
+  Group g;
+  auto reduce = dyn_cast<ReduceOp>(op);
+  if (reduce) {
+    // A group that starts with a row reduction reads the reduced tensor.
+    ArrayRef<int64_t> shape = shapeOf(reduce.getOperand());
+    if (shape.empty() || reduce.getKind() == ReduceKind::prod || hasI64(op) ||
+        reduce.getDims() !=
+            ArrayRef<int64_t>{static_cast<int64_t>(shape.size() - 1)} ||
+        shape.back() > maxReductionRow)
+      return false;
+    g.shape.assign(shape.begin(), shape.end());
+  } else if (op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
+             !hasI64(op)) {
+    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+    if (shape.empty())
+      return false;
+    g.shape.assign(shape.begin(), shape.end());
+  } else {
+    return false;
+  }
+  groups.push_back(std::move(g));
+  unsigned index = groups.size() - 1;
+  if (!reduce)
+    return tryJoin(op, index) || (groups.pop_back(), false);
+  Group &fresh = groups.back();
+  if (peakLiveTileBytes(fresh, op, /*withReduction=*/true) > sbufBudget) {
+    groups.pop_back();
+    return false;
+  }
+  fresh.members.push_back(op);
+  memberGroup[op] = index;
+  fresh.hasReduction = true;
+  fresh.narrow.insert(reduce.getResult());
+  return true;
+}
+
+void Fuser::materialise(Group &g) {
+  llvm::SmallPtrSet<Operation *, 16> memberSet(g.members.begin(),
+                                               g.members.end());
+  // Inputs in order of first use; clones in program order.
+  llvm::SetVector<Value> inputs;
+  llvm::SetVector<Operation *> clones;
+  for (Operation *op : g.members)
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && memberSet.count(def))
+        continue;
+      if (def && g.clones.count(def)) {
+        clones.insert(def);
+        for (Value cloneOperand : def->getOperands())
+          inputs.insert(cloneOperand);
+        continue;
+      }
+      inputs.insert(operand);
+    }
+  SmallVector<Value> results;
+  for (Operation *op : g.members)
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(),
+                       [&](Operation *user) { return !memberSet.count(user); }))
+        results.push_back(result);
+
+  Operation *last = g.members.back();
+  OpBuilder builder(last->getContext());
+  builder.setInsertionPointAfter(last);
+  Location loc =
+      g.members.size() == 1
+          ? last->getLoc()
+          : builder.getFusedLoc(llvm::to_vector(llvm::map_range(
+                g.members, [](Operation *op) { return op->getLoc(); })));
+  SmallVector<Type> resultTypes(
+      llvm::map_range(results, [](Value v) { return v.getType(); }));
+  auto fusion =
+      builder.create<FusionOp>(loc, resultTypes, inputs.getArrayRef());
+  Block *body = builder.createBlock(&fusion.getBody());
+  IRMapping mapping;
+  for (Value input : inputs)
+    mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
+  builder.setInsertionPointToEnd(body);
+  for (Operation *clone : clones)
+    builder.clone(*clone, mapping);
+  for (Operation *op : g.members)
+    builder.clone(*op, mapping);
+  builder.create<YieldOp>(
+      loc, llvm::to_vector(llvm::map_range(
+               results, [&](Value v) { return mapping.lookup(v); })));
+
+  for (auto [original, replacement] : llvm::zip(results, fusion.getResults()))
+    original.replaceUsesWithIf(replacement, [&](OpOperand &use) {
+      return !memberSet.count(use.getOwner());
+    });
+  for (Operation *op : llvm::reverse(g.members))
+    op->erase();
+  for (Operation *clone : clones)
+    if (clone->use_empty())
+      clone->erase();
+}
+
+void Fuser::run() {
+  Block &block = function.getBody().front();
+  for (Operation &op : block) {
+    // Join the first open group among the operands' groups, else start one.
+    bool placed = false;
+    for (Value operand : op.getOperands()) {
+      std::optional<unsigned> g = groupOf(operand);
+      if (g && tryJoin(&op, *g)) {
+        placed = true;
+        break;
+      }
+    }
+    if (!placed)
+      placed = tryStart(&op);
+    std::optional<unsigned> own =
+        placed ? std::optional<unsigned>(memberGroup[&op]) : std::nullopt;
+    // A group whose value is read from outside it cannot grow any more.
+    for (Value operand : op.getOperands())
+      if (std::optional<unsigned> g = groupOf(operand); g && g != own)
+        groups[*g].open = false;
+  }
+  for (Group &g : groups)
+    materialise(g);
+}
+
+struct TrnFuseElementwisePass
+    : mlir::trn::impl::TrnFuseElementwiseBase<TrnFuseElementwisePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    if (function.isExternal() || !function.getBody().hasOneBlock())
+      return;
+    Fuser(function, maxReductionRow, sbufBudget, maxOps).run();
+  }
+};
+
+} // namespace

@@ -1,0 +1,127 @@
+// RUN: trn-opt %s -convert-trn-to-nc -split-input-file -verify-diagnostics | FileCheck %s
+
+// A row group: per 128-row tile, x is loaded once; the row sum is a [P, 1]
+// column that tensor_scalar reads directly; the bias is read through a
+// window whose partition stride is 0 (its broadcast); the per-row result is
+// stored as a column of the [rows] output.
+// CHECK-LABEL: func.func @rows
+// CHECK-SAME: (%[[X:.*]]: !nc.hbm<200x96xf32> {{.*}}, %[[B:.*]]: !nc.hbm<96xf32> {{.*}}, %[[S:.*]]: !nc.hbm<200xf32> {{.*}}, %[[Y:.*]]: !nc.hbm<200x96xf32>
+// CHECK: %[[XT:.*]] = nc.alloc : <sbuf, 128x96xf32>
+// CHECK-NEXT: %[[XV:.*]] = nc.view %[[X]] strides [1] {partition_stride = 96 : i64}
+// CHECK-NEXT: nc.dma_copy %[[XT]], %[[XV]]
+// CHECK: nc.tensor_reduce add %[[SUM:.*]], %[[XT]] : <sbuf, 128x1xf32>, <sbuf, 128x96xf32>
+// CHECK: nc.tensor_scalar multiply, bypass %[[MEAN:.*]], %[[SUM]] {scalar0 = 0.010416667{{.*}} : f32}
+// CHECK: nc.tensor_scalar subtract, bypass %[[D:.*]], %[[XT]] column0 %[[MEAN]]
+// CHECK: %[[BV:.*]] = nc.view %[[B]] strides [1] : !nc.hbm<96xf32> -> <hbm, 128x96xf32>
+// CHECK: nc.tensor_tensor add
+// CHECK: nc.view %[[S]] strides [1] {partition_stride = 1 : i64} : !nc.hbm<200xf32> -> <hbm, 128x1xf32>
+// CHECK: nc.view %[[Y]] strides [1] {partition_stride = 96 : i64}
+// The second tile covers the last 72 rows.
+// CHECK: nc.view %[[X]] strides [1] {offset = 12288 : i64, partition_stride = 96 : i64} : !nc.hbm<200x96xf32> -> <hbm, 72x96xf32>
+// CHECK: nc.view %[[S]] strides [1] {offset = 128 : i64, partition_stride = 1 : i64}
+func.func @rows(%x: tensor<200x96xf32>, %b: tensor<96xf32>) -> (tensor<200xf32>, tensor<200x96xf32>) {
+  %0:2 = trn.fusion(%x, %b : tensor<200x96xf32>, tensor<96xf32>) -> (tensor<200xf32>, tensor<200x96xf32>) {
+  ^bb0(%a: tensor<200x96xf32>, %c: tensor<96xf32>):
+    %inv = trn.constant dense<0.010416667> : tensor<200xf32>
+    %bc = trn.broadcast_in_dim %c, dims = [1] : (tensor<96xf32>) -> tensor<200x96xf32>
+    %s = trn.reduce sum %a, dims = [1] : (tensor<200x96xf32>) -> tensor<200xf32>
+    %m = trn.mul %s, %inv : tensor<200xf32>
+    %mb = trn.broadcast_in_dim %m, dims = [0] : (tensor<200xf32>) -> tensor<200x96xf32>
+    %d = trn.sub %a, %mb : tensor<200x96xf32>
+    %y = trn.add %d, %bc : tensor<200x96xf32>
+    trn.yield %s, %y : tensor<200xf32>, tensor<200x96xf32>
+  }
+  return %0#0, %0#1 : tensor<200xf32>, tensor<200x96xf32>
+}
+
+// -----
+
+// An elementwise group over few long rows is spread over all 128
+// partitions ([4, 1024] as [128, 32]); a rank-0 input is a column read with
+// partition stride 0.
+// CHECK-LABEL: func.func @flat
+// CHECK: nc.view %arg0 strides [1] {partition_stride = 32 : i64} : !nc.hbm<4x1024xf32> -> <hbm, 128x32xf32>
+// CHECK: nc.view %arg1 strides [1] : !nc.hbm<f32> -> <hbm, 128x1xf32>
+// CHECK: nc.tensor_scalar multiply, bypass {{.*}} column0
+// CHECK: nc.view %arg2 strides [1] {partition_stride = 32 : i64} : !nc.hbm<4x1024xf32> -> <hbm, 128x32xf32>
+// CHECK-NEXT: nc.dma_copy
+// CHECK-NOT: nc.dma_copy
+// CHECK: return
+func.func @flat(%x: tensor<4x1024xf32>, %lr: tensor<f32>) -> tensor<4x1024xf32> {
+  %0 = trn.fusion(%x, %lr : tensor<4x1024xf32>, tensor<f32>) -> (tensor<4x1024xf32>) {
+  ^bb0(%a: tensor<4x1024xf32>, %s: tensor<f32>):
+    %sb = trn.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<4x1024xf32>
+    %y = trn.mul %a, %sb : tensor<4x1024xf32>
+    trn.yield %y : tensor<4x1024xf32>
+  }
+  return %0 : tensor<4x1024xf32>
+}
+
+// -----
+
+// A [128, 64] mask broadcast over a leading dim of 4: each block of 128 rows
+// reads the mask from offset 0 with partition stride 64.
+// CHECK-LABEL: func.func @blocks
+// CHECK-COUNT-4: nc.view %arg1 strides [1] {partition_stride = 64 : i64} : !nc.hbm<128x64xf32> -> <hbm, 128x64xf32>
+func.func @blocks(%x: tensor<4x128x64xf32>, %mask: tensor<128x64xf32>) -> tensor<4x128x64xf32> {
+  %0 = trn.fusion(%x, %mask : tensor<4x128x64xf32>, tensor<128x64xf32>) -> (tensor<4x128x64xf32>) {
+  ^bb0(%a: tensor<4x128x64xf32>, %m: tensor<128x64xf32>):
+    %mb = trn.broadcast_in_dim %m, dims = [1, 2] : (tensor<128x64xf32>) -> tensor<4x128x64xf32>
+    %y = trn.add %a, %mb : tensor<4x128x64xf32>
+    trn.yield %y : tensor<4x128x64xf32>
+  }
+  return %0 : tensor<4x128x64xf32>
+}
+
+// -----
+
+func.func @leading_reduce(%x: tensor<8x8xf32>) -> tensor<8xf32> {
+  %0 = trn.fusion(%x : tensor<8x8xf32>) -> (tensor<8xf32>) {
+  ^bb0(%a: tensor<8x8xf32>):
+    // expected-error @+1 {{'trn.fusion' cannot be lowered: only sum, max and min over the last dimension of the group's shape are lowered in a group}}
+    %s = trn.reduce sum %a, dims = [0] : (tensor<8x8xf32>) -> tensor<8xf32>
+    trn.yield %s : tensor<8xf32>
+  }
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @other_shape(%x: tensor<8x16xf32>, %y: tensor<4x16xf32>) -> tensor<8x16xf32> {
+  %0:2 = trn.fusion(%x, %y : tensor<8x16xf32>, tensor<4x16xf32>) -> (tensor<8x16xf32>, tensor<4x16xf32>) {
+  ^bb0(%a: tensor<8x16xf32>, %b: tensor<4x16xf32>):
+    %e = trn.exp %a : tensor<8x16xf32>
+    // expected-error @+1 {{'trn.fusion' cannot be lowered: its result is neither of the group's shape nor a per-row value}}
+    %f = trn.exp %b : tensor<4x16xf32>
+    trn.yield %e, %f : tensor<8x16xf32>, tensor<4x16xf32>
+  }
+  return %0#0 : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @row_as_column(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %0 = trn.fusion(%x : tensor<16x16xf32>) -> (tensor<16x16xf32>) {
+  ^bb0(%a: tensor<16x16xf32>):
+    %r = trn.reduce sum %a, dims = [1] : (tensor<16x16xf32>) -> tensor<16xf32>
+    // expected-error @+1 {{'trn.fusion' cannot be lowered: it broadcasts a value of the group other than a per-row value}}
+    %t = trn.broadcast_in_dim %r, dims = [1] : (tensor<16xf32>) -> tensor<16x16xf32>
+    %y = trn.add %a, %t : tensor<16x16xf32>
+    trn.yield %y : tensor<16x16xf32>
+  }
+  return %0 : tensor<16x16xf32>
+}
+
+// -----
+
+func.func @input_other_shape(%x: tensor<16x16xf32>, %v: tensor<16xf32>) -> tensor<16xf32> {
+  %0 = trn.fusion(%x, %v : tensor<16x16xf32>, tensor<16xf32>) -> (tensor<16xf32>) {
+  ^bb0(%a: tensor<16x16xf32>, %b: tensor<16xf32>):
+    %r = trn.reduce sum %a, dims = [1] : (tensor<16x16xf32>) -> tensor<16xf32>
+    // expected-error @+1 {{'trn.fusion' cannot be lowered: it broadcasts an input to another shape than the group's}}
+    %t = trn.broadcast_in_dim %b, dims = [0] : (tensor<16xf32>) -> tensor<16xf32>
+    %y = trn.add %r, %t : tensor<16xf32>
+    trn.yield %y : tensor<16xf32>
+  }
+  return %0 : tensor<16xf32>
+}

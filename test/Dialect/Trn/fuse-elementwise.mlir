@@ -1,0 +1,121 @@
+// RUN: trn-opt %s -split-input-file -trn-fuse-elementwise | FileCheck %s
+// RUN: trn-opt %s -split-input-file -trn-fuse-elementwise="max-reduction-row=64" | FileCheck %s --check-prefix=SHORT
+// RUN: trn-opt %s -split-input-file -trn-fuse-elementwise="max-ops=2" | FileCheck %s --check-prefix=SMALL
+
+// Softmax along rows: both row reductions, the broadcasts of their results
+// and the elementwise ops form one group that yields only the result.
+// CHECK-LABEL: func.func @softmax
+// CHECK-NEXT: %[[F:.*]] = trn.fusion(%arg0 : tensor<200x600xf32>) -> (tensor<200x600xf32>) {
+// CHECK: trn.reduce max
+// CHECK: trn.broadcast_in_dim {{.*}} dims = [0]
+// CHECK: trn.sub
+// CHECK: trn.exp
+// CHECK: trn.reduce sum
+// CHECK: trn.div
+// CHECK-NEXT: trn.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[F]]
+// Rows longer than max-reduction-row are reduced outside a group.
+// SHORT-LABEL: func.func @softmax
+// SHORT-NEXT: trn.reduce max %arg0
+// SMALL-LABEL: func.func @softmax
+// SMALL-COUNT-4: trn.fusion
+// SMALL-NOT: trn.fusion
+// SMALL: return
+func.func @softmax(%x: tensor<200x600xf32>) -> tensor<200x600xf32> {
+  %0 = trn.reduce max %x, dims = [1] : (tensor<200x600xf32>) -> tensor<200xf32>
+  %1 = trn.broadcast_in_dim %0, dims = [0] : (tensor<200xf32>) -> tensor<200x600xf32>
+  %2 = trn.sub %x, %1 : tensor<200x600xf32>
+  %3 = trn.exp %2 : tensor<200x600xf32>
+  %4 = trn.reduce sum %3, dims = [1] : (tensor<200x600xf32>) -> tensor<200xf32>
+  %5 = trn.broadcast_in_dim %4, dims = [0] : (tensor<200xf32>) -> tensor<200x600xf32>
+  %6 = trn.div %3, %5 : tensor<200x600xf32>
+  return %6 : tensor<200x600xf32>
+}
+
+// -----
+
+// A broadcast input and a splat constant are copied into the group (read
+// through a DMA window, an immediate); the originals go away when unused.
+// The broadcast that also feeds a non-fusible op stays for it.
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK-NEXT: %[[BB:.*]] = trn.broadcast_in_dim %arg1
+// CHECK-NEXT: %[[F:.*]] = trn.fusion(%arg0, %arg1 : tensor<256x64xf32>, tensor<64xf32>) -> (tensor<256x64xf32>) {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<256x64xf32>, %[[B:.*]]: tensor<64xf32>):
+// CHECK-NEXT: %[[BC:.*]] = trn.broadcast_in_dim %[[B]], dims = [1]
+// CHECK-NEXT: %[[HALF:.*]] = trn.constant dense<5.000000e-01>
+// CHECK-NEXT: %[[ADD:.*]] = trn.add %[[X]], %[[BC]]
+// CHECK-NEXT: %[[MUL:.*]] = trn.mul %[[ADD]], %[[HALF]]
+// CHECK-NEXT: %[[G:.*]] = trn.gelu %[[MUL]]
+// CHECK-NEXT: trn.yield %[[G]]
+// CHECK: trn.dot_general %[[F]], %[[BB]]
+// CHECK-NOT: trn.constant
+func.func @bias_gelu(%x: tensor<256x64xf32>, %b: tensor<64xf32>) -> tensor<256x256xf32> {
+  %half = trn.constant dense<0.5> : tensor<256x64xf32>
+  %bb = trn.broadcast_in_dim %b, dims = [1] : (tensor<64xf32>) -> tensor<256x64xf32>
+  %0 = trn.add %x, %bb : tensor<256x64xf32>
+  %1 = trn.mul %0, %half : tensor<256x64xf32>
+  %2 = trn.gelu %1 : tensor<256x64xf32>
+  %3 = trn.dot_general %2, %bb, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<256x64xf32>, tensor<256x64xf32>) -> tensor<256x256xf32>
+  return %3 : tensor<256x256xf32>
+}
+
+// -----
+
+// Once an op outside a group reads one of its values, the group is closed:
+// the later add starts a new group that reads the first group's result.
+// CHECK-LABEL: func.func @closed
+// CHECK: %[[A:.*]] = trn.fusion(%arg0 : tensor<128x128xf32>) -> (tensor<128x128xf32>)
+// CHECK: trn.exp
+// CHECK: %[[D:.*]] = trn.dot_general %[[A]]
+// CHECK: trn.fusion(%[[A]], %[[D]] : tensor<128x128xf32>, tensor<128x128xf32>)
+// CHECK: trn.add
+func.func @closed(%x: tensor<128x128xf32>) -> tensor<128x128xf32> {
+  %a = trn.exp %x : tensor<128x128xf32>
+  %d = trn.dot_general %a, %a, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
+  %c = trn.add %a, %d : tensor<128x128xf32>
+  return %c : tensor<128x128xf32>
+}
+
+// -----
+
+// Not fused: reductions over leading dims, i64 arithmetic, rank-0 ops, and
+// broadcasts whose DMA window would cover fewer than 128 rows.
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NEXT: trn.reduce sum %arg0, dims = [0]
+// CHECK-NEXT: trn.add %arg1, %arg1 : tensor<4xi64>
+// CHECK-NEXT: trn.add %arg2, %arg2 : tensor<f32>
+// CHECK-NEXT: %[[BC:.*]] = trn.broadcast_in_dim %arg3, dims = [0, 2]
+// CHECK-NEXT: trn.fusion(%arg4, %[[BC]] :
+func.func @left_alone(%x: tensor<8x16xf32>, %i: tensor<4xi64>, %s: tensor<f32>, %m: tensor<16x8xf32>, %y: tensor<16x4x8xf32>)
+    -> (tensor<16xf32>, tensor<4xi64>, tensor<f32>, tensor<16x4x8xf32>) {
+  %0 = trn.reduce sum %x, dims = [0] : (tensor<8x16xf32>) -> tensor<16xf32>
+  %1 = trn.add %i, %i : tensor<4xi64>
+  %2 = trn.add %s, %s : tensor<f32>
+  %3 = trn.broadcast_in_dim %m, dims = [0, 2] : (tensor<16x8xf32>) -> tensor<16x4x8xf32>
+  %4 = trn.mul %y, %3 : tensor<16x4x8xf32>
+  return %0, %1, %2, %4 : tensor<16xf32>, tensor<4xi64>, tensor<f32>, tensor<16x4x8xf32>
+}
+
+// -----
+
+// Per-row values (shape S[:-1]) computed from a reduction join the group as
+// columns, with their own elementwise ops; both the row values and the
+// full-width result are yielded.
+// CHECK-LABEL: func.func @row_values
+// CHECK: %[[F:.*]]:2 = trn.fusion(%arg0 : tensor<64x32xf32>) -> (tensor<64xf32>, tensor<64x32xf32>)
+// CHECK: trn.reduce sum
+// CHECK: trn.mul {{.*}} : tensor<64xf32>
+// CHECK: trn.rsqrt {{.*}} : tensor<64xf32>
+// CHECK: trn.yield
+// CHECK: return %[[F]]#0, %[[F]]#1
+func.func @row_values(%x: tensor<64x32xf32>) -> (tensor<64xf32>, tensor<64x32xf32>) {
+  %inv = trn.constant dense<0.03125> : tensor<64xf32>
+  %sq = trn.mul %x, %x : tensor<64x32xf32>
+  %s = trn.reduce sum %sq, dims = [1] : (tensor<64x32xf32>) -> tensor<64xf32>
+  %m = trn.mul %s, %inv : tensor<64xf32>
+  %r = trn.rsqrt %m : tensor<64xf32>
+  %rb = trn.broadcast_in_dim %r, dims = [0] : (tensor<64xf32>) -> tensor<64x32xf32>
+  %y = trn.mul %x, %rb : tensor<64x32xf32>
+  return %r, %y : tensor<64xf32>, tensor<64x32xf32>
+}
