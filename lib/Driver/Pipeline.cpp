@@ -86,6 +86,8 @@ void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
   OpPassManager &graph = pm.nest<func::FuncOp>();
   // The lowering takes primitives only (see convert-trn-to-nc).
   graph.addPass(createTrnDecomposeComposites());
+  // The engines have no 64-bit integers: indices and labels go to i32.
+  graph.addPass(createTrnNarrowI64());
   // -O0 lowers the graph as written, which is what one wants when bisecting
   // a miscompile; every other level simplifies it first.
   if (options.optLevel > 0) {

@@ -132,6 +132,7 @@ private:
   LogicalResult lowerReduce(trn::ReduceOp op);
   LogicalResult lowerConstant(trn::ConstantOp op);
   LogicalResult lowerIota(trn::IotaOp op);
+  LogicalResult lowerConvertI64(trn::ConvertOp op);
   LogicalResult lowerGather(trn::GatherOp op);
   LogicalResult lowerScatterAdd(trn::ScatterAddOp op);
   /// A trn.fusion group as one tiled kernel (LowerFusion.cpp).

@@ -495,6 +495,58 @@ Value Lowering::asTable(Value hbm, int64_t rows, int64_t rowElements) {
 
 /// iota: a tile's index along `dim` is affine in (partition, free index)
 /// when the tile stays inside one block of rows sharing the leading index.
+/// i64 tensors exist only at the graph's edges (trn-narrow-i64 computes in
+/// i32): an i64 input is read as its low i32 words, and an i32 result is
+/// written as i64 by storing its value as the low word and its sign (0 or
+/// -1) as the high word.
+LogicalResult Lowering::lowerConvertI64(trn::ConvertOp op) {
+  auto inType = cast<RankedTensorType>(op.getOperand().getType());
+  auto outType = cast<RankedTensorType>(op.getType());
+  Type i32 = builder.getI32Type();
+  bool widening = outType.getElementType().isSignlessInteger(64);
+  Type narrow = widening ? inType.getElementType() : outType.getElementType();
+  if (!narrow.isSignlessInteger(32))
+    return op.emitError("'trn.convert' between i64 and ")
+           << narrow
+           << " is not lowered to NeuronCore kernels (the engines have no "
+              "64-bit integers; run trn-narrow-i64 so that only i32 <-> i64 "
+              "conversions remain)";
+  Value in = hbmOf(op.getOperand());
+  Value out = newTensor(op.getResult());
+  int64_t cols = outType.getShape().empty() ? 1 : outType.getShape().back();
+  auto words = [&](Value hbm, int64_t offset, int64_t rows, int64_t width) {
+    SmallVector<int64_t> shape{rows, width};
+    auto type =
+        TileType::get(builder.getContext(), MemorySpace::hbm, shape, i32);
+    return builder
+        .create<ViewOp>(kb.loc, type, hbm, builder.getI64IntegerAttr(0),
+                        builder.getI64IntegerAttr(offset),
+                        builder.getI64IntegerAttr(2 * cols),
+                        builder.getDenseI64ArrayAttr({2}))
+        .getResult();
+  };
+  forEachTile(outType.getShape(), [&](int64_t r0, int64_t rows, int64_t c0,
+                                      int64_t width) {
+    Value t = kb.tile(MemorySpace::sbuf, rows, {width}, i32);
+    int64_t element = r0 * cols + c0;
+    if (!widening) {
+      kb.dma(t, words(in, 2 * element, rows, width));
+      kb.dma(kb.rowTile(out, cols, r0, rows, c0, width), t);
+      return;
+    }
+    kb.dma(t, kb.rowTile(in, cols, r0, rows, c0, width));
+    // high word = (x < 0) * -1
+    Value high = kb.tile(MemorySpace::sbuf, rows, {width}, i32);
+    builder.create<TensorScalarOp>(kb.loc, AluOp::is_less, AluOp::multiply,
+                                   high, t, Value(), Value(),
+                                   llvm::APFloat(0.0f), llvm::APFloat(-1.0f),
+                                   false, false, Engine::vector);
+    kb.dma(words(out, 2 * element, rows, width), t);
+    kb.dma(words(out, 2 * element + 1, rows, width), high);
+  });
+  return success();
+}
+
 LogicalResult Lowering::lowerIota(trn::IotaOp op) {
   if (failed(checkTileable(op)))
     return failure();
@@ -715,7 +767,15 @@ LogicalResult Lowering::lower(Operation *op) {
           builder.create<SelectOp>(kb.loc, dst, srcs[0], srcs[1], srcs[2]);
         });
       })
-      .Case([&](trn::ConvertOp) {
+      .Case([&](trn::ConvertOp o) {
+        if (isa<RankedTensorType>(o.getOperand().getType()) &&
+            (cast<RankedTensorType>(o.getOperand().getType())
+                 .getElementType()
+                 .isSignlessInteger(64) ||
+             cast<RankedTensorType>(o.getType())
+                 .getElementType()
+                 .isSignlessInteger(64)))
+          return lowerConvertI64(o);
         return elementwise(op, [&](Value dst, ArrayRef<Value> srcs) {
           builder.create<TensorCopyOp>(kb.loc, dst, srcs[0], Engine::vector);
         });
@@ -760,6 +820,35 @@ LogicalResult Lowering::lower(Operation *op) {
         Side dst{newTensor(o.getResult()), 0,
                  rowMajorStrides(outType.getShape())};
         return copy(o, outType.getShape(), src, dst);
+      })
+      .Case([&](trn::PadOp o) -> LogicalResult {
+        if (failed(checkTileable(o)))
+          return failure();
+        // Fill the whole result, then copy the operand into its window (the
+        // sync pass orders the two writes).
+        auto in = cast<RankedTensorType>(o.getOperand().getType());
+        auto outType = cast<RankedTensorType>(o.getType());
+        Value out = newTensor(o.getResult());
+        int64_t cols =
+            outType.getShape().empty() ? 1 : outType.getShape().back();
+        forEachTile(outType.getShape(), [&](int64_t r0, int64_t rows,
+                                            int64_t c0, int64_t width) {
+          Value t = kb.tile(MemorySpace::sbuf, rows, {width},
+                            outType.getElementType());
+          builder.create<MemsetOp>(
+              kb.loc, t,
+              llvm::APFloat(static_cast<float>(o.getValue().convertToDouble())),
+              Engine::vector);
+          kb.dma(kb.rowTile(out, cols, r0, rows, c0, width), t);
+        });
+        if (in.getNumElements() == 0)
+          return success();
+        SmallVector<int64_t> outStrides = rowMajorStrides(outType.getShape());
+        Side dst{out, 0, outStrides};
+        for (auto [d, low] : llvm::enumerate(o.getLow()))
+          dst.offset += low * outStrides[d];
+        Side src{hbmOf(o.getOperand()), 0, rowMajorStrides(in.getShape())};
+        return copy(o, in.getShape(), src, dst);
       })
       .Case([&](trn::ConcatenateOp o) {
         auto outType = cast<RankedTensorType>(o.getType());

@@ -92,4 +92,24 @@ def TrnFuseElementwise : Pass<"trn-fuse-elementwise", "::mlir::func::FuncOp"> {
   ];
 }
 
+
+def TrnNarrowI64 : Pass<"trn-narrow-i64", "::mlir::func::FuncOp"> {
+  let summary = "compute i64 tensors (indices, labels, counts) in i32";
+  let description = [{
+    NeuronCore-v2 engines have no 64-bit integers. Frameworks write indices
+    and labels as i64, whose values are bounded by table sizes and class
+    counts, far below 2^31. This pass computes every i64 value of the graph
+    in i32: i64 arguments are converted to i32 where the graph starts, i64
+    constants become i32 constants, every op producing an i64 tensor
+    produces an i32 tensor instead, and i64 results are converted back
+    (sign-extended) before the return. The seed operands of the rng ops stay
+    i64. The function's signature does not change.
+
+    The one difference from i64 arithmetic: a value that would not fit in
+    i32 wraps. A constant outside the i32 range is reported as an error
+    rather than narrowed.
+  }];
+  let dependentDialects = ["::mlir::trn::TrnDialect"];
+}
+
 #endif // TRN_DIALECT_TRN_TRANSFORMS_PASSES_TD
