@@ -1,4 +1,4 @@
-// Softmax cross-entropy with i32 labels and its gradient, reductions none,
+// Softmax cross-entropy with i32 (and i64) labels and its gradient, reductions none,
 // sum and mean, in bf16: 200 rows (two partition tiles), 600 classes (the row
 // reductions span two 512-column tiles); every 7th label is ignore_index
 // (-100), so `mean` divides by the 171 rows that count. The scalars go
@@ -12,10 +12,12 @@
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
 // RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
 // RUN: sed 's/xi32>/xi64>/g' %s > %t/v0.mlir
-// i64 labels: the ignore_index comparison is i64 arithmetic, which trn1's
-// engines lack; narrowing index tensors to i32 is future work.
-// RUN: not trn-cc compile %t/v0.mlir -o %t/v0.trnart --no-cache 2>&1 | FileCheck %s --check-prefix=I64
-// I64: 'trn.compare' on i64 tensors is not lowered to NeuronCore kernels yet
+// i64 labels (as frameworks write them) are computed in i32 on the device.
+// RUN: %python -c "import numpy as np, sys; d = dict(np.load(sys.argv[1])); d['labels'] = d['labels'].astype(np.int64); np.savez(sys.argv[2], **d)" %t/in.npz %t/in64.npz
+// RUN: trn-eval %t/v0.mlir --inputs %t/in64.npz --outputs %t/ref64.npz > /dev/null
+// RUN: trn-cc compile %t/v0.mlir -o %t/v0.trnart --no-cache -q
+// RUN: trn-run %t/v0.trnart --inputs %t/in64.npz --outputs %t/out64.npz --poison > /dev/null
+// RUN: %python %S/Inputs/compare.py %t/ref64.npz %t/out64.npz 2e-2 | FileCheck %s
 // CHECK: outputs match
 
 func.func @cross_entropy_bf16(%logits: tensor<200x600xbf16> {trn.name = "logits"}, %labels: tensor<200xi32> {trn.name = "labels"},
