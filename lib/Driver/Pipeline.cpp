@@ -88,6 +88,12 @@ void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
   graph.addPass(createTrnDecomposeComposites());
   // The engines have no 64-bit integers: indices and labels go to i32.
   graph.addPass(createTrnNarrowI64());
+  if (options.autoCast != "none") {
+    TrnAutoCastOptions cast;
+    cast.mode = options.autoCast;
+    cast.castType = options.autoCastType;
+    graph.addPass(createTrnAutoCast(cast));
+  }
   // -O0 lowers the graph as written, which is what one wants when bisecting
   // a miscompile; every other level simplifies it first.
   if (options.optLevel > 0) {
@@ -108,12 +114,17 @@ mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
   if (!target)
     return module.emitError("unknown target '")
            << options.target << "' (expected trn1 or trn2)";
-  // Refuse rather than ignore: an artifact must be what its flags say.
-  if (options.autoCast != "none")
-    return module.emitError("--auto-cast ")
-           << options.autoCast
-           << " is not supported by the trn-to-nc lowering yet; compile with "
-              "--auto-cast none";
+  if (options.autoCast != "none" && options.autoCast != "matmul" &&
+      options.autoCast != "all")
+    return module.emitError("unknown --auto-cast ")
+           << options.autoCast << " (expected none, matmul or all)";
+  if (options.autoCastType != "bf16" && options.autoCastType != "fp8_e4m3")
+    return module.emitError("unknown --auto-cast-type ")
+           << options.autoCastType << " (expected bf16 or fp8_e4m3)";
+  if (options.autoCast == "all" && options.autoCastType != "bf16")
+    return module.emitError("--auto-cast all casts to bf16 only; use "
+                            "--auto-cast matmul with --auto-cast-type "
+                            "fp8_e4m3");
   // The nc verifiers and passes read the hardware table from this attribute.
   module->setAttr("nc.target",
                   StringAttr::get(module.getContext(), target->name));

@@ -577,3 +577,19 @@ func.func @chain() -> tensor<2x4xf32> {
   %r = trn.mul %bc, %one : tensor<2x4xf32>
   return %r : tensor<2x4xf32>
 }
+
+// -----
+
+// A round trip through a wider float type is the identity; one through a
+// narrower type rounds and stays.
+// CHECK-LABEL: func.func @convert_round_trip
+// CHECK-NEXT: %[[N:.*]] = trn.convert %arg1 : tensor<4xf32> -> tensor<4xbf16>
+// CHECK-NEXT: %[[W:.*]] = trn.convert %[[N]] : tensor<4xbf16> -> tensor<4xf32>
+// CHECK-NEXT: return %arg0, %[[W]]
+func.func @convert_round_trip(%a: tensor<4xbf16>, %b: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xf32>) {
+  %0 = trn.convert %a : tensor<4xbf16> -> tensor<4xf32>
+  %1 = trn.convert %0 : tensor<4xf32> -> tensor<4xbf16>
+  %2 = trn.convert %b : tensor<4xf32> -> tensor<4xbf16>
+  %3 = trn.convert %2 : tensor<4xbf16> -> tensor<4xf32>
+  return %1, %3 : tensor<4xbf16>, tensor<4xf32>
+}

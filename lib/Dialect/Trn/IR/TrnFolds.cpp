@@ -160,9 +160,32 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
+/// Whether every value of float type `narrow` is exactly a value of `wide`.
+static bool widensExactly(Type narrow, Type wide) {
+  auto n = dyn_cast<FloatType>(narrow), w = dyn_cast<FloatType>(wide);
+  if (!n || !w)
+    return false;
+  const llvm::fltSemantics &ns = n.getFloatSemantics(),
+                           &ws = w.getFloatSemantics();
+  return llvm::APFloat::getSizeInBits(ns) <= llvm::APFloat::getSizeInBits(ws) &&
+         llvm::APFloat::semanticsPrecision(ns) <=
+             llvm::APFloat::semanticsPrecision(ws) &&
+         llvm::APFloat::semanticsMaxExponent(ns) <=
+             llvm::APFloat::semanticsMaxExponent(ws) &&
+         llvm::APFloat::semanticsMinExponent(ns) >=
+             llvm::APFloat::semanticsMinExponent(ws);
+}
+
 OpFoldResult ConvertOp::fold(FoldAdaptor) {
   if (getOperand().getType() == getType())
     return getOperand();
+  // convert(convert(x : T -> W) -> T) is x when W holds every T exactly
+  // (bf16 -> f32 -> bf16, as --auto-cast all leaves between ops).
+  if (auto inner = getOperand().getDefiningOp<ConvertOp>())
+    if (inner.getOperand().getType() == getType() &&
+        widensExactly(getType().getElementType(),
+                      inner.getType().getElementType()))
+      return inner.getOperand();
   return {};
 }
 

@@ -112,4 +112,27 @@ def TrnNarrowI64 : Pass<"trn-narrow-i64", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
 
+
+def TrnAutoCast : Pass<"trn-auto-cast", "::mlir::func::FuncOp"> {
+  let summary = "compute matmuls (or all f32 arithmetic) in bf16 or fp8";
+  let description = [{
+    What `trn-cc --auto-cast` asks for. `mode=matmul` converts the f32
+    operands of every `dot_general` to `type` (bf16 or fp8_e4m3); the
+    product stays f32, so the Tensor Engine accumulates in FP32 PSUM as
+    before, at its bf16 or fp8 rate. `mode=all` (bf16 only) also computes
+    every f32 elementwise op in bf16: its f32 operands are converted to bf16
+    and its result back to f32, which canonicalization then removes between
+    consecutive ops. Reductions, statistics and the graph's inputs and
+    outputs stay f32. Conversions round to nearest even (fp8_e4m3
+    saturates).
+  }];
+  let dependentDialects = ["::mlir::trn::TrnDialect"];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"matmul\"",
+           "What to cast: matmul or all">,
+    Option<"castType", "type", "std::string", "\"bf16\"",
+           "The type to cast to: bf16 or fp8_e4m3">,
+  ];
+}
+
 #endif // TRN_DIALECT_TRN_TRANSFORMS_PASSES_TD

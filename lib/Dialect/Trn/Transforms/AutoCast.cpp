@@ -1,0 +1,89 @@
+//===- AutoCast.cpp - compute matmuls in bf16 or fp8 ----------------------===//
+//
+// See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Dialect/Trn/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::trn {
+#define GEN_PASS_DEF_TRNAUTOCAST
+#include "trn/Dialect/Trn/Transforms/Passes.h.inc"
+} // namespace mlir::trn
+
+using namespace mlir;
+using namespace mlir::trn;
+
+namespace {
+
+bool isF32Tensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getElementType().isF32();
+}
+
+RankedTensorType withElementType(Type type, Type element) {
+  return RankedTensorType::get(cast<RankedTensorType>(type).getShape(),
+                               element);
+}
+
+struct TrnAutoCastPass : mlir::trn::impl::TrnAutoCastBase<TrnAutoCastPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    MLIRContext *context = &getContext();
+    Type target;
+    if (castType == "bf16")
+      target = BFloat16Type::get(context);
+    else if (castType == "fp8_e4m3")
+      target = Float8E4M3FNType::get(context);
+    if (!target || (mode != "matmul" && mode != "all")) {
+      function.emitError("trn-auto-cast: mode must be matmul or all and type "
+                         "bf16 or fp8_e4m3, got mode=")
+          << mode << " type=" << castType;
+      return signalPassFailure();
+    }
+    if (mode == "all" && !target.isBF16()) {
+      function.emitError("trn-auto-cast: mode=all casts to bf16 only (fp8 "
+                         "elementwise arithmetic loses too much); use "
+                         "mode=matmul with fp8_e4m3");
+      return signalPassFailure();
+    }
+
+    OpBuilder builder(context);
+    auto narrow = [&](Operation *op, OpOperand &operand) {
+      builder.setInsertionPoint(op);
+      operand.set(builder.create<ConvertOp>(
+          op->getLoc(), withElementType(operand.get().getType(), target),
+          operand.get()));
+    };
+    function.walk([&](Operation *op) {
+      if (auto dot = dyn_cast<DotGeneralOp>(op)) {
+        // Both operands or neither: dot_general wants one element type.
+        if (isF32Tensor(dot.getLhs().getType()) &&
+            isF32Tensor(dot.getRhs().getType()))
+          for (OpOperand &operand : op->getOpOperands())
+            narrow(op, operand);
+        return;
+      }
+      if (mode != "all" || !op->hasTrait<OpTrait::Elementwise>() ||
+          isa<ConvertOp>(op) || op->getNumResults() != 1 ||
+          !isF32Tensor(op->getResult(0).getType()))
+        return;
+      for (OpOperand &operand : op->getOpOperands())
+        if (isF32Tensor(operand.get().getType()))
+          narrow(op, operand);
+      Value result = op->getResult(0);
+      Type wide = result.getType();
+      result.setType(withElementType(wide, target));
+      builder.setInsertionPointAfter(op);
+      auto back = builder.create<ConvertOp>(op->getLoc(), wide, result);
+      result.replaceAllUsesExcept(back, back);
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,44 @@
+// RUN: trn-opt %s -split-input-file -trn-auto-cast | FileCheck %s --check-prefix=MATMUL
+// RUN: trn-opt %s -split-input-file -trn-auto-cast="type=fp8_e4m3" | FileCheck %s --check-prefix=FP8
+// RUN: trn-opt %s -split-input-file -trn-auto-cast="mode=all" -canonicalize | FileCheck %s --check-prefix=ALL
+// RUN: not trn-opt %s -split-input-file -trn-auto-cast="mode=all type=fp8_e4m3" 2>&1 | FileCheck %s --check-prefix=ALL-FP8
+// RUN: not trn-opt %s -split-input-file -trn-auto-cast="mode=some" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// matmul: both f32 operands go to bf16 (or fp8); the product stays f32 and
+// the elementwise ops are untouched.
+// MATMUL-LABEL: func.func @layer
+// MATMUL: %[[X:.*]] = trn.convert %arg0 : tensor<64x32xf32> -> tensor<64x32xbf16>
+// MATMUL: %[[W:.*]] = trn.convert %arg1 : tensor<32x16xf32> -> tensor<32x16xbf16>
+// MATMUL: trn.dot_general %[[X]], %[[W]], {{.*}} : (tensor<64x32xbf16>, tensor<32x16xbf16>) -> tensor<64x16xf32>
+// MATMUL: trn.tanh {{.*}} : tensor<64x16xf32>
+// FP8-LABEL: func.func @layer
+// FP8: trn.dot_general {{.*}} : (tensor<64x32xf8E4M3FN>, tensor<32x16xf8E4M3FN>) -> tensor<64x16xf32>
+// all: elementwise ops run in bf16 too; back-to-back conversions between
+// them fold away; the reduction and the results stay f32.
+// ALL-LABEL: func.func @layer
+// ALL: %[[D:.*]] = trn.dot_general {{.*}} -> tensor<64x16xf32>
+// ALL-NEXT: %[[DB:.*]] = trn.convert %[[D]] : tensor<64x16xf32> -> tensor<64x16xbf16>
+// ALL-NEXT: %[[T:.*]] = trn.tanh %[[DB]] : tensor<64x16xbf16>
+// ALL-NEXT: %[[E:.*]] = trn.exp %[[T]] : tensor<64x16xbf16>
+// ALL-NEXT: %[[EF:.*]] = trn.convert %[[E]] : tensor<64x16xbf16> -> tensor<64x16xf32>
+// ALL-NEXT: trn.reduce sum %[[EF]]
+// ALL-FP8: error: trn-auto-cast: mode=all casts to bf16 only
+// BAD: error: trn-auto-cast: mode must be matmul or all and type bf16 or fp8_e4m3, got mode=some type=bf16
+func.func @layer(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>) -> (tensor<64x16xf32>, tensor<64xf32>) {
+  %d = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+  %t = trn.tanh %d : tensor<64x16xf32>
+  %e = trn.exp %t : tensor<64x16xf32>
+  %s = trn.reduce sum %e, dims = [1] : (tensor<64x16xf32>) -> tensor<64xf32>
+  return %e, %s : tensor<64x16xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A matmul that is already narrow is left as it is.
+// MATMUL-LABEL: func.func @narrow
+// MATMUL-NOT: trn.convert
+// MATMUL: return
+func.func @narrow(%x: tensor<8x8xbf16>) -> tensor<8x8xf32> {
+  %d = trn.dot_general %x, %x, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x8xbf16>, tensor<8x8xbf16>) -> tensor<8x8xf32>
+  return %d : tensor<8x8xf32>
+}
