@@ -302,6 +302,71 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
   bool residentPanel = kTiles * kMatmulN * inBytes <= 96 * 1024;
   int64_t batches = product(resultType.getShape().take_front(batchRank));
   int64_t evictions = 0;
+  auto view = [&](Value tile, ArrayRef<int64_t> shape, int64_t offset) {
+    auto base = cast<TileType>(tile.getType());
+    auto type = TileType::get(builder.getContext(), base.getMemory(), shape,
+                              base.getElementType());
+    return builder.create<ViewOp>(
+        kb.loc, type, tile, builder.getI64IntegerAttr(0),
+        builder.getI64IntegerAttr(offset), builder.getI64IntegerAttr(0),
+        builder.getDenseI64ArrayAttr({1}));
+  };
+  // Evicts a PSUM tile into SBUF, alternating the Scalar and Vector Engines.
+  auto evict = [&](Value dst, Value src) {
+    if (evictions++ % 2 == 0)
+      builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, dst, src,
+                                   Value(), Value(), Value(),
+                                   llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+    else
+      builder.create<TensorCopyOp>(kb.loc, dst, src, Engine::vector);
+  };
+  // Row-major lhs (K contiguous) is transposed once per call when several
+  // N blocks reuse it, into an HBM scratch laid out so that one M block's
+  // stationary tiles are one contiguous run per partition:
+  // lhsT[batch][mb][p][kt][j] = lhs[batch][mb * 128 + j][kt * 128 + p].
+  int64_t mBlocks = (m + kMatmulM - 1) / kMatmulM;
+  int64_t panelLen = kTiles * kMatmulM;
+  bool transposeOnce =
+      lhsKStride == 1 && n > kMatmulN && panelLen * inBytes <= 32 * 1024;
+  Value lhsT;
+  if (transposeOnce) {
+    lhsT = kb.scratch({batches * mBlocks, kMatmulM, panelLen}, inType);
+    constexpr int64_t kGroup = 4;
+    for (int64_t batch = 0; batch < batches; ++batch)
+      for (int64_t mb = 0; mb < mBlocks; ++mb) {
+        int64_t m0 = mb * kMatmulM, mw = std::min(kMatmulM, m - m0);
+        Value rows = kb.tile(MemorySpace::sbuf, mw, {k}, inType);
+        kb.dma(rows, kb.view(lhs, batch * m * k + m0 * k, mw, k, {k}, {1}));
+        int64_t panelBase = (batch * mBlocks + mb) * kMatmulM * panelLen;
+        for (int64_t kt = 0; kt < kTiles;) {
+          int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
+          int64_t group = 1;
+          while (kw == kMatmulK && group < kGroup && kt + group < kTiles &&
+                 (kt + group + 1) * kMatmulK <= k)
+            ++group;
+          Value transposed =
+              kb.tile(MemorySpace::psum, kw, {group * kMatmulM}, f32);
+          for (int64_t j = 0; j < group; ++j)
+            builder.create<TransposeOp>(
+                kb.loc, view(transposed, {kw, mw}, j * kMatmulM),
+                view(rows, {mw, kw}, k0 + j * kMatmulK));
+          Value block =
+              kb.tile(MemorySpace::sbuf, kw, {group * kMatmulM}, inType);
+          evict(block, transposed);
+          if (mw == kMatmulM) {
+            kb.dma(kb.view(lhsT, panelBase + kt * kMatmulM, kw, panelLen,
+                           {group * kMatmulM}, {1}),
+                   block);
+          } else {
+            for (int64_t j = 0; j < group; ++j)
+              kb.dma(kb.view(lhsT, panelBase + (kt + j) * kMatmulM, kw,
+                             panelLen, {mw}, {1}),
+                     view(block, {kw, mw}, j * kMatmulM));
+          }
+          kt += group;
+        }
+      }
+  }
   for (int64_t batch = 0; batch < batches; ++batch) {
     int64_t lhsBase = batch * m * k, rhsBase = batch * k * n,
             outBase = batch * m * n;
@@ -324,21 +389,20 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
         // Row-major lhs: one DMA brings all of K for these rows (a large
         // transfer instead of one small one per K tile); each K tile is then
         // transposed out of it.
-        Value lhsRows;
-        if (lhsKStride == 1 && k * inBytes <= 32 * 1024) {
+        Value lhsRows, lhsPanel;
+        if (transposeOnce) {
+          // All stationary tiles of this M block: one contiguous DMA.
+          int64_t panelBase =
+              (batch * mBlocks + m0 / kMatmulM) * kMatmulM * panelLen;
+          int64_t pk = std::min(kMatmulK, k);
+          lhsPanel = kb.tile(MemorySpace::sbuf, pk, {panelLen}, inType);
+          kb.dma(lhsPanel,
+                 kb.view(lhsT, panelBase, pk, panelLen, {panelLen}, {1}));
+        } else if (lhsKStride == 1 && k * inBytes <= 32 * 1024) {
           lhsRows = kb.tile(MemorySpace::sbuf, mw, {k}, inType);
           kb.dma(lhsRows, kb.view(lhs, lhsBase + m0 * lhsMStride, mw,
                                   lhsMStride, {k}, {1}));
         }
-        auto view = [&](Value tile, ArrayRef<int64_t> shape, int64_t offset) {
-          auto base = cast<TileType>(tile.getType());
-          auto type = TileType::get(builder.getContext(), base.getMemory(),
-                                    shape, base.getElementType());
-          return builder.create<ViewOp>(
-              kb.loc, type, tile, builder.getI64IntegerAttr(0),
-              builder.getI64IntegerAttr(offset), builder.getI64IntegerAttr(0),
-              builder.getDenseI64ArrayAttr({1}));
-        };
         // Transposes of up to four full K tiles share one PSUM bank and one
         // eviction (the per-instruction overhead of an eviction is larger
         // than its work at 128 columns); evictions alternate between the
@@ -352,7 +416,9 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
                    (kt + group + 1) * kMatmulK <= k && group * mw + mw <= 512)
               ++group;
           SmallVector<Value> stationaries;
-          if (lhsRows) {
+          if (lhsPanel) {
+            stationaries.push_back(view(lhsPanel, {kw, mw}, kt * kMatmulM));
+          } else if (lhsRows) {
             Value transposed =
                 kb.tile(MemorySpace::psum, kw, {group * mw}, f32);
             for (int64_t j = 0; j < group; ++j) {
@@ -361,13 +427,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
                   kb.loc, view(transposed, {kw, mw}, j * mw), slice);
             }
             Value block = kb.tile(MemorySpace::sbuf, kw, {group * mw}, inType);
-            if (evictions++ % 2 == 0)
-              builder.create<ActivationOp>(
-                  kb.loc, ActivationFunc::copy, block, transposed, Value(),
-                  Value(), Value(), llvm::APFloat(1.0f), llvm::APFloat(0.0f));
-            else
-              builder.create<TensorCopyOp>(kb.loc, block, transposed,
-                                           Engine::vector);
+            evict(block, transposed);
             for (int64_t j = 0; j < group; ++j)
               stationaries.push_back(view(block, {kw, mw}, j * mw));
           } else {
