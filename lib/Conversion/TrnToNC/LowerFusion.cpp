@@ -81,6 +81,16 @@ private:
   // The current tile.
   int64_t row0 = 0, rows = 0, col0 = 0, width = 0;
   llvm::DenseMap<Value, Ref> refs;
+  /// x * s, x + b or x - b (s, b a column or an immediate) whose only user
+  /// is an activation: folded into the activation's scale and bias.
+  struct Affine {
+    Value src;
+    Value scaleColumn, biasColumn;
+    float scale = 1.0f, bias = 0.0f;
+  };
+  llvm::DenseMap<Value, Affine> affine;
+  /// Row sums an activation produced alongside its result (row_sum).
+  llvm::DenseMap<Value, Value> rowSums;
 };
 
 } // namespace mlir::trntonc
@@ -289,6 +299,34 @@ Value FusionLowering::full(const Ref &ref, Type elementType) {
   return t;
 }
 
+/// The Scalar Engine function of a unary trn op, if it is one.
+static std::optional<ActivationFunc> activationFor(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<ActivationFunc>>(op)
+      .Case([](trn::ExpOp) { return ActivationFunc::exp; })
+      .Case([](trn::LogOp) { return ActivationFunc::log; })
+      .Case([](trn::Log1pOp) { return ActivationFunc::log1p; })
+      .Case([](trn::TanhOp) { return ActivationFunc::tanh; })
+      .Case([](trn::SigmoidOp) { return ActivationFunc::sigmoid; })
+      .Case([](trn::SqrtOp) { return ActivationFunc::sqrt; })
+      .Case([](trn::RsqrtOp) { return ActivationFunc::rsqrt; })
+      .Case([](trn::ReciprocalOp) { return ActivationFunc::reciprocal; })
+      .Case([](trn::ErfOp) { return ActivationFunc::erf; })
+      .Case([](trn::ReluOp) { return ActivationFunc::relu; })
+      .Case([](trn::SiluOp) { return ActivationFunc::silu; })
+      .Case([](trn::SinOp) { return ActivationFunc::sin; })
+      .Case([](trn::CosOp) { return ActivationFunc::cos; })
+      .Case([](trn::FloorOp) { return ActivationFunc::floor; })
+      .Case([](trn::SignOp) { return ActivationFunc::sign; })
+      .Case([](trn::AbsOp) { return ActivationFunc::abs; })
+      .Case([](trn::NegOp) { return ActivationFunc::negate; })
+      .Case([](trn::GeluOp o) {
+        return o.getApproximate() == trn::GeluApproximation::tanh
+                   ? ActivationFunc::gelu_tanh
+                   : ActivationFunc::gelu;
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
 LogicalResult FusionLowering::emitOp(Operation *op) {
   // An input's broadcast is a source, loaded where it is first read.
   if (isa<trn::BroadcastInDimOp>(op) && sources.count(op->getResult(0)))
@@ -315,14 +353,76 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
     return resultForm == Form::Full ? full(in[i], type) : column(in[i], type);
   };
   auto activation = [&](ActivationFunc func) {
-    Value src = operandTile(0);
+    Affine form;
+    auto folded = affine.find(op->getOperand(0));
+    if (folded != affine.end())
+      form = folded->second;
+    else
+      form.src = operandTile(0);
     Value dst = newTile(resultForm, resultType);
-    builder.create<ActivationOp>(kb.loc, func, dst, src, Value(), Value(),
-                                 Value(), llvm::APFloat(1.0f),
-                                 llvm::APFloat(0.0f));
+    // A row sum of an f32 result comes free with the activation.
+    Value rowSum;
+    Type f32 = builder.getF32Type();
+    if (resultForm == Form::Full && resultType == f32 &&
+        llvm::any_of(op->getResult(0).getUsers(), [](Operation *user) {
+          auto reduce = dyn_cast<trn::ReduceOp>(user);
+          return reduce && reduce.getKind() == trn::ReduceKind::sum;
+        })) {
+      rowSum = newTile(Form::Column, f32);
+      rowSums[op->getResult(0)] = rowSum;
+    }
+    builder.create<ActivationOp>(
+        kb.loc, func, dst, form.src, form.scaleColumn, form.biasColumn, rowSum,
+        llvm::APFloat(form.scale), llvm::APFloat(form.bias));
     return define({resultForm, dst, 0.0});
   };
+  // x * s, x + b, x - b in f32 feeding only an activation: fold (the
+  // activation computes func(x * scale + bias) in fp32, which rounds as the
+  // separate f32 op would).
+  auto foldIntoActivation = [&](AluOp alu) {
+    if (resultForm != Form::Full || !resultType.isF32() ||
+        !op->getResult(0).hasOneUse())
+      return false;
+    Operation *user = *op->getResult(0).getUsers().begin();
+    if (!activationFor(user) || elementTypeOf(user->getResult(0)) != resultType)
+      return false;
+    bool lhsFull = in[0].form == Form::Full, rhsFull = in[1].form == Form::Full;
+    if (lhsFull == rhsFull || (alu == AluOp::subtract && !lhsFull))
+      return false;
+    const Ref &x = lhsFull ? in[0] : in[1], &c = lhsFull ? in[1] : in[0];
+    if (elementTypeOf(op->getOperand(lhsFull ? 0 : 1)) != resultType)
+      return false;
+    Affine form;
+    form.src = x.tile;
+    if (alu == AluOp::multiply) {
+      if (c.form == Form::Scalar)
+        form.scale = static_cast<float>(c.scalar);
+      else
+        form.scaleColumn = f32Column(c);
+    } else if (c.form == Form::Scalar) {
+      // trn1's activation bias is a column (only 0 may be an immediate).
+      Ref value{Form::Scalar, Value(),
+                alu == AluOp::subtract ? -c.scalar : c.scalar};
+      form.biasColumn = f32Column(value);
+    } else if (alu == AluOp::subtract) {
+      Value negated = newTile(Form::Column, builder.getF32Type());
+      builder.create<TensorScalarOp>(kb.loc, AluOp::multiply, AluOp::bypass,
+                                     negated, f32Column(c), Value(), Value(),
+                                     llvm::APFloat(-1.0f), llvm::APFloat(0.0f),
+                                     false, false, Engine::vector);
+      form.biasColumn = negated;
+    } else {
+      form.biasColumn = f32Column(c);
+    }
+    affine[op->getResult(0)] = form;
+    refs[op->getResult(0)] = Ref{Form::Full, Value(), 0.0};
+    return true;
+  };
   auto binary = [&](AluOp alu) {
+    if ((alu == AluOp::add || alu == AluOp::subtract ||
+         alu == AluOp::multiply) &&
+        foldIntoActivation(alu))
+      return success();
     Engine engine = alu == AluOp::pow ? Engine::gpsimd : Engine::vector;
     const Ref &lhs = in[0], &rhs = in[1];
     Value dst = newTile(resultForm, resultType);
@@ -346,6 +446,8 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
     return define({resultForm, dst, 0.0});
   };
 
+  if (std::optional<ActivationFunc> func = activationFor(op))
+    return activation(*func);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](trn::ConstantOp constant) -> LogicalResult {
         auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
@@ -380,39 +482,18 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
         if (in[0].form != Form::Full)
           return fail(op, "it reduces a value that is constant along rows");
         Type f32 = builder.getF32Type();
-        Value total = newTile(Form::Column, f32);
-        builder.create<TensorReduceOp>(kb.loc, aluOpFor(reduce.getKind()),
-                                       total, in[0].tile, false,
-                                       Engine::vector);
+        Value total = rowSums.lookup(reduce.getOperand());
+        if (!total || reduce.getKind() != trn::ReduceKind::sum) {
+          total = newTile(Form::Column, f32);
+          builder.create<TensorReduceOp>(kb.loc, aluOpFor(reduce.getKind()),
+                                         total, in[0].tile, false,
+                                         Engine::vector);
+        }
         if (resultType == f32)
           return define({Form::Column, total, 0.0});
         Value rounded = newTile(Form::Column, resultType);
         builder.create<TensorCopyOp>(kb.loc, rounded, total, Engine::vector);
         return define({Form::Column, rounded, 0.0});
-      })
-      .Case([&](trn::ExpOp) { return activation(ActivationFunc::exp); })
-      .Case([&](trn::LogOp) { return activation(ActivationFunc::log); })
-      .Case([&](trn::Log1pOp) { return activation(ActivationFunc::log1p); })
-      .Case([&](trn::TanhOp) { return activation(ActivationFunc::tanh); })
-      .Case([&](trn::SigmoidOp) { return activation(ActivationFunc::sigmoid); })
-      .Case([&](trn::SqrtOp) { return activation(ActivationFunc::sqrt); })
-      .Case([&](trn::RsqrtOp) { return activation(ActivationFunc::rsqrt); })
-      .Case([&](trn::ReciprocalOp) {
-        return activation(ActivationFunc::reciprocal);
-      })
-      .Case([&](trn::ErfOp) { return activation(ActivationFunc::erf); })
-      .Case([&](trn::ReluOp) { return activation(ActivationFunc::relu); })
-      .Case([&](trn::SiluOp) { return activation(ActivationFunc::silu); })
-      .Case([&](trn::SinOp) { return activation(ActivationFunc::sin); })
-      .Case([&](trn::CosOp) { return activation(ActivationFunc::cos); })
-      .Case([&](trn::FloorOp) { return activation(ActivationFunc::floor); })
-      .Case([&](trn::SignOp) { return activation(ActivationFunc::sign); })
-      .Case([&](trn::AbsOp) { return activation(ActivationFunc::abs); })
-      .Case([&](trn::NegOp) { return activation(ActivationFunc::negate); })
-      .Case([&](trn::GeluOp o) {
-        return activation(o.getApproximate() == trn::GeluApproximation::tanh
-                              ? ActivationFunc::gelu_tanh
-                              : ActivationFunc::gelu);
       })
       .Case([&](trn::AddOp) { return binary(AluOp::add); })
       .Case([&](trn::SubOp) { return binary(AluOp::subtract); })
@@ -465,6 +546,8 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
   col0 = c0;
   width = columns;
   refs.clear();
+  affine.clear();
+  rowSums.clear();
   Block &body = fusion.getBody().front();
   for (Operation &op : body) {
     if (auto yield = dyn_cast<trn::YieldOp>(op)) {

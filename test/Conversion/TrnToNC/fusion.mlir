@@ -125,3 +125,44 @@ func.func @input_other_shape(%x: tensor<16x16xf32>, %v: tensor<16xf32>) -> tenso
   }
   return %0 : tensor<16xf32>
 }
+
+// -----
+
+// Folded into the Scalar Engine's func(x * scale + bias): x - max becomes a
+// negated max column as the bias of exp, whose row_sum is the reduce sum;
+// x * 0.5 is tanh's immediate scale; x + 1 is sigmoid's bias, a memset
+// column (trn1 takes only 0 as an immediate bias).
+// CHECK-LABEL: func.func @affine
+// CHECK: nc.tensor_reduce max %[[MAX:.*]], %[[X:.*]] :
+// CHECK: nc.tensor_scalar multiply, bypass %[[NEG:.*]], %[[MAX]] {scalar0 = -1.000000e+00 : f32}
+// CHECK-NEXT: %[[E:.*]] = nc.alloc : <sbuf, 64x32xf32>
+// CHECK-NEXT: %[[SUM:.*]] = nc.alloc : <sbuf, 64x1xf32>
+// CHECK-NEXT: nc.activation exp %[[E]], %[[X]] bias_column %[[NEG]] row_sum %[[SUM]]
+// CHECK-NOT: nc.tensor_reduce
+// CHECK: nc.tensor_scalar divide, bypass {{.*}}, %[[E]] column0 %[[SUM]]
+// CHECK-NEXT: nc.alloc
+// CHECK-NEXT: nc.activation tanh {{.*}}, %[[X]] {scale = 5.000000e-01 : f32}
+// CHECK-NEXT: %[[ONE:.*]] = nc.alloc : <sbuf, 64x1xf32>
+// CHECK-NEXT: nc.memset %[[ONE]], 1.000000e+00
+// CHECK-NEXT: nc.alloc
+// CHECK-NEXT: nc.activation sigmoid {{.*}}, %[[X]] bias_column %[[ONE]] :
+func.func @affine(%x: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) {
+  %0:3 = trn.fusion(%x : tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) {
+  ^bb0(%a: tensor<64x32xf32>):
+    %half = trn.constant dense<0.5> : tensor<64x32xf32>
+    %one = trn.constant dense<1.0> : tensor<64x32xf32>
+    %m = trn.reduce max %a, dims = [1] : (tensor<64x32xf32>) -> tensor<64xf32>
+    %mb = trn.broadcast_in_dim %m, dims = [0] : (tensor<64xf32>) -> tensor<64x32xf32>
+    %d = trn.sub %a, %mb : tensor<64x32xf32>
+    %e = trn.exp %d : tensor<64x32xf32>
+    %s = trn.reduce sum %e, dims = [1] : (tensor<64x32xf32>) -> tensor<64xf32>
+    %sb = trn.broadcast_in_dim %s, dims = [0] : (tensor<64xf32>) -> tensor<64x32xf32>
+    %y = trn.div %e, %sb : tensor<64x32xf32>
+    %h = trn.mul %a, %half : tensor<64x32xf32>
+    %t = trn.tanh %h : tensor<64x32xf32>
+    %p = trn.add %a, %one : tensor<64x32xf32>
+    %u = trn.sigmoid %p : tensor<64x32xf32>
+    trn.yield %y, %t, %u : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
+  }
+  return %0#0, %0#1, %0#2 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
+}
