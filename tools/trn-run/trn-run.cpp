@@ -2,7 +2,7 @@
 //
 //   trn-run ARTIFACT [--inputs in.npz | --random SEED | --zeros]
 //           [--outputs out.npz] [--profile trace.json] [--iterations N]
-//           [--poison] [--json]
+//           [--threads N] [--poison] [--json]
 //
 // Loads a trn artifact, binds its inputs by name from an .npz (or random or
 // zero values), runs it on the simulator, writes its outputs to an .npz, and
@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -43,7 +44,7 @@ int fail(const std::string &message) {
 const char *kUsage =
     R"(usage: trn-run ARTIFACT [--inputs in.npz | --random SEED | --zeros]
                [--outputs out.npz] [--profile trace.json] [--iterations N]
-               [--check-against GRAPH.mlir] [--poison] [--json]
+               [--threads N] [--check-against GRAPH.mlir] [--poison] [--json]
 
 Runs a trn artifact on the simulated NeuronCore and reports device time,
 engine utilisation, MFU and DMA traffic.
@@ -54,6 +55,8 @@ engine utilisation, MFU and DMA traffic.
   --outputs FILE     write every output to a NumPy .npz
   --profile FILE     write a Chrome-trace / Perfetto timeline (ui.perfetto.dev)
   --iterations N     run N times (statistics of the last run)
+  --threads N        host threads the simulator may use (default 0: every
+                     core; results are bit-identical for every N)
   --check-against G  evaluate the trn graph G on the same inputs with the
                      reference evaluator and compare every output (tolerance
                      by dtype: f32 1e-4, f16 1e-3, bf16 2e-2 relative to the
@@ -67,6 +70,7 @@ struct Options {
   long long randomSeed = -1;
   bool zeros = false, poison = false, json = false;
   long long iterations = 1;
+  long long threads = 0;
 };
 
 std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
@@ -105,6 +109,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       problem = integer(options.randomSeed, 0);
     else if (arg == "--iterations")
       problem = integer(options.iterations, 1);
+    else if (arg == "--threads")
+      problem = integer(options.threads, 0);
     else if (arg == "--zeros")
       options.zeros = true;
     else if (arg == "--poison")
@@ -204,6 +210,7 @@ int main(int argc, char **argv) {
   SimulatorOptions simOptions;
   simOptions.poisonMemory = options.poison;
   simOptions.recordInstructions = !options.profile.empty();
+  simOptions.threads = unsigned(std::min<long long>(options.threads, 1024));
   Simulator simulator(*target, simOptions);
   if (!simulator.load(program, error))
     return fail(error);

@@ -37,6 +37,11 @@ struct SimulatorOptions {
   bool poisonMemory = false;
   /// Keep one InstructionRecord per executed instruction (profiles).
   bool recordInstructions = false;
+  /// Host threads that share one instruction's work (TBB): 0 = every core
+  /// TBB sees, 1 = none but the caller's. The work is cut into pieces that
+  /// depend only on the instruction, never on this count, so results are
+  /// bit-identical for every value.
+  unsigned threads = 0;
 };
 
 /// Streams are numbered as in docs/isa.md §4: 0..4 are the engine streams
