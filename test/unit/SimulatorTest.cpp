@@ -1346,6 +1346,11 @@ TEST(SimulatorTest, PortConflictsSerialiseVectorAndGpSimd) {
   // GpSimd: 150 + Ng with Ng = N * 4 / 4; it waited for the port.
   const double gpsimd = (150 + 1024) / 1.4;
   EXPECT_NEAR(o.stats.deviceTimeNs, vector + gpsimd, 1e-6);
+  // The wait is the GpSimd stream's port stall; nobody waited on a
+  // semaphore.
+  EXPECT_NEAR(o.stats.engines[kGpSimdStream].portWaitNs, vector, 1e-6);
+  EXPECT_EQ(o.stats.engines[kVectorStream].portWaitNs, 0.0);
+  EXPECT_EQ(o.stats.engines[kGpSimdStream].semaphoreWaitNs, 0.0);
 
   Builder c;
   c.program.numSemaphores = 0;
