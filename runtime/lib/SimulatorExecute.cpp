@@ -812,30 +812,35 @@ bool SimulatorCoreBase::execTranspose(const Instruction &inst,
   // an identity matmul, which turns a column holding NaN/Inf into NaN and
   // -0 into +0; the compiler must not rely on transposing non-finite data.
   if (src.dtype == dst.dtype) {
-    // src (SBUF) and dst (PSUM) never overlap. Views with one free dim are
-    // transposed in place; others go through [P][F] and [F][P] buffers.
-    auto oneDim = [](const TileView &view) {
-      return view.sizes[0] == 1 && view.sizes[1] == 1 && view.sizes[2] == 1;
-    };
-    if (oneDim(src) && oneDim(dst)) {
-      // Pieces by source partitions (destination columns).
-      const int64_t pieces = partitionPieces(unsigned(P), P * F);
-      forEachPiece(pieces, [&](int64_t i) {
-        const int64_t first = P * i / pieces, end = P * (i + 1) / pieces;
-        transposeBytes(src.base + first * src.partitionPitch,
-                       src.partitionPitch, src.strides[3],
-                       dst.base + first * dst.strides[3], dst.partitionPitch,
-                       dst.strides[3], end - first, F, src.elementBytes);
-      });
-    } else {
-      const int64_t size = src.elementBytes;
-      ensureSize(rawA, 2 * P * F * size);
-      uint8_t *in = rawA.data(), *out = rawA.data() + P * F * size;
-      gatherBytes(src, in);
-      transposeBytes(in, F * size, size, out, P * size, size, P, F,
-                     src.elementBytes);
-      scatterBytes(out, dst);
-    }
+    // src (SBUF) and dst (PSUM) never overlap. The tile goes through
+    // contiguous [P][F] and [F][P] buffers: the memories' partition pitches
+    // are multiples of 4 KiB, so transposing between them directly would
+    // map every row of a block to the same cache set. A dst with one free
+    // dim is cut into pieces by source partitions (its columns).
+    const int64_t size = src.elementBytes;
+    ensureSize(rawA, 2 * P * F * size);
+    uint8_t *in = rawA.data(), *out = rawA.data() + P * F * size;
+    const bool oneDim =
+        dst.sizes[0] == 1 && dst.sizes[1] == 1 && dst.sizes[2] == 1;
+    const int64_t pieces = oneDim ? partitionPieces(unsigned(P), P * F) : 1;
+    forEachPiece(pieces, [&](int64_t i) {
+      const int64_t first = P * i / pieces, end = P * (i + 1) / pieces;
+      const int64_t count = end - first;
+      uint8_t *pieceIn = in + first * F * size,
+              *pieceOut = out + first * F * size;
+      gatherBytes(partitionSlice(src, unsigned(first), unsigned(count)),
+                  pieceIn);
+      transposeBytes(pieceIn, F * size, size, pieceOut, count * size, size,
+                     count, F, src.elementBytes);
+      // dst columns [first, end) of every dst partition.
+      TileView columns = dst;
+      if (pieces > 1) {
+        columns.base = dst.base + first * dst.strides[3];
+        columns.sizes[3] = count;
+        columns.freeElements = count;
+      }
+      scatterBytes(pieceOut, columns);
+    });
   } else {
     ensureSize(bufA, 2 * P * F);
     float *in = bufA.data(), *out = in + P * F;
