@@ -3,7 +3,8 @@
 matmul-heavy training step.
 
     bench/simulator_vs_pytorch.py [--batch 1024 --hidden 1024 --ffn 4096]
-                                  [--iterations 5] [--json out.json]
+                                  [--iterations 5] [--repeats 3]
+                                  [--threads 1,2] [--json out.json]
 
 The step is an MLP block forward and backward (two matmuls forward, four
 backward, tanh-GELU and its gradient), written in trn, compiled by trn-cc and
@@ -11,8 +12,16 @@ run by trn-run; PyTorch runs the same step with autograd in fp32 on the same
 machine (Debian's python3-torch). Reported: wall time per step of each, their
 ratio (target from the design brief: simulator >= 0.5x PyTorch's speed), and
 the simulated device metrics of the step.
+
+Threads are matched: for each count n of --threads, the simulator runs with
+`trn-run --threads n` and PyTorch with n intra-op threads *and* n OpenBLAS
+threads (Debian's torch sends matmuls to OpenBLAS, whose own thread pool
+torch.set_num_threads does not govern; by default it uses every core). Each
+time is the best of --repeats measurements, for both sides alike (the build
+machine is shared, so slower outliers are other processes).
 """
 import argparse
+import ctypes
 import json
 import pathlib
 import subprocess
@@ -41,36 +50,33 @@ def graph(b, d, f):
 """
 
 
+def set_torch_threads(n):
+    """n intra-op threads for torch and n threads for the OpenBLAS it calls."""
+    torch.set_num_threads(n)
+    try:
+        blas = ctypes.CDLL("libopenblas.so.0")
+    except OSError:
+        return None
+    blas.openblas_set_num_threads(n)
+    return blas.openblas_get_num_threads()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--hidden", type=int, default=1024)
     parser.add_argument("--ffn", type=int, default=4096)
     parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", default="1,2",
+                        help="comma-separated thread counts to compare at")
     parser.add_argument("--build", default=str(pathlib.Path(__file__).resolve().parent.parent / "build"))
     parser.add_argument("--json")
     args = parser.parse_args()
     b, d, f = args.batch, args.hidden, args.ffn
+    thread_counts = [int(t) for t in args.threads.split(",")]
     bin_dir = pathlib.Path(args.build) / "bin"
     flops = 2.0 * b * d * f * 6
-
-    with tempfile.TemporaryDirectory() as work:
-        source = pathlib.Path(work) / "mlp.mlir"
-        source.write_text(graph(b, d, f))
-        artifact = pathlib.Path(work) / "mlp.trnart"
-        subprocess.run([str(bin_dir / "trn-cc"), "compile", str(source), "-o", str(artifact),
-                        "--no-cache", "-q"], check=True)
-        # trn-run reports the last of N runs; wall time over N runs minus one
-        # run isolates per-step cost from loading.
-        def run(n):
-            start = time.perf_counter()
-            out = subprocess.run([str(bin_dir / "trn-run"), str(artifact), "--random", "1",
-                                  "--iterations", str(n), "--json"],
-                                 check=True, capture_output=True, text=True).stdout
-            return time.perf_counter() - start, json.loads(out)
-        one, _ = run(1)
-        many, stats = run(1 + args.iterations)
-        sim_step = (many - one) / args.iterations
 
     torch.manual_seed(0)
     x = torch.randn(b, d, requires_grad=True)
@@ -86,31 +92,73 @@ def main():
         x.grad = w1.grad = w2.grad = None
         return y
 
-    torch_step()
-    start = time.perf_counter()
-    for _ in range(args.iterations):
-        torch_step()
-    torch_time = (time.perf_counter() - start) / args.iterations
-    ratio = torch_time / sim_step
+    configs = []
+    with tempfile.TemporaryDirectory() as work:
+        source = pathlib.Path(work) / "mlp.mlir"
+        source.write_text(graph(b, d, f))
+        artifact = pathlib.Path(work) / "mlp.trnart"
+        subprocess.run([str(bin_dir / "trn-cc"), "compile", str(source), "-o", str(artifact),
+                        "--no-cache", "-q"], check=True)
+
+        # trn-run reports the last of N runs; wall time over N runs minus one
+        # run isolates per-step cost from loading.
+        def run(n, threads):
+            start = time.perf_counter()
+            out = subprocess.run([str(bin_dir / "trn-run"), str(artifact), "--random", "1",
+                                  "--iterations", str(n), "--threads", str(threads), "--json"],
+                                 check=True, capture_output=True, text=True).stdout
+            return time.perf_counter() - start, json.loads(out)
+
+        for threads in thread_counts:
+            sim_steps = []
+            for _ in range(args.repeats):
+                one, _ = run(1, threads)
+                many, stats = run(1 + args.iterations, threads)
+                sim_steps.append((many - one) / args.iterations)
+            blas_threads = set_torch_threads(threads)
+            torch_step()
+            torch_steps = []
+            for _ in range(args.repeats):
+                start = time.perf_counter()
+                for _ in range(args.iterations):
+                    torch_step()
+                torch_steps.append((time.perf_counter() - start) / args.iterations)
+            configs.append({
+                "threads": threads,
+                "torch_threads": torch.get_num_threads(),
+                "openblas_threads": blas_threads,
+                "pytorch_seconds_per_step": min(torch_steps),
+                "simulator_seconds_per_step": min(sim_steps),
+                "pytorch_samples": torch_steps,
+                "simulator_samples": sim_steps,
+                "simulator_speed_vs_pytorch": min(torch_steps) / min(sim_steps),
+            })
+
     result = {
         "benchmark": "simulator_vs_pytorch",
         "shape": {"batch": b, "hidden": d, "ffn": f},
         "step_gflop": flops / 1e9,
-        "torch_threads": torch.get_num_threads(),
-        "pytorch_seconds_per_step": torch_time,
-        "simulator_seconds_per_step": sim_step,
-        "simulator_speed_vs_pytorch": ratio,
+        "iterations": args.iterations,
+        "repeats": args.repeats,
+        "configs": configs,
         "target_ratio": 0.5,
         "device_time_us": stats["device_time_ns"] / 1000.0,
         "tensor_engine_utilisation": stats["tensor_engine_utilisation"],
         "mfu": stats["mfu"],
         "spill_bytes": stats["spill_bytes"],
     }
-    rows = [
-        ("step (MLP fwd+bwd)", f"batch {b}, hidden {d}, ffn {f}: {flops / 1e9:.1f} GFLOP"),
-        ("PyTorch CPU fp32", f"{torch_time * 1e3:.1f} ms/step ({torch.get_num_threads()} threads)"),
-        ("simulator", f"{sim_step * 1e3:.1f} ms/step"),
-        ("simulator speed / PyTorch", f"{ratio:.2f}x (target >= 0.5x)"),
+    rows = [("step (MLP fwd+bwd)", f"batch {b}, hidden {d}, ffn {f}: {flops / 1e9:.1f} GFLOP")]
+    for c in configs:
+        n = c["threads"]
+        rows += [
+            (f"PyTorch CPU fp32, {n} thread(s)",
+             f"{c['pytorch_seconds_per_step'] * 1e3:.1f} ms/step (torch {c['torch_threads']}, "
+             f"OpenBLAS {c['openblas_threads']})"),
+            (f"simulator, {n} thread(s)", f"{c['simulator_seconds_per_step'] * 1e3:.1f} ms/step"),
+            (f"simulator speed / PyTorch, {n} thread(s)",
+             f"{c['simulator_speed_vs_pytorch']:.2f}x (target >= 0.5x)"),
+        ]
+    rows += [
         ("simulated device time", f"{result['device_time_us']:.0f} us"),
         ("simulated TE utilisation", f"{100 * result['tensor_engine_utilisation']:.1f}%"),
         ("simulated MFU", f"{100 * result['mfu']:.1f}%"),

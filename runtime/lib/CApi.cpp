@@ -55,6 +55,13 @@ trnrt_status finishLoad(trnrt_model *model, trnrt_model **out) {
   if (!target)
     return fail(TRNRT_BAD_ARTIFACT,
                 "unknown target '" + model->program.target + "'");
+  // A program larger than the core's HBM is out of memory (the simulator's
+  // message names the first tensor that does not fit), not invalid.
+  if (model->program.hbmBytes > target->hbmBytesPerCore) {
+    Simulator probe(*target);
+    if (!probe.load(model->program, error))
+      return fail(TRNRT_OUT_OF_MEMORY, error);
+  }
   if (!validateProgram(model->program, *target, error) ||
       !checkSemaphoresCanComplete(model->program, error))
     return fail(TRNRT_INVALID_PROGRAM, error);

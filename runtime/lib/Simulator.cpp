@@ -169,6 +169,55 @@ bool overlaps(const Extent &a, const Extent &b) {
          b.minByte < a.endByte;
 }
 
+/// Adds the on-chip bytes `inst` reads and writes to `stats` (after it ran,
+/// so its access patterns are valid).
+void noteOnChipTraffic(const Instruction &inst, SimulationStats &stats) {
+  auto note = [&](const AccessPattern &ap, bool write) {
+    if (ap.memory == Memory::Hbm)
+      return;
+    uint64_t bytes = uint64_t(ap.numPartitions) * dtypeSizeInBytes(ap.dtype);
+    for (const ApDim &dim : ap.dims)
+      bytes *= uint64_t(dim.size);
+    if (ap.memory == Memory::Sbuf)
+      (write ? stats.sbufWriteBytes : stats.sbufReadBytes) += bytes;
+    else
+      (write ? stats.psumWriteBytes : stats.psumReadBytes) += bytes;
+  };
+  auto noteScalar = [&](const ScalarOperand &scalar) {
+    if (!scalar.isImmediate)
+      note(scalar.column, false);
+  };
+  switch (inst.opcode) {
+  case Opcode::Nop:
+    return;
+  case Opcode::Activation:
+    noteScalar(inst.scale);
+    noteScalar(inst.bias);
+    if (inst.accumulateRow)
+      note(inst.reduceDst, true);
+    break;
+  case Opcode::TensorScalar:
+    if (inst.op0 != AluOp::Bypass)
+      noteScalar(inst.scalar0);
+    if (inst.op1 != AluOp::Bypass)
+      noteScalar(inst.scalar1);
+    break;
+  case Opcode::Matmul:
+    if (inst.accumulate)
+      note(inst.dst, false);
+    break;
+  case Opcode::DmaCopy:
+    if (inst.indirect)
+      note(inst.indices, false);
+    break;
+  default:
+    break;
+  }
+  for (const AccessPattern &src : inst.srcs)
+    note(src, false);
+  note(inst.dst, true);
+}
+
 enum PortMask : uint8_t { kSbufPort = 1, kPsumPort = 2 };
 
 /// The shared ports an instruction holds for its duration (NeuronCore-v2:
@@ -401,6 +450,10 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
   if (!core.execute(stream.engine, inst, result))
     return false;
 
+  // Why the stream sat idle since its previous instruction ended.
+  stream.stats.semaphoreWaitNs += std::max(0.0, stream.readyAt - stream.freeAt);
+  stream.stats.portWaitNs += start - std::max(stream.freeAt, stream.readyAt);
+
   double duration = 0.0;
   const double clock = engineClockGHz(target, stream.engine);
   if (inst.opcode == Opcode::Nop) {
@@ -409,6 +462,7 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
     // The fixed latency overlaps across queues; the data phases share the
     // DMA engines, one transfer at a time in the order they become ready.
     double dataStart = std::max(start + target.dmaFixedNs, dmaDataFree);
+    stream.stats.dmaEngineWaitNs += dataStart - (start + target.dmaFixedNs);
     dmaDataFree = dataStart + dmaTransferNs(target, result.shape);
     duration = dmaDataFree - start;
   } else if (inst.opcode == Opcode::Matmul) {
@@ -454,6 +508,7 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
   if (inst.signal >= 0)
     completions.push({end, uint32_t(inst.signal)});
 
+  noteOnChipTraffic(inst, stats);
   stream.stats.busyNs += duration;
   ++stream.stats.instructions;
   ++stats.instructions;

@@ -228,9 +228,45 @@ inline double vectorExp(double x) {
   return p * scale;
 }
 
+/// e^x - 1 in double, branch-free: a degree-14 Taylor polynomial for
+/// |x| < ln(2)/2 (truncation < 1e-18 relative), vectorExp(x) - 1 beyond (it
+/// is then at least 0.29 in magnitude, so the subtraction loses < 2 bits).
+/// Relative error < 1e-15.
+inline double vectorExpm1(double x) {
+  double p = 1.0 / 87178291200.0; // 1/14!
+  p = p * x + 1.0 / 6227020800.0;
+  p = p * x + 1.0 / 479001600.0;
+  p = p * x + 1.0 / 39916800.0;
+  p = p * x + 1.0 / 3628800.0;
+  p = p * x + 1.0 / 362880.0;
+  p = p * x + 1.0 / 40320.0;
+  p = p * x + 1.0 / 5040.0;
+  p = p * x + 1.0 / 720.0;
+  p = p * x + 1.0 / 120.0;
+  p = p * x + 1.0 / 24.0;
+  p = p * x + 1.0 / 6.0;
+  p = p * x + 0.5;
+  p = p * x + 1.0;
+  const double small = p * x;
+  const double large = vectorExp(x) - 1.0;
+  return std::fabs(x) < 0.34657359027997264 ? small : large;
+}
+
+/// tanh in double from one expm1 of -2|x| without cancellation:
+/// tanh|x| = -m / (2 + m), m = e^(-2|x|) - 1. Relative error < 2e-15; keeps
+/// the sign of zero; NaN stays NaN.
+inline double vectorTanh(double x) {
+  const double m = vectorExpm1(-2.0 * std::fabs(x));
+  return std::copysign(-m / (2.0 + m), x);
+}
+
 template <typename F> inline void mapInPlace(float *x, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i)
     x[i] = float(f(double(x[i])));
+}
+
+bool isActivationFunc(ActivationFunc func) {
+  return unsigned(func) <= unsigned(ActivationFunc::Negate);
 }
 
 /// func over x[0..n): evaluated in double on the fp32 input and rounded to
@@ -251,7 +287,7 @@ bool applyActivation(ActivationFunc func, float *x, int64_t n) {
     mapInPlace(x, n, [](double v) { return std::log(v); });
     return true;
   case ActivationFunc::Tanh:
-    mapInPlace(x, n, [](double v) { return std::tanh(v); });
+    mapInPlace(x, n, [](double v) { return vectorTanh(v); });
     return true;
   case ActivationFunc::Sigmoid:
     mapInPlace(x, n, [](double v) { return 1.0 / (1.0 + vectorExp(-v)); });
@@ -265,9 +301,11 @@ bool applyActivation(ActivationFunc func, float *x, int64_t n) {
     });
     return true;
   case ActivationFunc::GeluTanh:
+    // 0.5 v (1 + tanh u) = v / (1 + e^(-2u)): one exp, and no cancellation
+    // in 1 + tanh u for negative u.
     mapInPlace(x, n, [](double v) {
       double inner = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
-      return 0.5 * v * (1.0 + std::tanh(inner));
+      return v / (1.0 + vectorExp(-2.0 * inner));
     });
     return true;
   case ActivationFunc::GeluDerivative:
@@ -278,11 +316,20 @@ bool applyActivation(ActivationFunc func, float *x, int64_t n) {
     });
     return true;
   case ActivationFunc::GeluTanhDerivative:
+    // 0.5 (1 + tanh u) + 0.5 v (1 - tanh^2 u) u'. With e = e^(-2|u|) and
+    // s = 1 / (1 + e): 0.5 (1 + tanh u) is s (u >= 0) or e s (u < 0), and
+    // 1 - tanh^2 u = 4 e s^2, free of cancellation in both tails. Beyond
+    // |u| = 354 e^(-2|u|) is below double's range (the exp clamps), so the
+    // sech^2 term is 0 there, as it is in double arithmetic.
     mapInPlace(x, n, [](double v) {
       double inner = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
-      double t = std::tanh(inner);
       double dInner = kSqrt2OverPi * (1.0 + 3.0 * kGeluCubic * v * v);
-      return 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * dInner;
+      double a = std::fabs(inner);
+      double e = vectorExp(-2.0 * a);
+      double s = 1.0 / (1.0 + e);
+      double half = inner >= 0.0 ? s : e * s;
+      double sech2 = a > 354.0 ? 0.0 : 4.0 * e * s * s;
+      return half + 0.5 * v * sech2 * dInner;
     });
     return true;
   case ActivationFunc::Silu:
@@ -392,6 +439,50 @@ bool compareWithZero(CompareOp compare, int64_t value) {
   return false;
 }
 
+template <typename T>
+void transposeTyped(const uint8_t *in, int64_t inPitch, int64_t inStride,
+                    uint8_t *out, int64_t outPitch, int64_t outStride,
+                    int64_t P, int64_t F) {
+  // 32x32 blocks keep both sides' lines in cache.
+  constexpr int64_t kBlock = 32;
+  for (int64_t p0 = 0; p0 < P; p0 += kBlock)
+    for (int64_t f0 = 0; f0 < F; f0 += kBlock) {
+      const int64_t pEnd = std::min(P, p0 + kBlock),
+                    fEnd = std::min(F, f0 + kBlock);
+      for (int64_t p = p0; p < pEnd; ++p) {
+        const uint8_t *row = in + p * inPitch;
+        uint8_t *column = out + p * outStride;
+        for (int64_t f = f0; f < fEnd; ++f) {
+          T value;
+          std::memcpy(&value, row + f * inStride, sizeof(T));
+          std::memcpy(column + f * outPitch, &value, sizeof(T));
+        }
+      }
+    }
+}
+
+/// out(f, p) = in(p, f) for a [P, F] tile of `size`-byte elements: element
+/// (p, f) of `in` at p * inPitch + f * inStride bytes, element (f, p) of
+/// `out` at f * outPitch + p * outStride.
+void transposeBytes(const uint8_t *in, int64_t inPitch, int64_t inStride,
+                    uint8_t *out, int64_t outPitch, int64_t outStride,
+                    int64_t P, int64_t F, unsigned size) {
+  switch (size) {
+  case 1:
+    return transposeTyped<uint8_t>(in, inPitch, inStride, out, outPitch,
+                                   outStride, P, F);
+  case 2:
+    return transposeTyped<uint16_t>(in, inPitch, inStride, out, outPitch,
+                                    outStride, P, F);
+  case 4:
+    return transposeTyped<uint32_t>(in, inPitch, inStride, out, outPitch,
+                                    outStride, P, F);
+  default:
+    return transposeTyped<uint64_t>(in, inPitch, inStride, out, outPitch,
+                                    outStride, P, F);
+  }
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -459,6 +550,27 @@ void SimulatorCoreBase::noteWrite(const TileView &view, ExecResult &result) {
   result.written.endPartition = view.startPartition + view.partitions;
   result.written.minByte = view.minByte;
   result.written.endByte = view.endByte;
+}
+
+void SimulatorCoreBase::copySameDType(const TileView &src,
+                                      const TileView &dst) {
+  if (!viewsMayOverlap(src, dst)) {
+    // Element order is [partition][free] on both sides, so partition p of
+    // src goes to partition p of dst.
+    const unsigned P = src.partitions;
+    const int64_t pieces = partitionPieces(P, src.totalElements());
+    forEachPiece(pieces, [&](int64_t i) {
+      const unsigned first = unsigned(P * i / pieces),
+                     end = unsigned(P * (i + 1) / pieces);
+      copyElements(partitionSlice(src, first, end - first),
+                   partitionSlice(dst, first, end - first));
+    });
+    return;
+  }
+  // Overlapping views: every element is read before any is written.
+  ensureSize(rawA, src.totalElements() * int64_t(src.elementBytes));
+  gatherBytes(src, rawA.data());
+  scatterBytes(rawA.data(), dst);
 }
 
 /// GpSimd computes add and multiply on integer operands in int32 (§2.5);
@@ -648,8 +760,16 @@ bool SimulatorCoreBase::execMatmul(const Instruction &inst,
   ldc = std::max(ldc, int(N));
   // dst[M,N] (+)= stationary[K,M]^T moving[K,N], accumulated in fp32. With
   // beta = 0 BLAS does not read C, so stale PSUM (even NaN) is overwritten.
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M), int(N), int(K),
-              1.0f, a, lda, b, ldb, inst.accumulate ? 1.0f : 0.0f, c, ldc);
+  // Wide matmuls are two GEMMs over column halves (cut at a multiple of 16,
+  // by the shape alone), which run on two threads when there are.
+  const int64_t pieces = N >= 256 ? 2 : 1;
+  forEachPiece(pieces, [&](int64_t i) {
+    const int64_t first = i == 0 ? 0 : (N / pieces) / 16 * 16;
+    const int64_t end = i + 1 == pieces ? N : (N / pieces) / 16 * 16;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M),
+                int(end - first), int(K), 1.0f, a, lda, b + first, ldb,
+                inst.accumulate ? 1.0f : 0.0f, c + first, ldc);
+  });
   if (!inPlace)
     encodeTile(c, dst);
 
@@ -692,15 +812,35 @@ bool SimulatorCoreBase::execTranspose(const Instruction &inst,
   // an identity matmul, which turns a column holding NaN/Inf into NaN and
   // -0 into +0; the compiler must not rely on transposing non-finite data.
   if (src.dtype == dst.dtype) {
-    const size_t size = src.elementBytes;
-    ensureSize(rawA, 2 * P * F * int64_t(size));
+    // src (SBUF) and dst (PSUM) never overlap. The tile goes through
+    // contiguous [P][F] and [F][P] buffers: the memories' partition pitches
+    // are multiples of 4 KiB, so transposing between them directly would
+    // map every row of a block to the same cache set. A dst with one free
+    // dim is cut into pieces by source partitions (its columns).
+    const int64_t size = src.elementBytes;
+    ensureSize(rawA, 2 * P * F * size);
     uint8_t *in = rawA.data(), *out = rawA.data() + P * F * size;
-    gatherBytes(src, in);
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t f = 0; f < F; ++f)
-        std::memcpy(out + size_t(f * P + p) * size,
-                    in + size_t(p * F + f) * size, size);
-    scatterBytes(out, dst);
+    const bool oneDim =
+        dst.sizes[0] == 1 && dst.sizes[1] == 1 && dst.sizes[2] == 1;
+    const int64_t pieces = oneDim ? partitionPieces(unsigned(P), P * F) : 1;
+    forEachPiece(pieces, [&](int64_t i) {
+      const int64_t first = P * i / pieces, end = P * (i + 1) / pieces;
+      const int64_t count = end - first;
+      uint8_t *pieceIn = in + first * F * size,
+              *pieceOut = out + first * F * size;
+      gatherBytes(partitionSlice(src, unsigned(first), unsigned(count)),
+                  pieceIn);
+      transposeBytes(pieceIn, F * size, size, pieceOut, count * size, size,
+                     count, F, src.elementBytes);
+      // dst columns [first, end) of every dst partition.
+      TileView columns = dst;
+      if (pieces > 1) {
+        columns.base = dst.base + first * dst.strides[3];
+        columns.sizes[3] = count;
+        columns.freeElements = count;
+      }
+      scatterBytes(pieceOut, columns);
+    });
   } else {
     ensureSize(bufA, 2 * P * F);
     float *in = bufA.data(), *out = in + P * F;
@@ -744,28 +884,49 @@ bool SimulatorCoreBase::execActivation(const Instruction &inst,
     if (reduceDst.partitions != P || reduceDst.freeElements != 1)
       return fail("reduceDst must be a [" + std::to_string(P) + ", 1] tile");
   }
-  float *x = bufA.data();
-  decodeTile(src, x);
-  for (unsigned p = 0; p < P; ++p) {
-    float *row = x + int64_t(p) * F;
-    const float s = scale[p], b = bias[p];
-    for (int64_t i = 0; i < F; ++i)
-      row[i] = row[i] * s + b;
-  }
-  if (!applyActivation(inst.func, x, int64_t(P) * F))
+  if (!isActivationFunc(inst.func))
     return fail("unknown activation function " +
                 std::to_string(unsigned(inst.func)));
-  if (inst.accumulateRow) {
-    // The accumulator adds the fp32 results, before the output cast.
-    for (unsigned p = 0; p < P; ++p) {
-      const float *row = x + int64_t(p) * F;
-      float sum = 0.0f;
-      for (int64_t i = 0; i < F; ++i)
-        sum += row[i];
-      sums[p] = sum;
+  float *x = bufA.data();
+  // Pieces of partitions; when src and dst may share bytes, every piece
+  // decodes before any encodes.
+  const int64_t pieces = partitionPieces(P, int64_t(P) * F);
+  const bool overlap = viewsMayOverlap(src, dst);
+  auto slice = [&](int64_t i, unsigned &first, unsigned &count) {
+    first = unsigned(P * i / pieces);
+    count = unsigned(P * (i + 1) / pieces) - first;
+  };
+  auto compute = [&](int64_t i) {
+    unsigned first, count;
+    slice(i, first, count);
+    for (unsigned p = first; p < first + count; ++p) {
+      float *row = x + int64_t(p) * F;
+      const float s = scale[p], b = bias[p];
+      for (int64_t j = 0; j < F; ++j)
+        row[j] = row[j] * s + b;
     }
-  }
-  encodeTile(x, dst);
+    applyActivation(inst.func, x + int64_t(first) * F, int64_t(count) * F);
+    if (inst.accumulateRow) {
+      // The accumulator adds the fp32 results, before the output cast.
+      for (unsigned p = first; p < first + count; ++p) {
+        const float *row = x + int64_t(p) * F;
+        float sum = 0.0f;
+        for (int64_t j = 0; j < F; ++j)
+          sum += row[j];
+        sums[p] = sum;
+      }
+    }
+    encodeTile(x + int64_t(first) * F, partitionSlice(dst, first, count));
+  };
+  forEachPiece(pieces, [&](int64_t i) {
+    unsigned first, count;
+    slice(i, first, count);
+    decodeTile(partitionSlice(src, first, count), x + int64_t(first) * F);
+    if (!overlap)
+      compute(i);
+  });
+  if (overlap)
+    forEachPiece(pieces, compute);
   if (inst.accumulateRow)
     encodeTile(sums, reduceDst);
   result.shape.freeElements = F;
@@ -983,9 +1144,7 @@ bool SimulatorCoreBase::execTensorCopy(Engine engine, const Instruction &inst,
   const int64_t count = src.totalElements();
   if (src.dtype == dst.dtype) {
     // Vector and GpSimd copy bit-exactly within a dtype.
-    ensureSize(rawA, count * int64_t(src.elementBytes));
-    gatherBytes(src, rawA.data());
-    scatterBytes(rawA.data(), dst);
+    copySameDType(src, dst);
   } else if (isIntegerDType(src.dtype) && isIntegerDType(dst.dtype)) {
     ensureSize(intA, count);
     decodeTileInt(src, intA.data());
@@ -1330,9 +1489,7 @@ bool SimulatorCoreBase::execDmaCopy(const Instruction &inst,
     return false;
   const int64_t count = src.totalElements();
   if (src.dtype == dst.dtype) {
-    ensureSize(rawA, count * int64_t(src.elementBytes));
-    gatherBytes(src, rawA.data());
-    scatterBytes(rawA.data(), dst);
+    copySameDType(src, dst);
   } else {
     // Casts go through fp32 (the DMA engines' datapath).
     ensureSize(bufA, count);

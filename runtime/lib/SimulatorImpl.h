@@ -12,6 +12,11 @@
 
 #include "trnrt/Simulator.h"
 
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -71,6 +76,16 @@ void encodeTileInt(const int64_t *in, const TileView &view);
 /// Bit-exact copies between views of the same dtype.
 void gatherBytes(const TileView &view, uint8_t *out);
 void scatterBytes(const uint8_t *in, const TileView &view);
+/// Whether two views may share a byte (a conservative box test: same memory,
+/// intersecting partitions and byte ranges).
+bool viewsMayOverlap(const TileView &a, const TileView &b);
+/// Bit-exact copy of src's elements, in element order, into dst (same dtype
+/// and element count) without a staging buffer: memcpy for runs contiguous
+/// on both sides. The views must not overlap (viewsMayOverlap).
+void copyElements(const TileView &src, const TileView &dst);
+/// The partitions [first, first + count) of `view` as a view of their own
+/// (its elements are that slice of the view's element order).
+TileView partitionSlice(const TileView &view, unsigned first, unsigned count);
 
 /// Element conversions used by the tile loops (exposed for tests).
 uint16_t floatToBf16(float value);
@@ -162,7 +177,40 @@ struct ExecResult {
 class SimulatorCoreBase {
 public:
   SimulatorCoreBase(const Target &target, SimulatorOptions options)
-      : target(target), options(options) {}
+      : target(target), options(options) {
+    // More threads than cores only make TBB warn.
+    const int cores = tbb::info::default_concurrency();
+    const int threads =
+        options.threads == 0 ? cores : std::min(int(options.threads), cores);
+    if (threads > 1)
+      arena = std::make_unique<tbb::task_arena>(threads);
+  }
+
+  /// Calls fn(i) for every i in [0, pieces), on the arena's threads when
+  /// there is one. Callers cut work into pieces that depend only on the
+  /// instruction and write disjoint bytes, so results do not depend on the
+  /// thread count or the order pieces run in.
+  template <typename Fn> void forEachPiece(int64_t pieces, Fn &&fn) {
+    if (!arena || pieces <= 1) {
+      for (int64_t i = 0; i < pieces; ++i)
+        fn(i);
+      return;
+    }
+    arena->execute([&] {
+      tbb::parallel_for(int64_t(0), pieces, [&](int64_t i) { fn(i); });
+    });
+  }
+  /// Pieces of at most `perPiece` partitions over `partitions` when the
+  /// instruction touches at least kParallelElements elements, else 1.
+  static int64_t partitionPieces(unsigned partitions, int64_t elements) {
+    if (elements < kParallelElements || partitions < 2)
+      return 1;
+    return std::min<int64_t>(kMaxPieces, partitions);
+  }
+  /// Below this many elements an instruction runs in one piece (splitting
+  /// costs more than it saves).
+  static constexpr int64_t kParallelElements = 16384;
+  static constexpr int64_t kMaxPieces = 4;
 
   const Target &target;
   SimulatorOptions options;
@@ -181,6 +229,8 @@ public:
   uint32_t currentIndex = 0;
   const Instruction *currentInst = nullptr;
   std::string *errorOut = nullptr;
+
+  std::unique_ptr<tbb::task_arena> arena; ///< none when options.threads == 1
 
   // Scratch buffers reused across instructions (no allocation per
   // instruction once warm).
@@ -229,6 +279,9 @@ private:
   void noteWrite(const TileView &view, ExecResult &result);
   void noteDmaTraffic(const TileView &src, const TileView &dst,
                       ExecResult &result);
+  /// Bit-exact copy between views of one dtype (staged through a buffer
+  /// only when they may overlap).
+  void copySameDType(const TileView &src, const TileView &dst);
 };
 
 } // namespace sim

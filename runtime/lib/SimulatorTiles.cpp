@@ -404,6 +404,133 @@ void scatterBytes(const uint8_t *in, const TileView &view) {
   });
 }
 
+namespace {
+
+/// The start address of every innermost row of a view, in element order.
+class RowWalker {
+public:
+  explicit RowWalker(const TileView &view) : view(view) {}
+
+  /// The next row's address, or nullptr after the last row.
+  uint8_t *next() {
+    if (p >= view.partitions)
+      return nullptr;
+    uint8_t *row = view.base + int64_t(p) * view.partitionPitch +
+                   i0 * view.strides[0] + i1 * view.strides[1] +
+                   i2 * view.strides[2];
+    if (++i2 == view.sizes[2]) {
+      i2 = 0;
+      if (++i1 == view.sizes[1]) {
+        i1 = 0;
+        if (++i0 == view.sizes[0]) {
+          i0 = 0;
+          ++p;
+        }
+      }
+    }
+    return row;
+  }
+
+private:
+  const TileView &view;
+  unsigned p = 0;
+  int64_t i0 = 0, i1 = 0, i2 = 0;
+};
+
+template <typename T>
+inline void copyStrided(const uint8_t *from, int64_t fromStride, uint8_t *to,
+                        int64_t toStride, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    storeAs<T>(to + i * toStride, loadAs<T>(from + i * fromStride));
+}
+
+/// [begin, end) of the bytes a view can touch, as offsets in its memory.
+void byteBox(const TileView &view, int64_t &begin, int64_t &end) {
+  if (view.memory == Memory::Hbm) {
+    const int64_t span = int64_t(view.partitions - 1) * view.partitionPitch;
+    begin = view.minByte + std::min<int64_t>(0, span);
+    end = view.endByte + std::max<int64_t>(0, span);
+  } else {
+    begin = view.minByte;
+    end = view.endByte;
+  }
+}
+
+} // namespace
+
+bool viewsMayOverlap(const TileView &a, const TileView &b) {
+  if (a.memory != b.memory)
+    return false;
+  if (a.memory != Memory::Hbm &&
+      (a.startPartition >= b.startPartition + b.partitions ||
+       b.startPartition >= a.startPartition + a.partitions))
+    return false;
+  int64_t aBegin, aEnd, bBegin, bEnd;
+  byteBox(a, aBegin, aEnd);
+  byteBox(b, bBegin, bEnd);
+  return aBegin < bEnd && bBegin < aEnd;
+}
+
+void copyElements(const TileView &src, const TileView &dst) {
+  const int64_t size = src.elementBytes;
+  const int64_t srcStride = src.strides[3], dstStride = dst.strides[3];
+  const bool contiguous = srcStride == size && dstStride == size;
+  RowWalker srcRows(src), dstRows(dst);
+  const uint8_t *from = nullptr;
+  uint8_t *to = nullptr;
+  int64_t srcLeft = 0, dstLeft = 0;
+  for (;;) {
+    if (srcLeft == 0) {
+      from = srcRows.next();
+      if (!from)
+        return;
+      srcLeft = src.sizes[3];
+    }
+    if (dstLeft == 0) {
+      to = dstRows.next();
+      if (!to)
+        return;
+      dstLeft = dst.sizes[3];
+    }
+    const int64_t count = std::min(srcLeft, dstLeft);
+    if (contiguous || count == 1) {
+      std::memcpy(to, from, size_t(count * size));
+    } else {
+      switch (size) {
+      case 1:
+        copyStrided<uint8_t>(from, srcStride, to, dstStride, count);
+        break;
+      case 2:
+        copyStrided<uint16_t>(from, srcStride, to, dstStride, count);
+        break;
+      case 4:
+        copyStrided<uint32_t>(from, srcStride, to, dstStride, count);
+        break;
+      default:
+        copyStrided<uint64_t>(from, srcStride, to, dstStride, count);
+        break;
+      }
+    }
+    from += count * srcStride;
+    to += count * dstStride;
+    srcLeft -= count;
+    dstLeft -= count;
+  }
+}
+
+TileView partitionSlice(const TileView &view, unsigned first, unsigned count) {
+  TileView slice = view;
+  slice.base = view.base + int64_t(first) * view.partitionPitch;
+  slice.partitions = count;
+  if (view.memory == Memory::Hbm) {
+    slice.minByte += int64_t(first) * view.partitionPitch;
+    slice.endByte += int64_t(first) * view.partitionPitch;
+  } else {
+    slice.startPartition = view.startPartition + first;
+  }
+  return slice;
+}
+
 //===----------------------------------------------------------------------===//
 // Resolving access patterns
 //===----------------------------------------------------------------------===//

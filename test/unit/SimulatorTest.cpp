@@ -9,139 +9,25 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ProgramBuilder.h"
+
 #include "trnrt/Simulator.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
 
 using namespace trnrt;
+using namespace trnrt::test_programs;
 
 namespace {
 
-constexpr unsigned kTensorStream = 0, kVectorStream = 1, kScalarStream = 2,
-                   kGpSimdStream = 3, kSyncStream = 4, kDmaStream = 5;
-
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-AccessPattern onChip(Memory memory, DType dtype, unsigned partitions,
-                     std::vector<ApDim> dims, int64_t byteOffset = 0,
-                     unsigned startPartition = 0) {
-  AccessPattern ap;
-  ap.memory = memory;
-  ap.dtype = dtype;
-  ap.numPartitions = partitions;
-  ap.startPartition = startPartition;
-  ap.byteOffset = byteOffset;
-  ap.dims = std::move(dims);
-  return ap;
-}
-
-/// A [P, F] SBUF tile with contiguous free elements.
-AccessPattern sbuf(DType dtype, unsigned partitions, int64_t free,
-                   int64_t byteOffset = 0, unsigned startPartition = 0) {
-  return onChip(Memory::Sbuf, dtype, partitions, {{free, 1}}, byteOffset,
-                startPartition);
-}
-
-AccessPattern psum(DType dtype, unsigned partitions, int64_t free,
-                   int64_t byteOffset = 0) {
-  return onChip(Memory::Psum, dtype, partitions, {{free, 1}}, byteOffset);
-}
-
-ScalarOperand column(AccessPattern ap) {
-  ScalarOperand scalar;
-  scalar.isImmediate = false;
-  scalar.column = std::move(ap);
-  return scalar;
-}
-
-ScalarOperand immediate(float value) {
-  ScalarOperand scalar;
-  scalar.immediate = value;
-  return scalar;
-}
-
-Instruction make(Opcode opcode, AccessPattern dst,
-                 std::vector<AccessPattern> srcs = {}) {
-  Instruction inst;
-  inst.opcode = opcode;
-  inst.dst = std::move(dst);
-  inst.srcs = std::move(srcs);
-  return inst;
-}
-
-/// Builds a program whose instructions run one after the other.
-struct Builder {
-  Program program;
-  int64_t steps = 0;
-
-  Builder() {
-    program.target = "trn1";
-    program.numSemaphores = 1;
-    program.dmaQueues.resize(1);
-  }
-
-  void tensor(const std::string &name, DType dtype, std::vector<int64_t> shape,
-              HbmTensor::Kind kind = HbmTensor::Kind::Input) {
-    HbmTensor tensor;
-    tensor.name = name;
-    tensor.dtype = dtype;
-    tensor.shape = std::move(shape);
-    tensor.kind = kind;
-    tensor.offset = (program.hbmBytes + 63) / 64 * 64;
-    uint64_t bytes = dtypeSizeInBytes(dtype);
-    for (int64_t dim : tensor.shape)
-      bytes *= uint64_t(dim);
-    program.hbmBytes = tensor.offset + bytes;
-    program.tensors.push_back(std::move(tensor));
-  }
-
-  const HbmTensor &find(const std::string &name) const {
-    for (const HbmTensor &tensor : program.tensors)
-      if (tensor.name == name)
-        return tensor;
-    ADD_FAILURE() << "no tensor " << name;
-    return program.tensors.front();
-  }
-
-  /// The tensor as [rows, columns] rows on partitions (1-D: one row).
-  AccessPattern hbm(const std::string &name) const {
-    const HbmTensor &tensor = find(name);
-    int64_t rows = tensor.shape.size() > 1 ? tensor.shape[0] : 1;
-    int64_t columns = 1;
-    for (size_t i = tensor.shape.size() > 1 ? 1 : 0; i < tensor.shape.size();
-         ++i)
-      columns *= tensor.shape[i];
-    AccessPattern ap;
-    ap.memory = Memory::Hbm;
-    ap.dtype = tensor.dtype;
-    ap.byteOffset = int64_t(tensor.offset);
-    ap.numPartitions = unsigned(rows);
-    ap.partitionStride = columns;
-    ap.dims = {{columns, 1}};
-    return ap;
-  }
-
-  /// Appends `inst` to `stream`, ordered after every earlier step.
-  void add(unsigned stream, Instruction inst) {
-    inst.waits.push_back({0, steps});
-    inst.signal = 0;
-    ++steps;
-    if (stream < kNumEngineStreams)
-      program.engineStreams[stream].push_back(std::move(inst));
-    else
-      program.dmaQueues[stream - kNumEngineStreams].push_back(std::move(inst));
-  }
-
-  void dma(AccessPattern dst, AccessPattern src) {
-    add(kDmaStream, make(Opcode::DmaCopy, std::move(dst), {std::move(src)}));
-  }
-};
 
 struct Outcome {
   bool ok = false;
@@ -626,6 +512,67 @@ TEST(SimulatorTest, ExpFamilyIsCorrectlyRoundedFromDouble) {
     for (double v : x)
       expected.push_back(float(test.reference(v)));
     expectValues(o.outputs["out"], expected);
+  }
+}
+
+TEST(SimulatorTest, TanhFamilyIsCorrectlyRoundedFromDouble) {
+  // tanh, gelu (tanh form) and its derivative are evaluated from one
+  // vectorised double exp/expm1 in forms free of cancellation; their fp32
+  // results equal the exact function (long double, cancellation-free forms)
+  // rounded to fp32, including tiny, huge and non-finite inputs.
+  std::mt19937 random(12);
+  std::uniform_real_distribution<double> wide(-12.0, 12.0);
+  std::uniform_real_distribution<double> exponent(-40.0, 3.0);
+  std::vector<double> x(4096);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = i % 2 ? float(wide(random))
+                 : float((i % 4 ? -1 : 1) * std::pow(2.0, exponent(random)));
+  const double edges[] = {0.0,  -0.0,   1e-30,     -1e-30,    0.1733, -0.1733,
+                          0.5,  -0.5,   9.0,       -9.0,      20.0,   -20.0,
+                          1e20, -1e20,  3.4e38,    -3.4e38,   kNaN,   INFINITY,
+                          0.34, -0.347, -INFINITY, 0.1732868, -4.5,   4.5};
+  for (size_t i = 0; i < std::size(edges); ++i)
+    x[i] = float(edges[i]);
+  using Real = long double;
+  const Real k = std::sqrt(Real(2) / Real(M_PI)), c = Real(0.044715);
+  auto inner = [&](Real v) { return k * (v + c * v * v * v); };
+  struct Case {
+    ActivationFunc func;
+    std::function<Real(Real)> reference;
+  } cases[] = {
+      {ActivationFunc::Tanh, [](Real v) { return std::tanh(v); }},
+      {ActivationFunc::GeluTanh,
+       [&](Real v) { return v / (1 + std::exp(-2 * inner(v))); }},
+      {ActivationFunc::GeluTanhDerivative,
+       [&](Real v) {
+         Real u = inner(v), e = std::exp(-2 * std::fabs(u)), s = 1 / (1 + e);
+         Real half = u >= 0 ? s : e * s;
+         Real sech2 = 4 * e * s * s;
+         Real du = k * (1 + 3 * c * v * v);
+         return std::isinf(v) ? Real(NAN) : half + v / 2 * sech2 * du;
+       }},
+  };
+  for (const Case &test : cases) {
+    ElementwiseCase cs(64, 64, 1);
+    Instruction act = make(Opcode::Activation, cs.out(), {cs.in(0)});
+    act.func = test.func;
+    Outcome o = cs.finish(kScalarStream, act, {{"a", x}});
+    ASSERT_TRUE(o.ok) << o.error;
+    std::vector<double> expected;
+    for (double v : x) // t = x * 1 + 0 (so -0 becomes +0)
+      expected.push_back(float(test.reference(Real(float(v) * 1.0f + 0.0f))));
+    ASSERT_EQ(o.outputs["out"].size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const double got = o.outputs["out"][i];
+      if (std::isnan(expected[i]))
+        EXPECT_TRUE(std::isnan(got))
+            << "func " << int(test.func) << " x " << x[i];
+      else
+        EXPECT_TRUE(got == expected[i] &&
+                    std::signbit(got) == std::signbit(expected[i]))
+            << "func " << int(test.func) << " x " << x[i] << ": " << got
+            << " vs " << expected[i];
+    }
   }
 }
 
@@ -1399,6 +1346,11 @@ TEST(SimulatorTest, PortConflictsSerialiseVectorAndGpSimd) {
   // GpSimd: 150 + Ng with Ng = N * 4 / 4; it waited for the port.
   const double gpsimd = (150 + 1024) / 1.4;
   EXPECT_NEAR(o.stats.deviceTimeNs, vector + gpsimd, 1e-6);
+  // The wait is the GpSimd stream's port stall; nobody waited on a
+  // semaphore.
+  EXPECT_NEAR(o.stats.engines[kGpSimdStream].portWaitNs, vector, 1e-6);
+  EXPECT_EQ(o.stats.engines[kVectorStream].portWaitNs, 0.0);
+  EXPECT_EQ(o.stats.engines[kGpSimdStream].semaphoreWaitNs, 0.0);
 
   Builder c;
   c.program.numSemaphores = 0;
@@ -1452,6 +1404,88 @@ TEST(SimulatorTest, StatisticsAndRecords) {
   std::vector<double> y;
   ASSERT_TRUE(sim.readTensor("y", y, error));
   expectValues(y, x);
+}
+
+//===----------------------------------------------------------------------===//
+// Host threads
+//===----------------------------------------------------------------------===//
+
+TEST(SimulatorTest, ResultsDoNotDependOnThreads) {
+  // Instructions big enough to be cut into pieces (a 128x128x512 matmul in
+  // two column halves, activations, transposes and copies by partitions),
+  // including in-place work whose source and destination overlap, give the
+  // same bits on 1, 2 and 3 threads, and the overlapping ones read every
+  // element before it is overwritten.
+  Builder b;
+  b.tensor("a", DType::F32, {128, 512});
+  b.tensor("w", DType::F32, {128, 512});
+  b.tensor("y", DType::F32, {128, 512}, HbmTensor::Kind::Output);
+  b.tensor("z", DType::F32, {128, 512}, HbmTensor::Kind::Output);
+  b.tensor("t", DType::F32, {128, 128}, HbmTensor::Kind::Output);
+  b.tensor("s", DType::F32, {128, 512}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::F32, 128, 512, 0), b.hbm("a"));
+  b.dma(sbuf(DType::F32, 128, 512, 2048), b.hbm("w"));
+  b.add(kTensorStream, make(Opcode::Matmul, psum(DType::F32, 128, 512, 0),
+                            {sbuf(DType::F32, 128, 128, 0),
+                             sbuf(DType::F32, 128, 512, 2048)}));
+  Instruction gelu = make(Opcode::Activation, sbuf(DType::F32, 128, 512, 4096),
+                          {psum(DType::F32, 128, 512, 0)});
+  gelu.func = ActivationFunc::GeluTanh;
+  b.add(kScalarStream, gelu);
+  b.dma(b.hbm("y"), sbuf(DType::F32, 128, 512, 4096));
+  // In place, one partition down: z[p + 1] = tanh(y[p]), z[0] = y[0].
+  Instruction shifted =
+      make(Opcode::Activation, sbuf(DType::F32, 127, 512, 4096, 1),
+           {sbuf(DType::F32, 127, 512, 4096, 0)});
+  shifted.func = ActivationFunc::Tanh;
+  b.add(kScalarStream, shifted);
+  b.dma(b.hbm("z"), sbuf(DType::F32, 128, 512, 4096));
+  b.add(kTensorStream, make(Opcode::Transpose, psum(DType::F32, 128, 128, 2048),
+                            {sbuf(DType::F32, 128, 128, 0)}));
+  b.add(kVectorStream,
+        make(Opcode::TensorCopy, sbuf(DType::F32, 128, 128, 8192),
+             {psum(DType::F32, 128, 128, 2048)}));
+  b.dma(b.hbm("t"), sbuf(DType::F32, 128, 128, 8192));
+  // An SBUF-to-SBUF DMA onto itself, two partitions down.
+  b.dma(sbuf(DType::F32, 126, 512, 2048, 2), sbuf(DType::F32, 126, 512, 2048));
+  b.dma(b.hbm("s"), sbuf(DType::F32, 128, 512, 2048));
+
+  std::mt19937 random(5);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<double> a(128 * 512), w(128 * 512);
+  for (double &v : a)
+    v = uniform(random);
+  for (double &v : w)
+    v = uniform(random);
+  std::map<std::string, std::vector<double>> first;
+  for (unsigned threads : {1u, 2u, 3u}) {
+    SimulatorOptions options;
+    options.threads = threads;
+    Outcome o = run(b, {{"a", a}, {"w", w}}, options);
+    ASSERT_TRUE(o.ok) << o.error;
+    if (threads == 1) {
+      first = o.outputs;
+      continue;
+    }
+    for (const auto &[name, values] : first)
+      EXPECT_EQ(std::memcmp(values.data(), o.outputs[name].data(),
+                            values.size() * sizeof(double)),
+                0)
+          << name << " on " << threads << " threads";
+  }
+  const std::vector<double> &y = first["y"], &z = first["z"], &t = first["t"],
+                            &s = first["s"];
+  for (int64_t f = 0; f < 512; ++f) {
+    EXPECT_EQ(z[f], y[f]);
+    for (int64_t p = 0; p < 127; ++p)
+      ASSERT_EQ(z[(p + 1) * 512 + f], float(std::tanh(y[p * 512 + f])))
+          << p << ", " << f;
+    for (int64_t p = 0; p < 126; ++p)
+      ASSERT_EQ(s[(p + 2) * 512 + f], float(w[p * 512 + f])) << p;
+  }
+  for (int64_t p = 0; p < 128; ++p)
+    for (int64_t f = 0; f < 128; ++f)
+      ASSERT_EQ(t[f * 128 + p], float(a[p * 512 + f]));
 }
 
 } // namespace

@@ -2,17 +2,20 @@
 //
 //   trn-run ARTIFACT [--inputs in.npz | --random SEED | --zeros]
 //           [--outputs out.npz] [--profile trace.json] [--iterations N]
+//           [--threads N] [--profile-summary] [--profile-top N]
 //           [--poison] [--json]
 //
 // Loads a trn artifact, binds its inputs by name from an .npz (or random or
 // zero values), runs it on the simulator, writes its outputs to an .npz, and
 // prints the device time, per-engine utilisation, MFU and DMA traffic.
 // --profile writes a Chrome-trace/Perfetto timeline: one track per engine
-// and DMA queue, one slice per instruction.
+// and DMA queue, one slice per instruction. --profile-summary prints a
+// neuron-profile-style summary instead of the short report.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CheckAgainst.h"
+#include "ProfileSummary.h"
 
 #include "trnrt/Artifact.h"
 #include "trnrt/IsaValidate.h"
@@ -22,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -43,6 +47,7 @@ int fail(const std::string &message) {
 const char *kUsage =
     R"(usage: trn-run ARTIFACT [--inputs in.npz | --random SEED | --zeros]
                [--outputs out.npz] [--profile trace.json] [--iterations N]
+               [--threads N] [--profile-summary] [--profile-top N]
                [--check-against GRAPH.mlir] [--poison] [--json]
 
 Runs a trn artifact on the simulated NeuronCore and reports device time,
@@ -53,7 +58,14 @@ engine utilisation, MFU and DMA traffic.
   --zeros            all inputs zero (the default)
   --outputs FILE     write every output to a NumPy .npz
   --profile FILE     write a Chrome-trace / Perfetto timeline (ui.perfetto.dev)
+  --profile-summary  print a summary table instead of the short report: per
+                     stream busy time and stalls (semaphores, ports, DMA
+                     engines), time per opcode, the longest instructions
+                     (with --json: a "profile_summary" object)
+  --profile-top N    instructions in the summary's last table (default 10)
   --iterations N     run N times (statistics of the last run)
+  --threads N        host threads the simulator may use (default 0: every
+                     core; results are bit-identical for every N)
   --check-against G  evaluate the trn graph G on the same inputs with the
                      reference evaluator and compare every output (tolerance
                      by dtype: f32 1e-4, f16 1e-3, bf16 2e-2 relative to the
@@ -65,8 +77,10 @@ engine utilisation, MFU and DMA traffic.
 struct Options {
   std::string artifact, inputs, outputs, profile, checkAgainst;
   long long randomSeed = -1;
-  bool zeros = false, poison = false, json = false;
+  bool zeros = false, poison = false, json = false, profileSummary = false;
+  long long profileTop = 10;
   long long iterations = 1;
+  long long threads = 0;
 };
 
 std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
@@ -105,6 +119,12 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       problem = integer(options.randomSeed, 0);
     else if (arg == "--iterations")
       problem = integer(options.iterations, 1);
+    else if (arg == "--threads")
+      problem = integer(options.threads, 0);
+    else if (arg == "--profile-summary")
+      options.profileSummary = true;
+    else if (arg == "--profile-top")
+      problem = integer(options.profileTop, 0);
     else if (arg == "--zeros")
       options.zeros = true;
     else if (arg == "--poison")
@@ -203,7 +223,9 @@ int main(int argc, char **argv) {
 
   SimulatorOptions simOptions;
   simOptions.poisonMemory = options.poison;
-  simOptions.recordInstructions = !options.profile.empty();
+  simOptions.recordInstructions =
+      !options.profile.empty() || options.profileSummary;
+  simOptions.threads = unsigned(std::min<long long>(options.threads, 1024));
   Simulator simulator(*target, simOptions);
   if (!simulator.load(program, error))
     return fail(error);
@@ -332,7 +354,17 @@ int main(int argc, char **argv) {
         {"spill_bytes", stats.spillBytes()}};
     for (size_t e = 0; e < stats.engines.size(); ++e)
       out["engine_busy_percent"][engines[e]] = stats.engines[e].busyPercent;
+    if (options.profileSummary)
+      out["profile_summary"] =
+          profileSummaryJson(stats, size_t(options.profileTop));
     std::cout << out.dump(2) << "\n";
+    return checkFailed ? 1 : 0;
+  }
+  if (options.profileSummary) {
+    std::fputs(
+        formatProfileSummary(stats, program.target, size_t(options.profileTop))
+            .c_str(),
+        stdout);
     return checkFailed ? 1 : 0;
   }
   std::printf("device time      %.3f us (%llu instructions)\n",

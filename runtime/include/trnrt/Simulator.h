@@ -37,6 +37,11 @@ struct SimulatorOptions {
   bool poisonMemory = false;
   /// Keep one InstructionRecord per executed instruction (profiles).
   bool recordInstructions = false;
+  /// Host threads that share one instruction's work (TBB): 0 = every core
+  /// TBB sees, 1 = none but the caller's. The work is cut into pieces that
+  /// depend only on the instruction, never on this count, so results are
+  /// bit-identical for every value.
+  unsigned threads = 0;
 };
 
 /// Streams are numbered as in docs/isa.md §4: 0..4 are the engine streams
@@ -57,6 +62,15 @@ struct StreamStats {
   double busyNs = 0.0;      ///< sum of the instructions' durations
   double busyPercent = 0.0; ///< busyNs / deviceTimeNs * 100
   uint64_t instructions = 0;
+  /// Time the stream was free but its next instruction's semaphore waits
+  /// did not hold yet (from time 0 for its first instruction).
+  double semaphoreWaitNs = 0.0;
+  /// Time its next instruction was ready but a shared port (NeuronCore-v2:
+  /// Vector/GpSimd SBUF, Vector/Scalar PSUM) was held by another engine.
+  double portWaitNs = 0.0;
+  /// DMA queues: time transfers waited, after their fixed latency, for the
+  /// DMA engines to finish other queues' transfers (part of busyNs).
+  double dmaEngineWaitNs = 0.0;
 };
 
 /// What one run of a program did, in simulated time.
@@ -94,6 +108,14 @@ struct SimulationStats {
   uint64_t spillSaveBytes = 0;
   uint64_t spillReloadBytes = 0;
   uint64_t spillBytes() const { return spillSaveBytes + spillReloadBytes; }
+
+  /// On-chip operand traffic of every instruction (DMA sides included):
+  /// bytes of the access patterns read (sources, scalar columns, indices,
+  /// the PSUM a matmul accumulates into) and written (destinations).
+  uint64_t sbufReadBytes = 0;
+  uint64_t sbufWriteBytes = 0;
+  uint64_t psumReadBytes = 0;
+  uint64_t psumWriteBytes = 0;
 
   uint64_t instructions = 0;
   /// Filled when SimulatorOptions::recordInstructions is set, in start order.

@@ -1,0 +1,206 @@
+//===- ProfileSummary.cpp - neuron-profile-style text summary -------------===//
+
+#include "ProfileSummary.h"
+
+#include "trnrt/IsaValidate.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace trnrt {
+
+namespace {
+
+struct StreamRow {
+  unsigned stream;
+  const StreamStats *stats;
+};
+
+struct OpcodeRow {
+  std::string engine;
+  Opcode opcode;
+  uint64_t count = 0;
+  double totalNs = 0.0;
+};
+
+std::string engineOfStream(uint32_t stream) {
+  return stream < kNumEngineStreams ? engineName(Engine(stream)) : "dma";
+}
+
+std::vector<StreamRow> usedStreams(const SimulationStats &stats) {
+  std::vector<StreamRow> rows;
+  for (unsigned e = 0; e < kNumEngineStreams; ++e)
+    if (stats.engines[e].instructions)
+      rows.push_back({e, &stats.engines[e]});
+  for (unsigned q = 0; q < stats.dmaQueues.size(); ++q)
+    if (stats.dmaQueues[q].instructions)
+      rows.push_back({kNumEngineStreams + q, &stats.dmaQueues[q]});
+  return rows;
+}
+
+/// Opcodes by total time (descending; ties by engine, then opcode).
+std::vector<OpcodeRow> opcodeRows(const SimulationStats &stats) {
+  std::map<std::pair<std::string, Opcode>, OpcodeRow> byKey;
+  for (const InstructionRecord &record : stats.records) {
+    std::string engine = engineOfStream(record.stream);
+    OpcodeRow &row = byKey[{engine, record.opcode}];
+    row.engine = engine;
+    row.opcode = record.opcode;
+    ++row.count;
+    row.totalNs += record.endNs - record.startNs;
+  }
+  std::vector<OpcodeRow> rows;
+  for (auto &[key, row] : byKey)
+    rows.push_back(row);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const OpcodeRow &a, const OpcodeRow &b) {
+                     return a.totalNs > b.totalNs;
+                   });
+  return rows;
+}
+
+/// The `top` longest instructions (ties: earlier start, lower stream, lower
+/// index first).
+std::vector<InstructionRecord> longest(const SimulationStats &stats,
+                                       size_t top) {
+  std::vector<InstructionRecord> records = stats.records;
+  auto key = [](const InstructionRecord &r) {
+    return std::make_tuple(-(r.endNs - r.startNs), r.startNs, r.stream,
+                           r.index);
+  };
+  const size_t count = std::min(top, records.size());
+  std::partial_sort(
+      records.begin(), records.begin() + count, records.end(),
+      [&](const InstructionRecord &a, const InstructionRecord &b) {
+        return key(a) < key(b);
+      });
+  records.resize(count);
+  return records;
+}
+
+void appendf(std::string &out, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+void appendf(std::string &out, const char *format, ...) {
+  char line[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(line, sizeof(line), format, args);
+  va_end(args);
+  out += line;
+}
+
+double mib(uint64_t bytes) { return double(bytes) / 1048576.0; }
+
+} // namespace
+
+std::string formatProfileSummary(const SimulationStats &stats,
+                                 const std::string &target, size_t top) {
+  std::string out;
+  const double device = stats.deviceTimeNs;
+  auto percent = [device](double ns) {
+    return device > 0.0 ? 100.0 * ns / device : 0.0;
+  };
+  appendf(out, "profile summary (simulated %s NeuronCore)\n", target.c_str());
+  appendf(out, "  device time          %.3f us\n", device / 1000.0);
+  appendf(out, "  instructions         %llu\n",
+          static_cast<unsigned long long>(stats.instructions));
+  appendf(out, "  tensor engine        %.1f%% utilisation\n",
+          stats.tensorEngineUtilisation * 100.0);
+  appendf(out,
+          "  mfu                  %.1f%% (%.1f%% of the bf16 peak, %.1f%% of "
+          "the fp32 peak)\n",
+          stats.mfu * 100.0, stats.mfuBf16Peak * 100.0,
+          stats.mfuFp32Peak * 100.0);
+  appendf(out,
+          "  matmul flops         %llu (%llu with fp32 inputs), transposes "
+          "%llu\n",
+          static_cast<unsigned long long>(stats.matmulFlops),
+          static_cast<unsigned long long>(stats.fp32MatmulFlops),
+          static_cast<unsigned long long>(stats.transposeFlops));
+  appendf(out,
+          "  dma traffic          hbm->sbuf %.3f MiB, sbuf->hbm %.3f MiB, "
+          "sbuf->sbuf %.3f MiB, hbm->hbm %.3f MiB\n",
+          mib(stats.hbmToSbufBytes), mib(stats.sbufToHbmBytes),
+          mib(stats.sbufToSbufBytes), mib(stats.hbmToHbmBytes));
+  appendf(out,
+          "  on-chip traffic      sbuf read %.3f MiB, sbuf write %.3f MiB, "
+          "psum read %.3f MiB, psum write %.3f MiB\n",
+          mib(stats.sbufReadBytes), mib(stats.sbufWriteBytes),
+          mib(stats.psumReadBytes), mib(stats.psumWriteBytes));
+  appendf(out, "  spills               %.3f MiB saved, %.3f MiB reloaded\n",
+          mib(stats.spillSaveBytes), mib(stats.spillReloadBytes));
+  appendf(out,
+          "  dma transfers        %llu, average %.0f bytes, queues active "
+          "%.1f%%\n",
+          static_cast<unsigned long long>(stats.dmaCount),
+          stats.averageDmaBytes, stats.dmaActivePercent);
+
+  appendf(out, "\n%-14s %8s %12s %7s %12s %12s %12s\n", "stream", "instrs",
+          "busy us", "busy %", "sem wait us", "port wait us", "dma wait us");
+  for (const StreamRow &row : usedStreams(stats)) {
+    const StreamStats &s = *row.stats;
+    appendf(out, "%-14s %8llu %12.3f %6.1f%% %12.3f %12.3f %12.3f\n",
+            streamName(row.stream).c_str(),
+            static_cast<unsigned long long>(s.instructions), s.busyNs / 1000.0,
+            s.busyPercent, s.semaphoreWaitNs / 1000.0, s.portWaitNs / 1000.0,
+            s.dmaEngineWaitNs / 1000.0);
+  }
+
+  appendf(out, "\n%-14s %-7s %8s %12s %9s %12s\n", "opcode", "engine", "count",
+          "total us", "% device", "mean ns");
+  for (const OpcodeRow &row : opcodeRows(stats))
+    appendf(out, "%-14s %-7s %8llu %12.3f %8.1f%% %12.1f\n",
+            opcodeName(row.opcode), row.engine.c_str(),
+            static_cast<unsigned long long>(row.count), row.totalNs / 1000.0,
+            percent(row.totalNs), row.totalNs / double(row.count));
+
+  std::vector<InstructionRecord> slowest = longest(stats, top);
+  appendf(out, "\ntop %zu instructions by time\n", slowest.size());
+  appendf(out, "%-14s %8s %-14s %12s %12s\n", "stream", "index", "opcode",
+          "start us", "duration ns");
+  for (const InstructionRecord &record : slowest)
+    appendf(out, "%-14s %8u %-14s %12.3f %12.1f\n",
+            streamName(record.stream).c_str(), record.index,
+            opcodeName(record.opcode), record.startNs / 1000.0,
+            record.endNs - record.startNs);
+  return out;
+}
+
+nlohmann::json profileSummaryJson(const SimulationStats &stats, size_t top) {
+  nlohmann::json streams = nlohmann::json::array();
+  for (const StreamRow &row : usedStreams(stats))
+    streams.push_back({{"stream", streamName(row.stream)},
+                       {"instructions", row.stats->instructions},
+                       {"busy_ns", row.stats->busyNs},
+                       {"busy_percent", row.stats->busyPercent},
+                       {"semaphore_wait_ns", row.stats->semaphoreWaitNs},
+                       {"port_wait_ns", row.stats->portWaitNs},
+                       {"dma_engine_wait_ns", row.stats->dmaEngineWaitNs}});
+  nlohmann::json opcodes = nlohmann::json::array();
+  for (const OpcodeRow &row : opcodeRows(stats))
+    opcodes.push_back({{"opcode", opcodeName(row.opcode)},
+                       {"engine", row.engine},
+                       {"count", row.count},
+                       {"total_ns", row.totalNs}});
+  nlohmann::json slowest = nlohmann::json::array();
+  for (const InstructionRecord &record : longest(stats, top))
+    slowest.push_back({{"stream", streamName(record.stream)},
+                       {"index", record.index},
+                       {"opcode", opcodeName(record.opcode)},
+                       {"start_ns", record.startNs},
+                       {"duration_ns", record.endNs - record.startNs}});
+  return {{"sbuf_read_bytes", stats.sbufReadBytes},
+          {"sbuf_write_bytes", stats.sbufWriteBytes},
+          {"psum_read_bytes", stats.psumReadBytes},
+          {"psum_write_bytes", stats.psumWriteBytes},
+          {"streams", streams},
+          {"opcodes", opcodes},
+          {"top_instructions", slowest}};
+}
+
+} // namespace trnrt

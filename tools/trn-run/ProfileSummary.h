@@ -1,0 +1,35 @@
+//===- ProfileSummary.h - neuron-profile-style text summary -----*- C++ -*-===//
+//
+// The summary `trn-run --profile-summary` prints after a run: device time,
+// Tensor Engine utilisation and MFU, DMA and on-chip (SBUF/PSUM) traffic, one
+// row per engine stream and DMA queue (busy time, instructions, time stalled
+// on semaphores, ports and the shared DMA engines), time per opcode, and the
+// longest instructions. docs/cli.md shows an example.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_TOOLS_TRN_RUN_PROFILESUMMARY_H
+#define TRN_TOOLS_TRN_RUN_PROFILESUMMARY_H
+
+#include "trnrt/Simulator.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace trnrt {
+
+/// The summary as text (every line ends in '\n'). `stats` must come from a
+/// run with SimulatorOptions::recordInstructions (for the opcode and
+/// instruction tables); `top` is how many instructions the last table lists.
+std::string formatProfileSummary(const SimulationStats &stats,
+                                 const std::string &target, size_t top);
+
+/// The same figures as JSON: "sbuf_read_bytes" and the other on-chip byte
+/// counts, "streams", "opcodes" and "top_instructions" (times in ns).
+nlohmann::json profileSummaryJson(const SimulationStats &stats, size_t top);
+
+} // namespace trnrt
+
+#endif // TRN_TOOLS_TRN_RUN_PROFILESUMMARY_H
