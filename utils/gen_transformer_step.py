@@ -29,7 +29,11 @@ overridden):
               of its input and of every parameter; no optimizer unless
               --optimizer adamw. Defaults: 2 layers, hidden 8192, 64 heads,
               sequence 2048, micro-batch 1, MLP 32768 (the GPT-3 23B layer
-              shape, unpartitioned: no tensor parallelism).
+              shape), unpartitioned. --tp N writes one tensor-parallel rank's
+              share instead (Megatron-style: heads/N heads, QKV and MLP
+              weights split by output columns, the output and down
+              projections by input rows), without the all-reduces that the
+              partitioner would add: the per-rank compute of a TP=N stage.
 
 Precision (--dtype bf16, the default): parameters and hidden states at the
 function boundary are bf16, matmul operands bf16 with f32 accumulation; the
@@ -49,19 +53,26 @@ MODELS = {
     "bert-large": dict(kind="bert", layers=24, hidden=1024, heads=16, seq=128, batch=8,
                        ffn=4096, vocab=30522, positions=512, optimizer="adamw"),
     "gpt3-23b": dict(kind="gpt-stage", layers=2, hidden=8192, heads=64, seq=2048, batch=1,
-                     ffn=32768, vocab=0, positions=0, optimizer="none"),
+                     ffn=32768, vocab=0, positions=0, optimizer="none", tp=1),
 }
 
 
 class TransformerStep(StepBuilder):
     def __init__(self, kind, layers, hidden, heads, seq, batch, ffn, vocab, positions,
-                 dtype, optimizer):
+                 dtype, optimizer, tp=1):
         super().__init__(dtype == "bf16")
         if hidden % heads:
             raise ValueError(f"{heads} heads do not divide hidden {hidden}")
+        if heads % tp or ffn % tp:
+            raise ValueError(f"tp={tp} does not divide {heads} heads and MLP {ffn}")
+        if tp != 1 and kind == "bert":
+            raise ValueError("--tp is for gpt3-23b")
         self.kind, self.L, self.H, self.NH = kind, layers, hidden, heads
         self.S, self.B, self.F, self.V, self.PMAX = seq, batch, ffn, vocab, positions
         self.HD, self.N = hidden // heads, batch * seq
+        # One tensor-parallel rank's share (Megatron): heads, QKV and MLP
+        # columns, output and down projection rows.
+        self.NHL, self.HL, self.FL = heads // tp, hidden // tp, ffn // tp
         self.optimizer = optimizer
         self.post_ln = kind == "bert"
         self.causal = kind != "bert"
@@ -78,19 +89,19 @@ class TransformerStep(StepBuilder):
     # -- attention heads ---------------------------------------------------------
     def heads(self, hint, x2d):  # [N, H] -> [B, NH, S, HD]
         g = self.g
-        return g.transpose(hint, g.reshape(hint + "_bshd", x2d, (self.B, self.S, self.NH,
+        return g.transpose(hint, g.reshape(hint + "_bshd", x2d, (self.B, self.S, self.NHL,
                                                                  self.HD)), [0, 2, 1, 3])
 
     def unheads(self, hint, x):  # [B, NH, S, HD] -> [N, H]
         g = self.g
-        return g.reshape(hint, g.transpose(hint + "_bshd", x, [0, 2, 1, 3]), (self.N, self.H))
+        return g.reshape(hint, g.transpose(hint + "_bshd", x, [0, 2, 1, 3]), (self.N, self.HL))
 
     # -- one layer -------------------------------------------------------------------
     def layer_params(self, i):
-        H, F = self.H, self.F
+        H, HL, F = self.H, self.HL, self.FL
         spec = [("ln1.weight", "ln1_w", (H,)), ("ln1.bias", "ln1_b", (H,)),
-                ("attn.qkv.weight", "w_qkv", (3 * H, H)), ("attn.qkv.bias", "b_qkv", (3 * H,)),
-                ("attn.out.weight", "w_o", (H, H)), ("attn.out.bias", "b_o", (H,)),
+                ("attn.qkv.weight", "w_qkv", (3 * HL, H)), ("attn.qkv.bias", "b_qkv", (3 * HL,)),
+                ("attn.out.weight", "w_o", (H, HL)), ("attn.out.bias", "b_o", (H,)),
                 ("ln2.weight", "ln2_w", (H,)), ("ln2.bias", "ln2_b", (H,)),
                 ("mlp.fc.weight", "w_fc", (F, H)), ("mlp.fc.bias", "b_fc", (F,)),
                 ("mlp.proj.weight", "w_proj", (H, F)), ("mlp.proj.bias", "b_proj", (H,))]
@@ -99,7 +110,7 @@ class TransformerStep(StepBuilder):
 
     def attention_forward(self, t, x, p):
         """Self-attention of x (f32 [N, H]) through the output projection."""
-        g, H, N = self.g, self.H, self.N
+        g, H, N = self.g, self.HL, self.N
         qkv = self.linear(t + "qkv", x, p["w_qkv"], p["b_qkv"])
         q = self.heads(t + "q", self.m(g.slice(t + "q2d", qkv, [0, 0], [N, H])))
         k = self.heads(t + "k", self.m(g.slice(t + "k2d", qkv, [0, H], [N, 2 * H])))
@@ -308,13 +319,15 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n", 2)[2])
     parser.add_argument("model", choices=sorted(MODELS))
-    for size in ("layers", "hidden", "heads", "seq", "batch", "ffn", "vocab", "positions"):
+    for size in ("layers", "hidden", "heads", "seq", "batch", "ffn", "vocab", "positions", "tp"):
         parser.add_argument("--" + size, type=int)
     parser.add_argument("--dtype", choices=["bf16", "f32"], default="bf16")
     parser.add_argument("--optimizer", choices=["adamw", "none"])
     parser.add_argument("-o", "--output", default="-", help="the .mlir file (default stdout)")
     args = parser.parse_args()
     config = dict(MODELS[args.model])
+    if args.tp is not None and "tp" not in config:
+        parser.error(f"--tp is for gpt3-23b, not {args.model}")
     for key in config:
         if getattr(args, key, None) is not None:
             config[key] = getattr(args, key)
