@@ -81,8 +81,8 @@ uint64_t matmulFlops(const trnrt::Program &program) {
 
 } // namespace
 
-void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
-                                     const CompileOptions &options) {
+void mlir::trn::buildTrnLoweringPipeline(OpPassManager &pm,
+                                         const CompileOptions &options) {
   OpPassManager &graph = pm.nest<func::FuncOp>();
   // The lowering takes primitives only (see convert-trn-to-nc).
   graph.addPass(createTrnDecomposeComposites());
@@ -103,9 +103,18 @@ void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
     graph.addPass(createTrnFuseElementwise());
   }
   pm.addPass(createConvertTrnToNC());
+}
+
+void mlir::trn::buildNCKernelPipeline(OpPassManager &pm) {
   OpPassManager &kernel = pm.nest<func::FuncOp>();
   kernel.addPass(nc::createNCAllocate());
   kernel.addPass(nc::createNCInsertSync());
+}
+
+void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
+                                     const CompileOptions &options) {
+  buildTrnLoweringPipeline(pm, options);
+  buildNCKernelPipeline(pm);
 }
 
 FailureOr<trnrt::Program>
@@ -129,19 +138,34 @@ mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
   module->setAttr("nc.target",
                   StringAttr::get(module.getContext(), target->name));
 
-  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  // Two pass managers: the IR is verified after the graph passes and the
+  // lowering, which create ops, but not after nc-allocate and
+  // nc-insert-sync, which only add addresses and semaphores to them and
+  // whose results the program checks below validate. Verifying a kernel of
+  // millions of instructions takes about as long as lowering it.
+  PassManager lowering(module.getContext(), ModuleOp::getOperationName());
+  PassManager nc(module.getContext(), ModuleOp::getOperationName());
+  nc.enableVerifier(false);
   if (options.printIRAfterAll) {
     // Printing per pass from several threads would interleave the dumps.
     module.getContext()->disableMultithreading();
-    pm.enableIRPrinting(
-        /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
-        /*shouldPrintAfterPass=*/[](Pass *, Operation *) { return true; },
-        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
-        /*printAfterOnlyOnFailure=*/false, llvm::errs());
+    for (PassManager *pm : {&lowering, &nc})
+      pm->enableIRPrinting(
+          /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
+          /*shouldPrintAfterPass=*/[](Pass *, Operation *) { return true; },
+          /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
+          /*printAfterOnlyOnFailure=*/false, llvm::errs());
   }
-  buildTrnToNCPipeline(pm, options);
-  if (failed(pm.run(module)))
-    return failure(); // the failing pass has emitted the diagnostic
+  buildTrnLoweringPipeline(lowering, options);
+  buildNCKernelPipeline(nc);
+  TimingScope inactive;
+  TimingScope &timing = options.timing ? *options.timing : inactive;
+  for (PassManager *pm : {&lowering, &nc}) {
+    if (options.timing)
+      pm->enableTiming(timing);
+    if (failed(pm->run(module)))
+      return failure(); // the failing pass has emitted the diagnostic
+  }
 
   SmallVector<func::FuncOp> kernels;
   for (func::FuncOp function : module.getOps<func::FuncOp>())
@@ -154,6 +178,7 @@ mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
               "please report it with the graph";
   func::FuncOp kernel = kernels.front();
 
+  TimingScope exportTiming = timing.nest("export program");
   FailureOr<trnrt::Program> program = nc::exportProgram(kernel);
   if (failed(program))
     return failure();
@@ -162,14 +187,30 @@ mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
       peakBytesPerPartition(kernel, nc::MemorySpace::sbuf);
   program->psumPeakBytesPerPartition =
       peakBytesPerPartition(kernel, nc::MemorySpace::psum);
+  exportTiming.stop();
+  if (options.stats) {
+    CompileStats &stats = *options.stats;
+    stats.kernelOps = 0;
+    kernel.walk([&](Operation *) { ++stats.kernelOps; });
+    for (size_t engine = 0; engine < stats.engineInstructions.size(); ++engine)
+      stats.engineInstructions[engine] = program->engineStreams[engine].size();
+    stats.dmaInstructions = 0;
+    for (const std::vector<trnrt::Instruction> &queue : program->dmaQueues)
+      stats.dmaInstructions += queue.size();
+    stats.hbmBytes = program->hbmBytes;
+    stats.exported = true;
+  }
 
   // The lowering must only produce programs the hardware accepts and that
   // cannot deadlock: a violation is our bug, not the user's graph.
   std::string error;
+  TimingScope validateTiming = timing.nest("validate program");
   if (!trnrt::validateProgram(*program, *target, error))
     return kernel.emitError("internal compiler error: the compiled program "
                             "breaks a hardware rule: ")
            << error << "; this is a trn bug, please report it with the graph";
+  validateTiming.stop();
+  TimingScope deadlockTiming = timing.nest("check semaphores (deadlock)");
   if (!trnrt::checkSemaphoresCanComplete(*program, error))
     return kernel.emitError("internal compiler error: the compiled program "
                             "can deadlock: ")

@@ -497,7 +497,8 @@ FailureOr<trnrt::Program> Exporter::run() {
     if (failed(emit(&op)))
       return failure();
   program.numSemaphores = maxSemaphore;
-  return program;
+  // Moved, not copied: a large kernel's program is hundreds of megabytes.
+  return std::move(program);
 }
 
 FailureOr<trnrt::Program> mlir::nc::exportProgram(func::FuncOp kernel) {

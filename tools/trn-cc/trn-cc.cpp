@@ -2,8 +2,9 @@
 //
 //   trn-cc compile GRAPH.mlir -o OUT [codegen flags] [--cache-dir DIR |
 //          --no-cache] [--retry-failed] [--report FILE]
-//          [--mlir-print-ir-after-all] [-v | -q]
+//          [--mlir-print-ir-after-all] [--timing] [-v | -q]
 //   trn-cc --analyze GRAPH.mlir [codegen flags] [--json] [--report FILE]
+//          [--timing]
 //   trn-cc --version
 //
 // The codegen flags are normalised by the cache library (trn/Cache/Key.h), so
@@ -30,6 +31,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
@@ -88,6 +90,7 @@ output and cache:
   --report FILE                    write the compile report as JSON
   --json                           print the --analyze report as JSON
   --mlir-print-ir-after-all        print the IR after every pass to stderr
+  --timing                         print the time of every phase and pass to stderr
   -v, --verbose                    say more: key parts, cache entry, report table
   -q, --quiet                      print nothing but errors
   -h, --help                       this help
@@ -111,6 +114,7 @@ enum class FlagRole {
   LockTimeout,
   Report,
   PrintIR,
+  Timing,
   Verbose,
   Quiet,
   Analyze,
@@ -145,6 +149,7 @@ const std::vector<FlagSpec> &flagSpecs() {
       {"lock-timeout", true, FlagRole::LockTimeout},
       {"report", true, FlagRole::Report},
       {"mlir-print-ir-after-all", false, FlagRole::PrintIR},
+      {"timing", false, FlagRole::Timing},
       {"verbose", false, FlagRole::Verbose},
       {"quiet", false, FlagRole::Quiet},
       {"analyze", false, FlagRole::Analyze},
@@ -191,6 +196,7 @@ struct Options {
   bool noCache = false;
   bool retryFailed = false;
   bool printIR = false;
+  bool timing = false;
   bool verbose = false;
   bool quiet = false;
   bool json = false;
@@ -311,6 +317,9 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
       break;
     case FlagRole::PrintIR:
       options.printIR = true;
+      break;
+    case FlagRole::Timing:
+      options.timing = true;
       break;
     case FlagRole::Verbose:
       options.verbose = true;
@@ -853,14 +862,20 @@ struct CompileAttempt {
   double seconds = 0;
 };
 
+/// `timing` (--timing) gets the pipeline's phases and passes nested in it.
 CompileAttempt runCompile(ModuleOp module, const Options &options,
-                          const cache::CacheKey &key) {
+                          const cache::CacheKey &key, TimingScope &timing) {
   CompileAttempt attempt;
   auto start = std::chrono::steady_clock::now();
   DiagnosticCollector diagnostics(module.getContext());
+  mlir::trn::CompileOptions compileOptions = compileOptionsOf(options);
+  compileOptions.timing = &timing;
+  mlir::trn::CompileStats stats;
+  compileOptions.stats = &stats;
   FailureOr<trnrt::Program> program =
-      mlir::trn::compileToProgram(module, compileOptionsOf(options));
+      mlir::trn::compileToProgram(module, compileOptions);
   if (succeeded(program)) {
+    TimingScope serializeTiming = timing.nest("serialize artifact");
     trnrt::ArtifactInfo info;
     info.compilerVersion = cache::compilerVersion();
     info.cacheKey = key.dirName();
@@ -884,6 +899,18 @@ CompileAttempt runCompile(ModuleOp module, const Options &options,
   }
   attempt.seconds = secondsSince(start);
   attempt.log = diagnostics.log();
+  if (options.timing && stats.exported) {
+    // With the timing report: what the time was spent on.
+    const auto &e = stats.engineInstructions;
+    uint64_t total = stats.dmaInstructions;
+    for (uint64_t count : e)
+      total += count;
+    llvm::errs() << "trn-cc: kernel of " << stats.kernelOps << " nc ops, "
+                 << total << " instructions (tensor " << e[0] << ", vector "
+                 << e[1] << ", scalar " << e[2] << ", gpsimd " << e[3]
+                 << ", sync " << e[4] << ", dma " << stats.dmaInstructions
+                 << "), HBM " << stats.hbmBytes << " B\n";
+  }
   if (attempt.program) {
     ProgramSummary summary = summarize(*attempt.program, /*simulate=*/false);
     std::string line;
@@ -932,6 +959,10 @@ private:
   int finish(const trnrt::Program &program, ReportContext &report);
 
   Options options;
+  /// --timing: phases and passes, printed to stderr when trn-cc ends. The
+  /// manager outlives (is declared before) the root scope.
+  DefaultTimingManager timingManager;
+  TimingScope timing;
   MLIRContext context;
   Graph graph;
   cache::CacheKey key;
@@ -940,6 +971,10 @@ private:
 
 int TrnCC::run() {
   start = std::chrono::steady_clock::now();
+  if (options.timing) {
+    timingManager.setEnabled(true);
+    timing = timingManager.getRootScope();
+  }
   // Fail before any work on outputs that cannot be written.
   if (options.mode == Options::Mode::Compile)
     if (auto problem = checkWritable(options.outputPath, "-o"))
@@ -952,13 +987,21 @@ int TrnCC::run() {
   mlir::trn::registerAllDialects(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
+  // One graph, one kernel function: the pipeline has nothing to run in
+  // parallel, and a single-threaded context uniques attributes and types
+  // without locking (a kernel has millions of them).
+  context.disableMultithreading();
   // Diagnostics name the op and its location; a dump of the op (a whole
   // function for a function-level error) would bloat the cached log.
   context.printOpOnDiagnostic(false);
+  TimingScope parseTiming = timing.nest("parse and verify graph");
   if (auto problem = loadGraph(options.graphPath, context, graph))
     return fail(*problem);
+  parseTiming.stop();
 
+  TimingScope hashTiming = timing.nest("hash graph");
   key.graph = mlir::trn::hashGraph(*graph.module);
+  hashTiming.stop();
   key.flags = cache::hashFlags(options.flags);
   note("graph @" + graph.name + " from " + options.graphPath + ": hash " +
        key.graph.hex());
@@ -967,14 +1010,19 @@ int TrnCC::run() {
 }
 
 int TrnCC::analyze() {
-  CompileAttempt attempt = runCompile(*graph.module, options, key);
+  TimingScope compileTiming = timing.nest("compile");
+  CompileAttempt attempt =
+      runCompile(*graph.module, options, key, compileTiming);
+  compileTiming.stop();
   printWarnings(attempt.warnings);
   if (!attempt.program)
     return fail(attempt.diagnostic);
   ReportContext report;
   report.mode = "analyze";
   report.compileSeconds = attempt.seconds;
+  TimingScope simulateTiming = timing.nest("estimate device time (simulator)");
   ProgramSummary summary = summarize(*attempt.program, /*simulate=*/true);
+  simulateTiming.stop();
   report.graphPath = options.graphPath;
   report.graphName = graph.name;
   report.key = key.dirName();
@@ -1005,15 +1053,20 @@ int TrnCC::compile() {
   report.normalizedFlags = options.flags.canonical();
 
   if (options.noCache) {
-    CompileAttempt attempt = runCompile(*graph.module, options, key);
+    TimingScope compileTiming = timing.nest("compile");
+    CompileAttempt attempt =
+        runCompile(*graph.module, options, key, compileTiming);
+    compileTiming.stop();
     printWarnings(attempt.warnings);
     if (!attempt.program)
       return fail(attempt.diagnostic);
     llvm::StringRef bytes(
         reinterpret_cast<const char *>(attempt.artifact.data()),
         attempt.artifact.size());
+    TimingScope writeTiming = timing.nest("write artifact");
     if (auto problem = writeFileAtomically(options.outputPath, bytes))
       return fail(*problem);
+    writeTiming.stop();
     report.cacheStatus = "off";
     report.compileSeconds = attempt.seconds;
     status("compiled " + report.key + " in " + formatSeconds(attempt.seconds) +
@@ -1041,7 +1094,8 @@ int TrnCC::compile() {
   bool compiled = false;
   auto compileStep = [&]() {
     compiled = true;
-    attempt = runCompile(*graph.module, options, key);
+    TimingScope compileTiming = timing.nest("compile");
+    attempt = runCompile(*graph.module, options, key, compileTiming);
     cache::CompileOutput output;
     output.log = attempt.log;
     output.metadata.flags = options.codegenArgs;
@@ -1124,8 +1178,10 @@ int TrnCC::compile() {
   }
   llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()),
                        bytes.size());
+  TimingScope writeTiming = timing.nest("write artifact");
   if (auto problem = writeFileAtomically(options.outputPath, text))
     return fail(*problem);
+  writeTiming.stop();
   status(statusLine);
   note("entry " + report.entryPath);
   return finish(program, report);
@@ -1139,7 +1195,9 @@ int TrnCC::finish(const trnrt::Program &program, ReportContext &report) {
   // The device-time estimate runs the simulator once; only reports pay for
   // it, and it is not stored in the artifact so that a key's bytes do not
   // depend on who asked for a report.
+  TimingScope simulateTiming = timing.nest("estimate device time (simulator)");
   ProgramSummary summary = summarize(program, /*simulate=*/true);
+  simulateTiming.stop();
   report.elapsedSeconds = secondsSince(start);
   report.peakMemoryBytes = peakMemoryBytes();
   if (options.verbose)

@@ -15,10 +15,24 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LogicalResult.h"
+#include "mlir/Support/Timing.h"
 
+#include <array>
+#include <cstdint>
 #include <string>
 
 namespace mlir::trn {
+
+/// The size of what a compile produced (for --timing and benchmarks): set
+/// once the kernel is exported, before the program is validated, so that a
+/// program the checks reject is measured too.
+struct CompileStats {
+  uint64_t kernelOps = 0;                       ///< ops in the nc kernel
+  std::array<uint64_t, 5> engineInstructions{}; ///< Tensor..Sync
+  uint64_t dmaInstructions = 0;
+  uint64_t hbmBytes = 0;
+  bool exported = false;
+};
 
 /// Codegen options (the normalised flags of the cache key decide them).
 struct CompileOptions {
@@ -27,11 +41,22 @@ struct CompileOptions {
   std::string autoCast = "none";     ///< none | matmul | all
   std::string autoCastType = "bf16"; ///< bf16 | fp8_e4m3
   bool printIRAfterAll = false;      ///< --mlir-print-ir-after-all
+  /// --timing: when set, the passes and the export phases are timed in a
+  /// scope nested here. Output-neutral, like printIRAfterAll.
+  TimingScope *timing = nullptr;
+  /// When set, receives the kernel's size.
+  CompileStats *stats = nullptr;
 };
 
 /// Adds the passes that take a trn module to an allocated, synchronised nc
-/// kernel module.
+/// kernel module: buildTrnLoweringPipeline then buildNCKernelPipeline.
 void buildTrnToNCPipeline(OpPassManager &pm, const CompileOptions &options);
+
+/// The graph passes and convert-trn-to-nc: a trn module to an nc kernel.
+void buildTrnLoweringPipeline(OpPassManager &pm, const CompileOptions &options);
+
+/// nc-allocate and nc-insert-sync on every kernel of the module.
+void buildNCKernelPipeline(OpPassManager &pm);
 
 /// Runs the pipeline on `module` in place and exports the kernel. Errors
 /// (an op the backend cannot lower yet, a kernel that does not fit) are

@@ -1,7 +1,7 @@
 """Edits a random-input archive from `trn-eval --random --save-inputs` in place.
 
     edit_inputs.py IN.npz [--abs PATTERN] [--scale PATTERN:FACTOR]
-                          [--every PATTERN:STEP:VALUE] ...
+                          [--every PATTERN:STEP:VALUE] [--mod PATTERN:M] ...
 
 trn-eval's random inputs are floats in [-1, 1) and integers in [0, --int-max).
 Some graphs need other inputs; the edited archive is then fed to both trn-eval
@@ -12,6 +12,8 @@ input names; edits apply in the order given.
   --scale PATTERN:FACTOR      x * FACTOR, e.g. logits spread wide enough that
                               softmax depends on the max subtraction. Use a
                               power of two: it keeps bf16 inputs exact.
+  --mod PATTERN:M             x mod M: integer inputs with a smaller range than
+                              --int-max, e.g. BERT's token types (M = 2).
   --every PATTERN:STEP:VALUE  every STEP-th element (row-major, from the
                               first) set to VALUE, e.g. every 7th label set
                               to ignore_index (-100).
@@ -43,6 +45,10 @@ def main(argv):
             pattern, factor = spec.rsplit(":", 1)
             for n in matching(pattern):
                 arrays[n] = (arrays[n] * float(factor)).astype(arrays[n].dtype)
+        elif flag == "--mod":
+            pattern, modulus = spec.rsplit(":", 1)
+            for n in matching(pattern):
+                arrays[n] = (arrays[n] % int(modulus)).astype(arrays[n].dtype)
         elif flag == "--every":
             pattern, step, value = spec.split(":")
             for n in matching(pattern):

@@ -48,6 +48,12 @@ import os
 import textwrap
 import sys
 
+# The IR writer and the step conventions (linear layers, mixed precision,
+# AdamW) are shared with utils/gen_transformer_step.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "utils"))
+from trn_graph import StepBuilder  # noqa: E402
+
 # batch, sequence, hidden, heads, head size, MLP, vocabulary
 B, S, H, NH = 2, 100, 96, 2
 HD = H // NH
@@ -77,204 +83,12 @@ PARAMETERS = [
 ]
 
 
-def fmt_float(x):
-    text = repr(float(x))
-    mantissa, e, exponent = text.partition("e")
-    if "." not in mantissa:
-        mantissa += ".0"
-    return mantissa + e + exponent
-
-
-def ttype(shape, dtype):
-    return "tensor<" + "".join(f"{d}x" for d in shape) + dtype + ">"
-
-
-def ilist(values):
-    return "[" + ", ".join(str(v) for v in values) + "]"
-
-
-class V_:
-    def __init__(self, name, shape, dtype):
-        self.name, self.shape, self.dtype = name, tuple(shape), dtype
-
-    @property
-    def type(self):
-        return ttype(self.shape, self.dtype)
-
-
-class Builder:
-    def __init__(self):
-        self.lines, self.names, self.ops = [], set(), 0
-
-    def comment(self, text=""):
-        self.lines.append(("  // " + text) if text else "")
-
-    def fresh(self, hint):
-        name, i = hint, 1
-        while name in self.names:
-            i += 1
-            name = f"{hint}_{i}"
-        self.names.add(name)
-        return "%" + name
-
-    def emit(self, hint, text, results):
-        name = self.fresh(hint)
-        self.ops += 1
-        if len(results) == 1:
-            self.lines.append(f"  {name} = {text}")
-            return V_(name, *results[0])
-        self.lines.append(f"  {name}:{len(results)} = {text}")
-        return [V_(f"{name}#{i}", *r) for i, r in enumerate(results)]
-
-    # -- primitives --------------------------------------------------------
-    def constant(self, hint, value, shape, dtype="f32"):
-        text = value if isinstance(value, str) else fmt_float(value)
-        return self.emit(hint, f"trn.constant dense<{text}> : {ttype(shape, dtype)}",
-                         [(shape, dtype)])
-
-    def iconstant(self, hint, values, dtype="i32"):
-        return self.emit(hint, f"trn.constant dense<{ilist(values)}> : "
-                               f"{ttype((len(values),), dtype)}", [((len(values),), dtype)])
-
-    def binary(self, op, hint, a, b):
-        assert a.type == b.type, (op, a.type, b.type)
-        return self.emit(hint, f"trn.{op} {a.name}, {b.name} : {a.type}", [(a.shape, a.dtype)])
-
-    def add(self, hint, a, b):
-        return self.binary("add", hint, a, b)
-
-    def sub(self, hint, a, b):
-        return self.binary("sub", hint, a, b)
-
-    def mul(self, hint, a, b):
-        return self.binary("mul", hint, a, b)
-
-    def div(self, hint, a, b):
-        return self.binary("div", hint, a, b)
-
-    def unary(self, op, hint, a, attrs=""):
-        return self.emit(hint, f"trn.{op} {a.name}{attrs} : {a.type}", [(a.shape, a.dtype)])
-
-    def compare(self, pred, hint, a, b):
-        assert a.type == b.type
-        return self.emit(hint, f"trn.compare {pred}, {a.name}, {b.name} : {a.type}",
-                         [(a.shape, "i1")])
-
-    def select(self, hint, pred, t, f):
-        assert t.type == f.type and pred.shape == t.shape
-        return self.emit(hint, f"trn.select {pred.name}, {t.name}, {f.name} : "
-                               f"{pred.type}, {t.type}", [(t.shape, t.dtype)])
-
-    def convert(self, hint, x, dtype):
-        if x.dtype == dtype:
-            return x
-        return self.emit(hint, f"trn.convert {x.name} : {x.type} -> {ttype(x.shape, dtype)}",
-                         [(x.shape, dtype)])
-
-    def reshape(self, hint, x, shape):
-        assert math.prod(shape) == math.prod(x.shape)
-        return self.emit(hint, f"trn.reshape {x.name} : ({x.type}) -> {ttype(shape, x.dtype)}",
-                         [(shape, x.dtype)])
-
-    def transpose(self, hint, x, perm):
-        shape = tuple(x.shape[p] for p in perm)
-        return self.emit(hint, f"trn.transpose {x.name}, perm = {ilist(perm)} : "
-                               f"({x.type}) -> {ttype(shape, x.dtype)}", [(shape, x.dtype)])
-
-    def slice(self, hint, x, start, limit):
-        shape = tuple(l - s for s, l in zip(start, limit))
-        return self.emit(hint, f"trn.slice {x.name}, start = {ilist(start)}, limit = "
-                               f"{ilist(limit)}, strides = {ilist([1] * len(shape))} : "
-                               f"({x.type}) -> {ttype(shape, x.dtype)}", [(shape, x.dtype)])
-
-    def concatenate(self, hint, xs, dim):
-        shape = list(xs[0].shape)
-        shape[dim] = sum(x.shape[dim] for x in xs)
-        return self.emit(hint, f"trn.concatenate {', '.join(x.name for x in xs)} dim = {dim} : "
-                               f"({', '.join(x.type for x in xs)}) -> "
-                               f"{ttype(shape, xs[0].dtype)}", [(tuple(shape), xs[0].dtype)])
-
-    def broadcast(self, hint, x, shape, dims):
-        return self.emit(hint, f"trn.broadcast_in_dim {x.name}, dims = {ilist(dims)} : "
-                               f"({x.type}) -> {ttype(shape, x.dtype)}", [(tuple(shape), x.dtype)])
-
-    def reduce(self, kind, hint, x, dims):
-        shape = tuple(s for i, s in enumerate(x.shape) if i not in dims)
-        return self.emit(hint, f"trn.reduce {kind} {x.name}, dims = {ilist(dims)} : "
-                               f"({x.type}) -> {ttype(shape, x.dtype)}", [(shape, x.dtype)])
-
-    def dot(self, hint, lhs, rhs, lb, rb, lc, rc):
-        assert lhs.dtype == rhs.dtype
-        shape = tuple([lhs.shape[d] for d in lb]
-                      + [s for i, s in enumerate(lhs.shape) if i not in lb + lc]
-                      + [s for i, s in enumerate(rhs.shape) if i not in rb + rc])
-        return self.emit(hint, f"trn.dot_general {lhs.name}, {rhs.name}, batching_dims = "
-                               f"{ilist(lb)} x {ilist(rb)}, contracting_dims = {ilist(lc)} x "
-                               f"{ilist(rc)} : ({lhs.type}, {rhs.type}) -> {ttype(shape, 'f32')}",
-                         [(shape, "f32")])
-
-    # -- composites ----------------------------------------------------------
-    def layer_norm(self, hint, x, w, b):
-        st = ttype(x.shape[:1], "f32")
-        return self.emit(hint, f"trn.layer_norm {x.name}, {w.name}, {b.name}, axis = 1, "
-                               f"eps = {fmt_float(LN_EPS)} : ({x.type}, {w.type}, {b.type}) -> "
-                               f"({x.type}, {st}, {st})",
-                         [(x.shape, x.dtype), (x.shape[:1], "f32"), (x.shape[:1], "f32")])
-
-    def layer_norm_grad(self, hint, dy, x, mean, rstd, w):
-        return self.emit(hint, f"trn.layer_norm_grad {dy.name}, {x.name}, {mean.name}, "
-                               f"{rstd.name}, {w.name}, axis = 1 : ({dy.type}, {x.type}, "
-                               f"{mean.type}, {rstd.type}, {w.type}) -> ({x.type}, {w.type}, "
-                               f"{w.type})",
-                         [(x.shape, x.dtype), (w.shape, w.dtype), (w.shape, w.dtype)])
-
-    def softmax(self, hint, x, dim):
-        return self.emit(hint, f"trn.softmax {x.name}, dim = {dim} : {x.type}", [(x.shape, x.dtype)])
-
-    def log_softmax(self, hint, x, dim):
-        return self.emit(hint, f"trn.log_softmax {x.name}, dim = {dim} : {x.type}",
-                         [(x.shape, x.dtype)])
-
-
-class Step:
+class Step(StepBuilder):
     """Emits the step; `lowered` spells the unlowered composites in primitives."""
 
     def __init__(self, bf16, lowered):
-        self.g = Builder()
-        self.bf16, self.lowered = bf16, lowered
-        self.P = "bf16" if bf16 else "f32"  # parameters and hidden states
-        self.M = "bf16" if bf16 else "f32"  # matmul operands, attention q/k/v
-        self.splats = {}
-
-    def splat(self, value, shape, tag):
-        key = (value if isinstance(value, str) else float(value), tuple(shape))
-        if key not in self.splats:
-            self.splats[key] = self.g.constant(tag, value, shape)
-        return self.splats[key]
-
-    def m(self, x):
-        """x as a matmul operand."""
-        return self.g.convert(x.name[1:].replace("#", "_") + "_mm", x, self.M)
-
-    def f32(self, x):
-        return self.g.convert(x.name[1:].replace("#", "_") + "_f32", x, "f32")
-
-    def linear(self, hint, x, w, b):
-        g = self.g
-        y = g.dot(hint + "_mm", self.m(x), self.m(w), [], [], [1], [1])
-        if b is None:
-            return y
-        bb = g.broadcast(hint + "_bias", self.f32(b), y.shape, [1])
-        return g.add(hint, y, bb)
-
-    def linear_grad(self, hint, dy, x, w, b):
-        """(dw, db, dx) of linear(x, w, b) for the output gradient dy."""
-        g = self.g
-        dym = self.m(dy)
-        dw = g.dot("d" + hint + "_w", dym, self.m(x), [], [], [0], [0])
-        db = g.reduce("sum", "d" + hint + "_b", self.f32(dy), [0]) if b is not None else None
-        dx = g.dot("d" + hint + "_in", dym, self.m(w), [], [], [1], [0])
-        return dw, db, dx
+        super().__init__(bf16)
+        self.lowered = lowered
 
     # -- attention -------------------------------------------------------------
     def causal_mask(self):
@@ -290,12 +104,7 @@ class Step:
         """Returns (output in M, state for the backward)."""
         g = self.g
         if not self.lowered:
-            o, lse = g.emit("attn", f"trn.attention {q.name}, {k.name}, {v.name}, scale = "
-                                    f"{fmt_float(scale)} causal : ({q.type}, {k.type}, "
-                                    f"{v.type}) -> ({ttype(q.shape, self.M)}, "
-                                    f"{ttype(q.shape[:-1], 'f32')})",
-                            [(q.shape, self.M), (q.shape[:-1], "f32")])
-            return o, lse
+            return g.attention("attn", q, k, v, scale, True, self.M)
         g.comment("Causal attention in primitives: p = exp(scale q k^T + mask - lse).")
         scores = g.dot("scores_qk", q, k, [0, 1], [0, 1], [3], [3])
         scaled = g.mul("scores", scores, self.splat(scale, scores.shape, "scale_sst"))
@@ -315,12 +124,7 @@ class Step:
         g = self.g
         if not self.lowered:
             lse = state
-            return g.emit("dheads", f"trn.attention_grad {q.name}, {k.name}, {v.name}, "
-                                    f"{o.name}, {lse.name}, {do.name}, scale = "
-                                    f"{fmt_float(scale)} causal : ({q.type}, {k.type}, "
-                                    f"{v.type}, {o.type}, {lse.type}, {do.type}) -> "
-                                    f"({q.type}, {k.type}, {v.type})",
-                          [(q.shape, self.M), (k.shape, self.M), (v.shape, self.M)])
+            return g.attention_grad("dheads", q, k, v, o, lse, do, scale, True)
         p, _ = state
         g.comment("Attention backward in primitives, from p.")
         do32, v32, q32, k32 = self.f32(do), self.f32(v), self.f32(q), self.f32(k)
@@ -341,13 +145,9 @@ class Step:
         """Mean loss (tensor<f32>) and its gradient w.r.t. logits (grad_loss = 1)."""
         g = self.g
         if not self.lowered:
-            loss = g.emit("loss", f"trn.cross_entropy mean {logits.name}, {labels.name} : "
-                                  f"({logits.type}, {labels.type}) -> tensor<f32>", [((), "f32")])
+            loss = g.cross_entropy("loss", logits, labels)
             one = g.constant("one", 1.0, ())
-            return loss, lambda: g.emit(
-                "dlogits", f"trn.cross_entropy_grad mean {logits.name}, {labels.name}, "
-                           f"{one.name} : ({logits.type}, {labels.type}, {one.type}) -> "
-                           f"{logits.type}", [(logits.shape, "f32")])
+            return loss, lambda: g.cross_entropy_grad("dlogits", logits, labels, one)
         g.comment("Mean cross-entropy in primitives: one-hot from a constant [0, V).")
         classes = g.iconstant("classes", list(range(V)))
         hot = g.compare("eq", "is_label", g.broadcast("labels_b", labels, logits.shape, [0]),
@@ -375,8 +175,7 @@ class Step:
     def gelu_grad(self, dy, x):
         g = self.g
         if not self.lowered:
-            return g.emit("dfc", f"trn.gelu_grad {dy.name}, {x.name} approximate = tanh : "
-                                 f"{x.type}", [(x.shape, x.dtype)])
+            return g.gelu_grad("dfc", dy, x)
         g.comment("gelu_grad (tanh) in primitives: with t = tanh(c (x + k x^3)),")
         g.comment("d gelu / dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2).")
         c = self.splat(math.sqrt(2.0 / math.pi), x.shape, "gelu_c")
@@ -395,15 +194,7 @@ class Step:
 
     # -- the step ------------------------------------------------------------------------
     def build(self):
-        g, P = self.g, self.P
-        args = []
-
-        def arg(ssa, shape, dtype, role, name):
-            v = V_("%" + ssa, shape, dtype)
-            g.names.add(ssa)
-            args.append(f'{v.name}: {v.type} {{trn.role = "{role}", trn.name = "{name}"}}')
-            return v
-
+        g, P, arg = self.g, self.P, self.arg
         x_in = arg("x", (N, H), P, "data", "x")
         labels2d = arg("labels", (B, S), "i32", "label", "labels")
         p = {ssa: arg(ssa, shape, P, "parameter", name) for name, ssa, shape in PARAMETERS}
@@ -422,7 +213,7 @@ class Step:
         g.comment("=== Forward ===")
         x = self.f32(x_in)
         ln1w, ln1b = self.f32(p["ln1_w"]), self.f32(p["ln1_b"])
-        ln1 = g.layer_norm("ln1", x, ln1w, ln1b)
+        ln1 = g.layer_norm("ln1", x, ln1w, ln1b, LN_EPS)
         qkv = self.linear("qkv", ln1[0], p["w_qkv"], p["b_qkv"])
         q = heads("q", self.m(g.slice("q2d", qkv, [0, 0], [N, H])))
         k = heads("k", self.m(g.slice("k2d", qkv, [0, H], [N, 2 * H])))
@@ -431,7 +222,7 @@ class Step:
         a2d = unheads("a2d", attn)
         x1 = g.add("x1", x, self.linear("o", a2d, p["w_o"], p["b_o"]))
         ln2w, ln2b = self.f32(p["ln2_w"]), self.f32(p["ln2_b"])
-        ln2 = g.layer_norm("ln2", x1, ln2w, ln2b)
+        ln2 = g.layer_norm("ln2", x1, ln2w, ln2b, LN_EPS)
         fc = self.linear("fc", ln2[0], p["w_fc"], p["b_fc"])
         act = g.unary("gelu", "act", fc, " approximate = tanh")
         x2 = g.add("x2", x1, self.linear("proj", act, p["w_proj"], p["b_proj"]))
@@ -466,29 +257,13 @@ class Step:
 
         g.comment()
         g.comment(f"=== AdamW, step t = {STEP} ===")
-        hyper = {"lr": LR, "b1": BETA1, "one_minus_b1": 1.0 - BETA1, "b2": BETA2,
-                 "one_minus_b2": 1.0 - BETA2, "bias_corr1": 1.0 - BETA1 ** STEP,
-                 "bias_corr2": 1.0 - BETA2 ** STEP, "eps": EPS, "wd": WEIGHT_DECAY}
-        hyper = {k: round(val, 12) for k, val in hyper.items()}
+        hyper = dict(lr=LR, beta1=BETA1, beta2=BETA2, eps=EPS, weight_decay=WEIGHT_DECAY,
+                     step=STEP)
         new_p, new_m, new_v = {}, {}, {}
         for name, ssa, shape in PARAMETERS:
             g.comment(name)
-            tag = "x".join(str(d) for d in shape)
-            c = {h: self.splat(val, shape, f"{h}_{tag}") for h, val in hyper.items()}
-            gr, pv = grads[ssa], self.f32(p[ssa])
-            m1 = g.add(f"{ssa}_m1", g.mul(f"{ssa}_m1a", c["b1"], ms[ssa]),
-                       g.mul(f"{ssa}_m1b", c["one_minus_b1"], gr))
-            v1 = g.add(f"{ssa}_v1", g.mul(f"{ssa}_v1a", c["b2"], vs[ssa]),
-                       g.mul(f"{ssa}_v1b", c["one_minus_b2"], g.mul(f"{ssa}_g2", gr, gr)))
-            mhat = g.div(f"{ssa}_mhat", m1, c["bias_corr1"])
-            vhat = g.div(f"{ssa}_vhat", v1, c["bias_corr2"])
-            denom = g.add(f"{ssa}_denom", g.unary("sqrt", f"{ssa}_rms", vhat), c["eps"])
-            update = g.add(f"{ssa}_update", g.div(f"{ssa}_adam", mhat, denom),
-                           g.mul(f"{ssa}_decay", c["wd"], pv))
-            newp = g.sub(f"{ssa}_new_f32" if P != "f32" else f"{ssa}_new", pv,
-                         g.mul(f"{ssa}_step", c["lr"], update))
-            new_p[ssa] = g.convert(f"{ssa}_new", newp, P)
-            new_m[ssa], new_v[ssa] = m1, v1
+            new_p[ssa], new_m[ssa], new_v[ssa] = self.adamw(ssa, shape, p[ssa], grads[ssa],
+                                                            ms[ssa], vs[ssa], hyper)
 
         loss1 = g.reshape("loss1", loss, (1,))
         results = [(loss1, "loss", "loss"), (dx, "gradient", "grad.x")]
@@ -499,13 +274,7 @@ class Step:
         results += [(new_v[ssa], "optimizer_state", "new.adam.v." + name)
                     for name, ssa, _ in PARAMETERS]
         fn = "gpt_block" + ("_lowered" if self.lowered else "") + ("_bf16" if self.bf16 else "")
-        header = [f"func.func @{fn}("]
-        header += [f"    {a}," for a in args[:-1]] + [f"    {args[-1]})"]
-        res = [f'{r.type} {{trn.role = "{role}", trn.name = "{name}"}}' for r, role, name in results]
-        header += ["    -> (" + ",\n        ".join(res) + ") {"]
-        ret = ["", "  return " + ", ".join(r.name for r, _, _ in results),
-               "      : " + ", ".join(r.type for r, _, _ in results), "}"]
-        return "\n".join(header + g.lines + ret) + "\n", g.ops, len(results)
+        return self.function(fn, results), g.ops, len(results)
 
 
 # Adam's second moments must not be negative; every 7th label is ignored; the
