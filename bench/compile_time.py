@@ -15,7 +15,8 @@ TP=8, the design brief's per-stage bar, without the collectives), then `trn-cc c
 time and peak resident memory (max RSS); the wall time is measured here. trn-cc's
 --timing report gives the time of every phase and pass and the size of the
 kernel (nc ops, instructions, HBM). With --repeat N, each graph is compiled N
-times and the run with the median wall time is reported (with min and max).
+times and the run with the median wall time (the lower middle one for an even N)
+is reported, with the minimum and maximum.
 
 A compile that fails (for example a program larger than the core's HBM) is
 reported with its error and the time it took to get there: it still counts
@@ -174,7 +175,7 @@ def main():
             ("graph", f"{r['trn_ops']} trn ops, {r['graph_bytes'] / 2**20:.2f} MiB of MLIR"),
             ("status", "compiled" if ok else "FAILED: " + r["error"]),
             ("wall time (s)", f"{r['wall_seconds']:.2f}" + (
-                f" (median of {r['runs']}; min {r['wall_seconds_min']:.2f}, "
+                f" (median run of {r['runs']}; min {r['wall_seconds_min']:.2f}, "
                 f"max {r['wall_seconds_max']:.2f})" if r["runs"] > 1 else "")),
             ("user + system CPU (s)", f"{r['user_seconds']:.2f} + {r['system_seconds']:.2f}"),
             ("peak RSS (MiB)", f"{r['peak_rss_bytes'] / 2**20:.0f}"),
