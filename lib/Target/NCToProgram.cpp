@@ -150,10 +150,16 @@ LogicalResult Exporter::layoutHbm() {
         appendBits(value.getZExtValue());
     }
   }
+  // Scratch offsets (from nc-allocate) are relative to the scratch region,
+  // which follows the arguments and constants.
+  uint64_t scratchBase = (next + 63) / 64 * 64;
   for (auto alloc : kernel.getOps<HbmAllocOp>()) {
     std::optional<uint64_t> fixed;
-    if (auto offset = alloc.getByteOffset())
-      fixed = static_cast<uint64_t>(*offset);
+    if (auto offset = alloc.getByteOffset()) {
+      if (*offset < 0)
+        return alloc.emitError("negative scratch byte_offset ") << *offset;
+      fixed = scratchBase + static_cast<uint64_t>(*offset);
+    }
     if (failed(place(alloc.getResult(), alloc.getName().str(),
                      trnrt::HbmTensor::Kind::Scratch, fixed)))
       return failure();

@@ -1172,7 +1172,7 @@ bool validateTensors(const Program &program, std::string &error) {
     uint64_t begin, end;
     size_t index;
   };
-  std::vector<Range> ranges;
+  std::vector<Range> ranges, scratch;
   std::vector<int> aliasedBy(program.tensors.size(), -1);
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const HbmTensor &t = program.tensors[i];
@@ -1239,7 +1239,11 @@ bool validateTensors(const Program &program, std::string &error) {
       error = cat(name, " has invalid alias index ", t.aliasesInput);
       return false;
     }
-    if (bytes > 0)
+    // Scratch tensors may share bytes with each other (the compiler places
+    // them by liveness), never with anything else: checked below.
+    if (bytes > 0 && t.kind == HbmTensor::Kind::Scratch)
+      scratch.push_back({t.offset, t.offset + bytes, i});
+    else if (bytes > 0)
       ranges.push_back({t.offset, t.offset + bytes, i});
   }
   std::sort(ranges.begin(), ranges.end(), [](const Range &a, const Range &b) {
@@ -1263,6 +1267,30 @@ bool validateTensors(const Program &program, std::string &error) {
     }
     if (b.end > a.end)
       furthest = i;
+  }
+  // A scratch range overlaps some other tensor iff the one reaching
+  // furthest among those starting before its end reaches past its begin.
+  std::vector<size_t> furthestUpTo(ranges.size());
+  for (size_t i = 0; i < ranges.size(); ++i)
+    furthestUpTo[i] = i > 0 && ranges[furthestUpTo[i - 1]].end >= ranges[i].end
+                          ? furthestUpTo[i - 1]
+                          : i;
+  for (const Range &b : scratch) {
+    size_t before = std::lower_bound(ranges.begin(), ranges.end(), b.end,
+                                     [](const Range &r, uint64_t end) {
+                                       return r.begin < end;
+                                     }) -
+                    ranges.begin();
+    if (before == 0)
+      continue;
+    const Range &a = ranges[furthestUpTo[before - 1]];
+    if (a.end > b.begin) {
+      error = cat("HBM tensors '", program.tensors[a.index].name, "' [",
+                  a.begin, ", ", a.end, ") and '",
+                  program.tensors[b.index].name, "' [", b.begin, ", ", b.end,
+                  ") overlap (only an output may alias its input)");
+      return false;
+    }
   }
   return true;
 }

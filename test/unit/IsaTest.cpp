@@ -1362,6 +1362,18 @@ TEST(IsaProgram, HbmTensorLayout) {
   EXPECT_EQ(checkProgram(p),
             "HBM tensors 'w' [32768, 163840) and 'scratch' [40000, 40064) "
             "overlap (only an output may alias its input)");
+  // Scratch tensors may share bytes with each other (the compiler places
+  // them by liveness), but their region stays clear of everything else.
+  p = matmulProgram();
+  p.hbmBytes = 600000;
+  p.tensors.push_back(tensor("s0", HbmTensor::Kind::Scratch, {64}, 500000));
+  p.tensors.push_back(tensor("s1", HbmTensor::Kind::Scratch, {32}, 500064));
+  p.tensors.push_back(tensor("s2", HbmTensor::Kind::Scratch, {64}, 500000));
+  EXPECT_EQ(checkProgram(p), "");
+  p.tensors.push_back(tensor("s3", HbmTensor::Kind::Scratch, {64}, 425920));
+  EXPECT_EQ(checkProgram(p),
+            "HBM tensors 'y' [163840, 425984) and 's3' [425920, 426176) "
+            "overlap (only an output may alias its input)");
 }
 
 TEST(IsaProgram, OutputAliasing) {

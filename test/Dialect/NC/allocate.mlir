@@ -87,3 +87,27 @@ func.func @fixed_overlap() {
   nc.tensor_copy %b, %a : !nc.tile<sbuf, 128x64xf32>, !nc.tile<sbuf, 128x64xf32>
   return
 }
+
+// -----
+
+// HBM scratch tensors share the scratch region by liveness, first fit from
+// 0: t1 is live while t0 is, t2 only after both died and reuses offset 0.
+// CHECK-LABEL: func @hbm_scratch
+// CHECK: nc.hbm_alloc "t0" {byte_offset = 0 : i64}
+// CHECK: nc.hbm_alloc "t1" {byte_offset = 4096 : i64}
+// CHECK: nc.hbm_alloc "t2" {byte_offset = 0 : i64}
+func.func @hbm_scratch(%x: !nc.hbm<8x128xf32>) {
+  %t0 = nc.hbm_alloc "t0" : !nc.hbm<8x128xf32>
+  %t1 = nc.hbm_alloc "t1" : !nc.hbm<8x128xf32>
+  %s = nc.alloc : !nc.tile<sbuf, 8x128xf32>
+  %xv = nc.view %x strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  %v0 = nc.view %t0 strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  %v1 = nc.view %t1 strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  nc.dma_copy %s, %xv : !nc.tile<sbuf, 8x128xf32>, !nc.tile<hbm, 8x128xf32>
+  nc.dma_copy %v0, %s : !nc.tile<hbm, 8x128xf32>, !nc.tile<sbuf, 8x128xf32>
+  nc.dma_copy %v1, %s : !nc.tile<hbm, 8x128xf32>, !nc.tile<sbuf, 8x128xf32>
+  %t2 = nc.hbm_alloc "t2" : !nc.hbm<8x128xf32>
+  %v2 = nc.view %t2 strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  nc.dma_copy %v2, %s : !nc.tile<hbm, 8x128xf32>, !nc.tile<sbuf, 8x128xf32>
+  return
+}

@@ -49,3 +49,26 @@ func.func @column_operands(%x: !nc.hbm<128x64xf32>) {
   nc.activation exp %o2, %o bias_column %c : !nc.tile<sbuf, 128x64xf32>, !nc.tile<sbuf, 128x64xf32>, !nc.tile<sbuf, 128x1xf32>
   return
 }
+
+// Placed HBM scratch tensors are tracked by bytes: t1 reuses t0's bytes, so
+// its write (queue 2) waits for the read of t0 (queue 1), though they are
+// different tensors.
+// CHECK-LABEL: func @scratch_reuse
+func.func @scratch_reuse(%x: !nc.hbm<8x128xf32>) {
+  %t0 = nc.hbm_alloc "t0" {byte_offset = 0} : !nc.hbm<8x128xf32>
+  %s = nc.alloc : !nc.tile<sbuf, 8x128xf32>
+  %r = nc.alloc : !nc.tile<sbuf, 8x128xf32>
+  %xv = nc.view %x strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  %v0 = nc.view %t0 strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 5 : i64}
+  nc.dma_copy %s, %xv : !nc.tile<sbuf, 8x128xf32>, !nc.tile<hbm, 8x128xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 5 : i64}
+  nc.dma_copy %v0, %s : !nc.tile<hbm, 8x128xf32>, !nc.tile<sbuf, 8x128xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 6 : i64, nc.waits = [array<i64: 5, 2>], queue = 1 : i64}
+  nc.dma_copy %r, %v0 {queue = 1} : !nc.tile<sbuf, 8x128xf32>, !nc.tile<hbm, 8x128xf32>
+  %t1 = nc.hbm_alloc "t1" {byte_offset = 0} : !nc.hbm<8x128xf32>
+  %v1 = nc.view %t1 strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 7 : i64, nc.waits = [array<i64: 5, 2>, array<i64: 6, 1>], queue = 2 : i64}
+  nc.dma_copy %v1, %s {queue = 2} : !nc.tile<hbm, 8x128xf32>, !nc.tile<sbuf, 8x128xf32>
+  return
+}

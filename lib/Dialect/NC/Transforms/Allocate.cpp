@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <limits>
 #include <map>
 
 namespace mlir::nc {
@@ -55,6 +56,11 @@ public:
       }
     }
     return std::nullopt;
+  }
+  /// First fit from the lowest address (the smallest footprint).
+  std::optional<int64_t> allocateLowest(int64_t bytes, int64_t alignment) {
+    cursor = 0;
+    return allocate(bytes, alignment);
   }
   /// Takes [start, start + bytes) out of the free space; false if any of it
   /// is already taken.
@@ -129,6 +135,44 @@ void NCAllocatePass::runOnOperation() {
     for (Value operand : op.getOperands())
       lastUse[rootOf(operand)] = position;
     ++position;
+  }
+
+  // HBM scratch tensors share the scratch region by liveness (from their
+  // nc.hbm_alloc to their last use), first fit from offset 0; the exporter
+  // places the region after the arguments and constants.
+  {
+    RangeAllocator scratch(std::numeric_limits<int64_t>::max() / 2);
+    std::multimap<int64_t, std::pair<int64_t, int64_t>> liveScratch;
+    OpBuilder hbmBuilder(kernel.getContext());
+    for (Operation &op : body) {
+      int64_t here = index[&op];
+      while (!liveScratch.empty() && liveScratch.begin()->first < here) {
+        auto [offset, bytes] = liveScratch.begin()->second;
+        scratch.release(offset, bytes);
+        liveScratch.erase(liveScratch.begin());
+      }
+      auto alloc = dyn_cast<HbmAllocOp>(op);
+      if (!alloc)
+        continue;
+      int64_t bytes = std::max<int64_t>(1, hbmBytes(alloc.getType()));
+      int64_t end = std::max(lastUse.lookup(alloc.getResult()), here);
+      if (std::optional<int64_t> fixed = alloc.getByteOffset()) {
+        if (!scratch.reserve(*fixed, bytes)) {
+          alloc.emitError("its fixed scratch offset overlaps a scratch "
+                          "tensor that is live at the same time");
+          return signalPassFailure();
+        }
+        liveScratch.emplace(end, std::make_pair(*fixed, bytes));
+        continue;
+      }
+      std::optional<int64_t> offset = scratch.allocateLowest(bytes, 64);
+      if (!offset) {
+        alloc.emitError("HBM scratch address space exhausted");
+        return signalPassFailure();
+      }
+      alloc.setByteOffsetAttr(hbmBuilder.getI64IntegerAttr(*offset));
+      liveScratch.emplace(end, std::make_pair(*offset, bytes));
+    }
   }
 
   int64_t sbufCapacity = target->sbufUsableBytesPerPartition;

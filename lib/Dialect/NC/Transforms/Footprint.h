@@ -27,8 +27,19 @@ inline Value rootOf(Value value) {
   }
 }
 
+/// Bytes of an HBM tensor (i1 is stored in bytes).
+inline int64_t hbmBytes(HbmType type) {
+  int64_t bytes = (type.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+  for (int64_t size : type.getShape())
+    bytes *= size;
+  return bytes;
+}
+
 /// A conservative box of memory: partitions [p0, p1) x bytes [b0, b1) of
-/// one memory; HBM boxes are whole tensors (`root` identifies them).
+/// one memory. HBM boxes are whole tensors: kernel arguments are identified
+/// by `root`; placed scratch tensors (nc.hbm_alloc with a byte_offset, which
+/// may share bytes with other scratch tensors live at other times) by their
+/// byte range in the scratch region.
 struct Footprint {
   MemorySpace memory = MemorySpace::sbuf;
   Value root; ///< HBM tensor, or the alloc when it has no address yet
@@ -37,8 +48,10 @@ struct Footprint {
   bool overlaps(const Footprint &other) const {
     if (memory != other.memory)
       return false;
-    if (memory == MemorySpace::hbm || !hasAddress() || !other.hasAddress())
+    if (!hasAddress() || !other.hasAddress())
       return root == other.root;
+    if (memory == MemorySpace::hbm)
+      return b0 < other.b1 && other.b0 < b1;
     return p0 < other.p1 && other.p0 < p1 && b0 < other.b1 && other.b0 < b1;
   }
   bool hasAddress() const { return b1 > b0; }
@@ -49,8 +62,13 @@ inline Footprint footprintOf(Value value) {
   Footprint footprint;
   Value root = rootOf(value);
   footprint.root = root;
-  if (isa<HbmType>(root.getType())) {
+  if (auto hbm = dyn_cast<HbmType>(root.getType())) {
     footprint.memory = MemorySpace::hbm;
+    if (auto alloc = root.getDefiningOp<HbmAllocOp>())
+      if (std::optional<int64_t> offset = alloc.getByteOffset()) {
+        footprint.b0 = *offset;
+        footprint.b1 = *offset + hbmBytes(hbm);
+      }
     return footprint;
   }
   auto rootType = cast<TileType>(root.getType());

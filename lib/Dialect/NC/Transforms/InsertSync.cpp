@@ -184,6 +184,10 @@ public:
   /// to `f`; false if `f` is a box that was not declared.
   bool conflicts(const Footprint &f, bool isWrite, StreamCounts &wait) const {
     if (f.memory == MemorySpace::hbm) {
+      if (f.hasAddress()) {
+        scratch.conflicts(f.b0, f.b1, isWrite, wait);
+        return true;
+      }
       auto it = hbm.find(f.root);
       if (it != hbm.end())
         it->second.conflicts(isWrite, wait);
@@ -200,7 +204,10 @@ public:
 
   void record(const Footprint &f, bool isWrite, size_t stream, uint32_t count) {
     if (f.memory == MemorySpace::hbm) {
-      hbm[f.root].record(isWrite, stream, count);
+      if (f.hasAddress())
+        scratch.record(f.b0, f.b1, isWrite, stream, count);
+      else
+        hbm[f.root].record(isWrite, stream, count);
       return;
     }
     Memory &m = memories.find(f.memory)->second;
@@ -228,6 +235,9 @@ private:
   };
 
   llvm::DenseMap<Value, LatestAccess> hbm;
+  /// Placed HBM scratch, by byte range: tensors live at different times
+  /// may share bytes.
+  BytePieces scratch;
   std::map<MemorySpace, Memory> memories;
 };
 

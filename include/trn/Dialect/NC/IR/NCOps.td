@@ -40,6 +40,12 @@ def NC_AllocOp : NC_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
 
 def NC_HbmAllocOp : NC_Op<"hbm_alloc", [MemoryEffects<[MemAlloc]>]> {
   let summary = "allocate an HBM scratch tensor (intermediates, spills)";
+  let description = [{
+    `byte_offset` (set by nc-allocate) places the tensor in the kernel's
+    scratch region, which the exporter lays out after the arguments and
+    constants; scratch tensors that are not live at the same time may share
+    bytes.
+  }];
   let arguments = (ins StrAttr:$name, OptionalAttr<I64Attr>:$byte_offset);
   let results = (outs NC_AnyHbm:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";

@@ -15,6 +15,12 @@ def NCAllocate : Pass<"nc-allocate", "::mlir::func::FuncOp"> {
     the 8 banks. A kernel whose live tiles do not fit is an error naming the
     tile and the bytes in use (spilling is the lowering's job). Addresses
     already present are kept and respected.
+
+    HBM scratch tensors (`nc.hbm_alloc`) get a `byte_offset` in the scratch
+    region the same way: live from their allocation to their last use, first
+    fit from offset 0, so intermediates that are never live together share
+    HBM. nc-insert-sync orders accesses to placed scratch by bytes, not by
+    tensor.
   }];
 }
 
