@@ -549,26 +549,37 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
   affine.clear();
   rowSums.clear();
   Block &body = fusion.getBody().front();
+  auto yield = cast<trn::YieldOp>(body.getTerminator());
+  auto store = [&](Value value, Value out) -> LogicalResult {
+    FailureOr<Ref> ref = get(value);
+    if (failed(ref) ||
+        (ref->form == Form::Full && !ref->tile && affine.count(value)))
+      return fail(yield, "a result is not available in the group");
+    Type type = elementTypeOf(value);
+    if (cast<RankedTensorType>(value.getType()).getShape() ==
+        ArrayRef(groupShape))
+      kb.dma(kb.view(out, row0 * numColumns + col0, rows, numColumns, {width},
+                     {1}),
+             full(*ref, type));
+    else if (col0 == 0)
+      kb.dma(kb.view(out, row0, rows, 1, {1}, {1}), column(*ref, type));
+    return success();
+  };
   for (Operation &op : body) {
-    if (auto yield = dyn_cast<trn::YieldOp>(op)) {
-      for (auto [value, out] : llvm::zip(yield.getValues(), outputs)) {
-        FailureOr<Ref> ref = get(value);
-        if (failed(ref))
-          return fail(yield, "a result is not available in the group");
-        Type type = elementTypeOf(value);
-        if (cast<RankedTensorType>(value.getType()).getShape() ==
-            ArrayRef(groupShape)) {
-          kb.dma(kb.view(out, row0 * numColumns + col0, rows, numColumns,
-                         {width}, {1}),
-                 full(*ref, type));
-        } else if (col0 == 0) {
-          kb.dma(kb.view(out, row0, rows, 1, {1}, {1}), column(*ref, type));
-        }
-      }
+    if (&op == yield.getOperation()) {
+      // Results that are inputs passed through.
+      for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
+        if (!value.getDefiningOp() && failed(store(value, out)))
+          return failure();
       return success();
     }
     if (failed(emitOp(&op)))
       return failure();
+    // Store results as soon as they are computed, so that their tiles are
+    // free for the rest of the group.
+    for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
+      if (value.getDefiningOp() == &op && failed(store(value, out)))
+        return failure();
   }
   return success();
 }

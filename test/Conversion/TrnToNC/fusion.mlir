@@ -10,11 +10,13 @@
 // CHECK-NEXT: %[[XV:.*]] = nc.view %[[X]] strides [1] {partition_stride = 96 : i64}
 // CHECK-NEXT: nc.dma_copy %[[XT]], %[[XV]]
 // CHECK: nc.tensor_reduce add %[[SUM:.*]], %[[XT]] : <sbuf, 128x1xf32>, <sbuf, 128x96xf32>
+// Results are stored as soon as they are computed.
+// CHECK-NEXT: nc.view %[[S]] strides [1] {partition_stride = 1 : i64} : !nc.hbm<200xf32> -> <hbm, 128x1xf32>
+// CHECK-NEXT: nc.dma_copy
 // CHECK: nc.tensor_scalar multiply, bypass %[[MEAN:.*]], %[[SUM]] {scalar0 = 0.010416667{{.*}} : f32}
 // CHECK: nc.tensor_scalar subtract, bypass %[[D:.*]], %[[XT]] column0 %[[MEAN]]
 // CHECK: %[[BV:.*]] = nc.view %[[B]] strides [1] : !nc.hbm<96xf32> -> <hbm, 128x96xf32>
 // CHECK: nc.tensor_tensor add
-// CHECK: nc.view %[[S]] strides [1] {partition_stride = 1 : i64} : !nc.hbm<200xf32> -> <hbm, 128x1xf32>
 // CHECK: nc.view %[[Y]] strides [1] {partition_stride = 96 : i64}
 // The second tile covers the last 72 rows.
 // CHECK: nc.view %[[X]] strides [1] {offset = 12288 : i64, partition_stride = 96 : i64} : !nc.hbm<200x96xf32> -> <hbm, 72x96xf32>
@@ -140,9 +142,8 @@ func.func @input_other_shape(%x: tensor<16x16xf32>, %v: tensor<16xf32>) -> tenso
 // CHECK-NEXT: nc.activation exp %[[E]], %[[X]] bias_column %[[NEG]] row_sum %[[SUM]]
 // CHECK-NOT: nc.tensor_reduce
 // CHECK: nc.tensor_scalar divide, bypass {{.*}}, %[[E]] column0 %[[SUM]]
-// CHECK-NEXT: nc.alloc
-// CHECK-NEXT: nc.activation tanh {{.*}}, %[[X]] {scale = 5.000000e-01 : f32}
-// CHECK-NEXT: %[[ONE:.*]] = nc.alloc : <sbuf, 64x1xf32>
+// CHECK: nc.activation tanh {{.*}}, %[[X]] {scale = 5.000000e-01 : f32}
+// CHECK: %[[ONE:.*]] = nc.alloc : <sbuf, 64x1xf32>
 // CHECK-NEXT: nc.memset %[[ONE]], 1.000000e+00
 // CHECK-NEXT: nc.alloc
 // CHECK-NEXT: nc.activation sigmoid {{.*}}, %[[X]] bias_column %[[ONE]] :
