@@ -742,7 +742,12 @@ bool SimulatorCoreBase::execMatmul(const Instruction &inst,
   ensureSize(bufB, K * ldb);
   float *a = bufA.data(), *b = bufB.data();
   stageRows(stationary, a, lda);
-  stageRows(moving, b, ldb);
+  // A moving tile with one free dim is staged by each piece, its columns
+  // only; others here, whole.
+  const bool movingOneDim =
+      moving.sizes[0] == 1 && moving.sizes[1] == 1 && moving.sizes[2] == 1;
+  if (!movingOneDim)
+    stageRows(moving, b, ldb);
   const bool inPlace = dst.isDenseF32();
   float *c;
   int ldc;
@@ -767,6 +772,13 @@ bool SimulatorCoreBase::execMatmul(const Instruction &inst,
   forEachPiece(pieces, [&](int64_t i) {
     const int64_t first = i == 0 ? 0 : (N / pieces) / 16 * 16;
     const int64_t end = i + 1 == pieces ? N : (N / pieces) / 16 * 16;
+    if (movingOneDim) {
+      TileView columns = moving;
+      columns.base = moving.base + first * moving.strides[3];
+      columns.sizes[3] = end - first;
+      columns.freeElements = end - first;
+      stageRows(columns, b + first, ldb);
+    }
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M),
                 int(end - first), int(K), 1.0f, a, lda, b + first, ldb,
                 inst.accumulate ? 1.0f : 0.0f, c + first, ldc);
