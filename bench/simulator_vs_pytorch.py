@@ -17,8 +17,8 @@ Threads are matched: for each count n of --threads, the simulator runs with
 `trn-run --threads n` and PyTorch with n intra-op threads *and* n OpenBLAS
 threads (Debian's torch sends matmuls to OpenBLAS, whose own thread pool
 torch.set_num_threads does not govern; by default it uses every core). Each
-time is the best of --repeats measurements, for both sides alike (the build
-machine is shared, so slower outliers are other processes).
+time is the best of --repeats measurements, taken alternately for both sides
+(the build machine is shared, so slower outliers are other processes).
 """
 import argparse
 import ctypes
@@ -110,15 +110,15 @@ def main():
             return time.perf_counter() - start, json.loads(out)
 
         for threads in thread_counts:
-            sim_steps = []
+            blas_threads = set_torch_threads(threads)
+            torch_step()
+            # Alternate the two sides, so that load from other processes
+            # falls on both alike.
+            sim_steps, torch_steps = [], []
             for _ in range(args.repeats):
                 one, _ = run(1, threads)
                 many, stats = run(1 + args.iterations, threads)
                 sim_steps.append((many - one) / args.iterations)
-            blas_threads = set_torch_threads(threads)
-            torch_step()
-            torch_steps = []
-            for _ in range(args.repeats):
                 start = time.perf_counter()
                 for _ in range(args.iterations):
                     torch_step()

@@ -678,6 +678,19 @@ SingleThreadedBlas::~SingleThreadedBlas() {
     openblas_set_num_threads(savedBlasThreads);
 }
 
+/// Decodes `view` ([P, F]) into rows `pitch` floats apart.
+static void stageRows(const TileView &view, float *out, int64_t pitch) {
+  const int64_t F = view.freeElements;
+  if (view.isDenseF32()) {
+    for (unsigned p = 0; p < view.partitions; ++p)
+      std::memcpy(out + p * pitch, view.base + int64_t(p) * view.partitionPitch,
+                  size_t(F) * 4);
+    return;
+  }
+  for (unsigned p = 0; p < view.partitions; ++p)
+    decodeTile(partitionSlice(view, p, 1), out + p * pitch);
+}
+
 bool SimulatorCoreBase::execMatmul(const Instruction &inst,
                                    ExecResult &result) {
   TileView stationary, moving, dst;
@@ -720,26 +733,21 @@ bool SimulatorCoreBase::execMatmul(const Instruction &inst,
     return fail("matmul dst bytes [" + std::to_string(dst.minByte) + ", " +
                 std::to_string(dst.endByte) + ") cross a PSUM bank boundary");
 
-  const float *a, *b;
-  int lda, ldb;
-  if (stationary.isDenseF32()) {
-    a = reinterpret_cast<const float *>(stationary.base);
-    lda = int(stationary.partitionPitch / 4);
-  } else {
-    ensureSize(bufA, K * M);
-    decodeTile(stationary, bufA.data());
-    a = bufA.data();
-    lda = int(M);
-  }
-  if (moving.isDenseF32()) {
-    b = reinterpret_cast<const float *>(moving.base);
-    ldb = int(moving.partitionPitch / 4);
-  } else {
-    ensureSize(bufB, K * N);
-    decodeTile(moving, bufB.data());
-    b = bufB.data();
-    ldb = int(N);
-  }
+  // The inputs are staged into contiguous fp32 buffers whose row pitch is
+  // the row plus 64 bytes: SBUF's partition pitch (192 KiB) is a multiple of
+  // 4 KiB, and BLAS packing rows that far apart maps them all to one cache
+  // set.
+  const int lda = int(M) + 16, ldb = int(N) + 16;
+  ensureSize(bufA, K * lda);
+  ensureSize(bufB, K * ldb);
+  float *a = bufA.data(), *b = bufB.data();
+  stageRows(stationary, a, lda);
+  // A moving tile with one free dim is staged by each piece, its columns
+  // only; others here, whole.
+  const bool movingOneDim =
+      moving.sizes[0] == 1 && moving.sizes[1] == 1 && moving.sizes[2] == 1;
+  if (!movingOneDim)
+    stageRows(moving, b, ldb);
   const bool inPlace = dst.isDenseF32();
   float *c;
   int ldc;
@@ -753,10 +761,8 @@ bool SimulatorCoreBase::execMatmul(const Instruction &inst,
     if (inst.accumulate)
       decodeTile(dst, c);
   }
-  // lda/ldb/ldc are at least the row length (BLAS requires it) because a
-  // dense view's pitch covers its row.
-  lda = std::max(lda, int(M));
-  ldb = std::max(ldb, int(N));
+  // ldc is at least the row length (BLAS requires it) because a dense
+  // view's pitch covers its row.
   ldc = std::max(ldc, int(N));
   // dst[M,N] (+)= stationary[K,M]^T moving[K,N], accumulated in fp32. With
   // beta = 0 BLAS does not read C, so stale PSUM (even NaN) is overwritten.
@@ -766,6 +772,13 @@ bool SimulatorCoreBase::execMatmul(const Instruction &inst,
   forEachPiece(pieces, [&](int64_t i) {
     const int64_t first = i == 0 ? 0 : (N / pieces) / 16 * 16;
     const int64_t end = i + 1 == pieces ? N : (N / pieces) / 16 * 16;
+    if (movingOneDim) {
+      TileView columns = moving;
+      columns.base = moving.base + first * moving.strides[3];
+      columns.sizes[3] = end - first;
+      columns.freeElements = end - first;
+      stageRows(columns, b + first, ldb);
+    }
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M),
                 int(end - first), int(K), 1.0f, a, lda, b + first, ldb,
                 inst.accumulate ? 1.0f : 0.0f, c + first, ldc);

@@ -200,8 +200,9 @@ public:
       tbb::parallel_for(int64_t(0), pieces, [&](int64_t i) { fn(i); });
     });
   }
-  /// Pieces of at most `perPiece` partitions over `partitions` when the
-  /// instruction touches at least kParallelElements elements, else 1.
+  /// How many pieces of partitions an instruction over `partitions`
+  /// partitions and `elements` elements is cut into: kMaxPieces (at most one
+  /// per partition) from kParallelElements elements on, else 1.
   static int64_t partitionPieces(unsigned partitions, int64_t elements) {
     if (elements < kParallelElements || partitions < 2)
       return 1;
@@ -230,7 +231,9 @@ public:
   const Instruction *currentInst = nullptr;
   std::string *errorOut = nullptr;
 
-  std::unique_ptr<tbb::task_arena> arena; ///< none when options.threads == 1
+  /// Threads for forEachPiece; none when there is one (options.threads == 1
+  /// or a single core).
+  std::unique_ptr<tbb::task_arena> arena;
 
   // Scratch buffers reused across instructions (no allocation per
   // instruction once warm).
