@@ -265,6 +265,19 @@ template <typename F> inline void mapInPlace(float *x, int64_t n, F f) {
     x[i] = float(f(double(x[i])));
 }
 
+/// row[i] = f(row[i], s), or f(s, row[i]) when `reverse`.
+template <typename T, typename F>
+inline void applyScalar(T *row, int64_t n, T s, bool reverse, F f) {
+  if (reverse)
+    for (int64_t i = 0; i < n; ++i)
+      row[i] = f(s, row[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      row[i] = f(row[i], s);
+}
+
+bool isAluOp(AluOp op) { return unsigned(op) <= unsigned(AluOp::BitwiseOr); }
+
 bool isActivationFunc(ActivationFunc func) {
   return unsigned(func) <= unsigned(ActivationFunc::Negate);
 }
@@ -901,45 +914,31 @@ bool SimulatorCoreBase::execActivation(const Instruction &inst,
     return fail("unknown activation function " +
                 std::to_string(unsigned(inst.func)));
   float *x = bufA.data();
-  // Pieces of partitions; when src and dst may share bytes, every piece
-  // decodes before any encodes.
-  const int64_t pieces = partitionPieces(P, int64_t(P) * F);
-  const bool overlap = viewsMayOverlap(src, dst);
-  auto slice = [&](int64_t i, unsigned &first, unsigned &count) {
-    first = unsigned(P * i / pieces);
-    count = unsigned(P * (i + 1) / pieces) - first;
-  };
-  auto compute = [&](int64_t i) {
-    unsigned first, count;
-    slice(i, first, count);
-    for (unsigned p = first; p < first + count; ++p) {
-      float *row = x + int64_t(p) * F;
-      const float s = scale[p], b = bias[p];
-      for (int64_t j = 0; j < F; ++j)
-        row[j] = row[j] * s + b;
-    }
-    applyActivation(inst.func, x + int64_t(first) * F, int64_t(count) * F);
-    if (inst.accumulateRow) {
-      // The accumulator adds the fp32 results, before the output cast.
-      for (unsigned p = first; p < first + count; ++p) {
-        const float *row = x + int64_t(p) * F;
-        float sum = 0.0f;
-        for (int64_t j = 0; j < F; ++j)
-          sum += row[j];
-        sums[p] = sum;
-      }
-    }
-    encodeTile(x + int64_t(first) * F, partitionSlice(dst, first, count));
-  };
-  forEachPiece(pieces, [&](int64_t i) {
-    unsigned first, count;
-    slice(i, first, count);
-    decodeTile(partitionSlice(src, first, count), x + int64_t(first) * F);
-    if (!overlap)
-      compute(i);
-  });
-  if (overlap)
-    forEachPiece(pieces, compute);
+  elementwisePieces(
+      P, int64_t(P) * F, viewsMayOverlap(src, dst),
+      [&](unsigned first, unsigned count) {
+        decodeTile(partitionSlice(src, first, count), x + int64_t(first) * F);
+      },
+      [&](unsigned first, unsigned count) {
+        for (unsigned p = first; p < first + count; ++p) {
+          float *row = x + int64_t(p) * F;
+          const float s = scale[p], b = bias[p];
+          for (int64_t j = 0; j < F; ++j)
+            row[j] = row[j] * s + b;
+        }
+        applyActivation(inst.func, x + int64_t(first) * F, int64_t(count) * F);
+        if (inst.accumulateRow) {
+          // The accumulator adds the fp32 results, before the output cast.
+          for (unsigned p = first; p < first + count; ++p) {
+            const float *row = x + int64_t(p) * F;
+            float sum = 0.0f;
+            for (int64_t j = 0; j < F; ++j)
+              sum += row[j];
+            sums[p] = sum;
+          }
+        }
+        encodeTile(x + int64_t(first) * F, partitionSlice(dst, first, count));
+      });
   if (inst.accumulateRow)
     encodeTile(sums, reduceDst);
   result.shape.freeElements = F;
@@ -980,19 +979,28 @@ bool SimulatorCoreBase::execTensorTensor(Engine engine, const Instruction &inst,
     });
     if (known)
       encodeTileInt(x, dst);
-  } else {
+  } else if ((known = isAluOp(op))) {
     ensureSize(bufA, count);
     ensureSize(bufB, count);
-    float *x = bufA.data();
-    const float *y = bufB.data();
-    decodeTile(a, x);
-    decodeTile(b, bufB.data());
-    known = dispatchFloatAlu(op, [&](auto f) {
-      for (int64_t i = 0; i < count; ++i)
-        x[i] = f(x[i], y[i]);
-    });
-    if (known)
-      encodeTile(x, dst);
+    float *x = bufA.data(), *y = bufB.data();
+    const unsigned P = a.partitions;
+    const int64_t F = a.freeElements;
+    elementwisePieces(
+        P, count, viewsMayOverlap(a, dst) || viewsMayOverlap(b, dst),
+        [&](unsigned first, unsigned rows) {
+          decodeTile(partitionSlice(a, first, rows), x + first * F);
+          decodeTile(partitionSlice(b, first, rows), y + first * F);
+        },
+        [&](unsigned first, unsigned rows) {
+          float *xs = x + first * F;
+          const float *ys = y + first * F;
+          const int64_t n = int64_t(rows) * F;
+          dispatchFloatAlu(op, [&](auto f) {
+            for (int64_t i = 0; i < n; ++i)
+              xs[i] = f(xs[i], ys[i]);
+          });
+          encodeTile(xs, partitionSlice(dst, first, rows));
+        });
   }
   if (!known)
     return fail("unknown ALU op " + std::to_string(unsigned(op)));
@@ -1048,13 +1056,8 @@ bool SimulatorCoreBase::execTensorScalar(Engine engine, const Instruction &inst,
         for (unsigned p = 0; p < P; ++p) {
           int64_t *row = x + int64_t(p) * F;
           // Immediates and columns convert toward zero (docs/isa.md §5.2).
-          const int64_t s = floatToInteger(step.scalars[p], DType::I32);
-          if (step.reverse)
-            for (int64_t i = 0; i < F; ++i)
-              row[i] = f(s, row[i]);
-          else
-            for (int64_t i = 0; i < F; ++i)
-              row[i] = f(row[i], s);
+          applyScalar(row, F, floatToInteger(step.scalars[p], DType::I32),
+                      step.reverse, f);
         }
       });
       if (!known)
@@ -1062,28 +1065,29 @@ bool SimulatorCoreBase::execTensorScalar(Engine engine, const Instruction &inst,
     }
     encodeTileInt(x, dst);
   } else {
+    for (const Step &step : steps)
+      if (!isAluOp(step.op))
+        return fail("unknown ALU op " + std::to_string(unsigned(step.op)));
     ensureSize(bufA, int64_t(P) * F);
     float *x = bufA.data();
-    decodeTile(src, x);
-    for (const Step &step : steps) {
-      if (step.op == AluOp::Bypass)
-        continue;
-      bool known = dispatchFloatAlu(step.op, [&](auto f) {
-        for (unsigned p = 0; p < P; ++p) {
-          float *row = x + int64_t(p) * F;
-          const float s = step.scalars[p];
-          if (step.reverse)
-            for (int64_t i = 0; i < F; ++i)
-              row[i] = f(s, row[i]);
-          else
-            for (int64_t i = 0; i < F; ++i)
-              row[i] = f(row[i], s);
-        }
-      });
-      if (!known)
-        return fail("unknown ALU op " + std::to_string(unsigned(step.op)));
-    }
-    encodeTile(x, dst);
+    elementwisePieces(
+        P, int64_t(P) * F, viewsMayOverlap(src, dst),
+        [&](unsigned first, unsigned count) {
+          decodeTile(partitionSlice(src, first, count), x + first * F);
+        },
+        [&](unsigned first, unsigned count) {
+          for (const Step &step : steps) {
+            if (step.op == AluOp::Bypass)
+              continue;
+            dispatchFloatAlu(step.op, [&](auto f) {
+              for (unsigned p = first; p < first + count; ++p) {
+                applyScalar(x + int64_t(p) * F, F, step.scalars[p],
+                            step.reverse, f);
+              }
+            });
+          }
+          encodeTile(x + first * F, partitionSlice(dst, first, count));
+        });
   }
   result.shape.freeElements = F;
   result.shape.stridePenalty = anyStridePenalty(target, {&src, &dst});

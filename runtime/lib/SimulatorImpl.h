@@ -200,6 +200,27 @@ public:
       tbb::parallel_for(int64_t(0), pieces, [&](int64_t i) { fn(i); });
     });
   }
+  /// An element-wise instruction over [P][F] host buffers, in pieces of
+  /// partitions: decode(first, count) fills the pieces' part of the input
+  /// buffers, finish(first, count) computes it and stores it. When an input
+  /// may share bytes with an output (`overlap`), every piece decodes before
+  /// any piece finishes; otherwise each piece does both.
+  template <typename Decode, typename Finish>
+  void elementwisePieces(unsigned partitions, int64_t elements, bool overlap,
+                         Decode &&decode, Finish &&finish) {
+    const int64_t pieces = partitionPieces(partitions, elements);
+    auto run = [&](int64_t i, bool decoding, bool finishing) {
+      const unsigned first = unsigned(partitions * i / pieces);
+      const unsigned count = unsigned(partitions * (i + 1) / pieces) - first;
+      if (decoding)
+        decode(first, count);
+      if (finishing)
+        finish(first, count);
+    };
+    forEachPiece(pieces, [&](int64_t i) { run(i, true, !overlap); });
+    if (overlap)
+      forEachPiece(pieces, [&](int64_t i) { run(i, false, true); });
+  }
   /// How many pieces of partitions an instruction over `partitions`
   /// partitions and `elements` elements is cut into: kMaxPieces (at most one
   /// per partition) from kParallelElements elements on, else 1.

@@ -1412,7 +1412,8 @@ TEST(SimulatorTest, StatisticsAndRecords) {
 
 TEST(SimulatorTest, ResultsDoNotDependOnThreads) {
   // Instructions big enough to be cut into pieces (a 128x128x512 matmul in
-  // two column halves, activations, transposes and copies by partitions),
+  // two column halves; activations, tensor_tensor, tensor_scalar, transposes
+  // and copies by partitions),
   // including in-place work whose source and destination overlap, give the
   // same bits on 1, 2 and 3 threads, and the overlapping ones read every
   // element before it is overwritten.
@@ -1423,6 +1424,8 @@ TEST(SimulatorTest, ResultsDoNotDependOnThreads) {
   b.tensor("z", DType::F32, {128, 512}, HbmTensor::Kind::Output);
   b.tensor("t", DType::F32, {128, 128}, HbmTensor::Kind::Output);
   b.tensor("s", DType::F32, {128, 512}, HbmTensor::Kind::Output);
+  b.tensor("u", DType::F32, {128, 512}, HbmTensor::Kind::Output);
+  b.tensor("v", DType::F32, {128, 512}, HbmTensor::Kind::Output);
   b.dma(sbuf(DType::F32, 128, 512, 0), b.hbm("a"));
   b.dma(sbuf(DType::F32, 128, 512, 2048), b.hbm("w"));
   b.add(kTensorStream, make(Opcode::Matmul, psum(DType::F32, 128, 512, 0),
@@ -1449,6 +1452,23 @@ TEST(SimulatorTest, ResultsDoNotDependOnThreads) {
   // An SBUF-to-SBUF DMA onto itself, two partitions down.
   b.dma(sbuf(DType::F32, 126, 512, 2048, 2), sbuf(DType::F32, 126, 512, 2048));
   b.dma(b.hbm("s"), sbuf(DType::F32, 128, 512, 2048));
+  // tensor_tensor in place, one partition down: u[p + 1] = s[p] + a[p].
+  Instruction add =
+      make(Opcode::TensorTensor, sbuf(DType::F32, 127, 512, 2048, 1),
+           {sbuf(DType::F32, 127, 512, 2048), sbuf(DType::F32, 127, 512, 0)});
+  add.op0 = AluOp::Add;
+  b.add(kVectorStream, add);
+  b.dma(b.hbm("u"), sbuf(DType::F32, 128, 512, 2048));
+  // tensor_scalar in place: v = z * 3 + 1.
+  Instruction affine =
+      make(Opcode::TensorScalar, sbuf(DType::F32, 128, 512, 4096),
+           {sbuf(DType::F32, 128, 512, 4096)});
+  affine.op0 = AluOp::Multiply;
+  affine.scalar0 = immediate(3.0f);
+  affine.op1 = AluOp::Add;
+  affine.scalar1 = immediate(1.0f);
+  b.add(kVectorStream, affine);
+  b.dma(b.hbm("v"), sbuf(DType::F32, 128, 512, 4096));
 
   std::mt19937 random(5);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
@@ -1474,8 +1494,16 @@ TEST(SimulatorTest, ResultsDoNotDependOnThreads) {
           << name << " on " << threads << " threads";
   }
   const std::vector<double> &y = first["y"], &z = first["z"], &t = first["t"],
-                            &s = first["s"];
+                            &s = first["s"], &u = first["u"], &v = first["v"];
   for (int64_t f = 0; f < 512; ++f) {
+    EXPECT_EQ(u[f], s[f]);
+    for (int64_t p = 0; p < 127; ++p)
+      ASSERT_EQ(u[(p + 1) * 512 + f],
+                float(float(s[p * 512 + f]) + float(a[p * 512 + f])))
+          << p << ", " << f;
+    for (int64_t p = 0; p < 128; ++p)
+      ASSERT_EQ(v[p * 512 + f], float(float(z[p * 512 + f]) * 3.0f + 1.0f))
+          << p << ", " << f;
     EXPECT_EQ(z[f], y[f]);
     for (int64_t p = 0; p < 127; ++p)
       ASSERT_EQ(z[(p + 1) * 512 + f], float(std::tanh(y[p * 512 + f])))

@@ -84,6 +84,7 @@ struct Options {
 };
 
 std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
+  bool profileTopGiven = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](std::string &out) -> std::optional<std::string> {
@@ -123,9 +124,10 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       problem = integer(options.threads, 0);
     else if (arg == "--profile-summary")
       options.profileSummary = true;
-    else if (arg == "--profile-top")
+    else if (arg == "--profile-top") {
       problem = integer(options.profileTop, 0);
-    else if (arg == "--zeros")
+      profileTopGiven = true;
+    } else if (arg == "--zeros")
       options.zeros = true;
     else if (arg == "--poison")
       options.poison = true;
@@ -144,6 +146,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
     return std::nullopt;
   if (options.artifact.empty())
     return "no artifact given (see trn-run --help)";
+  if (profileTopGiven && !options.profileSummary)
+    return "--profile-top needs --profile-summary";
   int sources =
       !options.inputs.empty() + (options.randomSeed >= 0) + options.zeros;
   if (sources > 1)
