@@ -810,6 +810,18 @@ bool Simulator::writeTensor(std::string_view name, const double *values,
       bits = uint64_t(integer);
       break;
     }
+    case DType::F32:
+      // roundToDType(x, F32) is (double)(float)x (docs/numerics.md); NaNs
+      // take encodeFloat's canonical form.
+      if (!std::isnan(value)) {
+        const float narrowed = float(value);
+        uint32_t word;
+        std::memcpy(&word, &narrowed, 4);
+        bits = word;
+      } else {
+        bits = encodeFloat(value, DType::F32);
+      }
+      break;
     default:
       bits = encodeFloat(value, tensor->dtype);
       break;

@@ -138,6 +138,49 @@ TEST(SimulatorTest, DmaRoundTripAndCastToBf16) {
   EXPECT_TRUE(std::signbit(o.outputs["y"][5]));
 }
 
+TEST(SimulatorTest, F32WritesMatchEncodeFloat) {
+  // writeTensor rounds doubles to f32 as encodeFloat does: random bit
+  // patterns (NaNs with payloads among them), exact ties, the subnormal
+  // range and overflow.
+  std::mt19937_64 random(9);
+  std::vector<double> values(4096);
+  for (double &v : values) {
+    uint64_t bits = random();
+    std::memcpy(&v, &bits, 8);
+    if (random() % 2) // mostly within f32's range
+      v = std::ldexp(double(int64_t(random() % (uint64_t(1) << 40))),
+                     int(random() % 300) - 190);
+  }
+  const double specials[] = {0.0,
+                             -0.0,
+                             1.0 + std::ldexp(1.0, -24), // tie to even
+                             1.0 + 3 * std::ldexp(1.0, -24),
+                             std::ldexp(1.0, -150),
+                             -std::ldexp(1.5, -149),
+                             3.4028235677973366e38,
+                             -1e300,
+                             INFINITY,
+                             -kNaN};
+  for (size_t i = 0; i < std::size(specials); ++i)
+    values[i] = specials[i];
+  // A NaN whose payload survives a plain (float) conversion.
+  const uint64_t payloadNaN = 0x7ff4000000000000ull;
+  std::memcpy(&values[std::size(specials)], &payloadNaN, 8);
+  Builder b;
+  b.tensor("x", DType::F32, {64, 64});
+  Simulator sim(trn1Target());
+  std::string error;
+  ASSERT_TRUE(sim.load(b.program, error)) << error;
+  ASSERT_TRUE(sim.writeTensor("x", values.data(), values.size(), error));
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(sim.readTensorBytes("x", bytes, error));
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, bytes.data() + 4 * i, 4);
+    ASSERT_EQ(bits, encodeFloat(values[i], DType::F32)) << values[i];
+  }
+}
+
 TEST(SimulatorTest, NarrowFloatWritesMatchEncodeFloat) {
   // f32 -> f16 / fp8 casts in the DMA path agree with Numerics' rounding
   // (including subnormals, overflow and e4m3 saturation).
