@@ -299,34 +299,6 @@ Value FusionLowering::full(const Ref &ref, Type elementType) {
   return t;
 }
 
-/// The Scalar Engine function of a unary trn op, if it is one.
-static std::optional<ActivationFunc> activationFor(Operation *op) {
-  return llvm::TypeSwitch<Operation *, std::optional<ActivationFunc>>(op)
-      .Case([](trn::ExpOp) { return ActivationFunc::exp; })
-      .Case([](trn::LogOp) { return ActivationFunc::log; })
-      .Case([](trn::Log1pOp) { return ActivationFunc::log1p; })
-      .Case([](trn::TanhOp) { return ActivationFunc::tanh; })
-      .Case([](trn::SigmoidOp) { return ActivationFunc::sigmoid; })
-      .Case([](trn::SqrtOp) { return ActivationFunc::sqrt; })
-      .Case([](trn::RsqrtOp) { return ActivationFunc::rsqrt; })
-      .Case([](trn::ReciprocalOp) { return ActivationFunc::reciprocal; })
-      .Case([](trn::ErfOp) { return ActivationFunc::erf; })
-      .Case([](trn::ReluOp) { return ActivationFunc::relu; })
-      .Case([](trn::SiluOp) { return ActivationFunc::silu; })
-      .Case([](trn::SinOp) { return ActivationFunc::sin; })
-      .Case([](trn::CosOp) { return ActivationFunc::cos; })
-      .Case([](trn::FloorOp) { return ActivationFunc::floor; })
-      .Case([](trn::SignOp) { return ActivationFunc::sign; })
-      .Case([](trn::AbsOp) { return ActivationFunc::abs; })
-      .Case([](trn::NegOp) { return ActivationFunc::negate; })
-      .Case([](trn::GeluOp o) {
-        return o.getApproximate() == trn::GeluApproximation::tanh
-                   ? ActivationFunc::gelu_tanh
-                   : ActivationFunc::gelu;
-      })
-      .Default([](Operation *) { return std::nullopt; });
-}
-
 LogicalResult FusionLowering::emitOp(Operation *op) {
   // An input's broadcast is a source, loaded where it is first read.
   if (isa<trn::BroadcastInDimOp>(op) && sources.count(op->getResult(0)))

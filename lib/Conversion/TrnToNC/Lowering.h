@@ -32,6 +32,8 @@ SmallVector<int64_t> hbmShape(ArrayRef<int64_t> shape);
 AluOp aluOpFor(trn::ReduceKind kind);
 /// Comparisons write 1.0 or 0.0, which convert to i1 true and false.
 AluOp aluOpFor(trn::ComparisonPredicate predicate);
+/// The Scalar Engine function of a unary trn op, if it is one.
+std::optional<ActivationFunc> activationFor(Operation *op);
 
 /// One strided side of a copy: element `offset + sum(i_d * strides[d])` of
 /// `tensor` for an iteration index `i`.

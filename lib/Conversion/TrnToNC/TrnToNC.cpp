@@ -75,6 +75,34 @@ AluOp aluOpFor(trn::ComparisonPredicate predicate) {
   return AluOp::is_equal;
 }
 
+/// The Scalar Engine function of a unary trn op, if it is one.
+std::optional<ActivationFunc> activationFor(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<ActivationFunc>>(op)
+      .Case([](trn::ExpOp) { return ActivationFunc::exp; })
+      .Case([](trn::LogOp) { return ActivationFunc::log; })
+      .Case([](trn::Log1pOp) { return ActivationFunc::log1p; })
+      .Case([](trn::TanhOp) { return ActivationFunc::tanh; })
+      .Case([](trn::SigmoidOp) { return ActivationFunc::sigmoid; })
+      .Case([](trn::SqrtOp) { return ActivationFunc::sqrt; })
+      .Case([](trn::RsqrtOp) { return ActivationFunc::rsqrt; })
+      .Case([](trn::ReciprocalOp) { return ActivationFunc::reciprocal; })
+      .Case([](trn::ErfOp) { return ActivationFunc::erf; })
+      .Case([](trn::ReluOp) { return ActivationFunc::relu; })
+      .Case([](trn::SiluOp) { return ActivationFunc::silu; })
+      .Case([](trn::SinOp) { return ActivationFunc::sin; })
+      .Case([](trn::CosOp) { return ActivationFunc::cos; })
+      .Case([](trn::FloorOp) { return ActivationFunc::floor; })
+      .Case([](trn::SignOp) { return ActivationFunc::sign; })
+      .Case([](trn::AbsOp) { return ActivationFunc::abs; })
+      .Case([](trn::NegOp) { return ActivationFunc::negate; })
+      .Case([](trn::GeluOp o) {
+        return o.getApproximate() == trn::GeluApproximation::tanh
+                   ? ActivationFunc::gelu_tanh
+                   : ActivationFunc::gelu;
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
 } // namespace mlir::trntonc
 
 using namespace mlir::trntonc;
@@ -786,31 +814,9 @@ LogicalResult Lowering::lower(Operation *op) {
     return success();
   };
 
+  if (std::optional<ActivationFunc> func = activationFor(op))
+    return activation(*func);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](trn::ExpOp) { return activation(ActivationFunc::exp); })
-      .Case([&](trn::LogOp) { return activation(ActivationFunc::log); })
-      .Case([&](trn::Log1pOp) { return activation(ActivationFunc::log1p); })
-      .Case([&](trn::TanhOp) { return activation(ActivationFunc::tanh); })
-      .Case([&](trn::SigmoidOp) { return activation(ActivationFunc::sigmoid); })
-      .Case([&](trn::SqrtOp) { return activation(ActivationFunc::sqrt); })
-      .Case([&](trn::RsqrtOp) { return activation(ActivationFunc::rsqrt); })
-      .Case([&](trn::ReciprocalOp) {
-        return activation(ActivationFunc::reciprocal);
-      })
-      .Case([&](trn::ErfOp) { return activation(ActivationFunc::erf); })
-      .Case([&](trn::ReluOp) { return activation(ActivationFunc::relu); })
-      .Case([&](trn::SiluOp) { return activation(ActivationFunc::silu); })
-      .Case([&](trn::SinOp) { return activation(ActivationFunc::sin); })
-      .Case([&](trn::CosOp) { return activation(ActivationFunc::cos); })
-      .Case([&](trn::FloorOp) { return activation(ActivationFunc::floor); })
-      .Case([&](trn::SignOp) { return activation(ActivationFunc::sign); })
-      .Case([&](trn::AbsOp) { return activation(ActivationFunc::abs); })
-      .Case([&](trn::NegOp) { return activation(ActivationFunc::negate); })
-      .Case([&](trn::GeluOp o) {
-        return activation(o.getApproximate() == trn::GeluApproximation::tanh
-                              ? ActivationFunc::gelu_tanh
-                              : ActivationFunc::gelu);
-      })
       .Case([&](trn::AddOp) { return binary(AluOp::add); })
       .Case([&](trn::SubOp) { return binary(AluOp::subtract); })
       .Case([&](trn::MulOp) { return binary(AluOp::multiply); })
