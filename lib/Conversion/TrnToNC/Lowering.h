@@ -60,6 +60,26 @@ public:
         b.getI64IntegerAttr(partitionStride), b.getDenseI64ArrayAttr(strides));
     return op.getResult();
   }
+  /// The contiguous window [shape[0] partitions, shape[1:] elements] at
+  /// free element `offset` of an SBUF or PSUM tile; a window of a
+  /// contiguous window is taken from the underlying tile (views of views are
+  /// not exported).
+  Value window(Value tile, ArrayRef<int64_t> shape, int64_t offset) {
+    int64_t startPartition = 0;
+    if (auto parent = tile.getDefiningOp<ViewOp>();
+        parent && parent.getStrides() == ArrayRef<int64_t>{1}) {
+      startPartition = parent.getStartPartition();
+      offset += parent.getOffset();
+      tile = parent.getSource();
+    }
+    auto base = cast<TileType>(tile.getType());
+    auto type = TileType::get(b.getContext(), base.getMemory(), shape,
+                              base.getElementType());
+    return b.create<ViewOp>(loc, type, tile,
+                            b.getI64IntegerAttr(startPartition),
+                            b.getI64IntegerAttr(offset), b.getI64IntegerAttr(0),
+                            b.getDenseI64ArrayAttr({1}));
+  }
   Value tile(MemorySpace memory, int64_t partitions, ArrayRef<int64_t> sizes,
              Type elementType) {
     SmallVector<int64_t> shape{partitions};

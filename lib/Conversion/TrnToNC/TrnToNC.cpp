@@ -299,16 +299,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
                            {kStride}));
       Value transposed = kb.tile(MemorySpace::psum, kw, {jw}, f32);
       builder.create<TransposeOp>(kb.loc, transposed, rows);
-      Value slot = dst;
-      if (jw != width) {
-        auto dstType = cast<TileType>(dst.getType());
-        auto slotType = TileType::get(builder.getContext(), MemorySpace::sbuf,
-                                      {kw, jw}, dstType.getElementType());
-        slot = builder.create<ViewOp>(
-            kb.loc, slotType, dst, builder.getI64IntegerAttr(0),
-            builder.getI64IntegerAttr(j0), builder.getI64IntegerAttr(0),
-            builder.getDenseI64ArrayAttr({1}));
-      }
+      Value slot = jw == width ? dst : kb.window(dst, {kw, jw}, j0);
       builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, slot,
                                    transposed, Value(), Value(), Value(),
                                    llvm::APFloat(1.0f), llvm::APFloat(0.0f));
@@ -331,13 +322,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
   int64_t batches = product(resultType.getShape().take_front(batchRank));
   int64_t evictions = 0;
   auto view = [&](Value tile, ArrayRef<int64_t> shape, int64_t offset) {
-    auto base = cast<TileType>(tile.getType());
-    auto type = TileType::get(builder.getContext(), base.getMemory(), shape,
-                              base.getElementType());
-    return builder.create<ViewOp>(
-        kb.loc, type, tile, builder.getI64IntegerAttr(0),
-        builder.getI64IntegerAttr(offset), builder.getI64IntegerAttr(0),
-        builder.getDenseI64ArrayAttr({1}));
+    return kb.window(tile, shape, offset);
   };
   // Evicts a PSUM tile into SBUF, alternating the Scalar and Vector Engines.
   auto evict = [&](Value dst, Value src) {
@@ -348,135 +333,214 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
     else
       builder.create<TensorCopyOp>(kb.loc, dst, src, Engine::vector);
   };
+  // Elements of K per DMA of row-major lhs rows (4 KiB of bf16 per
+  // partition: near the DMA engines' peak, and four transpose groups).
+  constexpr int64_t kLhsRowChunk = 2048;
   // Row-major lhs (K contiguous) is transposed once per call when several
-  // N blocks reuse it, into an HBM scratch laid out so that one M block's
-  // stationary tiles are one contiguous run per partition:
-  // lhsT[batch][mb][p][kt][j] = lhs[batch][mb * 128 + j][kt * 128 + p].
+  // N blocks reuse it: while the first N block of a batch computes, each M
+  // block's transposed tiles are also stored into an HBM scratch laid out so
+  // that later N blocks load one M block's stationary tiles with one
+  // contiguous DMA: lhsT[batch][mb][p][kt][j] = lhs[batch][mb*128+j][kt*128+p].
   int64_t mBlocks = (m + kMatmulM - 1) / kMatmulM;
   int64_t panelLen = kTiles * kMatmulM;
   bool transposeOnce =
       lhsKStride == 1 && n > kMatmulN && panelLen * inBytes <= 32 * 1024;
   Value lhsT;
-  if (transposeOnce) {
+  if (transposeOnce)
     lhsT = kb.scratch({batches * mBlocks, kMatmulM, panelLen}, inType);
-    constexpr int64_t kGroup = 4;
-    for (int64_t batch = 0; batch < batches; ++batch)
-      for (int64_t mb = 0; mb < mBlocks; ++mb) {
-        int64_t m0 = mb * kMatmulM, mw = std::min(kMatmulM, m - m0);
-        Value rows = kb.tile(MemorySpace::sbuf, mw, {k}, inType);
-        kb.dma(rows, kb.view(lhs, batch * m * k + m0 * k, mw, k, {k}, {1}));
-        int64_t panelBase = (batch * mBlocks + mb) * kMatmulM * panelLen;
-        for (int64_t kt = 0; kt < kTiles;) {
-          int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
-          int64_t group = 1;
-          while (kw == kMatmulK && group < kGroup && kt + group < kTiles &&
-                 (kt + group + 1) * kMatmulK <= k)
-            ++group;
-          Value transposed =
-              kb.tile(MemorySpace::psum, kw, {group * kMatmulM}, f32);
-          for (int64_t j = 0; j < group; ++j)
-            builder.create<TransposeOp>(
-                kb.loc, view(transposed, {kw, mw}, j * kMatmulM),
-                view(rows, {mw, kw}, k0 + j * kMatmulK));
-          Value block =
-              kb.tile(MemorySpace::sbuf, kw, {group * kMatmulM}, inType);
-          evict(block, transposed);
-          if (mw == kMatmulM) {
-            kb.dma(kb.view(lhsT, panelBase + kt * kMatmulM, kw, panelLen,
-                           {group * kMatmulM}, {1}),
-                   block);
-          } else {
-            for (int64_t j = 0; j < group; ++j)
-              kb.dma(kb.view(lhsT, panelBase + (kt + j) * kMatmulM, kw,
-                             panelLen, {mw}, {1}),
-                     view(block, {kw, mw}, j * kMatmulM));
-          }
-          kt += group;
-        }
+  auto storeTransposed = [&](Value block, int64_t panelBase, int64_t kt,
+                             int64_t kw, int64_t group, int64_t mw) {
+    if (mw == kMatmulM) {
+      kb.dma(kb.view(lhsT, panelBase + kt * kMatmulM, kw, panelLen,
+                     {group * kMatmulM}, {1}),
+             block);
+      return;
+    }
+    for (int64_t j = 0; j < group; ++j)
+      kb.dma(kb.view(lhsT, panelBase + (kt + j) * kMatmulM, kw, panelLen, {mw},
+                     {1}),
+             view(block, {kw, mw}, j * mw));
+  };
+
+  // The result's column blocks in order; each computes every M block against
+  // one resident moving panel.
+  struct ColumnBlock {
+    int64_t batch, n0, nw;
+  };
+  SmallVector<ColumnBlock> columnBlocks;
+  for (int64_t batch = 0; batch < batches; ++batch)
+    for (int64_t n0 = 0; n0 < n; n0 += kMatmulN)
+      columnBlocks.push_back({batch, n0, std::min(kMatmulN, n - n0)});
+  // K tile kt of a column block's moving data, into its slot of a panel
+  // tile when given one.
+  auto loadMoving = [&](const ColumnBlock &block, int64_t kt,
+                        Value panelTile = Value()) {
+    int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
+    Value moving = panelTile
+                       ? view(panelTile, {kw, block.nw}, kt * block.nw)
+                       : kb.tile(MemorySpace::sbuf, kw, {block.nw}, inType);
+    loadKMajor(moving, rhs,
+               block.batch * k * n + k0 * rhsKStride + block.n0 * rhsNStride,
+               kw, block.nw, rhsKStride, rhsNStride);
+    return moving;
+  };
+  // The next column block's panel is loaded piecewise while this one
+  // computes (two panels live at once) when both fit next to the stationary
+  // buffers; otherwise the Tensor Engine waits for each panel.
+  bool prefetchPanel = residentPanel && columnBlocks.size() > 1 &&
+                       kTiles * kMatmulN * inBytes <= 64 * 1024;
+  // A resident panel is one tile (two panels then alternate between two
+  // buffers instead of fragmenting SBUF); its K tiles are loaded when first
+  // used (so the first column block's DMAs come in the order the Tensor
+  // Engine needs them) unless prefetched.
+  auto newPanel = [&](const ColumnBlock &block) {
+    return kb.tile(MemorySpace::sbuf, std::min(kMatmulK, k),
+                   {kTiles * block.nw}, inType);
+  };
+  Value panelTile, nextPanelTile;
+  SmallVector<Value> panel(kTiles), nextPanel;
+
+  for (auto [blockIndex, block] : llvm::enumerate(columnBlocks)) {
+    int64_t batch = block.batch, n0 = block.n0, nw = block.nw;
+    int64_t lhsBase = batch * m * k, outBase = batch * m * n;
+    bool hasNext = blockIndex + 1 < columnBlocks.size();
+    for (int64_t mb = 0; mb < mBlocks; ++mb) {
+      int64_t m0 = mb * kMatmulM, mw = std::min(kMatmulM, m - m0);
+      int64_t panelBase = (batch * mBlocks + mb) * kMatmulM * panelLen;
+      Value acc = kb.tile(MemorySpace::psum, mw, {nw}, f32);
+      // Row-major lhs: one DMA brings all of K for these rows (a large
+      // transfer instead of one small one per K tile); each K tile is then
+      // transposed out of it.
+      Value lhsPanel;
+      bool storeToScratch = transposeOnce && n0 == 0;
+      if (transposeOnce && !storeToScratch) {
+        // All stationary tiles of this M block: one contiguous DMA.
+        int64_t pk = std::min(kMatmulK, k);
+        lhsPanel = kb.tile(MemorySpace::sbuf, pk, {panelLen}, inType);
+        kb.dma(lhsPanel,
+               kb.view(lhsT, panelBase, pk, panelLen, {panelLen}, {1}));
       }
-  }
-  for (int64_t batch = 0; batch < batches; ++batch) {
-    int64_t lhsBase = batch * m * k, rhsBase = batch * k * n,
-            outBase = batch * m * n;
-    for (int64_t n0 = 0; n0 < n; n0 += kMatmulN) {
-      int64_t nw = std::min(kMatmulN, n - n0);
-      auto loadMoving = [&](int64_t kt) {
-        int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
-        Value moving = kb.tile(MemorySpace::sbuf, kw, {nw}, inType);
-        loadKMajor(moving, rhs, rhsBase + k0 * rhsKStride + n0 * rhsNStride, kw,
-                   nw, rhsKStride, rhsNStride);
-        return moving;
+      // Row-major lhs rows come in chunks of K (large transfers whose tiles
+      // die once transposed, so the next chunk's load overlaps compute).
+      bool rowsPath = !lhsPanel && lhsKStride == 1;
+      Value rowsChunk;
+      int64_t chunkK0 = 0, chunkKw = 0;
+      // When storing to the scratch, a chunk of full K tiles is transposed
+      // into one tile and stored with one DMA (4 KiB per partition instead
+      // of 1 KiB ones, which waste DMA time on per-buffer costs).
+      Value transposedChunk;
+      if (prefetchPanel && hasNext)
+        for (int64_t kt = mb * kTiles / mBlocks,
+                     end = (mb + 1) * kTiles / mBlocks;
+             kt < end; ++kt) {
+          if (!nextPanelTile)
+            nextPanelTile = newPanel(columnBlocks[blockIndex + 1]);
+          nextPanel.push_back(
+              loadMoving(columnBlocks[blockIndex + 1], kt, nextPanelTile));
+        }
+      // Transposes of up to four full K tiles share one PSUM bank and one
+      // eviction (the per-instruction overhead of an eviction is larger
+      // than its work at 128 columns); evictions alternate between the
+      // Scalar and the Vector Engine.
+      constexpr int64_t kGroup = 4;
+      // The stationary tiles of K tiles [kt, kt + count).
+      struct Group {
+        int64_t kt = 0, count = 0;
+        SmallVector<Value> stationaries;
       };
-      SmallVector<Value> panel;
-      if (residentPanel)
-        for (int64_t kt = 0; kt < kTiles; ++kt)
-          panel.push_back(loadMoving(kt));
-      for (int64_t m0 = 0; m0 < m; m0 += kMatmulM) {
-        int64_t mw = std::min(kMatmulM, m - m0);
-        Value acc = kb.tile(MemorySpace::psum, mw, {nw}, f32);
-        // Row-major lhs: one DMA brings all of K for these rows (a large
-        // transfer instead of one small one per K tile); each K tile is then
-        // transposed out of it.
-        Value lhsRows, lhsPanel;
-        if (transposeOnce) {
-          // All stationary tiles of this M block: one contiguous DMA.
-          int64_t panelBase =
-              (batch * mBlocks + m0 / kMatmulM) * kMatmulM * panelLen;
-          int64_t pk = std::min(kMatmulK, k);
-          lhsPanel = kb.tile(MemorySpace::sbuf, pk, {panelLen}, inType);
-          kb.dma(lhsPanel,
-                 kb.view(lhsT, panelBase, pk, panelLen, {panelLen}, {1}));
-        } else if (lhsKStride == 1 && k * inBytes <= 32 * 1024) {
-          lhsRows = kb.tile(MemorySpace::sbuf, mw, {k}, inType);
-          kb.dma(lhsRows, kb.view(lhs, lhsBase + m0 * lhsMStride, mw,
-                                  lhsMStride, {k}, {1}));
+      auto prepare = [&](int64_t kt) {
+        Group prepared;
+        prepared.kt = kt;
+        int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
+        if (rowsPath && (!rowsChunk || k0 >= chunkK0 + chunkKw)) {
+          chunkK0 = k0;
+          chunkKw = std::min(kLhsRowChunk, k - k0);
+          rowsChunk = kb.tile(MemorySpace::sbuf, mw, {chunkKw}, inType);
+          kb.dma(rowsChunk, kb.view(lhs, lhsBase + m0 * lhsMStride + k0, mw,
+                                    lhsMStride, {chunkKw}, {1}));
+          transposedChunk = Value();
+          if (storeToScratch && mw == kMatmulM && chunkKw % kMatmulK == 0)
+            transposedChunk = kb.tile(MemorySpace::sbuf, kMatmulK,
+                                      {chunkKw / kMatmulK * mw}, inType);
         }
-        // Transposes of up to four full K tiles share one PSUM bank and one
-        // eviction (the per-instruction overhead of an eviction is larger
-        // than its work at 128 columns); evictions alternate between the
-        // Scalar and the Vector Engine.
-        constexpr int64_t kGroup = 4;
-        for (int64_t kt = 0; kt < kTiles;) {
-          int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
-          int64_t group = 1;
-          if (lhsRows && kw == kMatmulK)
-            while (group < kGroup && kt + group < kTiles &&
-                   (kt + group + 1) * kMatmulK <= k && group * mw + mw <= 512)
-              ++group;
-          SmallVector<Value> stationaries;
-          if (lhsPanel) {
-            stationaries.push_back(view(lhsPanel, {kw, mw}, kt * kMatmulM));
-          } else if (lhsRows) {
-            Value transposed =
-                kb.tile(MemorySpace::psum, kw, {group * mw}, f32);
-            for (int64_t j = 0; j < group; ++j) {
-              Value slice = view(lhsRows, {mw, kw}, k0 + j * kMatmulK);
-              builder.create<TransposeOp>(
-                  kb.loc, view(transposed, {kw, mw}, j * mw), slice);
-            }
-            Value block = kb.tile(MemorySpace::sbuf, kw, {group * mw}, inType);
-            evict(block, transposed);
-            for (int64_t j = 0; j < group; ++j)
-              stationaries.push_back(view(block, {kw, mw}, j * mw));
-          } else {
-            Value stationary = kb.tile(MemorySpace::sbuf, kw, {mw}, inType);
-            loadKMajor(stationary, lhs,
-                       lhsBase + k0 * lhsKStride + m0 * lhsMStride, kw, mw,
-                       lhsKStride, lhsMStride);
-            stationaries.push_back(stationary);
+        int64_t group = 1;
+        if (rowsPath && kw == kMatmulK)
+          while (group < kGroup && kt + group < kTiles &&
+                 (kt + group + 1) * kMatmulK <= chunkK0 + chunkKw &&
+                 group * mw + mw <= 512)
+            ++group;
+        prepared.count = group;
+        if (lhsPanel) {
+          prepared.stationaries.push_back(
+              view(lhsPanel, {kw, mw}, kt * kMatmulM));
+        } else if (rowsPath) {
+          Value transposed = kb.tile(MemorySpace::psum, kw, {group * mw}, f32);
+          for (int64_t j = 0; j < group; ++j) {
+            Value slice =
+                view(rowsChunk, {mw, kw}, k0 - chunkK0 + j * kMatmulK);
+            builder.create<TransposeOp>(
+                kb.loc, view(transposed, {kw, mw}, j * mw), slice);
           }
-          for (int64_t j = 0; j < group; ++j, ++kt) {
-            Value moving = residentPanel ? panel[kt] : loadMoving(kt);
-            builder.create<MatmulOp>(kb.loc, acc, stationaries[j], moving,
-                                     /*accumulate=*/kt > 0);
-          }
+          int64_t chunkKt0 = chunkK0 / kMatmulK;
+          Value transposedBlock =
+              transposedChunk
+                  ? view(transposedChunk, {kw, group * mw},
+                         (kt - chunkKt0) * mw)
+                  : kb.tile(MemorySpace::sbuf, kw, {group * mw}, inType);
+          evict(transposedBlock, transposed);
+          if (transposedChunk && (kt + group) * kMatmulK == chunkK0 + chunkKw)
+            storeTransposed(transposedChunk, panelBase, chunkKt0, kMatmulK,
+                            chunkKw / kMatmulK, mw);
+          else if (storeToScratch && !transposedChunk)
+            storeTransposed(transposedBlock, panelBase, kt, kw, group, mw);
+          for (int64_t j = 0; j < group; ++j)
+            prepared.stationaries.push_back(
+                view(transposedBlock, {kw, mw}, j * mw));
+        } else {
+          Value stationary = kb.tile(MemorySpace::sbuf, kw, {mw}, inType);
+          loadKMajor(stationary, lhs,
+                     lhsBase + k0 * lhsKStride + m0 * lhsMStride, kw, mw,
+                     lhsKStride, lhsMStride);
+          prepared.stationaries.push_back(stationary);
         }
-        Value result = kb.tile(MemorySpace::sbuf, mw, {nw}, outType);
-        builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, result, acc,
-                                     Value(), Value(), Value(),
-                                     llvm::APFloat(1.0f), llvm::APFloat(0.0f));
-        kb.dma(kb.view(out, outBase + m0 * n + n0, mw, n, {nw}, {1}), result);
+        return prepared;
+      };
+      // Software-pipelined: the next group's transposes are issued before
+      // this group's matmuls, so the Tensor Engine transposes while the
+      // Scalar or Vector Engine evicts the previous group.
+      Group current = prepare(0);
+      while (current.count > 0) {
+        int64_t nextKt = current.kt + current.count;
+        Group next = nextKt < kTiles ? prepare(nextKt) : Group();
+        for (int64_t j = 0; j < current.count; ++j) {
+          int64_t kt = current.kt + j;
+          Value moving;
+          if (!residentPanel)
+            moving = loadMoving(block, kt);
+          else if (!(moving = panel[kt])) {
+            if (!panelTile)
+              panelTile = newPanel(block);
+            moving = panel[kt] = loadMoving(block, kt, panelTile);
+          }
+          builder.create<MatmulOp>(kb.loc, acc, current.stationaries[j], moving,
+                                   /*accumulate=*/kt > 0);
+        }
+        current = std::move(next);
       }
+      Value result = kb.tile(MemorySpace::sbuf, mw, {nw}, outType);
+      builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, result, acc,
+                                   Value(), Value(), Value(),
+                                   llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+      kb.dma(kb.view(out, outBase + m0 * n + n0, mw, n, {nw}, {1}), result);
+    }
+    if (residentPanel && hasNext) {
+      panel.assign(kTiles, Value());
+      if (prefetchPanel)
+        for (auto [kt, tile] : llvm::enumerate(nextPanel))
+          panel[kt] = tile;
+      panelTile = nextPanelTile;
+      nextPanelTile = Value();
+      nextPanel.clear();
     }
   }
   return success();
