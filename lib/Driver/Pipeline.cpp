@@ -105,10 +105,11 @@ void mlir::trn::buildTrnLoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertTrnToNC());
 }
 
-void mlir::trn::buildNCKernelPipeline(OpPassManager &pm) {
+void mlir::trn::buildNCKernelPipeline(OpPassManager &pm, bool insertSync) {
   OpPassManager &kernel = pm.nest<func::FuncOp>();
   kernel.addPass(nc::createNCAllocate());
-  kernel.addPass(nc::createNCInsertSync());
+  if (insertSync)
+    kernel.addPass(nc::createNCInsertSync());
 }
 
 void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
@@ -157,7 +158,11 @@ mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
           /*printAfterOnlyOnFailure=*/false, llvm::errs());
   }
   buildTrnLoweringPipeline(lowering, options);
-  buildNCKernelPipeline(nc);
+  // nc-insert-sync's analysis runs inside the export unless the IR is
+  // printed: its semaphores as attributes cost a large kernel (a BERT-large
+  // step: a million instructions) several seconds of attribute uniquing.
+  bool syncInExport = !options.printIRAfterAll;
+  buildNCKernelPipeline(nc, /*insertSync=*/!syncInExport);
   TimingScope inactive;
   TimingScope &timing = options.timing ? *options.timing : inactive;
   for (PassManager *pm : {&lowering, &nc}) {
@@ -179,7 +184,8 @@ mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
   func::FuncOp kernel = kernels.front();
 
   TimingScope exportTiming = timing.nest("export program");
-  FailureOr<trnrt::Program> program = nc::exportProgram(kernel);
+  FailureOr<trnrt::Program> program =
+      nc::exportProgram(kernel, /*synchronize=*/syncInExport);
   if (failed(program))
     return failure();
   program->flops = matmulFlops(*program);

@@ -3,6 +3,7 @@
 #include "trn/Target/NCToProgram.h"
 
 #include "trn/Dialect/NC/IR/NCOps.h"
+#include "trn/Dialect/NC/Transforms/Sync.h"
 
 #include "trnrt/Target.h"
 
@@ -57,7 +58,8 @@ trnrt::Memory memoryOf(MemorySpace memory) {
 
 class Exporter {
 public:
-  explicit Exporter(func::FuncOp kernel) : kernel(kernel) {}
+  Exporter(func::FuncOp kernel, bool synchronize)
+      : kernel(kernel), synchronize(synchronize) {}
   FailureOr<trnrt::Program> run();
 
 private:
@@ -71,7 +73,19 @@ private:
   void append(Operation *op, trnrt::Engine engine, int64_t queue,
               trnrt::Instruction instruction);
 
+  /// The semaphores of one instruction computed by synchronizeKernel: its
+  /// waits are waits[firstWait, firstWait + numWaits).
+  struct Sync {
+    Operation *op;
+    int32_t signal;
+    uint32_t firstWait, numWaits;
+  };
+
   func::FuncOp kernel;
+  bool synchronize;
+  std::vector<Sync> syncs; ///< in program order
+  std::vector<StreamWait> waits;
+  size_t nextSync = 0;
   trnrt::Program program;
   /// HBM byte offset of every !nc.hbm value (arguments and nc.hbm_alloc).
   llvm::DenseMap<Value, uint64_t> hbmOffsets;
@@ -264,16 +278,32 @@ FailureOr<trnrt::ScalarOperand> Exporter::scalar(Operation *user, Value column,
 
 void Exporter::append(Operation *op, trnrt::Engine engine, int64_t queue,
                       trnrt::Instruction instruction) {
-  if (auto waits = op->getAttrOfType<ArrayAttr>(NCDialect::getWaitsAttrName()))
-    for (Attribute wait : waits) {
-      auto pair = cast<DenseI64ArrayAttr>(wait);
-      instruction.waits.push_back({static_cast<uint32_t>(pair[0]), pair[1]});
-      maxSemaphore = std::max<uint32_t>(maxSemaphore, pair[0] + 1);
+  if (synchronize) {
+    // synchronizeKernel and emit visit the instructions in the same order.
+    if (nextSync < syncs.size() && syncs[nextSync].op == op) {
+      const Sync &sync = syncs[nextSync++];
+      instruction.waits.reserve(sync.numWaits);
+      for (uint32_t i = 0; i < sync.numWaits; ++i) {
+        StreamWait wait = waits[sync.firstWait + i];
+        instruction.waits.push_back({wait.stream, wait.count});
+        maxSemaphore = std::max<uint32_t>(maxSemaphore, wait.stream + 1);
+      }
+      instruction.signal = sync.signal;
+      maxSemaphore = std::max<uint32_t>(maxSemaphore, instruction.signal + 1);
     }
-  if (auto signal =
-          op->getAttrOfType<IntegerAttr>(NCDialect::getSignalAttrName())) {
-    instruction.signal = static_cast<int32_t>(signal.getInt());
-    maxSemaphore = std::max<uint32_t>(maxSemaphore, instruction.signal + 1);
+  } else {
+    if (auto waits =
+            op->getAttrOfType<ArrayAttr>(NCDialect::getWaitsAttrName()))
+      for (Attribute wait : waits) {
+        auto pair = cast<DenseI64ArrayAttr>(wait);
+        instruction.waits.push_back({static_cast<uint32_t>(pair[0]), pair[1]});
+        maxSemaphore = std::max<uint32_t>(maxSemaphore, pair[0] + 1);
+      }
+    if (auto signal =
+            op->getAttrOfType<IntegerAttr>(NCDialect::getSignalAttrName())) {
+      instruction.signal = static_cast<int32_t>(signal.getInt());
+      maxSemaphore = std::max<uint32_t>(maxSemaphore, instruction.signal + 1);
+    }
   }
   if (engine == trnrt::Engine::Dma) {
     if (program.dmaQueues.size() <= static_cast<size_t>(queue))
@@ -499,14 +529,55 @@ FailureOr<trnrt::Program> Exporter::run() {
   program.target = target->name;
   if (failed(layoutHbm()))
     return failure();
+  if (synchronize) {
+    auto record = [&](Operation *op, int64_t stream,
+                      ArrayRef<StreamWait> instructionWaits) {
+      syncs.push_back({op, static_cast<int32_t>(stream),
+                       static_cast<uint32_t>(waits.size()),
+                       static_cast<uint32_t>(instructionWaits.size())});
+      waits.insert(waits.end(), instructionWaits.begin(),
+                   instructionWaits.end());
+    };
+    if (failed(synchronizeKernel(kernel, record)))
+      return failure();
+  }
+  // Each stream's instructions, counted first: growing the vectors of a
+  // large kernel would copy hundreds of megabytes.
+  {
+    SmallVector<size_t> engineCounts(program.engineStreams.size(), 0);
+    std::vector<size_t> queueCounts;
+    for (Operation &op : kernel.getBody().front()) {
+      int64_t stream = streamOf(&op);
+      if (stream < 0)
+        continue;
+      if (stream < kDmaStreamBase) {
+        if (static_cast<size_t>(stream) < engineCounts.size())
+          ++engineCounts[stream];
+        continue;
+      }
+      size_t queue = static_cast<size_t>(stream - kDmaStreamBase);
+      if (queueCounts.size() <= queue)
+        queueCounts.resize(queue + 1);
+      ++queueCounts[queue];
+    }
+    for (size_t engine = 0; engine < engineCounts.size(); ++engine)
+      program.engineStreams[engine].reserve(engineCounts[engine]);
+    program.dmaQueues.resize(queueCounts.size());
+    for (size_t queue = 0; queue < queueCounts.size(); ++queue)
+      program.dmaQueues[queue].reserve(queueCounts[queue]);
+  }
   for (Operation &op : kernel.getBody().front())
     if (failed(emit(&op)))
       return failure();
+  if (synchronize && nextSync != syncs.size())
+    return kernel.emitError("internal error: the exporter and the semaphore "
+                            "analysis disagree on the instructions");
   program.numSemaphores = maxSemaphore;
   // Moved, not copied: a large kernel's program is hundreds of megabytes.
   return std::move(program);
 }
 
-FailureOr<trnrt::Program> mlir::nc::exportProgram(func::FuncOp kernel) {
-  return Exporter(kernel).run();
+FailureOr<trnrt::Program> mlir::nc::exportProgram(func::FuncOp kernel,
+                                                  bool synchronize) {
+  return Exporter(kernel, synchronize).run();
 }

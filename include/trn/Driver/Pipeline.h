@@ -55,8 +55,10 @@ void buildTrnToNCPipeline(OpPassManager &pm, const CompileOptions &options);
 /// The graph passes and convert-trn-to-nc: a trn module to an nc kernel.
 void buildTrnLoweringPipeline(OpPassManager &pm, const CompileOptions &options);
 
-/// nc-allocate and nc-insert-sync on every kernel of the module.
-void buildNCKernelPipeline(OpPassManager &pm);
+/// nc-allocate and (with `insertSync`) nc-insert-sync on every kernel of the
+/// module. compileToProgram leaves the semaphores to the exporter (the same
+/// analysis, without storing them as attributes) unless it prints the IR.
+void buildNCKernelPipeline(OpPassManager &pm, bool insertSync = true);
 
 /// Runs the pipeline on `module` in place and exports the kernel. Errors
 /// (an op the backend cannot lower yet, a kernel that does not fit) are

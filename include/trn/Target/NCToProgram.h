@@ -18,10 +18,12 @@ namespace mlir::nc {
 
 /// Builds the program of `kernel`. HBM tensors are laid out in argument
 /// order (64-byte aligned), then scratch from nc.hbm_alloc. Every nc.alloc
-/// must carry its address (run nc-allocate first); nc.waits/nc.signal become
-/// the instructions' semaphores (nc-insert-sync). Errors are emitted at the
-/// offending op.
-FailureOr<trnrt::Program> exportProgram(func::FuncOp kernel);
+/// must carry its address (run nc-allocate first). The instructions'
+/// semaphores are nc.waits/nc.signal (nc-insert-sync) or, with
+/// `synchronize`, computed here by the same analysis (Sync.h) without
+/// storing them in the IR. Errors are emitted at the offending op.
+FailureOr<trnrt::Program> exportProgram(func::FuncOp kernel,
+                                        bool synchronize = false);
 
 /// Registers the `--nc-to-artifact` and `--nc-to-program-summary`
 /// translations for trn-translate.
