@@ -88,9 +88,14 @@ public:
         loc, TileType::get(b.getContext(), memory, shape, elementType),
         IntegerAttr(), IntegerAttr());
   }
+  /// Loads and stores take separate queues: a queue runs in order, and a
+  /// store waits for the compute that produces its data, which would hold
+  /// back the loads queued behind it that later compute needs.
   void dma(Value dst, Value src) {
-    b.create<DmaCopyOp>(loc, dst, src, b.getI64IntegerAttr(nextQueue));
-    nextQueue = (nextQueue + 1) % 16;
+    bool store = cast<TileType>(dst.getType()).getMemory() == MemorySpace::hbm;
+    int64_t queue = store ? kLoadQueues + nextStoreQueue++ % kStoreQueues
+                          : nextLoadQueue++ % kLoadQueues;
+    b.create<DmaCopyOp>(loc, dst, src, b.getI64IntegerAttr(queue));
   }
   Value scratch(ArrayRef<int64_t> shape, Type elementType) {
     auto type = HbmType::get(b.getContext(), hbmShape(shape), elementType);
@@ -107,7 +112,8 @@ public:
 
   OpBuilder &b;
   Location loc;
-  int64_t nextQueue = 0;
+  static constexpr int64_t kLoadQueues = 12, kStoreQueues = 4;
+  int64_t nextLoadQueue = 0, nextStoreQueue = 0;
   int64_t counter = 0;
 };
 

@@ -316,9 +316,18 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
     return op.emitError("'trn.dot_general' operands are too wide for 16-bit "
                         "access-pattern strides; not lowered yet");
   int64_t kTiles = (k + kMatmulK - 1) / kMatmulK;
-  // Keep the moving panel resident when it takes at most 96 KiB per
-  // partition (leaving room for the stationary and result tiles).
-  bool residentPanel = kTiles * kMatmulN * inBytes <= 96 * 1024;
+  // Column blocks are two PSUM banks wide (1024 columns, two accumulators
+  // per M block) when such a moving panel (all K tiles of the block) fits in
+  // 128 KiB per partition: each M block's stationary tiles then serve twice
+  // the columns, which halves the re-reads of lhs that bound large matmuls
+  // by DMA. Otherwise blocks are one bank wide and the panel is kept
+  // resident when it takes at most 96 KiB (leaving room for the stationary
+  // and result tiles).
+  bool wideBlocks =
+      n > kMatmulN && kTiles * 2 * kMatmulN * inBytes <= 128 * 1024;
+  int64_t blockWidth = wideBlocks ? 2 * kMatmulN : kMatmulN;
+  int64_t panelBytes = kTiles * blockWidth * inBytes;
+  bool residentPanel = wideBlocks || panelBytes <= 96 * 1024;
   int64_t batches = product(resultType.getShape().take_front(batchRank));
   int64_t evictions = 0;
   auto view = [&](Value tile, ArrayRef<int64_t> shape, int64_t offset) {
@@ -369,35 +378,46 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
   };
   SmallVector<ColumnBlock> columnBlocks;
   for (int64_t batch = 0; batch < batches; ++batch)
-    for (int64_t n0 = 0; n0 < n; n0 += kMatmulN)
-      columnBlocks.push_back({batch, n0, std::min(kMatmulN, n - n0)});
-  // K tile kt of a column block's moving data, into its slot of a panel
-  // tile when given one.
+    for (int64_t n0 = 0; n0 < n; n0 += blockWidth)
+      columnBlocks.push_back({batch, n0, std::min(blockWidth, n - n0)});
+  // The next column block's panel is loaded piecewise while this one
+  // computes (two panels live at once) when both fit next to the stationary
+  // buffers; otherwise the Tensor Engine waits for each panel.
+  bool prefetchPanel =
+      residentPanel && columnBlocks.size() > 1 && panelBytes <= 64 * 1024;
+  // A panel too large for two is refilled K tile by K tile during the last
+  // M block instead.
+  bool refillPanel = residentPanel && !prefetchPanel && columnBlocks.size() > 1;
+  // Resident panels live in one tile allocated once for the whole matmul
+  // (two halves that alternate when prefetching): one large allocation
+  // cannot be fragmented by the small tiles cycling around it.
+  int64_t panelElements = kTiles * blockWidth;
+  Value panelBuffers;
+  auto panelOffsetOf = [&](size_t blockIndex) {
+    return prefetchPanel ? static_cast<int64_t>(blockIndex % 2) * panelElements
+                         : 0;
+  };
+  // K tile kt of a column block's moving data: into the block's panel when
+  // `panelOffset` is set, else into a tile of its own.
   auto loadMoving = [&](const ColumnBlock &block, int64_t kt,
-                        Value panelTile = Value()) {
+                        std::optional<int64_t> panelOffset = std::nullopt) {
     int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
-    Value moving = panelTile
-                       ? view(panelTile, {kw, block.nw}, kt * block.nw)
-                       : kb.tile(MemorySpace::sbuf, kw, {block.nw}, inType);
+    Value moving =
+        panelOffset
+            ? view(panelBuffers, {kw, block.nw}, *panelOffset + kt * block.nw)
+            : kb.tile(MemorySpace::sbuf, kw, {block.nw}, inType);
     loadKMajor(moving, rhs,
                block.batch * k * n + k0 * rhsKStride + block.n0 * rhsNStride,
                kw, block.nw, rhsKStride, rhsNStride);
     return moving;
   };
-  // The next column block's panel is loaded piecewise while this one
-  // computes (two panels live at once) when both fit next to the stationary
-  // buffers; otherwise the Tensor Engine waits for each panel.
-  bool prefetchPanel = residentPanel && columnBlocks.size() > 1 &&
-                       kTiles * kMatmulN * inBytes <= 64 * 1024;
-  // A resident panel is one tile (two panels then alternate between two
-  // buffers instead of fragmenting SBUF); its K tiles are loaded when first
-  // used (so the first column block's DMAs come in the order the Tensor
-  // Engine needs them) unless prefetched.
-  auto newPanel = [&](const ColumnBlock &block) {
-    return kb.tile(MemorySpace::sbuf, std::min(kMatmulK, k),
-                   {kTiles * block.nw}, inType);
-  };
-  Value panelTile, nextPanelTile;
+  // Allocated before any other tile of the matmul, while SBUF is empty.
+  if (residentPanel)
+    panelBuffers = kb.tile(MemorySpace::sbuf, std::min(kMatmulK, k),
+                           {prefetchPanel ? 2 : 1, panelElements}, inType);
+  // A panel's K tiles are loaded when first used (so the first column
+  // block's DMAs come in the order the Tensor Engine needs them) unless
+  // prefetched.
   SmallVector<Value> panel(kTiles), nextPanel;
 
   for (auto [blockIndex, block] : llvm::enumerate(columnBlocks)) {
@@ -407,22 +427,22 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
     for (int64_t mb = 0; mb < mBlocks; ++mb) {
       int64_t m0 = mb * kMatmulM, mw = std::min(kMatmulM, m - m0);
       int64_t panelBase = (batch * mBlocks + mb) * kMatmulM * panelLen;
-      Value acc = kb.tile(MemorySpace::psum, mw, {nw}, f32);
-      // Row-major lhs: one DMA brings all of K for these rows (a large
-      // transfer instead of one small one per K tile); each K tile is then
-      // transposed out of it.
-      Value lhsPanel;
+      // One PSUM accumulator per bank-wide part of the block.
+      SmallVector<Value> accs;
+      for (int64_t s0 = 0; s0 < nw; s0 += kMatmulN)
+        accs.push_back(
+            kb.tile(MemorySpace::psum, mw, {std::min(kMatmulN, nw - s0)}, f32));
+      // Later column blocks read the transposed lhs from the scratch in
+      // chunks of K tiles (one contiguous run per partition each): large
+      // transfers whose tiles die as soon as their matmuls ran, so the next
+      // M block's chunks load into the space the current one frees.
       bool storeToScratch = transposeOnce && n0 == 0;
-      if (transposeOnce && !storeToScratch) {
-        // All stationary tiles of this M block: one contiguous DMA.
-        int64_t pk = std::min(kMatmulK, k);
-        lhsPanel = kb.tile(MemorySpace::sbuf, pk, {panelLen}, inType);
-        kb.dma(lhsPanel,
-               kb.view(lhsT, panelBase, pk, panelLen, {panelLen}, {1}));
-      }
+      bool fromScratch = transposeOnce && !storeToScratch;
+      Value scratchChunk;
+      int64_t scratchKt0 = 0, scratchTiles = 0;
       // Row-major lhs rows come in chunks of K (large transfers whose tiles
       // die once transposed, so the next chunk's load overlaps compute).
-      bool rowsPath = !lhsPanel && lhsKStride == 1;
+      bool rowsPath = !fromScratch && lhsKStride == 1;
       Value rowsChunk;
       int64_t chunkK0 = 0, chunkKw = 0;
       // When storing to the scratch, a chunk of full K tiles is transposed
@@ -432,12 +452,9 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
       if (prefetchPanel && hasNext)
         for (int64_t kt = mb * kTiles / mBlocks,
                      end = (mb + 1) * kTiles / mBlocks;
-             kt < end; ++kt) {
-          if (!nextPanelTile)
-            nextPanelTile = newPanel(columnBlocks[blockIndex + 1]);
-          nextPanel.push_back(
-              loadMoving(columnBlocks[blockIndex + 1], kt, nextPanelTile));
-        }
+             kt < end; ++kt)
+          nextPanel.push_back(loadMoving(columnBlocks[blockIndex + 1], kt,
+                                         panelOffsetOf(blockIndex + 1)));
       // Transposes of up to four full K tiles share one PSUM bank and one
       // eviction (the per-instruction overhead of an eviction is larger
       // than its work at 128 columns); evictions alternate between the
@@ -470,9 +487,20 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
                  group * mw + mw <= 512)
             ++group;
         prepared.count = group;
-        if (lhsPanel) {
+        if (fromScratch) {
+          if (!scratchChunk || kt >= scratchKt0 + scratchTiles) {
+            int64_t pk = std::min(kMatmulK, k);
+            scratchKt0 = kt;
+            scratchTiles =
+                std::min(kLhsRowChunk / kMatmulK, kTiles - scratchKt0);
+            scratchChunk = kb.tile(MemorySpace::sbuf, pk,
+                                   {scratchTiles * kMatmulM}, inType);
+            kb.dma(scratchChunk,
+                   kb.view(lhsT, panelBase + scratchKt0 * kMatmulM, pk,
+                           panelLen, {scratchTiles * kMatmulM}, {1}));
+          }
           prepared.stationaries.push_back(
-              view(lhsPanel, {kw, mw}, kt * kMatmulM));
+              view(scratchChunk, {kw, mw}, (kt - scratchKt0) * kMatmulM));
         } else if (rowsPath) {
           Value transposed = kb.tile(MemorySpace::psum, kw, {group * mw}, f32);
           for (int64_t j = 0; j < group; ++j) {
@@ -517,29 +545,43 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
           Value moving;
           if (!residentPanel)
             moving = loadMoving(block, kt);
-          else if (!(moving = panel[kt])) {
-            if (!panelTile)
-              panelTile = newPanel(block);
-            moving = panel[kt] = loadMoving(block, kt, panelTile);
+          else if (!(moving = panel[kt]))
+            moving = panel[kt] =
+                loadMoving(block, kt, panelOffsetOf(blockIndex));
+          int64_t kw = std::min(kMatmulK, k - kt * kMatmulK);
+          for (auto [part, acc] : llvm::enumerate(accs)) {
+            int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
+            Value movingPart =
+                accs.size() == 1
+                    ? moving
+                    : view(moving, {kw, std::min(kMatmulN, nw - s0)}, s0);
+            builder.create<MatmulOp>(kb.loc, acc, current.stationaries[j],
+                                     movingPart, /*accumulate=*/kt > 0);
           }
-          builder.create<MatmulOp>(kb.loc, acc, current.stationaries[j], moving,
-                                   /*accumulate=*/kt > 0);
+          // The last M block frees the panel's K tiles in order: each is
+          // refilled with the next block's as soon as its matmuls ran.
+          if (refillPanel && hasNext && mb == mBlocks - 1)
+            nextPanel.push_back(loadMoving(columnBlocks[blockIndex + 1], kt,
+                                           panelOffsetOf(blockIndex + 1)));
         }
         current = std::move(next);
       }
-      Value result = kb.tile(MemorySpace::sbuf, mw, {nw}, outType);
-      builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, result, acc,
-                                   Value(), Value(), Value(),
-                                   llvm::APFloat(1.0f), llvm::APFloat(0.0f));
-      kb.dma(kb.view(out, outBase + m0 * n + n0, mw, n, {nw}, {1}), result);
+      for (auto [part, acc] : llvm::enumerate(accs)) {
+        int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
+        int64_t sw = std::min(kMatmulN, nw - s0);
+        Value result = kb.tile(MemorySpace::sbuf, mw, {sw}, outType);
+        builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, result, acc,
+                                     Value(), Value(), Value(),
+                                     llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+        kb.dma(kb.view(out, outBase + m0 * n + n0 + s0, mw, n, {sw}, {1}),
+               result);
+      }
     }
     if (residentPanel && hasNext) {
       panel.assign(kTiles, Value());
-      if (prefetchPanel)
+      if (prefetchPanel || refillPanel)
         for (auto [kt, tile] : llvm::enumerate(nextPanel))
           panel[kt] = tile;
-      panelTile = nextPanelTile;
-      nextPanelTile = Value();
       nextPanel.clear();
     }
   }

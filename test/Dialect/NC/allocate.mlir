@@ -27,18 +27,52 @@ func.func @reuse(%h: !nc.hbm<128x512xf32>) {
 
 // -----
 
-// Once the search wraps around, freed memory is reused.
+// Next fit: a freed tile is not handed out again until the search wraps
+// around the end of SBUF (tiles under 32 KiB per partition).
 // CHECK-LABEL: func @wrap
 func.func @wrap() {
-  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x40000xf32>
-  %a = nc.alloc : !nc.tile<sbuf, 128x40000xf32>
-  nc.memset %a, 0.0 : !nc.tile<sbuf, 128x40000xf32>
-  // CHECK: nc.alloc {byte_offset = 160000 : i64, start_partition = 0 : i64} : <sbuf, 128x4000xf32>
-  %b = nc.alloc : !nc.tile<sbuf, 128x4000xf32>
-  nc.memset %b, 0.0 : !nc.tile<sbuf, 128x4000xf32>
-  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x40000xf32>
-  %c = nc.alloc : !nc.tile<sbuf, 128x40000xf32>
-  nc.memset %c, 0.0 : !nc.tile<sbuf, 128x40000xf32>
+  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x7000xf32>
+  %t0 = nc.alloc : !nc.tile<sbuf, 128x7000xf32>
+  nc.memset %t0, 0.0 : !nc.tile<sbuf, 128x7000xf32>
+  // CHECK: nc.alloc {byte_offset = 28032 : i64, start_partition = 0 : i64} : <sbuf, 128x7000xf32>
+  %t1 = nc.alloc : !nc.tile<sbuf, 128x7000xf32>
+  nc.memset %t1, 0.0 : !nc.tile<sbuf, 128x7000xf32>
+  // CHECK: nc.alloc {byte_offset = 56064 : i64, start_partition = 0 : i64} : <sbuf, 128x7000xf32>
+  %t2 = nc.alloc : !nc.tile<sbuf, 128x7000xf32>
+  nc.memset %t2, 0.0 : !nc.tile<sbuf, 128x7000xf32>
+  // CHECK: nc.alloc {byte_offset = 84096 : i64, start_partition = 0 : i64} : <sbuf, 128x7000xf32>
+  %t3 = nc.alloc : !nc.tile<sbuf, 128x7000xf32>
+  nc.memset %t3, 0.0 : !nc.tile<sbuf, 128x7000xf32>
+  // CHECK: nc.alloc {byte_offset = 112128 : i64, start_partition = 0 : i64} : <sbuf, 128x7000xf32>
+  %t4 = nc.alloc : !nc.tile<sbuf, 128x7000xf32>
+  nc.memset %t4, 0.0 : !nc.tile<sbuf, 128x7000xf32>
+  // CHECK: nc.alloc {byte_offset = 140160 : i64, start_partition = 0 : i64} : <sbuf, 128x7000xf32>
+  %t5 = nc.alloc : !nc.tile<sbuf, 128x7000xf32>
+  nc.memset %t5, 0.0 : !nc.tile<sbuf, 128x7000xf32>
+  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x7000xf32>
+  %t6 = nc.alloc : !nc.tile<sbuf, 128x7000xf32>
+  nc.memset %t6, 0.0 : !nc.tile<sbuf, 128x7000xf32>
+  return
+}
+
+// -----
+
+// Tiles of 32 KiB per partition or more are placed from the top of SBUF down,
+// away from the small tiles that cycle next fit from the bottom.
+// CHECK-LABEL: func @large_tiles_high
+func.func @large_tiles_high() {
+  // CHECK: nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x1000xf32>
+  %small = nc.alloc : !nc.tile<sbuf, 128x1000xf32>
+  // CHECK: nc.alloc {byte_offset = 114688 : i64, start_partition = 0 : i64} : <sbuf, 128x16384xf32>
+  %panel = nc.alloc : !nc.tile<sbuf, 128x16384xf32>
+  // CHECK: nc.alloc {byte_offset = 4032 : i64, start_partition = 0 : i64} : <sbuf, 128x1000xf32>
+  %small2 = nc.alloc : !nc.tile<sbuf, 128x1000xf32>
+  // CHECK: nc.alloc {byte_offset = 49152 : i64, start_partition = 0 : i64} : <sbuf, 128x16384xf32>
+  %panel2 = nc.alloc : !nc.tile<sbuf, 128x16384xf32>
+  nc.memset %small, 0.0 : !nc.tile<sbuf, 128x1000xf32>
+  nc.memset %panel, 0.0 : !nc.tile<sbuf, 128x16384xf32>
+  nc.memset %small2, 0.0 : !nc.tile<sbuf, 128x1000xf32>
+  nc.memset %panel2, 0.0 : !nc.tile<sbuf, 128x16384xf32>
   return
 }
 

@@ -24,6 +24,9 @@ namespace {
 /// SBUF tiles start on 64-byte boundaries: aligned accesses keep the
 /// simulator's (and hardware's) fast path and make addresses readable.
 constexpr int64_t kSbufAlignment = 64;
+/// Tiles of at least this many bytes per partition are placed from the top
+/// of SBUF down (RangeAllocator::allocateHigh).
+constexpr int64_t kLargeTileBytes = 32 * 1024;
 
 /// First-fit allocator over a byte range, with frees.
 class RangeAllocator {
@@ -54,6 +57,24 @@ public:
         cursor = start + bytes;
         return start;
       }
+    }
+    return std::nullopt;
+  }
+  /// First fit from the highest address down: large, long-lived tiles (a
+  /// matmul's resident panels) gather at the top, where the small tiles
+  /// cycling next fit through the rest do not fragment the space they need.
+  std::optional<int64_t> allocateHigh(int64_t bytes, int64_t alignment) {
+    for (auto it = free.rbegin(); it != free.rend(); ++it) {
+      int64_t blockStart = it->first, end = it->first + it->second;
+      int64_t start = (end - bytes) / alignment * alignment;
+      if (start < blockStart)
+        continue;
+      free.erase(std::next(it).base());
+      if (start > blockStart)
+        free[blockStart] = start - blockStart;
+      if (start + bytes < end)
+        free[start + bytes] = end - (start + bytes);
+      return start;
     }
     return std::nullopt;
   }
@@ -244,8 +265,10 @@ void NCAllocatePass::runOnOperation() {
       *bank = true;
       offset = (bank - psumBankBusy.begin()) * target->psumBankBytes;
     } else {
+      int64_t bytes = type.getFreeBytes();
       std::optional<int64_t> placed =
-          sbuf.allocate(type.getFreeBytes(), kSbufAlignment);
+          bytes >= kLargeTileBytes ? sbuf.allocateHigh(bytes, kSbufAlignment)
+                                   : sbuf.allocate(bytes, kSbufAlignment);
       if (!placed) {
         alloc.emitError() << "SBUF is full: " << type.getFreeBytes()
                           << " more bytes per partition do not fit next to the "

@@ -76,11 +76,35 @@ inline Footprint footprintOf(Value value) {
   auto alloc = root.getDefiningOp<AllocOp>();
   if (!alloc || !alloc.getStartPartition() || !alloc.getByteOffset())
     return footprint; // identity only
-  // The whole allocation is a safe over-approximation of any view of it.
+  // All partitions of the allocation (the partition bands of nc-insert-sync
+  // are cut at allocation boundaries only) and, for a view of it, the bytes
+  // between its first and last element: matmuls reading one K tile of a
+  // resident panel must not wait for the loads of the others.
   footprint.p0 = *alloc.getStartPartition();
   footprint.p1 = footprint.p0 + rootType.getPartitions();
   footprint.b0 = *alloc.getByteOffset();
   footprint.b1 = footprint.b0 + rootType.getFreeBytes();
+  auto view = value.getDefiningOp<ViewOp>();
+  if (!view || view.getSource() != root)
+    return footprint;
+  auto viewType = cast<TileType>(value.getType());
+  ArrayRef<int64_t> sizes = viewType.getFreeShape();
+  ArrayRef<int64_t> strides = view.getStrides();
+  if (sizes.size() != strides.size())
+    return footprint;
+  int64_t lastElement = static_cast<int64_t>(view.getOffset());
+  for (auto [size, stride] : llvm::zip(sizes, strides)) {
+    if (stride < 0 || size < 1)
+      return footprint;
+    lastElement += (size - 1) * stride;
+  }
+  int64_t bytes = (viewType.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+  int64_t b0 = footprint.b0 + static_cast<int64_t>(view.getOffset()) * bytes;
+  int64_t b1 = footprint.b0 + (lastElement + 1) * bytes;
+  if (b0 >= footprint.b0 && b1 <= footprint.b1 && b0 < b1) {
+    footprint.b0 = b0;
+    footprint.b1 = b1;
+  }
   return footprint;
 }
 
