@@ -614,6 +614,37 @@ LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
   Value out = newTensor(op.getResult());
   Type elementType = type.getElementType();
   Type f32 = builder.getF32Type();
+  // Sums over leading dims (bias and norm-weight gradients) run on the
+  // Tensor Engine: a ones column as the stationary operand adds up to 128
+  // rows of a row-major tile per matmul into a [1, 512] PSUM accumulator, so
+  // every input row is read with one contiguous DMA instead of each kept
+  // column with element-strided ones.
+  bool onesMatmul =
+      leading && !trailing && op.getKind() == trn::ReduceKind::sum &&
+      (elementType.isF32() || elementType.isBF16()) && kept <= kMaxStride;
+  if (onesMatmul) {
+    Value ones = kb.tile(MemorySpace::sbuf, kPartitions, {1}, elementType);
+    builder.create<MemsetOp>(kb.loc, ones, llvm::APFloat(1.0f), Engine::vector);
+    for (int64_t c0 = 0; c0 < kept; c0 += kMatmulN) {
+      int64_t width = std::min(kMatmulN, kept - c0);
+      Value acc = kb.tile(MemorySpace::psum, 1, {width}, f32);
+      for (int64_t r0 = 0; r0 < reduced; r0 += kPartitions) {
+        int64_t rows = std::min(kPartitions, reduced - r0);
+        Value t = kb.tile(MemorySpace::sbuf, rows, {width}, elementType);
+        kb.dma(t, kb.rowTile(in, kept, r0, rows, c0, width));
+        Value stationary =
+            rows == kPartitions ? ones : kb.window(ones, {rows, 1}, 0);
+        builder.create<MatmulOp>(kb.loc, acc, stationary, t,
+                                 /*accumulate=*/r0 > 0);
+      }
+      Value result = kb.tile(MemorySpace::sbuf, 1, {width}, elementType);
+      builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, result, acc,
+                                   Value(), Value(), Value(),
+                                   llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+      kb.dma(kb.view(out, c0, 1, width, {width}, {1}), result);
+    }
+    return success();
+  }
   // Per kept index: element stride between reduced elements, and between
   // kept elements.
   int64_t reducedStride = trailing ? 1 : kept;

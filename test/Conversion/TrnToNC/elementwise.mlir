@@ -64,3 +64,37 @@ func.func @middle_reduce(%a: tensor<4x8x2xf32>) -> tensor<4x2xf32> {
   %0 = trn.reduce sum %a, dims = [1] : (tensor<4x8x2xf32>) -> tensor<4x2xf32>
   return %0 : tensor<4x2xf32>
 }
+
+// -----
+
+// A sum over leading dims runs on the Tensor Engine: a ones column (memset)
+// is the stationary operand of one matmul per 128 contiguous rows, all
+// accumulating into a [1, 512] PSUM tile per 512 kept columns.
+// CHECK-LABEL: func.func @leading_sum
+// CHECK: %[[ONES:.*]] = nc.alloc : <sbuf, 128x1xbf16>
+// CHECK: nc.memset %[[ONES]], 1.000000e+00
+// CHECK: %[[ACC:.*]] = nc.alloc : <psum, 1x512xf32>
+// CHECK: nc.dma_copy {{.*}} : <sbuf, 128x512xbf16>, <hbm, 128x512xbf16>
+// CHECK: nc.matmul %[[ACC]], %[[ONES]], %{{[0-9]+}} : <psum, 1x512xf32>
+// CHECK: nc.dma_copy {{.*}} : <sbuf, 72x512xbf16>, <hbm, 72x512xbf16>
+// CHECK: %[[PART:.*]] = nc.view %[[ONES]] {{.*}} -> <sbuf, 72x1xbf16>
+// CHECK: nc.matmul %[[ACC]], %[[PART]], %{{[0-9]+}} accumulate :
+// CHECK: nc.activation copy
+// CHECK: %[[ACC2:.*]] = nc.alloc : <psum, 1x88xf32>
+// CHECK-COUNT-2: nc.matmul %[[ACC2]]
+// CHECK-NOT: nc.tensor_reduce
+func.func @leading_sum(%a: tensor<2x100x600xbf16>) -> tensor<600xbf16> {
+  %0 = trn.reduce sum %a, dims = [0, 1] : (tensor<2x100x600xbf16>) -> tensor<600xbf16>
+  return %0 : tensor<600xbf16>
+}
+
+// -----
+
+// Max over leading dims keeps the Vector Engine path (strided columns).
+// CHECK-LABEL: func.func @leading_max
+// CHECK: nc.tensor_reduce max
+// CHECK-NOT: nc.matmul
+func.func @leading_max(%a: tensor<100x6xf32>) -> tensor<6xf32> {
+  %0 = trn.reduce max %a, dims = [0] : (tensor<100x6xf32>) -> tensor<6xf32>
+  return %0 : tensor<6xf32>
+}
