@@ -97,6 +97,12 @@ public:
                           : nextLoadQueue++ % kLoadQueues;
     b.create<DmaCopyOp>(loc, dst, src, b.getI64IntegerAttr(queue));
   }
+  /// dst = src on the Scalar Engine (PSUM evictions, dtype conversions).
+  void scalarCopy(Value dst, Value src) {
+    b.create<ActivationOp>(loc, ActivationFunc::copy, dst, src, Value(),
+                           Value(), Value(), llvm::APFloat(1.0f),
+                           llvm::APFloat(0.0f));
+  }
   Value scratch(ArrayRef<int64_t> shape, Type elementType) {
     auto type = HbmType::get(b.getContext(), hbmShape(shape), elementType);
     return b.create<HbmAllocOp>(

@@ -300,9 +300,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
       Value transposed = kb.tile(MemorySpace::psum, kw, {jw}, f32);
       builder.create<TransposeOp>(kb.loc, transposed, rows);
       Value slot = jw == width ? dst : kb.window(dst, {kw, jw}, j0);
-      builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, slot,
-                                   transposed, Value(), Value(), Value(),
-                                   llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+      kb.scalarCopy(slot, transposed);
     }
   };
   // Element strides of (K, M) in lhs and (K, N) in rhs within one batch.
@@ -336,9 +334,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
   // Evicts a PSUM tile into SBUF, alternating the Scalar and Vector Engines.
   auto evict = [&](Value dst, Value src) {
     if (evictions++ % 2 == 0)
-      builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, dst, src,
-                                   Value(), Value(), Value(),
-                                   llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+      kb.scalarCopy(dst, src);
     else
       builder.create<TensorCopyOp>(kb.loc, dst, src, Engine::vector);
   };
@@ -570,9 +566,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
         int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
         int64_t sw = std::min(kMatmulN, nw - s0);
         Value result = kb.tile(MemorySpace::sbuf, mw, {sw}, outType);
-        builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, result, acc,
-                                     Value(), Value(), Value(),
-                                     llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+        kb.scalarCopy(result, acc);
         kb.dma(kb.view(out, outBase + m0 * n + n0 + s0, mw, n, {sw}, {1}),
                result);
       }
@@ -638,9 +632,7 @@ LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
                                  /*accumulate=*/r0 > 0);
       }
       Value result = kb.tile(MemorySpace::sbuf, 1, {width}, elementType);
-      builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, result, acc,
-                                   Value(), Value(), Value(),
-                                   llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+      kb.scalarCopy(result, acc);
       kb.dma(kb.view(out, c0, 1, width, {width}, {1}), result);
     }
     return success();

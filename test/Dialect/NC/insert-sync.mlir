@@ -72,3 +72,30 @@ func.func @scratch_reuse(%x: !nc.hbm<8x128xf32>) {
   nc.dma_copy %v1, %s {queue = 2} : !nc.tile<hbm, 8x128xf32>, !nc.tile<sbuf, 8x128xf32>
   return
 }
+
+// A view's footprint is its own bytes: a matmul reading K tile 0 of a panel
+// waits for the load of that tile only, not for the load of tile 1 into the
+// same allocation; overlapping views still order (the second load of tile 0
+// waits for the matmul that read it).
+// CHECK-LABEL: func @panel_views
+func.func @panel_views(%a: !nc.hbm<128x128xbf16>, %b: !nc.hbm<128x1024xbf16>) {
+  %av = nc.view %a strides [1] {partition_stride = 128} : !nc.hbm<128x128xbf16> -> !nc.tile<hbm, 128x128xbf16>
+  %b0 = nc.view %b strides [1] {partition_stride = 1024} : !nc.hbm<128x1024xbf16> -> !nc.tile<hbm, 128x512xbf16>
+  %b1 = nc.view %b strides [1] {offset = 512, partition_stride = 1024} : !nc.hbm<128x1024xbf16> -> !nc.tile<hbm, 128x512xbf16>
+  %s = nc.alloc : !nc.tile<sbuf, 128x128xbf16>
+  %panel = nc.alloc : !nc.tile<sbuf, 128x1024xbf16>
+  %t0 = nc.view %panel strides [1] : !nc.tile<sbuf, 128x1024xbf16> -> !nc.tile<sbuf, 128x512xbf16>
+  %t1 = nc.view %panel strides [1] {offset = 512} : !nc.tile<sbuf, 128x1024xbf16> -> !nc.tile<sbuf, 128x512xbf16>
+  %p = nc.alloc : !nc.tile<psum, 128x512xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 5 : i64}
+  nc.dma_copy %s, %av : !nc.tile<sbuf, 128x128xbf16>, !nc.tile<hbm, 128x128xbf16>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 6 : i64, queue = 1 : i64}
+  nc.dma_copy %t0, %b0 {queue = 1} : !nc.tile<sbuf, 128x512xbf16>, !nc.tile<hbm, 128x512xbf16>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 7 : i64, queue = 2 : i64}
+  nc.dma_copy %t1, %b1 {queue = 2} : !nc.tile<sbuf, 128x512xbf16>, !nc.tile<hbm, 128x512xbf16>
+  // CHECK: nc.matmul {{.*}} {nc.signal = 0 : i64, nc.waits = [array<i64: 5, 1>, array<i64: 6, 1>]}
+  nc.matmul %p, %s, %t0 : !nc.tile<psum, 128x512xf32>, !nc.tile<sbuf, 128x128xbf16>, !nc.tile<sbuf, 128x512xbf16>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 8 : i64, nc.waits = [array<i64: 0, 1>, array<i64: 6, 1>], queue = 3 : i64}
+  nc.dma_copy %t0, %b1 {queue = 3} : !nc.tile<sbuf, 128x512xbf16>, !nc.tile<hbm, 128x512xbf16>
+  return
+}
