@@ -84,8 +84,11 @@ uint64_t matmulFlops(const trnrt::Program &program) {
 void mlir::trn::buildTrnLoweringPipeline(OpPassManager &pm,
                                          const CompileOptions &options) {
   OpPassManager &graph = pm.nest<func::FuncOp>();
-  // The lowering takes primitives only (see convert-trn-to-nc).
-  graph.addPass(createTrnDecomposeComposites());
+  // The lowering takes primitives only (see convert-trn-to-nc), and the
+  // attention ops its flash-style kernels take.
+  TrnDecomposeCompositesOptions decompose;
+  decompose.keepFlashAttention = true;
+  graph.addPass(createTrnDecomposeComposites(decompose));
   // The engines have no 64-bit integers: indices and labels go to i32.
   graph.addPass(createTrnNarrowI64());
   if (options.autoCast != "none") {

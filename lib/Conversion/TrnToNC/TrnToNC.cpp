@@ -1070,6 +1070,7 @@ LogicalResult Lowering::lower(Operation *op) {
       .Case([&](trn::GatherOp o) { return lowerGather(o); })
       .Case([&](trn::ScatterAddOp o) { return lowerScatterAdd(o); })
       .Case([&](trn::FusionOp o) { return lowerFusion(o); })
+      .Case([&](trn::AttentionOp o) { return lowerAttention(o); })
       .Case([&](trn::GeluGradOp o) {
         ActivationFunc derivative =
             o.getApproximate() == trn::GeluApproximation::tanh

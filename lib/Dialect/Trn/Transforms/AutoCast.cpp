@@ -6,6 +6,7 @@
 
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
+#include "trn/Dialect/Trn/Utils/FlashAttention.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -61,6 +62,14 @@ struct TrnAutoCastPass : mlir::trn::impl::TrnAutoCastBase<TrnAutoCastPass> {
           operand.get()));
     };
     function.walk([&](Operation *op) {
+      // The fused attention kernels convert their operands as they load
+      // them; fp8 scores and probabilities lose too much, so attention
+      // narrows to bf16 only.
+      if (isa<AttentionOp, AttentionGradOp>(op)) {
+        if (target.isBF16() && isF32Tensor(op->getOperand(0).getType()))
+          op->setAttr(kMatmulTypeAttr, TypeAttr::get(target));
+        return;
+      }
       if (auto dot = dyn_cast<DotGeneralOp>(op)) {
         // Both operands or neither: dot_general wants one element type.
         if (isF32Tensor(dot.getLhs().getType()) &&

@@ -11,6 +11,7 @@
 #include "trn/Dialect/Trn/Transforms/Passes.h"
 
 #include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Dialect/Trn/Utils/FlashAttention.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/PatternMatch.h"
@@ -554,6 +555,9 @@ struct DecomposeCompositesPass final
 
   void runOnOperation() override {
     auto isSelected = [&](Operation *op) {
+      if (keepFlashAttention && isa<AttentionOp>(op) &&
+          flashAttentionBlocker(op).empty())
+        return false;
       return selected.contains(op->getName().getStringRef());
     };
     SmallVector<Operation *> composites;

@@ -43,13 +43,19 @@ def TrnDecomposeComposites
     Only the composites and the primitives that replace them are rewritten
     (and folded); the rest of the graph is left as it is. `ops` restricts
     the rewrite to the named composites (`softmax` or `trn.softmax`); by
-    default all are decomposed.
+    default all are decomposed. With `keep-flash-attention`, `attention` and
+    `attention_grad` ops whose shapes the NeuronCore backend's flash-style
+    kernels take (head size <= 128, value size <= 512 forward and <= 128
+    backward, a head's K and V resident in SBUF; see
+    `trn/Dialect/Trn/Utils/FlashAttention.h`) are left for it.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
   let options = [
     ListOption<"opNames", "ops", "std::string",
                "Composite ops to decompose, e.g. softmax,attention "
                "(default: all)">,
+    Option<"keepFlashAttention", "keep-flash-attention", "bool", "false",
+           "Keep attention ops the backend lowers as flash-style kernels">,
   ];
 }
 
@@ -124,7 +130,11 @@ def TrnAutoCast : Pass<"trn-auto-cast", "::mlir::func::FuncOp"> {
     and its result back to f32, which canonicalization then removes between
     consecutive ops. Reductions, statistics and the graph's inputs and
     outputs stay f32. Conversions round to nearest even (fp8_e4m3
-    saturates).
+    saturates). An `attention` or `attention_grad` op with f32 operands
+    (kept whole for the backend's flash-style kernels) gets the attribute
+    `trn.matmul_type = bf16` when `type` is bf16: its kernel then loads the
+    operands as bf16 and runs its matmuls and probabilities in bf16, with
+    the softmax statistics and accumulators in fp32; with fp8 it stays f32.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
   let options = [

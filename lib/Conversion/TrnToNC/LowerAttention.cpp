@@ -1,0 +1,383 @@
+//===- LowerAttention.cpp - attention as flash-style kernels --------------===//
+//
+// trn.attention and trn.attention_grad become one kernel each whose scores
+// and probabilities live only in SBUF and PSUM, block by block, as in
+// FlashAttention: per head, K^T and V stay resident; per block of 128
+// queries the scores of up to 512 keys at a time are one matmul into a PSUM
+// bank, the softmax runs online (a running row maximum, the sum of
+// exponentials and the output accumulator rescaled whenever the maximum
+// grows), and P V accumulates over 128-key chunks of P^T. The backward pass
+// recomputes P from the saved log-sum-exp, one 128 x 128 block at a time.
+// Blocks entirely above the diagonal of a causal mask are skipped; the
+// diagonal blocks are masked with affine_select on GpSimd.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "trn/Dialect/Trn/Utils/FlashAttention.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::trntonc;
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Query blocks whose key loops the forward kernel interleaves.
+constexpr int64_t kQueryGroup = 4;
+
+/// A scalar operand of tensor_scalar or activation: a [P, 1] fp32 column or
+/// an immediate.
+struct Scalar {
+  Scalar(Value column) : column(column) {}
+  Scalar(double immediate) : immediate(immediate) {}
+  Value column;
+  double immediate = 0.0;
+};
+
+/// Instruction helpers shared by the forward and backward kernels.
+class AttentionEmitter {
+public:
+  explicit AttentionEmitter(KernelBuilder &kb)
+      : kb(kb), b(kb.b), f32(kb.b.getF32Type()) {}
+
+  Value sbuf(int64_t partitions, int64_t columns, Type type) {
+    return kb.tile(MemorySpace::sbuf, partitions, {columns}, type);
+  }
+  Value psum(int64_t partitions, int64_t columns) {
+    return kb.tile(MemorySpace::psum, partitions, {columns}, f32);
+  }
+  Value column(int64_t partitions) { return sbuf(partitions, 1, f32); }
+
+  /// dst = (src op0 s0) op1 s1 on the Vector Engine.
+  void tensorScalar(Value dst, Value src, AluOp op0, Scalar s0,
+                    AluOp op1 = AluOp::bypass, Scalar s1 = 0.0) {
+    b.create<TensorScalarOp>(kb.loc, op0, op1, dst, src, s0.column, s1.column,
+                             llvm::APFloat(static_cast<float>(s0.immediate)),
+                             llvm::APFloat(static_cast<float>(s1.immediate)),
+                             false, false, Engine::vector);
+  }
+  /// dst = func(src * scale + bias) on the Scalar Engine, with the row sums
+  /// of the results in `rowSum` when given. `bias` is a column (or none).
+  void activation(ActivationFunc func, Value dst, Value src, Scalar scale,
+                  Value bias = Value(), Value rowSum = Value()) {
+    b.create<ActivationOp>(kb.loc, func, dst, src, scale.column, bias, rowSum,
+                           llvm::APFloat(static_cast<float>(scale.immediate)),
+                           llvm::APFloat(0.0f));
+  }
+  void tensorTensor(AluOp op, Value dst, Value lhs, Value rhs) {
+    b.create<TensorTensorOp>(kb.loc, op, dst, lhs, rhs, Engine::vector);
+  }
+  void reduce(AluOp op, Value dst, Value src) {
+    b.create<TensorReduceOp>(kb.loc, op, dst, src, false, Engine::vector);
+  }
+  void matmul(Value dst, Value stationary, Value moving, bool accumulate) {
+    b.create<MatmulOp>(kb.loc, dst, stationary, moving, accumulate);
+  }
+  /// dst = src^T through a PSUM tile, evicted by the Vector Engine or (to
+  /// balance the two) the Scalar Engine.
+  void transposeInto(Value dst, Value src, Engine evict = Engine::vector,
+                     bool negate = false) {
+    auto type = cast<TileType>(src.getType());
+    Value transposed = psum(type.getFreeElements(), type.getPartitions());
+    b.create<TransposeOp>(kb.loc, transposed, src);
+    if (evict == Engine::scalar)
+      activation(ActivationFunc::copy, dst, transposed, negate ? -1.0 : 1.0);
+    else if (negate)
+      tensorScalar(dst, transposed, AluOp::multiply, -1.0);
+    else
+      b.create<TensorCopyOp>(kb.loc, dst, transposed, Engine::vector);
+  }
+  /// Hides key j from query i (fills -inf) where j > i, for a [queries,
+  /// keys] tile whose first row is query q0 and first column key k0.
+  void maskAboveDiagonal(Value tile, int64_t q0, int64_t k0) {
+    b.create<AffineSelectOp>(
+        kb.loc, tile, tile, CompareOpAttr::get(b.getContext(), CompareOp::ge),
+        b.getI64IntegerAttr(q0 - k0), b.getI64IntegerAttr(1),
+        b.getDenseI64ArrayAttr({-1}),
+        b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  }
+
+  KernelBuilder &kb;
+  OpBuilder &b;
+  Type f32;
+};
+
+/// Rows [row0, row0 + count) of a row-major [*, cols] HBM tensor, loaded to
+/// SBUF in chunks of 128 rows on partitions: the full chunks with one DMA
+/// into a [128, full, cols] tile, the remainder into a [tail, cols] tile.
+class ChunkedRows {
+public:
+  ChunkedRows(KernelBuilder &kb, Value hbm, int64_t row0, int64_t count,
+              int64_t cols, Type type)
+      : kb(kb), cols(cols), fullChunks(count / kPartitions),
+        tailRows(count % kPartitions) {
+    if (fullChunks > 0) {
+      full = kb.tile(MemorySpace::sbuf, kPartitions, {fullChunks, cols}, type);
+      kb.dma(full, kb.view(hbm, row0 * cols, kPartitions, cols,
+                           {fullChunks, cols}, {kPartitions * cols, 1}));
+    }
+    if (tailRows > 0) {
+      tail = kb.tile(MemorySpace::sbuf, tailRows, {cols}, type);
+      kb.dma(tail, kb.rowTile(hbm, cols, row0 + fullChunks * kPartitions,
+                              tailRows, 0, cols));
+    }
+  }
+  int64_t chunks() const { return fullChunks + (tailRows > 0 ? 1 : 0); }
+  int64_t rowsOf(int64_t chunk) const {
+    return chunk < fullChunks ? kPartitions : tailRows;
+  }
+  /// Chunk `chunk` as a [rows, cols] tile.
+  Value chunk(int64_t chunk) const {
+    if (chunk == fullChunks)
+      return tail;
+    return kb.window(full, {kPartitions, cols}, chunk * cols);
+  }
+  /// The first `rows` rows of chunk `chunk`.
+  Value chunkRows(int64_t chunk, int64_t rows) const {
+    return kb.window(this->chunk(chunk), {rows, cols}, 0);
+  }
+
+private:
+  KernelBuilder &kb;
+  int64_t cols, fullChunks, tailRows;
+  Value full, tail;
+};
+
+} // namespace
+
+LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
+  if (std::string why = trn::flashAttentionBlocker(op); !why.empty())
+    return op.emitError("'trn.attention' cannot be lowered as one fused "
+                        "kernel (")
+           << why << "); run trn-decompose-composites first";
+  trn::AttentionShape shape = trn::attentionShape(op);
+  Type matmulType = trn::attentionMatmulType(op);
+  Type outType =
+      cast<RankedTensorType>(op.getOutput().getType()).getElementType();
+  Value query = hbmOf(op.getQuery()), key = hbmOf(op.getKey()),
+        value = hbmOf(op.getValue());
+  Value out = newTensor(op.getOutput()), lse = newTensor(op.getLse());
+  double scale = op.getScale().convertToDouble();
+  bool causal = op.getCausal();
+  Type probsType = matmulType.isF32() ? matmulType : builder.getF16Type();
+  int64_t queries = shape.queries, keys = shape.keys, d = shape.headSize,
+          dv = shape.valueSize;
+  AttentionEmitter e(kb);
+
+  // One block of up to 128 queries: its Q^T and the running state of its
+  // online softmax: -max (the exponentials' bias), the sum of exponentials
+  // and the unnormalised output, all fp32.
+  struct QueryBlock {
+    int64_t q0, qw, row0, keyEnd;
+    Value queryT, negMax, sum, acc;
+  };
+  auto beginBlock = [&](int64_t head, int64_t q0) {
+    QueryBlock block;
+    block.q0 = q0;
+    block.qw = std::min(kPartitions, queries - q0);
+    block.row0 = head * queries + q0;
+    block.keyEnd = causal ? std::min(keys, q0 + block.qw) : keys;
+    Value queryRows = e.sbuf(block.qw, d, matmulType);
+    kb.dma(queryRows, kb.rowTile(query, d, block.row0, block.qw, 0, d));
+    block.queryT = e.sbuf(d, block.qw, matmulType);
+    e.transposeInto(block.queryT, queryRows);
+    return block;
+  };
+  // One key block of one query block, emitted in phases: every phase runs
+  // for all blocks of a group before the next, so that each engine's
+  // stream alternates between independent blocks.
+  struct KeyStep {
+    int64_t k0 = 0, kw = 0;
+    bool first = false;
+    Value src, negMax, correction, blockOut;
+    Value probs;
+    SmallVector<std::pair<Value, Value>> transposed; ///< (P^T part, V chunk)
+  };
+  auto scoresPhase = [&](QueryBlock &block, KeyStep &step, Value keyT) {
+    int64_t qw = block.qw, kw = step.kw;
+    Value scores = e.psum(qw, kw);
+    e.matmul(scores, block.queryT, kb.window(keyT, {d, kw}, step.k0), false);
+    // Evicted once, scaled, to SBUF: the maximum and the exponentials then
+    // read SBUF, keeping the PSUM port the Vector and Scalar Engines share
+    // for the transposes; GpSimd masks SBUF only.
+    step.src = e.sbuf(qw, kw, e.f32);
+    e.activation(ActivationFunc::copy, step.src, scores, scale);
+    if (causal && step.k0 + kw - 1 > block.q0)
+      e.maskAboveDiagonal(step.src, block.q0, step.k0);
+  };
+  auto maxPhase = [&](QueryBlock &block, KeyStep &step) {
+    Value blockMax = e.column(block.qw);
+    e.reduce(AluOp::max, blockMax, step.src);
+    step.negMax = e.column(block.qw);
+    if (step.first)
+      e.tensorScalar(step.negMax, blockMax, AluOp::multiply, -1.0);
+    else
+      e.tensorScalar(step.negMax, blockMax, AluOp::multiply, -1.0, AluOp::min,
+                     block.negMax);
+  };
+  auto expPhase = [&](QueryBlock &block, KeyStep &step) {
+    int64_t qw = block.qw, kw = step.kw;
+    // With a 16-bit matmul type P is f16 (the Tensor Engine pairs it with
+    // bf16 V at the same rate): probabilities lie in [0, 1], where f16
+    // keeps 11 bits against bf16's 8, and what underflows is below 2^-24
+    // of the row's largest weight (which is 1).
+    Value probs = e.sbuf(qw, kw, probsType);
+    Value blockSum = e.column(qw);
+    e.activation(ActivationFunc::exp, probs, step.src, 1.0, step.negMax,
+                 blockSum);
+    step.probs = probs;
+    if (step.first) {
+      block.sum = blockSum;
+    } else {
+      // exp(old max - new max) rescales what was accumulated so far.
+      step.correction = e.column(qw);
+      e.activation(ActivationFunc::exp, step.correction, block.negMax, -1.0,
+                   step.negMax);
+      Value sum = e.column(qw);
+      e.tensorScalar(sum, block.sum, AluOp::multiply, step.correction,
+                     AluOp::add, blockSum);
+      block.sum = sum;
+    }
+    block.negMax = step.negMax;
+  };
+  // P^T chunk by chunk (128 keys each), up to four
+  // transposes of equal height side by side in one PSUM bank, evicted to
+  // SBUF by one instruction, alternately on the Vector and Scalar Engines.
+  int64_t evictions = 0;
+  auto transposePhase = [&](QueryBlock &block, KeyStep &step,
+                            const ChunkedRows &valueRows) {
+    int64_t qw = block.qw;
+    struct Slot {
+      Value part;
+      int64_t c0, kc;
+      Value valueChunk;
+    };
+    SmallVector<Slot> slots;
+    for (int64_t c0 = 0; c0 < step.kw; c0 += kPartitions) {
+      int64_t kc = std::min(kPartitions, step.kw - c0);
+      Value valueChunk = valueRows.chunkRows((step.k0 + c0) / kPartitions, kc);
+      slots.push_back({step.probs, c0, kc, valueChunk});
+    }
+    int64_t perBank = kMatmulN / qw >= 4 ? 4 : kMatmulN / qw;
+    for (size_t s0 = 0; s0 < slots.size();) {
+      size_t count = 1;
+      while (s0 + count < slots.size() &&
+             static_cast<int64_t>(count) < perBank &&
+             slots[s0 + count].kc == slots[s0].kc)
+        ++count;
+      int64_t kc = slots[s0].kc, width = count * qw;
+      Value transposed = e.psum(kc, width);
+      for (size_t i = 0; i < count; ++i) {
+        const Slot &slot = slots[s0 + i];
+        builder.create<TransposeOp>(kb.loc,
+                                    kb.window(transposed, {kc, qw}, i * qw),
+                                    kb.window(slot.part, {qw, kc}, slot.c0));
+      }
+      Value evicted = e.sbuf(kc, width, probsType);
+      if (evictions++ % 2)
+        kb.scalarCopy(evicted, transposed);
+      else
+        builder.create<TensorCopyOp>(kb.loc, evicted, transposed,
+                                     Engine::vector);
+      for (size_t i = 0; i < count; ++i)
+        step.transposed.push_back(
+            {kb.window(evicted, {kc, qw}, i * qw), slots[s0 + i].valueChunk});
+      s0 += count;
+    }
+  };
+  auto outputPhase = [&](QueryBlock &block, KeyStep &step) {
+    int64_t qw = block.qw;
+    Value blockOut = e.psum(qw, dv);
+    for (auto [i, operands] : llvm::enumerate(step.transposed))
+      e.matmul(blockOut, operands.first, operands.second, i > 0);
+    Value acc = e.sbuf(qw, dv, e.f32);
+    if (step.first) {
+      builder.create<TensorCopyOp>(kb.loc, acc, blockOut, Engine::vector);
+    } else {
+      e.tensorScalar(acc, block.acc, AluOp::multiply, step.correction);
+      e.tensorTensor(AluOp::add, acc, acc, blockOut);
+    }
+    block.acc = acc;
+  };
+  auto finishBlock = [&](QueryBlock &block) {
+    int64_t qw = block.qw;
+    Value result = e.sbuf(qw, dv, outType);
+    e.tensorScalar(result, block.acc, AluOp::divide, block.sum);
+    kb.dma(kb.rowTile(out, dv, block.row0, qw, 0, dv), result);
+    // lse = max + log(sum).
+    Value logSum = e.column(qw);
+    e.activation(ActivationFunc::log, logSum, block.sum, 1.0);
+    Value rowLse = e.column(qw);
+    e.tensorTensor(AluOp::subtract, rowLse, logSum, block.negMax);
+    kb.dma(kb.view(lse, block.row0, qw, 1, {1}, {1}), rowLse);
+  };
+
+  for (int64_t head = 0; head < shape.heads; ++head) {
+    // K^T [d, keys] and V in 128-key chunks stay in SBUF for the head.
+    ChunkedRows keyRows(kb, key, head * keys, keys, d, matmulType);
+    Value keyT = e.sbuf(d, keys, matmulType);
+    for (int64_t c = 0; c < keyRows.chunks(); ++c)
+      e.transposeInto(kb.window(keyT, {d, keyRows.rowsOf(c)}, c * kPartitions),
+                      keyRows.chunk(c));
+    ChunkedRows valueRows(kb, value, head * keys, keys, dv, matmulType);
+
+    // Query blocks are processed kQueryGroup at a time, their key blocks
+    // interleaved: one block's online-softmax chain (max, exp, rescale) is
+    // serial across the engines, and the other blocks' work fills the gaps.
+    for (int64_t g0 = 0; g0 < queries; g0 += kQueryGroup * kPartitions) {
+      SmallVector<QueryBlock> group;
+      for (int64_t q0 = g0;
+           q0 < std::min(queries, g0 + kQueryGroup * kPartitions);
+           q0 += kPartitions)
+        group.push_back(beginBlock(head, q0));
+      // Waves: the key blocks at one k0 of every block in the group.
+      using Wave = SmallVector<std::pair<QueryBlock *, KeyStep>>;
+      SmallVector<Wave> waves;
+      for (int64_t k0 = 0;; k0 += kMatmulN) {
+        Wave wave;
+        for (QueryBlock &block : group) {
+          if (k0 >= block.keyEnd)
+            continue;
+          KeyStep step;
+          step.k0 = k0;
+          step.kw = std::min(kMatmulN, block.keyEnd - k0);
+          step.first = k0 == 0;
+          wave.push_back({&block, step});
+        }
+        if (wave.empty())
+          break;
+        waves.push_back(std::move(wave));
+      }
+      // Software-pipelined: the next wave's scores and maxima are emitted
+      // between this wave's exponentials and its P V, so that the Tensor
+      // Engine computes them while the Scalar Engine works on this wave.
+      auto forWave = [&](size_t w, auto phase) {
+        if (w < waves.size())
+          for (auto &[block, step] : waves[w])
+            phase(*block, step);
+      };
+      forWave(0, [&](QueryBlock &block, KeyStep &step) {
+        scoresPhase(block, step, keyT);
+      });
+      forWave(0, maxPhase);
+      for (size_t w = 0; w < waves.size(); ++w) {
+        forWave(w, expPhase);
+        forWave(w + 1, [&](QueryBlock &block, KeyStep &step) {
+          scoresPhase(block, step, keyT);
+        });
+        forWave(w, [&](QueryBlock &block, KeyStep &step) {
+          transposePhase(block, step, valueRows);
+        });
+        forWave(w + 1, maxPhase);
+        forWave(w, outputPhase);
+      }
+      for (QueryBlock &block : group)
+        finishBlock(block);
+    }
+  }
+  return success();
+}
