@@ -38,6 +38,8 @@ struct Scalar {
   double immediate = 0.0;
 };
 
+class ChunkedRows;
+
 /// Instruction helpers shared by the forward and backward kernels.
 class AttentionEmitter {
 public:
@@ -91,6 +93,10 @@ public:
     else
       b.create<TensorCopyOp>(kb.loc, dst, transposed, Engine::vector);
   }
+  /// All rows of `rows` (count rows of `cols` elements) transposed into
+  /// one [cols, count] tile, 128 rows at a time on the Tensor Engine.
+  Value transposed(const ChunkedRows &rows, int64_t count, int64_t cols,
+                   Type type);
   /// Hides key j from query i (fills -inf) where j > i, for a [queries,
   /// keys] tile whose first row is query q0 and first column key k0.
   void maskAboveDiagonal(Value tile, int64_t q0, int64_t k0) {
@@ -146,6 +152,15 @@ private:
   int64_t cols, fullChunks, tailRows;
   Value full, tail;
 };
+
+Value AttentionEmitter::transposed(const ChunkedRows &rows, int64_t count,
+                                   int64_t cols, Type type) {
+  Value result = sbuf(cols, count, type);
+  for (int64_t c = 0; c < rows.chunks(); ++c)
+    transposeInto(kb.window(result, {cols, rows.rowsOf(c)}, c * kPartitions),
+                  rows.chunk(c));
+  return result;
+}
 
 } // namespace
 
@@ -319,10 +334,7 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
   for (int64_t head = 0; head < shape.heads; ++head) {
     // K^T [d, keys] and V in 128-key chunks stay in SBUF for the head.
     ChunkedRows keyRows(kb, key, head * keys, keys, d, matmulType);
-    Value keyT = e.sbuf(d, keys, matmulType);
-    for (int64_t c = 0; c < keyRows.chunks(); ++c)
-      e.transposeInto(kb.window(keyT, {d, keyRows.rowsOf(c)}, c * kPartitions),
-                      keyRows.chunk(c));
+    Value keyT = e.transposed(keyRows, keys, d, matmulType);
     ChunkedRows valueRows(kb, value, head * keys, keys, dv, matmulType);
 
     // Query blocks are processed kQueryGroup at a time, their key blocks
@@ -377,6 +389,152 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
       }
       for (QueryBlock &block : group)
         finishBlock(block);
+    }
+  }
+  return success();
+}
+
+LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
+  if (std::string why = trn::flashAttentionBlocker(op); !why.empty())
+    return op.emitError("'trn.attention_grad' cannot be lowered as one fused "
+                        "kernel (")
+           << why << "); run trn-decompose-composites first";
+  trn::AttentionShape shape = trn::attentionShape(op);
+  Type matmulType = trn::attentionMatmulType(op);
+  Type f32 = builder.getF32Type();
+  // P (in [0, 1]) is f16 next to 16-bit operands, as in the forward kernel;
+  // dS = P (dP - D) has the gradients' range, so it is bf16.
+  bool narrow = !matmulType.isF32();
+  Type probsType = narrow ? builder.getF16Type() : f32;
+  Type gradType = narrow ? builder.getBF16Type() : f32;
+  auto elementTypeOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  };
+  Value query = hbmOf(op.getQuery()), key = hbmOf(op.getKey()),
+        value = hbmOf(op.getValue()), output = hbmOf(op.getOutput()),
+        lse = hbmOf(op.getLse()), gradOutput = hbmOf(op.getGradOutput());
+  Value gradQuery = newTensor(op.getGradQuery()),
+        gradKey = newTensor(op.getGradKey()),
+        gradValue = newTensor(op.getGradValue());
+  double scale = op.getScale().convertToDouble();
+  bool causal = op.getCausal();
+  int64_t queries = shape.queries, keys = shape.keys, d = shape.headSize,
+          dv = shape.valueSize;
+  AttentionEmitter e(kb);
+
+  for (int64_t head = 0; head < shape.heads; ++head) {
+    int64_t qRow0 = head * queries, kRow0 = head * keys;
+    // Resident for the head: Q, K and dO in both layouts, V^T, -lse and
+    // -D = -rowsum(dO * O) per query, and the fp32 dQ accumulators.
+    ChunkedRows queryRows(kb, query, qRow0, queries, d, matmulType);
+    ChunkedRows keyRows(kb, key, kRow0, keys, d, matmulType);
+    ChunkedRows gradOutRows(kb, gradOutput, qRow0, queries, dv, matmulType);
+    Value queryT = e.transposed(queryRows, queries, d, matmulType);
+    Value keyT = e.transposed(keyRows, keys, d, matmulType);
+    Value gradOutT = e.transposed(gradOutRows, queries, dv, matmulType);
+    Value valueT;
+    {
+      ChunkedRows valueRows(kb, value, kRow0, keys, dv, matmulType);
+      valueT = e.transposed(valueRows, keys, dv, matmulType);
+    }
+    ChunkedRows lseRows(kb, lse, qRow0, queries, 1, f32);
+    ChunkedRows outRows(kb, output, qRow0, queries, dv, f32);
+    int64_t queryChunks = queryRows.chunks();
+    SmallVector<Value> negLse, negD, gradQueryAcc(queryChunks);
+    for (int64_t c = 0; c < queryChunks; ++c) {
+      int64_t rows = queryRows.rowsOf(c);
+      Value column = e.column(rows);
+      e.tensorScalar(column, lseRows.chunk(c), AluOp::multiply, -1.0);
+      negLse.push_back(column);
+      Value product = e.sbuf(rows, dv, f32);
+      e.tensorTensor(AluOp::multiply, product, gradOutRows.chunk(c),
+                     outRows.chunk(c));
+      Value rowDot = e.column(rows);
+      builder.create<TensorReduceOp>(kb.loc, AluOp::add, rowDot, product,
+                                     /*negate=*/true, Engine::vector);
+      negD.push_back(rowDot);
+    }
+
+    // Key blocks of 128 outside, query blocks inside: dK and dV of the key
+    // block accumulate in PSUM over the query blocks; dQ accumulates in SBUF
+    // over the key blocks.
+    for (int64_t k0 = 0, kc = 0; k0 < keys; k0 += kPartitions, ++kc) {
+      int64_t kw = std::min(kPartitions, keys - k0);
+      SmallVector<int64_t> blocks;
+      for (int64_t c = 0; c < queryChunks; ++c)
+        if (!causal || c * kPartitions + queryRows.rowsOf(c) - 1 >= k0)
+          blocks.push_back(c);
+      Type outKeyType = elementTypeOf(op.getGradKey());
+      Type outValueType = elementTypeOf(op.getGradValue());
+      if (blocks.empty()) {
+        // Keys no query sees (causal, more keys than queries).
+        for (auto [out, cols, type] :
+             {std::tuple{gradKey, d, outKeyType},
+              std::tuple{gradValue, dv, outValueType}}) {
+          Value zero = e.sbuf(kw, cols, type);
+          builder.create<MemsetOp>(kb.loc, zero, llvm::APFloat(0.0f),
+                                   Engine::gpsimd);
+          kb.dma(kb.rowTile(out, cols, kRow0 + k0, kw, 0, cols), zero);
+        }
+        continue;
+      }
+      Value gradValuePsum = e.psum(kw, dv), gradKeyPsum = e.psum(kw, d);
+      Value keyTBlock = kb.window(keyT, {d, kw}, k0);
+      Value valueTBlock = kb.window(valueT, {dv, kw}, k0);
+      Value keyBlock = keyRows.chunk(kc);
+      for (auto [i, c] : llvm::enumerate(blocks)) {
+        int64_t q0 = c * kPartitions, qw = queryRows.rowsOf(c);
+        bool firstQuery = i == 0, firstKey = k0 == 0;
+        // P = exp(scale * Q K^T - lse), masked to 0 above the diagonal.
+        Value scores = e.psum(qw, kw);
+        e.matmul(scores, kb.window(queryT, {d, qw}, q0), keyTBlock, false);
+        Value gradProbs = e.psum(qw, kw);
+        e.matmul(gradProbs, kb.window(gradOutT, {dv, qw}, q0), valueTBlock,
+                 false);
+        Value probs = e.sbuf(qw, kw, probsType);
+        e.activation(ActivationFunc::exp, probs, scores, scale, negLse[c]);
+        if (causal && k0 + kw - 1 > q0)
+          builder.create<AffineSelectOp>(
+              kb.loc, probs, probs,
+              CompareOpAttr::get(builder.getContext(), CompareOp::ge),
+              builder.getI64IntegerAttr(q0 - k0), builder.getI64IntegerAttr(1),
+              builder.getDenseI64ArrayAttr({-1}),
+              builder.getF32FloatAttr(0.0f));
+        // dS = P * (dP - D); the scale joins when dQ and dK are evicted.
+        Value shifted = e.sbuf(qw, kw, f32);
+        e.activation(ActivationFunc::copy, shifted, gradProbs, 1.0, negD[c]);
+        Value gradScores = e.sbuf(qw, kw, gradType);
+        e.tensorTensor(AluOp::multiply, gradScores, shifted, probs);
+        // dV += P^T dO, dK += dS^T Q, dQ = dS K.
+        e.matmul(gradValuePsum, probs, gradOutRows.chunk(c), !firstQuery);
+        e.matmul(gradKeyPsum, gradScores, queryRows.chunk(c), !firstQuery);
+        Value gradScoresT = e.sbuf(kw, qw, gradType);
+        e.transposeInto(gradScoresT, gradScores);
+        Value gradQueryPsum = e.psum(qw, d);
+        e.matmul(gradQueryPsum, gradScoresT, keyBlock, false);
+        if (firstKey) {
+          gradQueryAcc[c] = e.sbuf(qw, d, f32);
+          builder.create<TensorCopyOp>(kb.loc, gradQueryAcc[c], gradQueryPsum,
+                                       Engine::vector);
+        } else {
+          e.tensorTensor(AluOp::add, gradQueryAcc[c], gradQueryAcc[c],
+                         gradQueryPsum);
+        }
+      }
+      Value gradValueBlock = e.sbuf(kw, dv, outValueType);
+      kb.scalarCopy(gradValueBlock, gradValuePsum);
+      kb.dma(kb.rowTile(gradValue, dv, kRow0 + k0, kw, 0, dv), gradValueBlock);
+      Value gradKeyBlock = e.sbuf(kw, d, outKeyType);
+      e.activation(ActivationFunc::copy, gradKeyBlock, gradKeyPsum, scale);
+      kb.dma(kb.rowTile(gradKey, d, kRow0 + k0, kw, 0, d), gradKeyBlock);
+    }
+    Type outQueryType = elementTypeOf(op.getGradQuery());
+    for (int64_t c = 0; c < queryChunks; ++c) {
+      int64_t qw = queryRows.rowsOf(c);
+      Value block = e.sbuf(qw, d, outQueryType);
+      e.tensorScalar(block, gradQueryAcc[c], AluOp::multiply, scale);
+      kb.dma(kb.rowTile(gradQuery, d, qRow0 + c * kPartitions, qw, 0, d),
+             block);
     }
   }
   return success();

@@ -171,6 +171,7 @@ private:
   LogicalResult lowerScatterAdd(trn::ScatterAddOp op);
   /// Flash-style attention kernels (LowerAttention.cpp).
   LogicalResult lowerAttention(trn::AttentionOp op);
+  LogicalResult lowerAttentionGrad(trn::AttentionGradOp op);
   /// A trn.fusion group as one tiled kernel (LowerFusion.cpp).
   LogicalResult lowerFusion(trn::FusionOp op);
   /// Loads indices [i0, i0 + count) of an i32 or i64 index tensor into a

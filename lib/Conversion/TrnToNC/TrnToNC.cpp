@@ -1071,6 +1071,7 @@ LogicalResult Lowering::lower(Operation *op) {
       .Case([&](trn::ScatterAddOp o) { return lowerScatterAdd(o); })
       .Case([&](trn::FusionOp o) { return lowerFusion(o); })
       .Case([&](trn::AttentionOp o) { return lowerAttention(o); })
+      .Case([&](trn::AttentionGradOp o) { return lowerAttentionGrad(o); })
       .Case([&](trn::GeluGradOp o) {
         ActivationFunc derivative =
             o.getApproximate() == trn::GeluApproximation::tanh

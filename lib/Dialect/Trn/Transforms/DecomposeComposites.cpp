@@ -555,7 +555,7 @@ struct DecomposeCompositesPass final
 
   void runOnOperation() override {
     auto isSelected = [&](Operation *op) {
-      if (keepFlashAttention && isa<AttentionOp>(op) &&
+      if (keepFlashAttention && isa<AttentionOp, AttentionGradOp>(op) &&
           flashAttentionBlocker(op).empty())
         return false;
       return selected.contains(op->getName().getStringRef());
