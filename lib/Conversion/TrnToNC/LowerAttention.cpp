@@ -28,6 +28,8 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// Query blocks whose key loops the forward kernel interleaves.
 constexpr int64_t kQueryGroup = 4;
+/// (Query block, key block) pairs the backward kernel interleaves.
+constexpr int64_t kGradGroup = 4;
 
 /// A scalar operand of tensor_scalar or activation: a [P, 1] fp32 column or
 /// an immediate.
@@ -458,15 +460,37 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
     // Key blocks of 128 outside, query blocks inside: dK and dV of the key
     // block accumulate in PSUM over the query blocks; dQ accumulates in SBUF
     // over the key blocks.
+    Type outKeyType = elementTypeOf(op.getGradKey());
+    Type outValueType = elementTypeOf(op.getGradValue());
+    struct KeyBlock {
+      int64_t k0, kw, chunk;
+      Value gradValuePsum, gradKeyPsum;
+    };
+    // One (query block, key block) pair and the values its phases pass on.
+    struct Pair {
+      KeyBlock *key;
+      int64_t chunk, q0, qw;
+      bool firstQuery;
+      Value scores, gradProbs, probs, shifted, gradScores, gradScoresT;
+    };
+    // Pairs of one key block, processed together. PSUM holds one tile per
+    // bank (an accumulation group each), so a group's scores, dP, dS^T and
+    // dQ are each one bank-sized tile with a window per pair.
+    struct Group {
+      SmallVector<Pair> pairs;
+      Value scores, gradProbs, gradScoresT, gradQuery;
+    };
+    SmallVector<std::unique_ptr<KeyBlock>> keyBlocks;
+    SmallVector<Group> groups;
+    // dQ of a group's pairs side by side: at most 512 fp32 columns.
+    int64_t groupSize = std::min(kGradGroup, kMatmulN / d);
     for (int64_t k0 = 0, kc = 0; k0 < keys; k0 += kPartitions, ++kc) {
       int64_t kw = std::min(kPartitions, keys - k0);
-      SmallVector<int64_t> blocks;
+      SmallVector<int64_t> chunks;
       for (int64_t c = 0; c < queryChunks; ++c)
         if (!causal || c * kPartitions + queryRows.rowsOf(c) - 1 >= k0)
-          blocks.push_back(c);
-      Type outKeyType = elementTypeOf(op.getGradKey());
-      Type outValueType = elementTypeOf(op.getGradValue());
-      if (blocks.empty()) {
+          chunks.push_back(c);
+      if (chunks.empty()) {
         // Keys no query sees (causal, more keys than queries).
         for (auto [out, cols, type] :
              {std::tuple{gradKey, d, outKeyType},
@@ -478,55 +502,134 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
         }
         continue;
       }
-      Value gradValuePsum = e.psum(kw, dv), gradKeyPsum = e.psum(kw, d);
-      Value keyTBlock = kb.window(keyT, {d, kw}, k0);
-      Value valueTBlock = kb.window(valueT, {dv, kw}, k0);
-      Value keyBlock = keyRows.chunk(kc);
-      for (auto [i, c] : llvm::enumerate(blocks)) {
-        int64_t q0 = c * kPartitions, qw = queryRows.rowsOf(c);
-        bool firstQuery = i == 0, firstKey = k0 == 0;
-        // P = exp(scale * Q K^T - lse), masked to 0 above the diagonal.
-        Value scores = e.psum(qw, kw);
-        e.matmul(scores, kb.window(queryT, {d, qw}, q0), keyTBlock, false);
-        Value gradProbs = e.psum(qw, kw);
-        e.matmul(gradProbs, kb.window(gradOutT, {dv, qw}, q0), valueTBlock,
-                 false);
-        Value probs = e.sbuf(qw, kw, probsType);
-        e.activation(ActivationFunc::exp, probs, scores, scale, negLse[c]);
-        if (causal && k0 + kw - 1 > q0)
-          builder.create<AffineSelectOp>(
-              kb.loc, probs, probs,
-              CompareOpAttr::get(builder.getContext(), CompareOp::ge),
-              builder.getI64IntegerAttr(q0 - k0), builder.getI64IntegerAttr(1),
-              builder.getDenseI64ArrayAttr({-1}),
-              builder.getF32FloatAttr(0.0f));
-        // dS = P * (dP - D); the scale joins when dQ and dK are evicted.
-        Value shifted = e.sbuf(qw, kw, f32);
-        e.activation(ActivationFunc::copy, shifted, gradProbs, 1.0, negD[c]);
-        Value gradScores = e.sbuf(qw, kw, gradType);
-        e.tensorTensor(AluOp::multiply, gradScores, shifted, probs);
-        // dV += P^T dO, dK += dS^T Q, dQ = dS K.
-        e.matmul(gradValuePsum, probs, gradOutRows.chunk(c), !firstQuery);
-        e.matmul(gradKeyPsum, gradScores, queryRows.chunk(c), !firstQuery);
-        Value gradScoresT = e.sbuf(kw, qw, gradType);
-        e.transposeInto(gradScoresT, gradScores);
-        Value gradQueryPsum = e.psum(qw, d);
-        e.matmul(gradQueryPsum, gradScoresT, keyBlock, false);
-        if (firstKey) {
-          gradQueryAcc[c] = e.sbuf(qw, d, f32);
-          builder.create<TensorCopyOp>(kb.loc, gradQueryAcc[c], gradQueryPsum,
-                                       Engine::vector);
-        } else {
-          e.tensorTensor(AluOp::add, gradQueryAcc[c], gradQueryAcc[c],
-                         gradQueryPsum);
-        }
+      keyBlocks.push_back(std::make_unique<KeyBlock>(KeyBlock{k0, kw, kc}));
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        if (i % groupSize == 0)
+          groups.emplace_back();
+        groups.back().pairs.push_back({keyBlocks.back().get(), chunks[i],
+                                       chunks[i] * kPartitions,
+                                       queryRows.rowsOf(chunks[i]), i == 0});
       }
-      Value gradValueBlock = e.sbuf(kw, dv, outValueType);
-      kb.scalarCopy(gradValueBlock, gradValuePsum);
-      kb.dma(kb.rowTile(gradValue, dv, kRow0 + k0, kw, 0, dv), gradValueBlock);
-      Value gradKeyBlock = e.sbuf(kw, d, outKeyType);
-      e.activation(ActivationFunc::copy, gradKeyBlock, gradKeyPsum, scale);
-      kb.dma(kb.rowTile(gradKey, d, kRow0 + k0, kw, 0, d), gradKeyBlock);
+    }
+
+    // Phases, each for every pair of a group in turn (so that each
+    // engine's stream alternates between independent pairs), the next
+    // group's score matmuls emitted before this group's gradient matmuls.
+    auto scoresPhase = [&](Group &g, size_t i) {
+      Pair &p = g.pairs[i];
+      KeyBlock &kbk = *p.key;
+      if (i == 0) {
+        int64_t width = g.pairs.size() * kbk.kw;
+        g.scores = e.psum(kPartitions, width);
+        g.gradProbs = e.psum(kPartitions, width);
+      }
+      p.scores = kb.window(g.scores, {p.qw, kbk.kw}, i * kbk.kw);
+      e.matmul(p.scores, kb.window(queryT, {d, p.qw}, p.q0),
+               kb.window(keyT, {d, kbk.kw}, kbk.k0), false);
+      p.gradProbs = kb.window(g.gradProbs, {p.qw, kbk.kw}, i * kbk.kw);
+      e.matmul(p.gradProbs, kb.window(gradOutT, {dv, p.qw}, p.q0),
+               kb.window(valueT, {dv, kbk.kw}, kbk.k0), false);
+    };
+    auto probsPhase = [&](Group &g, size_t i) {
+      Pair &p = g.pairs[i];
+      // P = exp(scale * Q K^T - lse), masked to 0 above the diagonal;
+      // dP - D.
+      int64_t k0 = p.key->k0, kw = p.key->kw;
+      p.probs = e.sbuf(p.qw, kw, probsType);
+      e.activation(ActivationFunc::exp, p.probs, p.scores, scale,
+                   negLse[p.chunk]);
+      if (causal && k0 + kw - 1 > p.q0)
+        builder.create<AffineSelectOp>(
+            kb.loc, p.probs, p.probs,
+            CompareOpAttr::get(builder.getContext(), CompareOp::ge),
+            builder.getI64IntegerAttr(p.q0 - k0), builder.getI64IntegerAttr(1),
+            builder.getDenseI64ArrayAttr({-1}), builder.getF32FloatAttr(0.0f));
+      p.shifted = e.sbuf(p.qw, kw, f32);
+      e.activation(ActivationFunc::copy, p.shifted, p.gradProbs, 1.0,
+                   negD[p.chunk]);
+    };
+    auto gradScoresPhase = [&](Group &g, size_t i) {
+      Pair &p = g.pairs[i];
+      // dS = P * (dP - D); the scale joins when dQ and dK are evicted.
+      p.gradScores = e.sbuf(p.qw, p.key->kw, gradType);
+      e.tensorTensor(AluOp::multiply, p.gradScores, p.shifted, p.probs);
+    };
+    auto keyGradPhase = [&](Group &g, size_t i) {
+      // dV += P^T dO, dK += dS^T Q; dS^T for dQ.
+      Pair &p = g.pairs[i];
+      KeyBlock &kbk = *p.key;
+      if (p.firstQuery) {
+        kbk.gradValuePsum = e.psum(kbk.kw, dv);
+        kbk.gradKeyPsum = e.psum(kbk.kw, d);
+      }
+      e.matmul(kbk.gradValuePsum, p.probs, gradOutRows.chunk(p.chunk),
+               !p.firstQuery);
+      e.matmul(kbk.gradKeyPsum, p.gradScores, queryRows.chunk(p.chunk),
+               !p.firstQuery);
+      if (i == 0)
+        g.gradScoresT = e.psum(kbk.kw, g.pairs.size() * kPartitions);
+      p.gradScoresT = kb.window(g.gradScoresT, {kbk.kw, p.qw}, i * kPartitions);
+      builder.create<TransposeOp>(kb.loc, p.gradScoresT, p.gradScores);
+    };
+    // dS^T of the whole group in one eviction, alternately on the Vector
+    // and Scalar Engines.
+    int64_t evictions = 0;
+    auto evictPhase = [&](Group &g, size_t i) {
+      if (i != 0)
+        return;
+      int64_t kw = g.pairs.front().key->kw;
+      Value evicted = e.sbuf(kw, g.pairs.size() * kPartitions, gradType);
+      if (evictions++ % 2)
+        builder.create<TensorCopyOp>(kb.loc, evicted, g.gradScoresT,
+                                     Engine::vector);
+      else
+        kb.scalarCopy(evicted, g.gradScoresT);
+      for (auto [j, p] : llvm::enumerate(g.pairs))
+        p.gradScoresT = kb.window(evicted, {kw, p.qw}, j * kPartitions);
+    };
+    auto queryGradPhase = [&](Group &g, size_t i) {
+      Pair &p = g.pairs[i];
+      if (i == 0)
+        g.gradQuery = e.psum(kPartitions, g.pairs.size() * d);
+      Value gradQueryPsum = kb.window(g.gradQuery, {p.qw, d}, i * d);
+      e.matmul(gradQueryPsum, p.gradScoresT, keyRows.chunk(p.key->chunk),
+               false);
+      Value &acc = gradQueryAcc[p.chunk];
+      if (!acc) {
+        acc = e.sbuf(p.qw, d, f32);
+        builder.create<TensorCopyOp>(kb.loc, acc, gradQueryPsum,
+                                     Engine::vector);
+      } else {
+        e.tensorTensor(AluOp::add, acc, acc, gradQueryPsum);
+      }
+    };
+    auto finishKeyBlock = [&](KeyBlock &kbk) {
+      Value gradValueBlock = e.sbuf(kbk.kw, dv, outValueType);
+      kb.scalarCopy(gradValueBlock, kbk.gradValuePsum);
+      kb.dma(kb.rowTile(gradValue, dv, kRow0 + kbk.k0, kbk.kw, 0, dv),
+             gradValueBlock);
+      Value gradKeyBlock = e.sbuf(kbk.kw, d, outKeyType);
+      e.activation(ActivationFunc::copy, gradKeyBlock, kbk.gradKeyPsum, scale);
+      kb.dma(kb.rowTile(gradKey, d, kRow0 + kbk.k0, kbk.kw, 0, d),
+             gradKeyBlock);
+    };
+    auto forGroup = [&](size_t g, auto phase) {
+      if (g < groups.size())
+        for (size_t i = 0; i < groups[g].pairs.size(); ++i)
+          phase(groups[g], i);
+    };
+    forGroup(0, scoresPhase);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      forGroup(g, probsPhase);
+      forGroup(g, gradScoresPhase);
+      forGroup(g + 1, scoresPhase);
+      forGroup(g, keyGradPhase);
+      // The key block's gradients are complete after its last group.
+      KeyBlock *last = groups[g].pairs.back().key;
+      if (g + 1 == groups.size() || groups[g + 1].pairs.front().key != last)
+        finishKeyBlock(*last);
+      forGroup(g, evictPhase);
+      forGroup(g, queryGradPhase);
     }
     Type outQueryType = elementTypeOf(op.getGradQuery());
     for (int64_t c = 0; c < queryChunks; ++c) {
