@@ -30,6 +30,7 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t kQueryGroup = 4;
 /// (Query block, key block) pairs the backward kernel interleaves.
 constexpr int64_t kGradGroup = 4;
+constexpr int64_t kVectorEvictionPeriod = 1000000;
 
 /// A scalar operand of tensor_scalar or activation: a [P, 1] fp32 column or
 /// an immediate.
@@ -125,8 +126,16 @@ public:
         tailRows(count % kPartitions) {
     if (fullChunks > 0) {
       full = kb.tile(MemorySpace::sbuf, kPartitions, {fullChunks, cols}, type);
-      kb.dma(full, kb.view(hbm, row0 * cols, kPartitions, cols,
-                           {fullChunks, cols}, {kPartitions * cols, 1}));
+      // One DMA for all full chunks while the chunk stride fits the 16-bit
+      // access pattern; otherwise one per chunk.
+      if (kPartitions * cols <= kMaxStride) {
+        kb.dma(full, kb.view(hbm, row0 * cols, kPartitions, cols,
+                             {fullChunks, cols}, {kPartitions * cols, 1}));
+      } else {
+        for (int64_t c = 0; c < fullChunks; ++c)
+          kb.dma(chunk(c), kb.rowTile(hbm, cols, row0 + c * kPartitions,
+                                      kPartitions, 0, cols));
+      }
     }
     if (tailRows > 0) {
       tail = kb.tile(MemorySpace::sbuf, tailRows, {cols}, type);
@@ -579,7 +588,7 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
         return;
       int64_t kw = g.pairs.front().key->kw;
       Value evicted = e.sbuf(kw, g.pairs.size() * kPartitions, gradType);
-      if (evictions++ % 2)
+      if (evictions++ % kVectorEvictionPeriod == 0)
         builder.create<TensorCopyOp>(kb.loc, evicted, g.gradScoresT,
                                      Engine::vector);
       else
@@ -618,16 +627,21 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
         for (size_t i = 0; i < groups[g].pairs.size(); ++i)
           phase(groups[g], i);
     };
+    // Software-pipelined one group deep: while the Tensor Engine computes
+    // group g's gradient matmuls, the Scalar and Vector Engines compute
+    // group g + 1's P and dS.
     forGroup(0, scoresPhase);
+    forGroup(0, probsPhase);
+    forGroup(0, gradScoresPhase);
     for (size_t g = 0; g < groups.size(); ++g) {
-      forGroup(g, probsPhase);
-      forGroup(g, gradScoresPhase);
       forGroup(g + 1, scoresPhase);
       forGroup(g, keyGradPhase);
       // The key block's gradients are complete after its last group.
       KeyBlock *last = groups[g].pairs.back().key;
       if (g + 1 == groups.size() || groups[g + 1].pairs.front().key != last)
         finishKeyBlock(*last);
+      forGroup(g + 1, probsPhase);
+      forGroup(g + 1, gradScoresPhase);
       forGroup(g, evictPhase);
       forGroup(g, queryGradPhase);
     }

@@ -42,3 +42,32 @@ func.func @narrow(%x: tensor<8x8xbf16>) -> tensor<8x8xf32> {
   %d = trn.dot_general %x, %x, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x8xbf16>, tensor<8x8xbf16>) -> tensor<8x8xf32>
   return %d : tensor<8x8xf32>
 }
+
+// -----
+
+// attention and attention_grad keep their operands (their fused kernels
+// convert them as they load them): with bf16, f32 ones are marked
+// trn.matmul_type = bf16; fp8 scores and probabilities would lose too much,
+// so with fp8_e4m3 they stay f32, unmarked. A bf16 attention is left alone.
+// MATMUL-LABEL: func.func @attention
+// MATMUL-NOT: trn.convert
+// MATMUL: %[[O:[^,]+]], %[[LSE:[^ ]+]] = trn.attention %arg0, %arg1, %arg2, scale = 2.500000e-01 causal {trn.matmul_type = bf16} : (tensor<2x100x16xf32>, tensor<2x100x16xf32>, tensor<2x100x8xf32>)
+// MATMUL-NEXT: trn.attention_grad %arg0, %arg1, %arg2, %[[O]], %[[LSE]], %arg3, scale = 2.500000e-01 causal {trn.matmul_type = bf16} : (tensor<2x100x16xf32>,
+// MATMUL-NEXT: trn.attention %arg4, %arg4, %arg4, scale = 2.500000e-01 : (tensor<64x16xbf16>, tensor<64x16xbf16>, tensor<64x16xbf16>)
+// MATMUL-NEXT: return
+// FP8-LABEL: func.func @attention
+// FP8-NOT: trn.matmul_type
+// FP8-NOT: trn.convert
+// FP8: return
+// ALL-LABEL: func.func @attention
+// ALL-NOT: trn.convert
+// ALL: trn.attention {{.*}} {trn.matmul_type = bf16} : (tensor<2x100x16xf32>,
+// ALL-NEXT: trn.attention_grad {{.*}} {trn.matmul_type = bf16} : (tensor<2x100x16xf32>,
+// ALL-NEXT: trn.attention %arg4, %arg4, %arg4, scale = 2.500000e-01 : (tensor<64x16xbf16>
+// ALL-NEXT: return
+func.func @attention(%q: tensor<2x100x16xf32>, %k: tensor<2x100x16xf32>, %v: tensor<2x100x8xf32>, %do: tensor<2x100x8xf32>, %x: tensor<64x16xbf16>) -> (tensor<2x100x8xf32>, tensor<2x100xf32>, tensor<2x100x16xf32>, tensor<2x100x16xf32>, tensor<2x100x8xf32>, tensor<64x16xbf16>) {
+  %o, %lse = trn.attention %q, %k, %v, scale = 0.25 causal : (tensor<2x100x16xf32>, tensor<2x100x16xf32>, tensor<2x100x8xf32>) -> (tensor<2x100x8xf32>, tensor<2x100xf32>)
+  %dq, %dk, %dv = trn.attention_grad %q, %k, %v, %o, %lse, %do, scale = 0.25 causal : (tensor<2x100x16xf32>, tensor<2x100x16xf32>, tensor<2x100x8xf32>, tensor<2x100x8xf32>, tensor<2x100xf32>, tensor<2x100x8xf32>) -> (tensor<2x100x16xf32>, tensor<2x100x16xf32>, tensor<2x100x8xf32>)
+  %ob, %lseb = trn.attention %x, %x, %x, scale = 0.25 : (tensor<64x16xbf16>, tensor<64x16xbf16>, tensor<64x16xbf16>) -> (tensor<64x16xbf16>, tensor<64xf32>)
+  return %o, %lse, %dq, %dk, %dv, %ob : tensor<2x100x8xf32>, tensor<2x100xf32>, tensor<2x100x16xf32>, tensor<2x100x16xf32>, tensor<2x100x8xf32>, tensor<64x16xbf16>
+}

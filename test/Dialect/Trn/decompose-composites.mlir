@@ -6,6 +6,8 @@
 // RUN:   | FileCheck %s --check-prefix=SOME
 // RUN: not trn-opt %s -trn-decompose-composites="ops=softmax,gelu" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=UNKNOWN
+// RUN: trn-opt %s -trn-decompose-composites="keep-flash-attention=1" \
+// RUN:   | FileCheck %s --check-prefix=KEEP
 
 // The numerical agreement of every decomposition with the reference
 // evaluator is checked in test/Eval/decompose-composites.mlir; this file
@@ -20,6 +22,47 @@
 // SOME-LABEL: func.func @cross_entropy
 // SOME: trn.cross_entropy mean
 // SOME: trn.cross_entropy_grad sum
+
+// keep-flash-attention: attention and attention_grad ops whose shapes the
+// backend's flash-style kernels take (flashAttentionBlocker) stay whole, the
+// others and every other composite are decomposed as without it.
+// KEEP-LABEL: func.func @softmax(
+// KEEP-NOT: trn.softmax
+// KEEP: trn.exp
+// KEEP-LABEL: func.func @attention(
+// KEEP-SAME: %[[Q:[^:]+]]: tensor<2x4x16xbf16>, %[[K:[^:]+]]: tensor<2x6x16xbf16>, %[[V:[^:]+]]: tensor<2x6x8xbf16>, %[[DO:[^:]+]]: tensor<2x4x8xbf16>
+// KEEP-NEXT: %[[O:[^,]+]], %[[LSE:[^ ]+]] = trn.attention %[[Q]], %[[K]], %[[V]], scale = 2.500000e-01 causal :
+// KEEP-NEXT: trn.attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[LSE]], %[[DO]], scale = 2.500000e-01 causal :
+// KEEP-NEXT: return
+// KEEP-LABEL: func.func @attention_noncausal(
+// KEEP-NEXT: trn.attention %{{.+}}, scale = 2.500000e-01 :
+// KEEP-NEXT: return
+// Head size 256 exceeds the 128 partitions of a contraction: both ops are
+// decomposed.
+// KEEP-LABEL: func.func @attention_head_size_256(
+// KEEP-NOT: trn.attention
+// KEEP: trn.dot_general %{{.+}}, %{{.+}}, batching_dims = [0] x [0], contracting_dims = [2] x [2] : (tensor<2x4x256xbf16>, tensor<2x4x256xbf16>) -> tensor<2x4x4xf32>
+// KEEP-NOT: trn.attention
+// KEEP: return
+// Value size 192: within the forward kernel's 512 (one PSUM bank) but over
+// the backward kernel's 128, so the forward op stays and the gradient is
+// decomposed, reading the kept op's output and lse.
+// KEEP-LABEL: func.func @attention_value_size_192(
+// KEEP-NEXT: %[[O:[^,]+]], %[[LSE:[^ ]+]] = trn.attention {{.*}} -> (tensor<4x192xf32>, tensor<4xf32>)
+// KEEP-NOT: trn.attention_grad
+// KEEP: trn.broadcast_in_dim %[[LSE]]
+// KEEP: trn.mul %{{.+}}, %[[O]] : tensor<4x192xf32>
+// KEEP-NOT: trn.attention_grad
+// KEEP: return
+// A head's K^T and V must stay in 96 KiB per partition: 24576 f32 keys of
+// head size 16 take 24576 * 4 + 192 chunks * 16 * 4 = 110592 bytes
+// (decomposed), as bf16 half that (kept).
+// KEEP-LABEL: func.func @attention_resident_budget(
+// KEEP-NOT: trn.attention
+// KEEP: trn.dot_general %{{.+}}, %{{.+}} : (tensor<8x16xf32>, tensor<24576x16xf32>) -> tensor<8x24576xf32>
+// KEEP-NOT: trn.attention
+// KEEP: trn.attention %{{.+}} : (tensor<8x16xbf16>, tensor<24576x16xbf16>, tensor<24576x16xbf16>)
+// KEEP-NEXT: return
 
 // UNKNOWN: error: trn-decompose-composites: 'gelu' in ops= is not a composite op; composites are softmax, log_softmax, softmax_grad, log_softmax_grad, layer_norm, layer_norm_grad, rms_norm, rms_norm_grad, attention, attention_grad, cross_entropy, cross_entropy_grad
 
@@ -278,4 +321,22 @@ func.func @primitives_kept(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, 
   %one = trn.constant dense<1.0> : tensor<4xf32>
   %4 = trn.mul %x, %one : tensor<4xf32>
   return %0, %1, %2, %3, %4 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+func.func @attention_head_size_256(%q: tensor<2x4x256xbf16>, %do: tensor<2x4x256xbf16>) -> (tensor<2x4x256xbf16>, tensor<2x4xf32>, tensor<2x4x256xbf16>, tensor<2x4x256xbf16>, tensor<2x4x256xbf16>) {
+  %o, %lse = trn.attention %q, %q, %q, scale = 0.0625 causal : (tensor<2x4x256xbf16>, tensor<2x4x256xbf16>, tensor<2x4x256xbf16>) -> (tensor<2x4x256xbf16>, tensor<2x4xf32>)
+  %dq, %dk, %dv = trn.attention_grad %q, %q, %q, %o, %lse, %do, scale = 0.0625 causal : (tensor<2x4x256xbf16>, tensor<2x4x256xbf16>, tensor<2x4x256xbf16>, tensor<2x4x256xbf16>, tensor<2x4xf32>, tensor<2x4x256xbf16>) -> (tensor<2x4x256xbf16>, tensor<2x4x256xbf16>, tensor<2x4x256xbf16>)
+  return %o, %lse, %dq, %dk, %dv : tensor<2x4x256xbf16>, tensor<2x4xf32>, tensor<2x4x256xbf16>, tensor<2x4x256xbf16>, tensor<2x4x256xbf16>
+}
+
+func.func @attention_value_size_192(%q: tensor<4x16xf32>, %v: tensor<4x192xf32>, %do: tensor<4x192xf32>) -> (tensor<4x192xf32>, tensor<4xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x192xf32>) {
+  %o, %lse = trn.attention %q, %q, %v, scale = 0.25 : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x192xf32>) -> (tensor<4x192xf32>, tensor<4xf32>)
+  %dq, %dk, %dv = trn.attention_grad %q, %q, %v, %o, %lse, %do, scale = 0.25 : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x192xf32>, tensor<4x192xf32>, tensor<4xf32>, tensor<4x192xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x192xf32>)
+  return %o, %lse, %dq, %dk, %dv : tensor<4x192xf32>, tensor<4xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x192xf32>
+}
+
+func.func @attention_resident_budget(%q: tensor<8x16xf32>, %k: tensor<24576x16xf32>, %qb: tensor<8x16xbf16>, %kb: tensor<24576x16xbf16>) -> (tensor<8x16xf32>, tensor<8xf32>, tensor<8x16xbf16>, tensor<8xf32>) {
+  %o, %lse = trn.attention %q, %k, %k, scale = 0.25 : (tensor<8x16xf32>, tensor<24576x16xf32>, tensor<24576x16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>)
+  %ob, %lseb = trn.attention %qb, %kb, %kb, scale = 0.25 : (tensor<8x16xbf16>, tensor<24576x16xbf16>, tensor<24576x16xbf16>) -> (tensor<8x16xbf16>, tensor<8xf32>)
+  return %o, %lse, %ob, %lseb : tensor<8x16xf32>, tensor<8xf32>, tensor<8x16xbf16>, tensor<8xf32>
 }

@@ -185,3 +185,28 @@ func.func @op_attr(%a: tensor<4xf32>) -> tensor<4xf32> {
 func.func @func_attr(%a: tensor<4xf32>) -> tensor<4xf32> attributes {trn.role = "data"} {
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// trn.matmul_type (set by trn-auto-cast) is for the fused attention kernels.
+func.func @matmul_type_on_add(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'trn.matmul_type' belongs on trn.attention and trn.attention_grad, not on 'trn.add'}}
+  %0 = trn.add %a, %a {trn.matmul_type = bf16} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @matmul_type_not_a_type(%q: tensor<1x8x4xf32>, %k: tensor<1x8x4xf32>, %v: tensor<1x8x4xf32>) -> tensor<1x8x4xf32> {
+  // expected-error @+1 {{'trn.matmul_type' must be the type bf16, f16 or f32, got "bf16"}}
+  %o, %lse = trn.attention %q, %k, %v, scale = 0.5 {trn.matmul_type = "bf16"} : (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> (tensor<1x8x4xf32>, tensor<1x8xf32>)
+  return %o : tensor<1x8x4xf32>
+}
+
+// -----
+
+func.func @matmul_type_fp8(%q: tensor<1x8x4xf32>, %k: tensor<1x8x4xf32>, %v: tensor<1x8x4xf32>) -> tensor<1x8x4xf32> {
+  // expected-error @+1 {{'trn.matmul_type' must be the type bf16, f16 or f32, got f8E4M3FN}}
+  %o, %lse = trn.attention %q, %k, %v, scale = 0.5 {trn.matmul_type = f8E4M3FN} : (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<1x8x4xf32>) -> (tensor<1x8x4xf32>, tensor<1x8xf32>)
+  return %o : tensor<1x8x4xf32>
+}

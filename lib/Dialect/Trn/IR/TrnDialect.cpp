@@ -46,7 +46,22 @@ bool mlir::trn::hasValidTrnShape(ShapedType type) {
 
 LogicalResult TrnDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attribute) {
-  // trn.* attributes belong on step-graph arguments and results only.
+  // trn-auto-cast asks the fused attention kernels for narrower matmuls
+  // (trn::kMatmulTypeAttr in trn/Dialect/Trn/Utils/FlashAttention.h).
+  if (attribute.getName().getValue() == "trn.matmul_type") {
+    auto type = dyn_cast<TypeAttr>(attribute.getValue());
+    if (!isa<AttentionOp, AttentionGradOp>(op))
+      return op->emitError() << "'trn.matmul_type' belongs on trn.attention "
+                                "and trn.attention_grad, not on '"
+                             << op->getName() << "'";
+    if (!type || !(type.getValue().isBF16() || type.getValue().isF16() ||
+                   type.getValue().isF32()))
+      return op->emitError()
+             << "'trn.matmul_type' must be the type bf16, f16 or f32, got "
+             << attribute.getValue();
+    return success();
+  }
+  // Other trn.* attributes belong on step-graph arguments and results only.
   return op->emitError() << "unknown trn attribute '"
                          << attribute.getName().getValue() << "' on '"
                          << op->getName()
