@@ -24,13 +24,10 @@ using namespace mlir::trntonc;
 
 namespace {
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /// Query blocks whose key loops the forward kernel interleaves.
 constexpr int64_t kQueryGroup = 4;
 /// (Query block, key block) pairs the backward kernel interleaves.
 constexpr int64_t kGradGroup = 4;
-constexpr int64_t kVectorEvictionPeriod = 1000000;
 
 /// A scalar operand of tensor_scalar or activation: a [P, 1] fp32 column or
 /// an immediate.
@@ -82,32 +79,25 @@ public:
   void matmul(Value dst, Value stationary, Value moving, bool accumulate) {
     b.create<MatmulOp>(kb.loc, dst, stationary, moving, accumulate);
   }
-  /// dst = src^T through a PSUM tile, evicted by the Vector Engine or (to
-  /// balance the two) the Scalar Engine.
-  void transposeInto(Value dst, Value src, Engine evict = Engine::vector,
-                     bool negate = false) {
+  /// dst = src^T through a PSUM tile, evicted by the Vector Engine.
+  void transposeInto(Value dst, Value src) {
     auto type = cast<TileType>(src.getType());
     Value transposed = psum(type.getFreeElements(), type.getPartitions());
     b.create<TransposeOp>(kb.loc, transposed, src);
-    if (evict == Engine::scalar)
-      activation(ActivationFunc::copy, dst, transposed, negate ? -1.0 : 1.0);
-    else if (negate)
-      tensorScalar(dst, transposed, AluOp::multiply, -1.0);
-    else
-      b.create<TensorCopyOp>(kb.loc, dst, transposed, Engine::vector);
+    b.create<TensorCopyOp>(kb.loc, dst, transposed, Engine::vector);
   }
   /// All rows of `rows` (count rows of `cols` elements) transposed into
   /// one [cols, count] tile, 128 rows at a time on the Tensor Engine.
   Value transposed(const ChunkedRows &rows, int64_t count, int64_t cols,
                    Type type);
-  /// Hides key j from query i (fills -inf) where j > i, for a [queries,
-  /// keys] tile whose first row is query q0 and first column key k0.
-  void maskAboveDiagonal(Value tile, int64_t q0, int64_t k0) {
+  /// Hides key j from query i (fills `fill`: -inf for scores, 0 for
+  /// probabilities) where j > i, for a [queries, keys] tile whose first row
+  /// is query q0 and first column key k0.
+  void maskAboveDiagonal(Value tile, int64_t q0, int64_t k0, float fill) {
     b.create<AffineSelectOp>(
         kb.loc, tile, tile, CompareOpAttr::get(b.getContext(), CompareOp::ge),
         b.getI64IntegerAttr(q0 - k0), b.getI64IntegerAttr(1),
-        b.getDenseI64ArrayAttr({-1}),
-        b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+        b.getDenseI64ArrayAttr({-1}), b.getF32FloatAttr(fill));
   }
 
   KernelBuilder &kb;
@@ -219,7 +209,7 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
   struct KeyStep {
     int64_t k0 = 0, kw = 0;
     bool first = false;
-    Value src, negMax, correction, blockOut;
+    Value src, negMax, correction;
     Value probs;
     SmallVector<std::pair<Value, Value>> transposed; ///< (P^T part, V chunk)
   };
@@ -233,7 +223,8 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
     step.src = e.sbuf(qw, kw, e.f32);
     e.activation(ActivationFunc::copy, step.src, scores, scale);
     if (causal && step.k0 + kw - 1 > block.q0)
-      e.maskAboveDiagonal(step.src, block.q0, step.k0);
+      e.maskAboveDiagonal(step.src, block.q0, step.k0,
+                          -std::numeric_limits<float>::infinity());
   };
   auto maxPhase = [&](QueryBlock &block, KeyStep &step) {
     Value blockMax = e.column(block.qw);
@@ -288,7 +279,7 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
       Value valueChunk = valueRows.chunkRows((step.k0 + c0) / kPartitions, kc);
       slots.push_back({step.probs, c0, kc, valueChunk});
     }
-    int64_t perBank = kMatmulN / qw >= 4 ? 4 : kMatmulN / qw;
+    int64_t perBank = std::min<int64_t>(4, kMatmulN / qw);
     for (size_t s0 = 0; s0 < slots.size();) {
       size_t count = 1;
       while (s0 + count < slots.size() &&
@@ -548,11 +539,7 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
       e.activation(ActivationFunc::exp, p.probs, p.scores, scale,
                    negLse[p.chunk]);
       if (causal && k0 + kw - 1 > p.q0)
-        builder.create<AffineSelectOp>(
-            kb.loc, p.probs, p.probs,
-            CompareOpAttr::get(builder.getContext(), CompareOp::ge),
-            builder.getI64IntegerAttr(p.q0 - k0), builder.getI64IntegerAttr(1),
-            builder.getDenseI64ArrayAttr({-1}), builder.getF32FloatAttr(0.0f));
+        e.maskAboveDiagonal(p.probs, p.q0, k0, 0.0f);
       p.shifted = e.sbuf(p.qw, kw, f32);
       e.activation(ActivationFunc::copy, p.shifted, p.gradProbs, 1.0,
                    negD[p.chunk]);
@@ -580,19 +567,14 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
       p.gradScoresT = kb.window(g.gradScoresT, {kbk.kw, p.qw}, i * kPartitions);
       builder.create<TransposeOp>(kb.loc, p.gradScoresT, p.gradScores);
     };
-    // dS^T of the whole group in one eviction, alternately on the Vector
-    // and Scalar Engines.
-    int64_t evictions = 0;
+    // dS^T of the whole group in one eviction, on the Scalar Engine (the
+    // Vector Engine has dS and the dQ sums).
     auto evictPhase = [&](Group &g, size_t i) {
       if (i != 0)
         return;
       int64_t kw = g.pairs.front().key->kw;
       Value evicted = e.sbuf(kw, g.pairs.size() * kPartitions, gradType);
-      if (evictions++ % kVectorEvictionPeriod == 0)
-        builder.create<TensorCopyOp>(kb.loc, evicted, g.gradScoresT,
-                                     Engine::vector);
-      else
-        kb.scalarCopy(evicted, g.gradScoresT);
+      kb.scalarCopy(evicted, g.gradScoresT);
       for (auto [j, p] : llvm::enumerate(g.pairs))
         p.gradScoresT = kb.window(evicted, {kw, p.qw}, j * kPartitions);
     };
