@@ -88,9 +88,7 @@ public:
         loc, TileType::get(b.getContext(), memory, shape, elementType),
         IntegerAttr(), IntegerAttr());
   }
-  /// Loads and stores take separate queues: a queue runs in order, and a
-  /// store waits for the compute that produces its data, which would hold
-  /// back the loads queued behind it that later compute needs.
+  /// Loads and stores take separate queues (see kLoadQueues).
   void dma(Value dst, Value src) {
     bool store = cast<TileType>(dst.getType()).getMemory() == MemorySpace::hbm;
     int64_t queue = store ? kLoadQueues + nextStoreQueue++ % kStoreQueues
@@ -118,7 +116,6 @@ public:
 
   OpBuilder &b;
   Location loc;
-  static constexpr int64_t kLoadQueues = 12, kStoreQueues = 4;
   int64_t nextLoadQueue = 0, nextStoreQueue = 0;
   int64_t counter = 0;
 };

@@ -508,3 +508,25 @@ func.func @f(%r: !nc.tile<psum, 128x64xf32>, %t: !nc.hbm<1000x64xf32>, %i: !nc.t
   nc.dma_gather %r, %t[%i] : !nc.tile<psum, 128x64xf32>, !nc.hbm<1000x64xf32>, !nc.tile<sbuf, 128x1xi32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{nc.spilled_bytes is a non-negative integer attribute of a kernel}}
+func.func @f() attributes {nc.spilled_bytes = -1 : i64} {
+  return
+}
+
+// -----
+
+func.func @f(%t: !nc.tile<sbuf, 128x64xf32>) {
+  // expected-error @+1 {{nc.spilled_tiles is a non-negative integer attribute of a kernel}}
+  nc.memset %t, 0.0 {nc.spilled_tiles = 1 : i64} : !nc.tile<sbuf, 128x64xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown nc attribute 'nc.spills'}}
+func.func @f() attributes {nc.spills = 1 : i64} {
+  return
+}

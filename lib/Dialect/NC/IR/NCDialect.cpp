@@ -8,6 +8,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -78,6 +79,14 @@ LogicalResult NCDialect::verifyOperationAttribute(Operation *op,
                              << " must be a list of [semaphore, value] pairs "
                                 "of non-negative integers, e.g. "
                                 "[array<i64: 0, 3>]";
+    return success();
+  }
+  if (name == getSpilledTilesAttrName() || name == getSpilledBytesAttrName()) {
+    auto count = dyn_cast<IntegerAttr>(value);
+    if (!isa<FunctionOpInterface>(op) || !count ||
+        count.getValue().isNegative())
+      return op->emitError()
+             << name << " is a non-negative integer attribute of a kernel";
     return success();
   }
   return op->emitError() << "unknown nc attribute '" << name << "'";

@@ -7,6 +7,7 @@
 #include "trnrt/Target.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <limits>
 #include <map>
@@ -128,11 +129,400 @@ private:
   int64_t cursor = 0;
 };
 
-struct NCAllocatePass : nc::impl::NCAllocateBase<NCAllocatePass> {
-  void runOnOperation() override;
+/// One instruction's use of an allocation (directly or through a view).
+struct Use {
+  int64_t position;
+  Operation *op;
 };
 
+/// Places a kernel's SBUF and PSUM tiles in one sweep over the program.
+/// When an SBUF tile does not fit, live tiles are spilled: each is stored to
+/// an HBM scratch tensor just before the allocation that needs its space
+/// and reloaded into a new tile just before its next use, which later uses
+/// then read. Victims are those needed furthest in the future (Belady),
+/// tiles that hold no data yet first (they move for free).
+class TileAllocator {
+public:
+  TileAllocator(func::FuncOp kernel, const trnrt::Target &target,
+                int64_t sbufCapacity)
+      : kernel(kernel), target(target), body(kernel.getBody().front()),
+        sbufCapacity(sbufCapacity), sbuf(sbufCapacity),
+        psumBankBusy(target.psumBanks, false) {}
+
+  LogicalResult run();
+  int64_t spilledTiles = 0, spilledBytes = 0;
+
+private:
+  int64_t lastUse(AllocOp alloc, int64_t here) {
+    const SmallVector<Use> &list = uses[alloc.getResult()];
+    return list.empty() ? here : std::max(list.back().position, here);
+  }
+  LogicalResult place(AllocOp alloc, int64_t here);
+  void release(AllocOp alloc);
+  std::optional<int64_t> placeSbuf(RangeAllocator &space, int64_t bytes) {
+    return bytes >= kLargeTileBytes ? space.allocateHigh(bytes, kSbufAlignment)
+                                    : space.allocate(bytes, kSbufAlignment);
+  }
+  /// Spills live tiles until `alloc` fits; its offset, or nullopt (and no
+  /// change) when spilling every eligible tile would not make room.
+  std::optional<int64_t> spillFor(AllocOp alloc, int64_t here);
+  /// Moves `victim`'s uses from position `here` on to a new tile (stored
+  /// before `insertionPoint` and reloaded before its next use if it holds
+  /// data).
+  void spill(AllocOp victim, int64_t here, Operation *insertionPoint);
+  /// `value` (the victim or a view of it) rebuilt on `fresh` before `user`.
+  Value remap(Value value, Operation *user, OpBuilder &builder,
+              llvm::DenseMap<Value, Value> &remapped);
+  /// Copies between a tile and its spill tensor, in chunks whose HBM rows
+  /// stay within the 16-bit access-pattern strides.
+  SmallVector<Operation *> copy(OpBuilder &builder, Location loc, Value hbm,
+                                Value tile, bool store);
+
+  func::FuncOp kernel;
+  const trnrt::Target &target;
+  Block &body;
+  int64_t sbufCapacity;
+  RangeAllocator sbuf;
+  std::vector<bool> psumBankBusy;
+  unsigned nextBank = 0;
+  int64_t nextLoadQueue = 0, nextStoreQueue = 0;
+  llvm::DenseMap<Operation *, int64_t> index;
+  llvm::DenseMap<Value, SmallVector<Use>> uses;
+  llvm::DenseSet<Operation *> preplaced;
+  /// Live allocations ordered by last use, to free them as the sweep passes.
+  std::multimap<int64_t, AllocOp> live;
+  /// Views of spilled tiles, and tiles moved before holding data, that may
+  /// have lost their last user (erased after the sweep, so that no new op
+  /// reuses a pointer the maps above still hold).
+  llvm::SetVector<Operation *> orphanCandidates;
+};
+
+/// Spill copies move at most this many elements per partition each: the
+/// HBM rows of a chunk are this far apart, and HBM strides are 16-bit.
+constexpr int64_t kSpillChunkElements = 32767;
+
 } // namespace
+
+LogicalResult TileAllocator::run() {
+  int64_t position = 0;
+  for (Operation &op : body) {
+    index[&op] = position;
+    if (auto alloc = dyn_cast<AllocOp>(op);
+        alloc && alloc.getStartPartition() && alloc.getByteOffset())
+      preplaced.insert(alloc);
+    // Views only compute addresses: an allocation is live where instructions
+    // touch it.
+    if (!isa<ViewOp, HbmReshapeOp>(op)) {
+      for (Value operand : op.getOperands()) {
+        SmallVector<Use> &list = uses[rootOf(operand)];
+        if (list.empty() || list.back().op != &op)
+          list.push_back({position, &op});
+      }
+    }
+    ++position;
+  }
+
+  int64_t here = 0;
+  for (Operation &op : body) {
+    // Ops the spiller inserted ahead of the sweep (views) have no position.
+    if (auto found = index.find(&op); found != index.end())
+      here = found->second;
+    while (!live.empty() && live.begin()->first < here) {
+      release(live.begin()->second);
+      live.erase(live.begin());
+    }
+    if (auto alloc = dyn_cast<AllocOp>(op))
+      if (failed(place(alloc, here)))
+        return failure();
+  }
+
+  // Drop the views that spilling left without users (innermost first).
+  while (!orphanCandidates.empty()) {
+    Operation *op = orphanCandidates.pop_back_val();
+    if (!op->use_empty())
+      continue;
+    if (auto view = dyn_cast<ViewOp>(op))
+      if (Operation *parent = view.getSource().getDefiningOp())
+        orphanCandidates.insert(parent);
+    op->erase();
+  }
+  return success();
+}
+
+void TileAllocator::release(AllocOp alloc) {
+  auto type = alloc.getType();
+  int64_t offset = *alloc.getByteOffset();
+  if (type.getMemory() == MemorySpace::psum)
+    psumBankBusy[offset / target.psumBankBytes] = false;
+  else
+    sbuf.release(offset, type.getFreeBytes());
+}
+
+LogicalResult TileAllocator::place(AllocOp alloc, int64_t here) {
+  OpBuilder builder(kernel.getContext());
+  TileType type = alloc.getType();
+  // A tile nobody uses still gets an address, live at its definition.
+  int64_t end = lastUse(alloc, here);
+  if (preplaced.contains(alloc)) {
+    // Pre-placed: reserve what it covers so later tiles avoid it.
+    bool taken;
+    if (type.getMemory() == MemorySpace::psum) {
+      auto bank = *alloc.getByteOffset() / target.psumBankBytes;
+      taken = psumBankBusy[bank];
+      psumBankBusy[bank] = true;
+    } else {
+      taken = !sbuf.reserve(*alloc.getByteOffset(), type.getFreeBytes());
+    }
+    if (taken)
+      return alloc.emitError("its fixed address overlaps a tile that is live "
+                             "at the same time");
+    live.emplace(end, alloc);
+    return success();
+  }
+  int64_t offset = 0;
+  if (type.getMemory() == MemorySpace::psum) {
+    // Round robin over the banks, for the same reason as next fit.
+    auto bank = psumBankBusy.end();
+    for (unsigned step = 0; step < psumBankBusy.size(); ++step) {
+      unsigned candidate = (nextBank + step) % psumBankBusy.size();
+      if (!psumBankBusy[candidate]) {
+        bank = psumBankBusy.begin() + candidate;
+        nextBank = (candidate + 1) % psumBankBusy.size();
+        break;
+      }
+    }
+    if (bank == psumBankBusy.end())
+      return alloc.emitError()
+             << "all " << target.psumBanks
+             << " PSUM banks hold live tiles; the kernel needs fewer "
+                "accumulation groups in flight";
+    *bank = true;
+    offset = (bank - psumBankBusy.begin()) * target.psumBankBytes;
+  } else {
+    int64_t bytes = type.getFreeBytes();
+    std::optional<int64_t> placed = placeSbuf(sbuf, bytes);
+    if (!placed)
+      placed = spillFor(alloc, here);
+    if (!placed)
+      return alloc.emitError()
+             << "SBUF is full: " << bytes
+             << " more bytes per partition do not fit next to the "
+             << sbuf.used(sbufCapacity) << " in use (of " << sbufCapacity
+             << "), and spilling the tiles not needed before this one's first "
+                "use would not make room";
+    offset = *placed;
+  }
+  alloc.setStartPartitionAttr(builder.getI64IntegerAttr(0));
+  alloc.setByteOffsetAttr(builder.getI64IntegerAttr(offset));
+  live.emplace(end, alloc);
+  return success();
+}
+
+std::optional<int64_t> TileAllocator::spillFor(AllocOp alloc, int64_t here) {
+  const SmallVector<Use> &own = uses[alloc.getResult()];
+  int64_t neededAt = own.empty() ? here : own.front().position;
+  struct Candidate {
+    AllocOp alloc;
+    int64_t nextUse;
+    bool holdsData;
+  };
+  SmallVector<Candidate> candidates;
+  for (auto &[end, other] : live) {
+    if (other.getType().getMemory() != MemorySpace::sbuf ||
+        preplaced.contains(other))
+      continue;
+    const SmallVector<Use> &list = uses[other.getResult()];
+    auto next = llvm::lower_bound(list, here, [](const Use &use, int64_t at) {
+      return use.position < at;
+    });
+    // A tile the instruction that first needs `alloc` (or one before it)
+    // also needs cannot make room.
+    if (next == list.end() || next->position <= neededAt)
+      continue;
+    candidates.push_back({other, next->position, next != list.begin()});
+  }
+  llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
+    if (a.holdsData != b.holdsData)
+      return !a.holdsData;
+    return a.nextUse > b.nextUse;
+  });
+
+  // Find the shortest prefix of the candidates whose space makes room.
+  int64_t bytes = alloc.getType().getFreeBytes();
+  RangeAllocator trial = sbuf;
+  std::optional<int64_t> offset;
+  size_t victims = 0;
+  while (!offset && victims < candidates.size()) {
+    AllocOp victim = candidates[victims++].alloc;
+    trial.release(*victim.getByteOffset(), victim.getType().getFreeBytes());
+    offset = placeSbuf(trial, bytes);
+  }
+  if (!offset)
+    return std::nullopt;
+  sbuf = trial;
+  for (const Candidate &candidate : ArrayRef(candidates).take_front(victims)) {
+    int64_t end = lastUse(candidate.alloc, here);
+    auto [first, last] = live.equal_range(end);
+    for (auto it = first; it != last; ++it)
+      if (it->second == candidate.alloc) {
+        live.erase(it);
+        break;
+      }
+    spill(candidate.alloc, here, alloc);
+  }
+  return offset;
+}
+
+void TileAllocator::spill(AllocOp victim, int64_t here,
+                          Operation *insertionPoint) {
+  Value old = victim.getResult();
+  TileType type = victim.getType();
+  SmallVector<Use> &list = uses[old];
+  auto next = llvm::lower_bound(
+      list, here, [](const Use &use, int64_t at) { return use.position < at; });
+  bool holdsData = next != list.begin();
+  SmallVector<Use> moved(next, list.end());
+  list.erase(next, list.end());
+  Operation *nextUser = moved.front().op;
+  int64_t nextPosition = moved.front().position;
+
+  OpBuilder builder(kernel.getContext());
+  Location loc = victim.getLoc();
+  Value hbm;
+  if (!holdsData)
+    orphanCandidates.insert(victim);
+  if (holdsData) {
+    builder.setInsertionPoint(insertionPoint);
+    auto hbmType = HbmType::get(kernel.getContext(),
+                                {type.getPartitions(), type.getFreeElements()},
+                                type.getElementType());
+    hbm = builder.create<HbmAllocOp>(
+        loc, hbmType,
+        builder.getStringAttr("spill" + std::to_string(spilledTiles)),
+        IntegerAttr());
+    copy(builder, loc, hbm, old, /*store=*/true);
+    ++spilledTiles;
+    spilledBytes += hbmBytes(hbmType);
+  }
+
+  builder.setInsertionPoint(nextUser);
+  auto fresh = builder.create<AllocOp>(loc, type, IntegerAttr(), IntegerAttr());
+  index[fresh] = nextPosition;
+  SmallVector<Use> freshUses;
+  if (holdsData)
+    for (Operation *load : copy(builder, loc, hbm, fresh, /*store=*/false)) {
+      index[load] = nextPosition;
+      freshUses.push_back({nextPosition, load});
+    }
+  llvm::DenseMap<Value, Value> remapped{{old, fresh.getResult()}};
+  for (const Use &use : moved) {
+    for (OpOperand &operand : use.op->getOpOperands())
+      if (rootOf(operand.get()) == old)
+        operand.set(remap(operand.get(), use.op, builder, remapped));
+    freshUses.push_back(use);
+  }
+  uses[fresh.getResult()] = std::move(freshUses);
+}
+
+Value TileAllocator::remap(Value value, Operation *user, OpBuilder &builder,
+                           llvm::DenseMap<Value, Value> &remapped) {
+  if (Value done = remapped.lookup(value))
+    return done;
+  auto view = value.getDefiningOp<ViewOp>();
+  Value source = remap(view.getSource(), user, builder, remapped);
+  builder.setInsertionPoint(user);
+  auto clone = cast<ViewOp>(builder.clone(*view));
+  clone.getSourceMutable().assign(source);
+  orphanCandidates.insert(view);
+  remapped[value] = clone.getResult();
+  return clone.getResult();
+}
+
+SmallVector<Operation *> TileAllocator::copy(OpBuilder &builder, Location loc,
+                                             Value hbm, Value tile,
+                                             bool store) {
+  auto type = cast<TileType>(tile.getType());
+  int64_t partitions = type.getPartitions();
+  int64_t elements = type.getFreeElements();
+  SmallVector<Operation *> copies;
+  for (int64_t c0 = 0; c0 < elements; c0 += kSpillChunkElements) {
+    int64_t width = std::min(kSpillChunkElements, elements - c0);
+    auto hbmView = builder.create<ViewOp>(
+        loc,
+        TileType::get(builder.getContext(), MemorySpace::hbm,
+                      {partitions, width}, type.getElementType()),
+        hbm, builder.getI64IntegerAttr(0),
+        builder.getI64IntegerAttr(partitions * c0),
+        builder.getI64IntegerAttr(width), builder.getDenseI64ArrayAttr({1}));
+    Value window = tile;
+    if (type.getFreeShape().size() != 1 || width != elements)
+      window = builder.create<ViewOp>(
+          loc,
+          TileType::get(builder.getContext(), type.getMemory(),
+                        {partitions, width}, type.getElementType()),
+          tile, builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(c0),
+          builder.getI64IntegerAttr(0), builder.getDenseI64ArrayAttr({1}));
+    Value dst = store ? Value(hbmView) : window;
+    Value src = store ? window : Value(hbmView);
+    // Rotate over each direction's queues, like the lowering's transfers.
+    int64_t queue = store ? kLoadQueues + nextStoreQueue++ % kStoreQueues
+                          : nextLoadQueue++ % kLoadQueues;
+    copies.push_back(builder.create<DmaCopyOp>(
+        loc, dst, src, builder.getI64IntegerAttr(queue)));
+  }
+  return copies;
+}
+
+namespace {
+struct NCAllocatePass : nc::impl::NCAllocateBase<NCAllocatePass> {
+  using NCAllocateBase::NCAllocateBase;
+  void runOnOperation() override;
+};
+} // namespace
+
+/// HBM scratch tensors share the scratch region by liveness (from their
+/// nc.hbm_alloc to their last use), first fit from offset 0; the exporter
+/// places the region after the arguments and constants.
+static LogicalResult placeScratch(Block &body) {
+  llvm::DenseMap<Operation *, int64_t> index;
+  llvm::DenseMap<Value, int64_t> lastUse;
+  int64_t position = 0;
+  for (Operation &op : body) {
+    index[&op] = position;
+    for (Value operand : op.getOperands())
+      lastUse[rootOf(operand)] = position;
+    ++position;
+  }
+  RangeAllocator scratch(std::numeric_limits<int64_t>::max() / 2);
+  std::multimap<int64_t, std::pair<int64_t, int64_t>> liveScratch;
+  OpBuilder builder(body.getParentOp()->getContext());
+  for (Operation &op : body) {
+    int64_t here = index[&op];
+    while (!liveScratch.empty() && liveScratch.begin()->first < here) {
+      auto [offset, bytes] = liveScratch.begin()->second;
+      scratch.release(offset, bytes);
+      liveScratch.erase(liveScratch.begin());
+    }
+    auto alloc = dyn_cast<HbmAllocOp>(op);
+    if (!alloc)
+      continue;
+    int64_t bytes = std::max<int64_t>(1, hbmBytes(alloc.getType()));
+    int64_t end = std::max(lastUse.lookup(alloc.getResult()), here);
+    if (std::optional<int64_t> fixed = alloc.getByteOffset()) {
+      if (!scratch.reserve(*fixed, bytes))
+        return alloc.emitError("its fixed scratch offset overlaps a scratch "
+                               "tensor that is live at the same time");
+      liveScratch.emplace(end, std::make_pair(*fixed, bytes));
+      continue;
+    }
+    std::optional<int64_t> offset = scratch.allocateLowest(bytes, 64);
+    if (!offset)
+      return alloc.emitError("HBM scratch address space exhausted");
+    alloc.setByteOffsetAttr(builder.getI64IntegerAttr(*offset));
+    liveScratch.emplace(end, std::make_pair(*offset, bytes));
+  }
+  return success();
+}
 
 void NCAllocatePass::runOnOperation() {
   func::FuncOp kernel = getOperation();
@@ -145,141 +535,29 @@ void NCAllocatePass::runOnOperation() {
     kernel.emitError("nc-allocate expects a kernel with one block");
     return signalPassFailure();
   }
-  Block &body = kernel.getBody().front();
-
-  // Last use (op index) of every allocation, through its views.
-  llvm::DenseMap<Operation *, int64_t> index;
-  llvm::DenseMap<Value, int64_t> lastUse;
-  int64_t position = 0;
-  for (Operation &op : body) {
-    index[&op] = position;
-    for (Value operand : op.getOperands())
-      lastUse[rootOf(operand)] = position;
-    ++position;
+  int64_t capacity = target->sbufUsableBytesPerPartition;
+  if (sbufBytes != 0) {
+    if (sbufBytes < 0 || sbufBytes > capacity) {
+      // At the kernel's location, without the kernel printed after it.
+      mlir::emitError(kernel.getLoc())
+          << "nc-allocate sbuf-bytes=" << static_cast<int64_t>(sbufBytes)
+          << " is outside [1, " << capacity << "] (" << target->name
+          << "'s usable SBUF per partition)";
+      return signalPassFailure();
+    }
+    capacity = static_cast<int64_t>(sbufBytes);
   }
-
-  // HBM scratch tensors share the scratch region by liveness (from their
-  // nc.hbm_alloc to their last use), first fit from offset 0; the exporter
-  // places the region after the arguments and constants.
-  {
-    RangeAllocator scratch(std::numeric_limits<int64_t>::max() / 2);
-    std::multimap<int64_t, std::pair<int64_t, int64_t>> liveScratch;
-    OpBuilder hbmBuilder(kernel.getContext());
-    for (Operation &op : body) {
-      int64_t here = index[&op];
-      while (!liveScratch.empty() && liveScratch.begin()->first < here) {
-        auto [offset, bytes] = liveScratch.begin()->second;
-        scratch.release(offset, bytes);
-        liveScratch.erase(liveScratch.begin());
-      }
-      auto alloc = dyn_cast<HbmAllocOp>(op);
-      if (!alloc)
-        continue;
-      int64_t bytes = std::max<int64_t>(1, hbmBytes(alloc.getType()));
-      int64_t end = std::max(lastUse.lookup(alloc.getResult()), here);
-      if (std::optional<int64_t> fixed = alloc.getByteOffset()) {
-        if (!scratch.reserve(*fixed, bytes)) {
-          alloc.emitError("its fixed scratch offset overlaps a scratch "
-                          "tensor that is live at the same time");
-          return signalPassFailure();
-        }
-        liveScratch.emplace(end, std::make_pair(*fixed, bytes));
-        continue;
-      }
-      std::optional<int64_t> offset = scratch.allocateLowest(bytes, 64);
-      if (!offset) {
-        alloc.emitError("HBM scratch address space exhausted");
-        return signalPassFailure();
-      }
-      alloc.setByteOffsetAttr(hbmBuilder.getI64IntegerAttr(*offset));
-      liveScratch.emplace(end, std::make_pair(*offset, bytes));
-    }
-  }
-
-  int64_t sbufCapacity = target->sbufUsableBytesPerPartition;
-  RangeAllocator sbuf(sbufCapacity);
-  std::vector<bool> psumBankBusy(target->psumBanks, false);
-  unsigned nextBank = 0;
-  // Live allocations ordered by last use, to free them as the sweep passes.
-  std::multimap<int64_t, AllocOp> live;
-  OpBuilder builder(kernel.getContext());
-
-  auto release = [&](AllocOp alloc) {
-    auto type = alloc.getType();
-    int64_t offset = *alloc.getByteOffset();
-    if (type.getMemory() == MemorySpace::psum)
-      psumBankBusy[offset / target->psumBankBytes] = false;
-    else
-      sbuf.release(offset, type.getFreeBytes());
-  };
-
-  for (Operation &op : body) {
-    int64_t here = index[&op];
-    while (!live.empty() && live.begin()->first < here) {
-      release(live.begin()->second);
-      live.erase(live.begin());
-    }
-    auto alloc = dyn_cast<AllocOp>(op);
-    if (!alloc)
-      continue;
-    TileType type = alloc.getType();
-    // A tile nobody uses still gets an address, live at its definition.
-    int64_t end = lastUse.lookup(alloc.getResult());
-    end = std::max(end, here);
-    if (alloc.getStartPartition() && alloc.getByteOffset()) {
-      // Pre-placed: reserve what it covers so later tiles avoid it.
-      bool taken;
-      if (type.getMemory() == MemorySpace::psum) {
-        auto bank = *alloc.getByteOffset() / target->psumBankBytes;
-        taken = psumBankBusy[bank];
-        psumBankBusy[bank] = true;
-      } else {
-        taken = !sbuf.reserve(*alloc.getByteOffset(), type.getFreeBytes());
-      }
-      if (taken) {
-        alloc.emitError("its fixed address overlaps a tile that is live at "
-                        "the same time");
-        return signalPassFailure();
-      }
-      live.emplace(end, alloc);
-      continue;
-    }
-    int64_t offset = 0;
-    if (type.getMemory() == MemorySpace::psum) {
-      // Round robin over the banks, for the same reason as next fit.
-      auto bank = psumBankBusy.end();
-      for (unsigned step = 0; step < psumBankBusy.size(); ++step) {
-        unsigned candidate = (nextBank + step) % psumBankBusy.size();
-        if (!psumBankBusy[candidate]) {
-          bank = psumBankBusy.begin() + candidate;
-          nextBank = (candidate + 1) % psumBankBusy.size();
-          break;
-        }
-      }
-      if (bank == psumBankBusy.end()) {
-        alloc.emitError() << "all " << target->psumBanks
-                          << " PSUM banks hold live tiles; the kernel needs "
-                             "fewer accumulation groups in flight";
-        return signalPassFailure();
-      }
-      *bank = true;
-      offset = (bank - psumBankBusy.begin()) * target->psumBankBytes;
-    } else {
-      int64_t bytes = type.getFreeBytes();
-      std::optional<int64_t> placed =
-          bytes >= kLargeTileBytes ? sbuf.allocateHigh(bytes, kSbufAlignment)
-                                   : sbuf.allocate(bytes, kSbufAlignment);
-      if (!placed) {
-        alloc.emitError() << "SBUF is full: " << type.getFreeBytes()
-                          << " more bytes per partition do not fit next to the "
-                          << sbuf.used(sbufCapacity) << " in use (of "
-                          << sbufCapacity << ")";
-        return signalPassFailure();
-      }
-      offset = *placed;
-    }
-    alloc.setStartPartitionAttr(builder.getI64IntegerAttr(0));
-    alloc.setByteOffsetAttr(builder.getI64IntegerAttr(offset));
-    live.emplace(end, alloc);
+  TileAllocator tiles(kernel, *target, capacity);
+  if (failed(tiles.run()))
+    return signalPassFailure();
+  // Spilling adds scratch tensors: place them with the lowering's.
+  if (failed(placeScratch(kernel.getBody().front())))
+    return signalPassFailure();
+  if (tiles.spilledTiles > 0) {
+    OpBuilder builder(kernel.getContext());
+    kernel->setAttr(NCDialect::getSpilledTilesAttrName(),
+                    builder.getI64IntegerAttr(tiles.spilledTiles));
+    kernel->setAttr(NCDialect::getSpilledBytesAttrName(),
+                    builder.getI64IntegerAttr(tiles.spilledBytes));
   }
 }

@@ -32,6 +32,8 @@ def NC_Dialect : Dialect {
 
     Ordering between engines is explicit: after scheduling, every instruction
     carries `nc.waits = [[semaphore, value], ...]` and `nc.signal = s`.
+    A kernel whose tiles did not fit in SBUF records what nc-allocate spilled
+    to HBM: `nc.spilled_tiles` and `nc.spilled_bytes`.
   }];
   let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
@@ -42,6 +44,9 @@ def NC_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getTargetAttrName() { return "nc.target"; }
     static constexpr ::llvm::StringLiteral getNameAttrName() { return "nc.name"; }
     static constexpr ::llvm::StringLiteral getKindAttrName() { return "nc.kind"; }
+    /// What nc-allocate spilled to HBM (kernel function attributes).
+    static constexpr ::llvm::StringLiteral getSpilledTilesAttrName() { return "nc.spilled_tiles"; }
+    static constexpr ::llvm::StringLiteral getSpilledBytesAttrName() { return "nc.spilled_bytes"; }
     /// The name of the updated value of an "inout" argument.
     static constexpr ::llvm::StringLiteral getOutputNameAttrName() { return "nc.output_name"; }
   }];

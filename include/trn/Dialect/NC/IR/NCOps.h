@@ -17,4 +17,12 @@
 #define GET_OP_CLASSES
 #include "trn/Dialect/NC/IR/NCOps.h.inc"
 
+namespace mlir::nc {
+/// The compiler's split of the 16 DMA queues: loads (HBM to SBUF) take
+/// queues [0, kLoadQueues), stores the kStoreQueues after them. A queue runs
+/// in order, and a store waits for the compute that produces its data, which
+/// would hold back loads queued behind it that later compute needs.
+constexpr int64_t kLoadQueues = 12, kStoreQueues = 4;
+} // namespace mlir::nc
+
 #endif // TRN_DIALECT_NC_IR_NCOPS_H

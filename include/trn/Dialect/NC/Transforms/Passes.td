@@ -12,16 +12,30 @@ def NCAllocate : Pass<"nc-allocate", "::mlir::func::FuncOp"> {
     live from its allocation to its last use (directly or through a view);
     tiles whose live ranges do not overlap share memory. SBUF tiles occupy all
     partitions from 0 at a first-fit byte range; every PSUM tile takes one of
-    the 8 banks. A kernel whose live tiles do not fit is an error naming the
-    tile and the bytes in use (spilling is the lowering's job). Addresses
-    already present are kept and respected.
+    the 8 banks. Addresses already present are kept and respected.
 
-    HBM scratch tensors (`nc.hbm_alloc`) get a `byte_offset` in the scratch
+    When an SBUF tile does not fit, live tiles are spilled to HBM: each is
+    stored to a scratch tensor just before the allocation that needs its
+    space and reloaded into a new tile just before its next use, which that
+    use and the later ones then read (views are rebuilt on the new tile). The
+    victims are the tiles needed furthest in the future (Belady's choice),
+    tiles that hold no data yet first (they move without a copy); a tile the
+    new one's first instruction also needs is never a victim. The kernel
+    records `nc.spilled_tiles` and `nc.spilled_bytes`. A tile that does not
+    fit even so, and a PSUM tile with all banks taken, are errors naming the
+    tile.
+
+    HBM scratch tensors (`nc.hbm_alloc`, spills included) get a `byte_offset` in the scratch
     region the same way: live from their allocation to their last use, first
     fit from offset 0, so intermediates that are never live together share
     HBM. nc-insert-sync orders accesses to placed scratch by bytes, not by
     tensor.
   }];
+  let options = [
+    Option<"sbufBytes", "sbuf-bytes", "int64_t", "0",
+           "SBUF bytes per partition to allocate from (0: all the target's "
+           "usable SBUF); smaller values force spilling, for tests">,
+  ];
 }
 
 def NCInsertSync : Pass<"nc-insert-sync", "::mlir::func::FuncOp"> {
