@@ -16,11 +16,13 @@
 
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
+#include "trn/Dialect/NC/IR/NCOps.h"
 #include "trn/Dialect/Trn/Utils/GraphHash.h"
 #include "trn/Driver/Pipeline.h"
 #include "trn/InitAll.h"
 
 #include "trnrt/Artifact.h"
+#include "trnrt/Numerics.h"
 #include "trnrt/Simulator.h"
 #include "trnrt/Target.h"
 
@@ -559,6 +561,8 @@ struct ProgramSummary {
   uint64_t sbufPeakBytesPerPartition = 0;
   uint64_t psumPeakBytesPerPartition = 0;
   uint64_t hbmBytes = 0;
+  /// Tiles nc-allocate spilled to HBM (and reloaded), and their bytes.
+  uint64_t spilledTiles = 0, spilledBytes = 0;
   // Capacities of the target, to show how much headroom is left.
   uint64_t sbufUsableBytesPerPartition = 0;
   uint64_t psumBytesPerPartition = 0;
@@ -594,6 +598,16 @@ ProgramSummary summarize(const trnrt::Program &program, bool simulate) {
   summary.sbufPeakBytesPerPartition = program.sbufPeakBytesPerPartition;
   summary.psumPeakBytesPerPartition = program.psumPeakBytesPerPartition;
   summary.hbmBytes = program.hbmBytes;
+  for (const trnrt::HbmTensor &tensor : program.tensors)
+    if (tensor.kind == trnrt::HbmTensor::Kind::Scratch &&
+        llvm::StringRef(tensor.name)
+            .starts_with(mlir::nc::kSpillTensorPrefix)) {
+      uint64_t bytes = trnrt::dtypeSizeInBytes(tensor.dtype);
+      for (int64_t size : tensor.shape)
+        bytes *= static_cast<uint64_t>(size);
+      ++summary.spilledTiles;
+      summary.spilledBytes += bytes;
+    }
   const trnrt::Target *target = trnrt::lookupTarget(program.target);
   if (!target) {
     summary.deviceTimeError = "unknown target '" + program.target + "'";
@@ -691,6 +705,13 @@ void printTable(llvm::raw_ostream &os, const std::string &graphName,
      << formatUse(summary.psumPeakBytesPerPartition,
                   summary.psumBytesPerPartition)
      << " per partition\n";
+  os << "SBUF spills    ";
+  if (summary.spilledTiles == 0)
+    os << "none\n";
+  else
+    os << summary.spilledTiles
+       << (summary.spilledTiles == 1 ? " tile, " : " tiles, ")
+       << formatBytes(summary.spilledBytes) << " stored to HBM and reloaded\n";
   os << "HBM            "
      << formatUse(summary.hbmBytes, summary.hbmBytesPerCore) << "\n";
   os << "device time    ";
@@ -723,6 +744,8 @@ void writeSummaryJson(llvm::json::OStream &json,
                  static_cast<int64_t>(summary.psumPeakBytesPerPartition));
   json.attribute("psum_bytes_per_partition",
                  static_cast<int64_t>(summary.psumBytesPerPartition));
+  json.attribute("spilled_tiles", static_cast<int64_t>(summary.spilledTiles));
+  json.attribute("spilled_bytes", static_cast<int64_t>(summary.spilledBytes));
   json.attribute("hbm_bytes", static_cast<int64_t>(summary.hbmBytes));
   json.attribute("hbm_bytes_per_core",
                  static_cast<int64_t>(summary.hbmBytesPerCore));

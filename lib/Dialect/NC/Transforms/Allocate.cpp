@@ -398,7 +398,8 @@ void TileAllocator::spill(AllocOp victim, int64_t here,
                                 type.getElementType());
     hbm = builder.create<HbmAllocOp>(
         loc, hbmType,
-        builder.getStringAttr("spill" + std::to_string(spilledTiles)),
+        builder.getStringAttr(kSpillTensorPrefix +
+                              std::to_string(spilledTiles)),
         IntegerAttr());
     copy(builder, loc, hbm, old, /*store=*/true);
     ++spilledTiles;
