@@ -526,6 +526,8 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
     stats.hbmToHbmBytes += result.hbmToHbmBytes;
     stats.spillSaveBytes += result.spillSaveBytes;
     stats.spillReloadBytes += result.spillReloadBytes;
+    stats.scratchSaveBytes += result.scratchSaveBytes;
+    stats.scratchReloadBytes += result.scratchReloadBytes;
   }
   if (stream.engine == Engine::Dma && duration > 0.0) {
     // Starts are non-decreasing, so the union of busy intervals grows at

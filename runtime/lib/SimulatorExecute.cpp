@@ -1486,15 +1486,20 @@ void SimulatorCoreBase::noteDmaTraffic(const TileView &src, const TileView &dst,
     result.sbufToHbmBytes += dstBytes;
   else
     result.sbufToSbufBytes += srcBytes;
+  // The compiler places spill tensors apart from the other scratch tensors
+  // (intermediates share bytes only among themselves), so the address tells
+  // which kind a transfer touches.
   if (srcHbm) {
     const HbmTensor *tensor = findTensorAt(src.minByte);
     if (tensor && tensor->kind == HbmTensor::Kind::Scratch)
-      result.spillReloadBytes += srcBytes;
+      (tensor->isSpill() ? result.spillReloadBytes
+                         : result.scratchReloadBytes) += srcBytes;
   }
   if (dstHbm) {
     const HbmTensor *tensor = findTensorAt(dst.minByte);
     if (tensor && tensor->kind == HbmTensor::Kind::Scratch)
-      result.spillSaveBytes += dstBytes;
+      (tensor->isSpill() ? result.spillSaveBytes : result.scratchSaveBytes) +=
+          dstBytes;
   }
 }
 

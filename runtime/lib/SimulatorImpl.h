@@ -172,6 +172,7 @@ struct ExecResult {
   uint64_t hbmToSbufBytes = 0, sbufToHbmBytes = 0;
   uint64_t sbufToSbufBytes = 0, hbmToHbmBytes = 0;
   uint64_t spillSaveBytes = 0, spillReloadBytes = 0;
+  uint64_t scratchSaveBytes = 0, scratchReloadBytes = 0;
 };
 
 class SimulatorCoreBase {

@@ -16,7 +16,6 @@
 
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
-#include "trn/Dialect/NC/IR/NCOps.h"
 #include "trn/Dialect/Trn/Utils/GraphHash.h"
 #include "trn/Driver/Pipeline.h"
 #include "trn/InitAll.h"
@@ -599,9 +598,7 @@ ProgramSummary summarize(const trnrt::Program &program, bool simulate) {
   summary.psumPeakBytesPerPartition = program.psumPeakBytesPerPartition;
   summary.hbmBytes = program.hbmBytes;
   for (const trnrt::HbmTensor &tensor : program.tensors)
-    if (tensor.kind == trnrt::HbmTensor::Kind::Scratch &&
-        llvm::StringRef(tensor.name)
-            .starts_with(mlir::nc::kSpillTensorPrefix)) {
+    if (tensor.isSpill()) {
       uint64_t bytes = trnrt::dtypeSizeInBytes(tensor.dtype);
       for (int64_t size : tensor.shape)
         bytes *= static_cast<uint64_t>(size);

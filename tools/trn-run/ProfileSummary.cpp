@@ -135,6 +135,10 @@ std::string formatProfileSummary(const SimulationStats &stats,
   appendf(out, "  spills               %.3f MiB saved, %.3f MiB reloaded\n",
           mib(stats.spillSaveBytes), mib(stats.spillReloadBytes));
   appendf(out,
+          "  scratch              %.3f MiB written, %.3f MiB read "
+          "(intermediates in HBM)\n",
+          mib(stats.scratchSaveBytes), mib(stats.scratchReloadBytes));
+  appendf(out,
           "  dma transfers        %llu, average %.0f bytes, queues active "
           "%.1f%%\n",
           static_cast<unsigned long long>(stats.dmaCount),
@@ -194,7 +198,11 @@ nlohmann::json profileSummaryJson(const SimulationStats &stats, size_t top) {
                        {"opcode", opcodeName(record.opcode)},
                        {"start_ns", record.startNs},
                        {"duration_ns", record.endNs - record.startNs}});
-  return {{"sbuf_read_bytes", stats.sbufReadBytes},
+  return {{"spill_save_bytes", stats.spillSaveBytes},
+          {"spill_reload_bytes", stats.spillReloadBytes},
+          {"scratch_write_bytes", stats.scratchSaveBytes},
+          {"scratch_read_bytes", stats.scratchReloadBytes},
+          {"sbuf_read_bytes", stats.sbufReadBytes},
           {"sbuf_write_bytes", stats.sbufWriteBytes},
           {"psum_read_bytes", stats.psumReadBytes},
           {"psum_write_bytes", stats.psumWriteBytes},

@@ -355,7 +355,8 @@ int main(int argc, char **argv) {
         {"sbuf_to_hbm_bytes", stats.sbufToHbmBytes},
         {"dma_count", stats.dmaCount},
         {"average_dma_bytes", stats.averageDmaBytes},
-        {"spill_bytes", stats.spillBytes()}};
+        {"spill_bytes", stats.spillBytes()},
+        {"scratch_bytes", stats.scratchSaveBytes + stats.scratchReloadBytes}};
     for (size_t e = 0; e < stats.engines.size(); ++e)
       out["engine_busy_percent"][engines[e]] = stats.engines[e].busyPercent;
     if (options.profileSummary)

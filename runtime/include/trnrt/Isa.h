@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trnrt {
@@ -196,6 +197,10 @@ struct Instruction {
   uint32_t meshAxes = 0; ///< bitmask of mesh axes the collective spans
 };
 
+/// Scratch tensors whose name starts with this hold SBUF tiles the compiler
+/// spilled to HBM ("spill<N>"); the other scratch tensors hold intermediates.
+inline constexpr std::string_view kSpillTensorPrefix = "spill";
+
 /// A named HBM tensor of the program (inputs, outputs, constants, scratch).
 struct HbmTensor {
   std::string name;
@@ -211,6 +216,12 @@ struct HbmTensor {
   int32_t aliasesInput = -1; ///< Output updating input #n in place
   std::string role;          ///< trn.role
   std::vector<uint8_t> data; ///< Constant: the bytes
+
+  bool isSpill() const {
+    return kind == Kind::Scratch &&
+           std::string_view(name).substr(0, kSpillTensorPrefix.size()) ==
+               kSpillTensorPrefix;
+  }
 };
 
 struct Program {

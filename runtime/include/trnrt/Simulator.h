@@ -104,10 +104,15 @@ struct SimulationStats {
   uint64_t hbmToHbmBytes = 0;
   uint64_t dmaCount = 0;
   double averageDmaBytes = 0.0;
-  /// DMAs that write (save) or read (reload) Scratch HBM tensors.
+  /// DMAs that write (save) or read (reload) the HBM tensors holding
+  /// spilled SBUF tiles (HbmTensor::isSpill).
   uint64_t spillSaveBytes = 0;
   uint64_t spillReloadBytes = 0;
   uint64_t spillBytes() const { return spillSaveBytes + spillReloadBytes; }
+  /// DMAs that write or read the other Scratch tensors: intermediates that
+  /// make a round trip through HBM between kernels' tiles.
+  uint64_t scratchSaveBytes = 0;
+  uint64_t scratchReloadBytes = 0;
 
   /// On-chip operand traffic of every instruction (DMA sides included):
   /// bytes of the access patterns read (sources, scalar columns, indices,

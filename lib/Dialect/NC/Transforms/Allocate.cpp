@@ -4,6 +4,7 @@
 
 #include "Footprint.h"
 
+#include "trnrt/Isa.h"
 #include "trnrt/Target.h"
 
 #include "mlir/IR/Builders.h"
@@ -398,7 +399,7 @@ void TileAllocator::spill(AllocOp victim, int64_t here,
                                 type.getElementType());
     hbm = builder.create<HbmAllocOp>(
         loc, hbmType,
-        builder.getStringAttr(kSpillTensorPrefix +
+        builder.getStringAttr(std::string(trnrt::kSpillTensorPrefix) +
                               std::to_string(spilledTiles)),
         IntegerAttr());
     copy(builder, loc, hbm, old, /*store=*/true);
@@ -483,7 +484,9 @@ struct NCAllocatePass : nc::impl::NCAllocateBase<NCAllocatePass> {
 
 /// HBM scratch tensors share the scratch region by liveness (from their
 /// nc.hbm_alloc to their last use), first fit from offset 0; the exporter
-/// places the region after the arguments and constants.
+/// places the region after the arguments and constants. Spill tensors get a
+/// part of the region of their own, after the intermediates' high-water
+/// mark: the simulator's profile tells spills from intermediates by address.
 static LogicalResult placeScratch(Block &body) {
   llvm::DenseMap<Operation *, int64_t> index;
   llvm::DenseMap<Value, int64_t> lastUse;
@@ -494,33 +497,40 @@ static LogicalResult placeScratch(Block &body) {
       lastUse[rootOf(operand)] = position;
     ++position;
   }
-  RangeAllocator scratch(std::numeric_limits<int64_t>::max() / 2);
-  std::multimap<int64_t, std::pair<int64_t, int64_t>> liveScratch;
   OpBuilder builder(body.getParentOp()->getContext());
-  for (Operation &op : body) {
-    int64_t here = index[&op];
-    while (!liveScratch.empty() && liveScratch.begin()->first < here) {
-      auto [offset, bytes] = liveScratch.begin()->second;
-      scratch.release(offset, bytes);
-      liveScratch.erase(liveScratch.begin());
+  int64_t highWater = 0;
+  for (bool spills : {false, true}) {
+    int64_t base = spills ? (highWater + 63) / 64 * 64 : 0;
+    RangeAllocator scratch(std::numeric_limits<int64_t>::max() / 2);
+    std::multimap<int64_t, std::pair<int64_t, int64_t>> liveScratch;
+    for (Operation &op : body) {
+      int64_t here = index[&op];
+      while (!liveScratch.empty() && liveScratch.begin()->first < here) {
+        auto [offset, bytes] = liveScratch.begin()->second;
+        scratch.release(offset, bytes);
+        liveScratch.erase(liveScratch.begin());
+      }
+      auto alloc = dyn_cast<HbmAllocOp>(op);
+      if (!alloc ||
+          alloc.getName().starts_with(trnrt::kSpillTensorPrefix) != spills)
+        continue;
+      int64_t bytes = std::max<int64_t>(1, hbmBytes(alloc.getType()));
+      int64_t end = std::max(lastUse.lookup(alloc.getResult()), here);
+      if (std::optional<int64_t> fixed = alloc.getByteOffset()) {
+        if (*fixed < base || !scratch.reserve(*fixed - base, bytes))
+          return alloc.emitError("its fixed scratch offset overlaps a scratch "
+                                 "tensor that is live at the same time");
+        liveScratch.emplace(end, std::make_pair(*fixed - base, bytes));
+        highWater = std::max(highWater, *fixed + bytes);
+        continue;
+      }
+      std::optional<int64_t> offset = scratch.allocateLowest(bytes, 64);
+      if (!offset)
+        return alloc.emitError("HBM scratch address space exhausted");
+      alloc.setByteOffsetAttr(builder.getI64IntegerAttr(base + *offset));
+      liveScratch.emplace(end, std::make_pair(*offset, bytes));
+      highWater = std::max(highWater, base + *offset + bytes);
     }
-    auto alloc = dyn_cast<HbmAllocOp>(op);
-    if (!alloc)
-      continue;
-    int64_t bytes = std::max<int64_t>(1, hbmBytes(alloc.getType()));
-    int64_t end = std::max(lastUse.lookup(alloc.getResult()), here);
-    if (std::optional<int64_t> fixed = alloc.getByteOffset()) {
-      if (!scratch.reserve(*fixed, bytes))
-        return alloc.emitError("its fixed scratch offset overlaps a scratch "
-                               "tensor that is live at the same time");
-      liveScratch.emplace(end, std::make_pair(*fixed, bytes));
-      continue;
-    }
-    std::optional<int64_t> offset = scratch.allocateLowest(bytes, 64);
-    if (!offset)
-      return alloc.emitError("HBM scratch address space exhausted");
-    alloc.setByteOffsetAttr(builder.getI64IntegerAttr(*offset));
-    liveScratch.emplace(end, std::make_pair(*offset, bytes));
   }
   return success();
 }

@@ -23,9 +23,6 @@ namespace mlir::nc {
 /// in order, and a store waits for the compute that produces its data, which
 /// would hold back loads queued behind it that later compute needs.
 constexpr int64_t kLoadQueues = 12, kStoreQueues = 4;
-/// nc-allocate names the scratch tensors that hold spilled tiles
-/// "spill<N>"; reports count them by this prefix.
-constexpr llvm::StringLiteral kSpillTensorPrefix = "spill";
 } // namespace mlir::nc
 
 #endif // TRN_DIALECT_NC_IR_NCOPS_H
