@@ -1,7 +1,7 @@
 // Attention forward with a value size of 320: a 128-row chunk of V spans
-// 40960 elements, beyond the 16-bit DMA stride, so the resident V is loaded
-// one chunk per DMA. 300 keys: two full chunks and a tail; 130 queries: a
-// full block and a 2-row one.
+// 40960 elements, beyond a 16-bit stride; the resident V still loads with one
+// DMA (HBM windows are not 16-bit bound). 300 keys: two full chunks and a
+// tail; 130 queries: a full block and a 2-row one.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-eval %s --random 17 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q

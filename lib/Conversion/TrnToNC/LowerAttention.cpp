@@ -116,16 +116,9 @@ public:
         tailRows(count % kPartitions) {
     if (fullChunks > 0) {
       full = kb.tile(MemorySpace::sbuf, kPartitions, {fullChunks, cols}, type);
-      // One DMA for all full chunks while the chunk stride fits the 16-bit
-      // access pattern; otherwise one per chunk.
-      if (kPartitions * cols <= kMaxStride) {
-        kb.dma(full, kb.view(hbm, row0 * cols, kPartitions, cols,
-                             {fullChunks, cols}, {kPartitions * cols, 1}));
-      } else {
-        for (int64_t c = 0; c < fullChunks; ++c)
-          kb.dma(chunk(c), kb.rowTile(hbm, cols, row0 + c * kPartitions,
-                                      kPartitions, 0, cols));
-      }
+      // One DMA for all full chunks (HBM strides are not 16-bit bound).
+      kb.dma(full, kb.view(hbm, row0 * cols, kPartitions, cols,
+                           {fullChunks, cols}, {kPartitions * cols, 1}));
     }
     if (tailRows > 0) {
       tail = kb.tile(MemorySpace::sbuf, tailRows, {cols}, type);

@@ -104,10 +104,6 @@ LogicalResult FusionLowering::addSource(Value bodyValue, Value input,
   source.hbm = lowering.hbmOf(input);
   source.elementType = type.getElementType();
   source.access = computeBroadcastAccess(type.getShape(), dims, shape);
-  if (std::abs(source.access.columnStride) > kMaxStride ||
-      std::abs(source.access.partitionStride) > kMaxStride)
-    return fail(fusion, "an input needs an access-pattern stride beyond 16 "
-                        "bits");
   sources[bodyValue] = source;
   return success();
 }

@@ -23,8 +23,6 @@ using namespace mlir::nc;
 constexpr int64_t kTileColumns = 2048;
 constexpr int64_t kPartitions = 128;
 constexpr int64_t kMatmulM = 128, kMatmulN = 512, kMatmulK = 128;
-/// HBM-side DMA strides are 16-bit like every access pattern.
-constexpr int64_t kMaxStride = 32767;
 
 SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape);
 int64_t product(ArrayRef<int64_t> values);

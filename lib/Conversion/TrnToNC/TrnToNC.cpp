@@ -176,12 +176,6 @@ LogicalResult Lowering::copy(Operation *op, ArrayRef<int64_t> iterShape,
     rank = 2;
   }
   int64_t pDim = rank - 2, fDim = rank - 1;
-  for (const Side *side : {&s, &d})
-    if (std::abs(side->strides[fDim]) > kMaxStride)
-      return op->emitError("'")
-             << op->getName() << "' needs an element stride of "
-             << side->strides[fDim]
-             << ", beyond the 16-bit access patterns; not lowered yet";
   Type elementType = cast<HbmType>(src.tensor.getType()).getElementType();
   SmallVector<int64_t> outer(shape.begin(), shape.begin() + pDim);
   int64_t outerCount = product(outer);
@@ -310,9 +304,6 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
           lhsMStride = lk == 1 ? lhsCols : 1;
   int64_t rhsKStride = rk == 0 ? rhsCols : 1,
           rhsNStride = rk == 0 ? 1 : rhsCols;
-  if (lhsKStride > kMaxStride || rhsKStride > kMaxStride)
-    return op.emitError("'trn.dot_general' operands are too wide for 16-bit "
-                        "access-pattern strides; not lowered yet");
   int64_t kTiles = (k + kMatmulK - 1) / kMatmulK;
   // Column blocks are two PSUM banks wide (1024 columns, two accumulators
   // per M block) when such a moving panel (all K tiles of the block) fits in
@@ -615,7 +606,7 @@ LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
   // column with element-strided ones.
   bool onesMatmul =
       leading && !trailing && op.getKind() == trn::ReduceKind::sum &&
-      (elementType.isF32() || elementType.isBF16()) && kept <= kMaxStride;
+      (elementType.isF32() || elementType.isBF16());
   if (onesMatmul) {
     Value ones = kb.tile(MemorySpace::sbuf, kPartitions, {1}, elementType);
     builder.create<MemsetOp>(kb.loc, ones, llvm::APFloat(1.0f), Engine::vector);
@@ -641,9 +632,6 @@ LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
   // kept elements.
   int64_t reducedStride = trailing ? 1 : kept;
   int64_t keptStride = trailing ? reduced : 1;
-  if (reducedStride > kMaxStride)
-    return op.emitError("'trn.reduce' rows are too far apart for 16-bit "
-                        "access-pattern strides; not lowered yet");
   for (int64_t p0 = 0; p0 < kept; p0 += kPartitions) {
     int64_t rows = std::min(kPartitions, kept - p0);
     Value total;

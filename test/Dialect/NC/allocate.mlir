@@ -91,38 +91,38 @@ func.func @sbuf_full() {
 // -----
 
 // When %a is not needed until after %b's first use, it is spilled instead. Its
-// 40000 elements per partition move in two DMAs (HBM rows of one DMA are at
-// most 32767 elements apart: strides are 16-bit), on two queues each way; the
-// views of the 2-D tile are flat windows of its free elements.
+// 70000 elements per partition move in two DMAs each way (access-pattern sizes
+// are 16-bit), on two queues; the views of the 2-D tile are flat windows of
+// its free elements.
 // CHECK-LABEL: func @spill_chunks
-// CHECK-SAME: nc.spilled_bytes = 20480000 : i64, nc.spilled_tiles = 1 : i64
-// CHECK: %[[A:.*]] = nc.alloc {byte_offset = 20224 : i64, start_partition = 0 : i64} : <sbuf, 128x20000x2xf32>
-// CHECK: %[[S:.*]] = nc.hbm_alloc "spill0" {byte_offset = 0 : i64} : <128x40000xf32>
-// CHECK-NEXT: %[[H0:.*]] = nc.view %[[S]] strides [1] {partition_stride = 32767 : i64} : !nc.hbm<128x40000xf32> -> <hbm, 128x32767xf32>
-// CHECK-NEXT: %[[T0:.*]] = nc.view %[[A]] strides [1] : !nc.tile<sbuf, 128x20000x2xf32> -> <sbuf, 128x32767xf32>
+// CHECK-SAME: nc.spilled_bytes = 17920000 : i64, nc.spilled_tiles = 1 : i64
+// CHECK: %[[A:.*]] = nc.alloc {byte_offset = 40192 : i64, start_partition = 0 : i64} : <sbuf, 128x35000x2xbf16>
+// CHECK: %[[S:.*]] = nc.hbm_alloc "spill0" {byte_offset = 0 : i64} : <128x70000xbf16>
+// CHECK-NEXT: %[[H0:.*]] = nc.view %[[S]] strides [1] {partition_stride = 65535 : i64} : !nc.hbm<128x70000xbf16> -> <hbm, 128x65535xbf16>
+// CHECK-NEXT: %[[T0:.*]] = nc.view %[[A]] strides [1] : !nc.tile<sbuf, 128x35000x2xbf16> -> <sbuf, 128x65535xbf16>
 // CHECK-NEXT: nc.dma_copy %[[H0]], %[[T0]] {queue = 12 : i64}
-// CHECK-NEXT: %[[H1:.*]] = nc.view %[[S]] strides [1] {offset = 4194176 : i64, partition_stride = 7233 : i64} : !nc.hbm<128x40000xf32> -> <hbm, 128x7233xf32>
-// CHECK-NEXT: %[[T1:.*]] = nc.view %[[A]] strides [1] {offset = 32767 : i64} : !nc.tile<sbuf, 128x20000x2xf32> -> <sbuf, 128x7233xf32>
+// CHECK-NEXT: %[[H1:.*]] = nc.view %[[S]] strides [1] {offset = 8388480 : i64, partition_stride = 4465 : i64} : !nc.hbm<128x70000xbf16> -> <hbm, 128x4465xbf16>
+// CHECK-NEXT: %[[T1:.*]] = nc.view %[[A]] strides [1] {offset = 65535 : i64} : !nc.tile<sbuf, 128x35000x2xbf16> -> <sbuf, 128x4465xbf16>
 // CHECK-NEXT: nc.dma_copy %[[H1]], %[[T1]] {queue = 13 : i64}
-// CHECK-NEXT: nc.alloc {byte_offset = 140224 : i64, start_partition = 0 : i64} : <sbuf, 128x10000xf32>
+// CHECK-NEXT: nc.alloc {byte_offset = 136192 : i64, start_partition = 0 : i64} : <sbuf, 128x11000xf32>
 // CHECK-NEXT: nc.memset
-// CHECK-NEXT: %[[A2:.*]] = nc.alloc {byte_offset = 20224 : i64, start_partition = 0 : i64} : <sbuf, 128x20000x2xf32>
+// CHECK-NEXT: %[[A2:.*]] = nc.alloc {byte_offset = 40192 : i64, start_partition = 0 : i64} : <sbuf, 128x35000x2xbf16>
 // CHECK-NEXT: nc.view %[[S]]
 // CHECK-NEXT: nc.view %[[A2]]
-// CHECK-NEXT: nc.dma_copy {{.*}} : <sbuf, 128x32767xf32>, <hbm, 128x32767xf32>
+// CHECK-NEXT: nc.dma_copy {{.*}} : <sbuf, 128x65535xbf16>, <hbm, 128x65535xbf16>
 // CHECK-NEXT: nc.view %[[S]]
 // CHECK-NEXT: nc.view %[[A2]]
-// CHECK-NEXT: nc.dma_copy {{.*}} {queue = 1 : i64} : <sbuf, 128x7233xf32>, <hbm, 128x7233xf32>
-// CHECK-NEXT: %[[FLAT:.*]] = nc.view %[[A2]] strides [1] : !nc.tile<sbuf, 128x20000x2xf32> -> <sbuf, 128x40000xf32>
-// CHECK-NEXT: nc.dma_copy %{{.*}}, %[[FLAT]]
-func.func @spill_chunks(%h: !nc.hbm<128x20000x2xf32>) {
-  %hv = nc.view %h strides [1] {partition_stride = 40000} : !nc.hbm<128x20000x2xf32> -> !nc.tile<hbm, 128x40000xf32>
-  %a = nc.alloc : !nc.tile<sbuf, 128x20000x2xf32>
-  %aflat = nc.view %a strides [1] : !nc.tile<sbuf, 128x20000x2xf32> -> !nc.tile<sbuf, 128x40000xf32>
-  nc.dma_copy %aflat, %hv : !nc.tile<sbuf, 128x40000xf32>, !nc.tile<hbm, 128x40000xf32>
-  %b = nc.alloc : !nc.tile<sbuf, 128x10000xf32>
-  nc.memset %b, 0.0 : !nc.tile<sbuf, 128x10000xf32>
-  nc.dma_copy %hv, %aflat : !nc.tile<hbm, 128x40000xf32>, !nc.tile<sbuf, 128x40000xf32>
+// CHECK-NEXT: nc.dma_copy {{.*}} {queue = 1 : i64} : <sbuf, 128x4465xbf16>, <hbm, 128x4465xbf16>
+// CHECK-NEXT: %[[HALF:.*]] = nc.view %[[A2]] strides [1] : !nc.tile<sbuf, 128x35000x2xbf16> -> <sbuf, 128x35000xbf16>
+// CHECK-NEXT: nc.dma_copy %{{.*}}, %[[HALF]]
+func.func @spill_chunks(%h: !nc.hbm<128x35000x2xbf16>) {
+  %hv = nc.view %h strides [1] {partition_stride = 70000} : !nc.hbm<128x35000x2xbf16> -> !nc.tile<hbm, 128x35000xbf16>
+  %a = nc.alloc : !nc.tile<sbuf, 128x35000x2xbf16>
+  %half = nc.view %a strides [1] : !nc.tile<sbuf, 128x35000x2xbf16> -> !nc.tile<sbuf, 128x35000xbf16>
+  nc.dma_copy %half, %hv : !nc.tile<sbuf, 128x35000xbf16>, !nc.tile<hbm, 128x35000xbf16>
+  %b = nc.alloc : !nc.tile<sbuf, 128x11000xf32>
+  nc.memset %b, 0.0 : !nc.tile<sbuf, 128x11000xf32>
+  nc.dma_copy %hv, %half : !nc.tile<hbm, 128x35000xbf16>, !nc.tile<sbuf, 128x35000xbf16>
   return
 }
 

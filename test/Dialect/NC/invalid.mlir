@@ -113,8 +113,16 @@ func.func @f(%t: !nc.tile<sbuf, 128x64xf32>) {
 // -----
 
 func.func @f(%t: !nc.tile<sbuf, 128x64xf32>) {
-  // expected-error @+1 {{stride 40000 does not fit in 16 bits}}
+  // expected-error @+1 {{stride 40000 does not fit in 16 bits (on-chip access-pattern strides are int16)}}
   %0 = nc.view %t strides [40000] : !nc.tile<sbuf, 128x64xf32> -> !nc.tile<sbuf, 128x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%h: !nc.hbm<2x8xf32>) {
+  // expected-error @+1 {{HBM stride 2199023255553 is beyond 2^40 elements}}
+  %0 = nc.view %h strides [1] {partition_stride = 2199023255553} : !nc.hbm<2x8xf32> -> !nc.tile<hbm, 1x8xf32>
   return
 }
 

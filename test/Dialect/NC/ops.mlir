@@ -73,3 +73,14 @@ func.func @embedding(%table: !nc.hbm<1000x64xf32>) {
   %s = nc.hbm_alloc "spill0" : !nc.hbm<128x64xf32>
   return
 }
+
+// HBM windows are DMA descriptors: their strides are not 16-bit bound (rows
+// of a 50257-word vocabulary, a column of it).
+// CHECK-LABEL: func @wide_hbm_rows
+func.func @wide_hbm_rows(%logits: !nc.hbm<256x50257xf32>) {
+  // CHECK: nc.view %{{.*}} strides [1] {offset = 40000 : i64, partition_stride = 50257 : i64}
+  %rows = nc.view %logits strides [1] {offset = 40000, partition_stride = 50257} : !nc.hbm<256x50257xf32> -> !nc.tile<hbm, 128x2048xf32>
+  // CHECK: nc.view %{{.*}} strides [50257] {offset = 7 : i64, partition_stride = 6432896 : i64}
+  %column = nc.view %logits strides [50257] {offset = 7, partition_stride = 6432896} : !nc.hbm<256x50257xf32> -> !nc.tile<hbm, 2x128xf32>
+  return
+}

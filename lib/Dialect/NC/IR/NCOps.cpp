@@ -201,11 +201,22 @@ LogicalResult ViewOp::verify() {
     return emitOpError()
            << "needs one stride per free dimension of the result ("
            << result.getFreeShape().size() << "), got " << strides.size();
-  for (int64_t stride : strides)
-    if (stride < -32768 || stride > 32767)
+  // Engine access patterns have int16 strides; an HBM window is a DMA
+  // descriptor, bounded only by the tensor (docs/isa.md). The HBM bound keeps
+  // the extent arithmetic below far from overflow.
+  bool onChip = isa<TileType>(getSource().getType());
+  constexpr int64_t kMaxHbmStride = int64_t(1) << 40;
+  SmallVector<int64_t> allStrides(strides);
+  allStrides.push_back(static_cast<int64_t>(getPartitionStride()));
+  for (int64_t stride : allStrides) {
+    if (onChip && (stride < -32768 || stride > 32767))
       return emitOpError() << "stride " << stride
-                           << " does not fit in 16 bits (access-pattern "
-                              "strides are int16)";
+                           << " does not fit in 16 bits (on-chip "
+                              "access-pattern strides are int16)";
+    if (!onChip && (stride < -kMaxHbmStride || stride > kMaxHbmStride))
+      return emitOpError() << "HBM stride " << stride << " is beyond 2^40 "
+                           << "elements";
+  }
   // Lowest and highest element touched within one partition.
   int64_t low = getOffset(), high = getOffset();
   for (auto [size, stride] : llvm::zip(result.getFreeShape(), strides))

@@ -152,6 +152,12 @@ public:
 
   LogicalResult run();
   int64_t spilledTiles = 0, spilledBytes = 0;
+  /// Whether spilling changed the program (then positions are stale).
+  bool changed = false;
+  /// Position of every op before any change, and the last op using each
+  /// HBM tensor (through views too): the scratch placement's liveness.
+  llvm::DenseMap<Operation *, int64_t> index;
+  llvm::DenseMap<Value, int64_t> hbmLastUse;
 
 private:
   int64_t lastUse(AllocOp alloc, int64_t here) {
@@ -174,8 +180,8 @@ private:
   /// `value` (the victim or a view of it) rebuilt on `fresh` before `user`.
   Value remap(Value value, Operation *user, OpBuilder &builder,
               llvm::DenseMap<Value, Value> &remapped);
-  /// Copies between a tile and its spill tensor, in chunks whose HBM rows
-  /// stay within the 16-bit access-pattern strides.
+  /// Copies between a tile and its spill tensor, in chunks within the
+  /// 16-bit access-pattern sizes.
   SmallVector<Operation *> copy(OpBuilder &builder, Location loc, Value hbm,
                                 Value tile, bool store);
 
@@ -187,7 +193,6 @@ private:
   std::vector<bool> psumBankBusy;
   unsigned nextBank = 0;
   int64_t nextLoadQueue = 0, nextStoreQueue = 0;
-  llvm::DenseMap<Operation *, int64_t> index;
   llvm::DenseMap<Value, SmallVector<Use>> uses;
   llvm::DenseSet<Operation *> preplaced;
   /// Live allocations ordered by last use, to free them as the sweep passes.
@@ -199,8 +204,8 @@ private:
 };
 
 /// Spill copies move at most this many elements per partition each: the
-/// HBM rows of a chunk are this far apart, and HBM strides are 16-bit.
-constexpr int64_t kSpillChunkElements = 32767;
+/// access-pattern sizes are 16-bit (a tile's free elements may be more).
+constexpr int64_t kSpillChunkElements = 65535;
 
 } // namespace
 
@@ -211,14 +216,20 @@ LogicalResult TileAllocator::run() {
     if (auto alloc = dyn_cast<AllocOp>(op);
         alloc && alloc.getStartPartition() && alloc.getByteOffset())
       preplaced.insert(alloc);
-    // Views only compute addresses: an allocation is live where instructions
-    // touch it.
-    if (!isa<ViewOp, HbmReshapeOp>(op)) {
-      for (Value operand : op.getOperands()) {
-        SmallVector<Use> &list = uses[rootOf(operand)];
-        if (list.empty() || list.back().op != &op)
-          list.push_back({position, &op});
+    // Views only compute addresses: a tile is live where instructions touch
+    // it. (HBM scratch, placed later, counts views as uses too.)
+    bool instruction = !isa<ViewOp, HbmReshapeOp>(op);
+    for (Value operand : op.getOperands()) {
+      Value root = rootOf(operand);
+      if (isa<HbmType>(root.getType())) {
+        hbmLastUse[root] = position;
+        continue;
       }
+      if (!instruction)
+        continue;
+      SmallVector<Use> &list = uses[root];
+      if (list.empty() || list.back().op != &op)
+        list.push_back({position, &op});
     }
     ++position;
   }
@@ -376,6 +387,7 @@ std::optional<int64_t> TileAllocator::spillFor(AllocOp alloc, int64_t here) {
 
 void TileAllocator::spill(AllocOp victim, int64_t here,
                           Operation *insertionPoint) {
+  changed = true;
   Value old = victim.getResult();
   TileType type = victim.getType();
   SmallVector<Use> &list = uses[old];
@@ -487,19 +499,29 @@ struct NCAllocatePass : nc::impl::NCAllocateBase<NCAllocatePass> {
 /// places the region after the arguments and constants. Spill tensors get a
 /// part of the region of their own, after the intermediates' high-water
 /// mark: the simulator's profile tells spills from intermediates by address.
-static LogicalResult placeScratch(Block &body) {
-  llvm::DenseMap<Operation *, int64_t> index;
-  llvm::DenseMap<Value, int64_t> lastUse;
-  int64_t position = 0;
-  for (Operation &op : body) {
-    index[&op] = position;
-    for (Value operand : op.getOperands())
-      lastUse[rootOf(operand)] = position;
-    ++position;
+static LogicalResult placeScratch(Block &body,
+                                  llvm::DenseMap<Operation *, int64_t> &index,
+                                  llvm::DenseMap<Value, int64_t> &lastUse,
+                                  bool renumber) {
+  if (renumber) {
+    index.clear();
+    lastUse.clear();
+    int64_t position = 0;
+    for (Operation &op : body) {
+      index[&op] = position;
+      for (Value operand : op.getOperands())
+        lastUse[rootOf(operand)] = position;
+      ++position;
+    }
   }
+  bool anySpill = false;
+  for (auto alloc : body.getOps<HbmAllocOp>())
+    anySpill |= alloc.getName().starts_with(trnrt::kSpillTensorPrefix);
   OpBuilder builder(body.getParentOp()->getContext());
   int64_t highWater = 0;
   for (bool spills : {false, true}) {
+    if (spills && !anySpill)
+      break;
     int64_t base = spills ? (highWater + 63) / 64 * 64 : 0;
     RangeAllocator scratch(std::numeric_limits<int64_t>::max() / 2);
     std::multimap<int64_t, std::pair<int64_t, int64_t>> liveScratch;
@@ -562,7 +584,8 @@ void NCAllocatePass::runOnOperation() {
   if (failed(tiles.run()))
     return signalPassFailure();
   // Spilling adds scratch tensors: place them with the lowering's.
-  if (failed(placeScratch(kernel.getBody().front())))
+  if (failed(placeScratch(kernel.getBody().front(), tiles.index,
+                          tiles.hbmLastUse, /*renumber=*/tiles.changed)))
     return signalPassFailure();
   if (tiles.spilledTiles > 0) {
     OpBuilder builder(kernel.getContext());

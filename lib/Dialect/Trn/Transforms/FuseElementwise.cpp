@@ -27,8 +27,6 @@ constexpr int64_t kPartitions = 128;
 /// Free elements per tile in a group without a row reduction (the
 /// lowering's column chunk).
 constexpr int64_t kChunkColumns = 2048;
-/// Access patterns have 16-bit strides.
-constexpr int64_t kMaxStride = 32767;
 
 bool hasI64(Operation *op) {
   auto isI64 = [](Type type) {
@@ -119,9 +117,6 @@ bool Fuser::canReadBroadcast(BroadcastInDimOp op, unsigned gi) const {
   int64_t rows = 1;
   for (int64_t d : ArrayRef(g.shape).drop_back())
     rows *= d;
-  if (std::abs(access.columnStride) > kMaxStride ||
-      std::abs(access.partitionStride) > kMaxStride)
-    return false;
   return access.rowBlock >= std::min(rows, kPartitions);
 }
 
