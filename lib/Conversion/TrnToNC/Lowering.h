@@ -159,6 +159,15 @@ private:
                      const Side &src, const Side &dst);
   LogicalResult lowerDot(trn::DotGeneralOp op);
   LogicalResult lowerReduce(trn::ReduceOp op);
+  /// out[outBase + k * outStride] = reduce over r < reduced of
+  /// in[inBase + k * keptStride + r * reducedStride], for k < kept.
+  void reduceStrided(Value in, int64_t inBase, int64_t kept, int64_t keptStride,
+                     int64_t reduced, int64_t reducedStride, Value out,
+                     int64_t outBase, int64_t outStride, AluOp alu);
+  /// out[outBase + c] = sum over r < rows of in[inBase + r * cols + c], for
+  /// c < cols, as matmuls with a ones column.
+  void sumRowsOnTensorEngine(Value in, int64_t inBase, int64_t rows,
+                             int64_t cols, Value out, int64_t outBase);
   LogicalResult lowerConstant(trn::ConstantOp op);
   LogicalResult lowerIota(trn::IotaOp op);
   LogicalResult lowerConvertI64(trn::ConvertOp op);

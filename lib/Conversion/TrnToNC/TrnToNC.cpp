@@ -573,72 +573,20 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
   return success();
 }
 
-/// Reductions over trailing dims (rows on partitions, reduced elements
-/// along the free dim) or leading dims (kept elements on partitions, reduced
-/// rows along the free dim with a stride).
-LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
-  if (failed(checkTileable(op)))
-    return failure();
-  auto type = cast<RankedTensorType>(op.getOperand().getType());
-  ArrayRef<int64_t> dims = op.getDims();
-  int64_t rank = type.getRank();
-  bool trailing = true, leading = true;
-  for (auto [i, d] : llvm::enumerate(dims)) {
-    trailing &=
-        d == rank - static_cast<int64_t>(dims.size()) + static_cast<int64_t>(i);
-    leading &= d == static_cast<int64_t>(i);
-  }
-  if (!trailing && !leading)
-    return op.emitError("'trn.reduce' over dims that are neither leading nor "
-                        "trailing is not lowered yet");
-  AluOp alu = aluOpFor(op.getKind());
-  int64_t reduced = product(trailing ? type.getShape().take_back(dims.size())
-                                     : type.getShape().take_front(dims.size()));
-  int64_t kept = product(type.getShape()) / std::max<int64_t>(reduced, 1);
-  Value in = hbmOf(op.getOperand());
-  Value out = newTensor(op.getResult());
-  Type elementType = type.getElementType();
+void Lowering::reduceStrided(Value in, int64_t inBase, int64_t kept,
+                             int64_t keptStride, int64_t reduced,
+                             int64_t reducedStride, Value out, int64_t outBase,
+                             int64_t outStride, AluOp alu) {
   Type f32 = builder.getF32Type();
-  // Sums over leading dims (bias and norm-weight gradients) run on the
-  // Tensor Engine: a ones column as the stationary operand adds up to 128
-  // rows of a row-major tile per matmul into a [1, 512] PSUM accumulator, so
-  // every input row is read with one contiguous DMA instead of each kept
-  // column with element-strided ones.
-  bool onesMatmul =
-      leading && !trailing && op.getKind() == trn::ReduceKind::sum &&
-      (elementType.isF32() || elementType.isBF16());
-  if (onesMatmul) {
-    Value ones = kb.tile(MemorySpace::sbuf, kPartitions, {1}, elementType);
-    builder.create<MemsetOp>(kb.loc, ones, llvm::APFloat(1.0f), Engine::vector);
-    for (int64_t c0 = 0; c0 < kept; c0 += kMatmulN) {
-      int64_t width = std::min(kMatmulN, kept - c0);
-      Value acc = kb.tile(MemorySpace::psum, 1, {width}, f32);
-      for (int64_t r0 = 0; r0 < reduced; r0 += kPartitions) {
-        int64_t rows = std::min(kPartitions, reduced - r0);
-        Value t = kb.tile(MemorySpace::sbuf, rows, {width}, elementType);
-        kb.dma(t, kb.rowTile(in, kept, r0, rows, c0, width));
-        Value stationary =
-            rows == kPartitions ? ones : kb.window(ones, {rows, 1}, 0);
-        builder.create<MatmulOp>(kb.loc, acc, stationary, t,
-                                 /*accumulate=*/r0 > 0);
-      }
-      Value result = kb.tile(MemorySpace::sbuf, 1, {width}, elementType);
-      kb.scalarCopy(result, acc);
-      kb.dma(kb.view(out, c0, 1, width, {width}, {1}), result);
-    }
-    return success();
-  }
-  // Per kept index: element stride between reduced elements, and between
-  // kept elements.
-  int64_t reducedStride = trailing ? 1 : kept;
-  int64_t keptStride = trailing ? reduced : 1;
+  Type inType = cast<HbmType>(in.getType()).getElementType();
+  Type outType = cast<HbmType>(out.getType()).getElementType();
   for (int64_t p0 = 0; p0 < kept; p0 += kPartitions) {
     int64_t rows = std::min(kPartitions, kept - p0);
     Value total;
     for (int64_t c0 = 0; c0 < reduced; c0 += kTileColumns) {
       int64_t width = std::min(kTileColumns, reduced - c0);
-      Value t = kb.tile(MemorySpace::sbuf, rows, {width}, elementType);
-      kb.dma(t, kb.view(in, p0 * keptStride + c0 * reducedStride, rows,
+      Value t = kb.tile(MemorySpace::sbuf, rows, {width}, inType);
+      kb.dma(t, kb.view(in, inBase + p0 * keptStride + c0 * reducedStride, rows,
                         keptStride, {width}, {reducedStride}));
       Value partial = kb.tile(MemorySpace::sbuf, rows, {1}, f32);
       builder.create<TensorReduceOp>(kb.loc, alu, partial, t, false,
@@ -652,9 +600,114 @@ LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
                                      Engine::vector);
       total = next;
     }
-    Value result = kb.tile(MemorySpace::sbuf, rows, {1}, elementType);
+    Value result = kb.tile(MemorySpace::sbuf, rows, {1}, outType);
     builder.create<TensorCopyOp>(kb.loc, result, total, Engine::vector);
-    kb.dma(kb.view(out, p0, rows, 1, {1}, {1}), result);
+    kb.dma(kb.view(out, outBase + p0 * outStride, rows, outStride, {1}, {1}),
+           result);
+  }
+}
+
+void Lowering::sumRowsOnTensorEngine(Value in, int64_t inBase, int64_t rows,
+                                     int64_t cols, Value out, int64_t outBase) {
+  Type f32 = builder.getF32Type();
+  Type inType = cast<HbmType>(in.getType()).getElementType();
+  Type outType = cast<HbmType>(out.getType()).getElementType();
+  Value ones = kb.tile(MemorySpace::sbuf, kPartitions, {1}, inType);
+  builder.create<MemsetOp>(kb.loc, ones, llvm::APFloat(1.0f), Engine::vector);
+  for (int64_t c0 = 0; c0 < cols; c0 += kMatmulN) {
+    int64_t width = std::min(kMatmulN, cols - c0);
+    Value acc = kb.tile(MemorySpace::psum, 1, {width}, f32);
+    for (int64_t r0 = 0; r0 < rows; r0 += kPartitions) {
+      int64_t count = std::min(kPartitions, rows - r0);
+      Value t = kb.tile(MemorySpace::sbuf, count, {width}, inType);
+      kb.dma(t,
+             kb.view(in, inBase + r0 * cols + c0, count, cols, {width}, {1}));
+      Value stationary =
+          count == kPartitions ? ones : kb.window(ones, {count, 1}, 0);
+      builder.create<MatmulOp>(kb.loc, acc, stationary, t,
+                               /*accumulate=*/r0 > 0);
+    }
+    Value result = kb.tile(MemorySpace::sbuf, 1, {width}, outType);
+    kb.scalarCopy(result, acc);
+    kb.dma(kb.view(out, outBase + c0, 1, width, {width}, {1}), result);
+  }
+}
+
+/// Reductions over any dims. Each maximal run of adjacent reduced dims is
+/// one pass over a row-major [A, R, C] view (A: the dims before the run, C:
+/// the dims after), from the last run to the first, through f32 scratch
+/// between passes. C = 1 (trailing dims): rows on partitions, reduced
+/// elements along the free dim. Otherwise the kept C elements go on
+/// partitions with the R reduced ones strided along the free dim, per outer
+/// index; or, when C is small and A large, the A outer indices go on
+/// partitions, per inner index. Sums whose kept elements are contiguous
+/// (float sums over leading dims: bias and norm-weight gradients, means over
+/// a sequence) run on the Tensor Engine: a ones column as the stationary
+/// operand adds up to 128 rows of a row-major tile per matmul into a
+/// [1, 512] PSUM accumulator, so every input row is read with one contiguous
+/// DMA instead of each kept column with element-strided ones.
+LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
+  if (failed(checkTileable(op)))
+    return failure();
+  auto type = cast<RankedTensorType>(op.getOperand().getType());
+  SmallVector<int64_t> dims(op.getDims());
+  llvm::sort(dims);
+  SmallVector<int64_t> shape(type.getShape());
+  Type elementType = type.getElementType();
+  AluOp alu = aluOpFor(op.getKind());
+
+  // Runs of adjacent reduced dims, last first: reducing a later run leaves
+  // the dims of the earlier ones where they were.
+  SmallVector<std::pair<int64_t, int64_t>> runs;
+  for (int64_t d : dims) {
+    if (!runs.empty() && runs.back().second == d)
+      ++runs.back().second;
+    else
+      runs.push_back({d, d + 1});
+  }
+  std::reverse(runs.begin(), runs.end());
+
+  Value in = hbmOf(op.getOperand());
+  Value result = newTensor(op.getResult());
+  if (runs.empty()) {
+    // Nothing reduced: a copy (trn.reduce folds this away at -O1 and up).
+    runs.push_back({0, 0});
+  }
+  for (auto [i, run] : llvm::enumerate(runs)) {
+    auto [d0, d1] = run;
+    int64_t outer = product(ArrayRef(shape).take_front(d0));
+    int64_t reduced = product(ArrayRef(shape).slice(d0, d1 - d0));
+    int64_t inner = product(ArrayRef(shape).drop_front(d1));
+    shape.erase(shape.begin() + d0, shape.begin() + d1);
+    bool last = i + 1 == runs.size();
+    // Between passes, partial results stay in f32 (integers are reduced in
+    // f32 by the engines anyway).
+    Value out = last ? result
+                     : kb.scratch(shape, elementType.isIntOrIndex()
+                                             ? elementType
+                                             : builder.getF32Type());
+    Type inType = cast<HbmType>(in.getType()).getElementType();
+    bool sumOnTensorEngine = op.getKind() == trn::ReduceKind::sum &&
+                             (inType.isF32() || inType.isBF16()) && inner > 1;
+    if (inner == 1) {
+      reduceStrided(in, 0, outer, reduced, reduced, 1, out, 0, 1, alu);
+    } else if (sumOnTensorEngine ||
+               outer * ((inner + kPartitions - 1) / kPartitions) <=
+                   inner * ((outer + kPartitions - 1) / kPartitions)) {
+      for (int64_t a = 0; a < outer; ++a) {
+        if (sumOnTensorEngine)
+          sumRowsOnTensorEngine(in, a * reduced * inner, reduced, inner, out,
+                                a * inner);
+        else
+          reduceStrided(in, a * reduced * inner, inner, 1, reduced, inner, out,
+                        a * inner, 1, alu);
+      }
+    } else {
+      for (int64_t c = 0; c < inner; ++c)
+        reduceStrided(in, c, outer, reduced * inner, reduced, inner, out, c,
+                      inner, alu);
+    }
+    in = out;
   }
   return success();
 }

@@ -59,10 +59,32 @@ func.func @int64(%a: tensor<4xi64>) -> tensor<4xi64> {
 
 // -----
 
-func.func @middle_reduce(%a: tensor<4x8x2xf32>) -> tensor<4x2xf32> {
-  // expected-error @+1 {{'trn.reduce' over dims that are neither leading nor trailing is not lowered yet}}
-  %0 = trn.reduce sum %a, dims = [1] : (tensor<4x8x2xf32>) -> tensor<4x2xf32>
-  return %0 : tensor<4x2xf32>
+// A max over a middle dim with a small inner size: per inner index, the
+// outer indices on partitions and the reduced ones strided along the free dim
+// (rows 16 apart, elements 2 apart, results 2 apart). A sum over dims 0, 2
+// and 3 takes two passes: the trailing run into f32 scratch, then the leading
+// dim as a ones-column matmul.
+// CHECK-LABEL: func.func @middle_reduce
+// CHECK: %[[T:.*]] = nc.alloc : <sbuf, 4x8xf32>
+// CHECK-NEXT: %[[IN0:.*]] = nc.view %arg0 strides [2] {partition_stride = 16 : i64}
+// CHECK-NEXT: nc.dma_copy %[[T]], %[[IN0]]
+// CHECK: nc.tensor_reduce max
+// CHECK: %[[OUT0:.*]] = nc.view %arg2 strides [1] {partition_stride = 2 : i64}
+// CHECK-NEXT: nc.dma_copy %[[OUT0]]
+// CHECK: nc.view %arg0 strides [2] {offset = 1 : i64, partition_stride = 16 : i64}
+// CHECK: nc.tensor_reduce max
+// CHECK: nc.view %arg2 strides [1] {offset = 1 : i64, partition_stride = 2 : i64}
+// CHECK: %[[SCRATCH:.*]] = nc.hbm_alloc "t0" : <2x3xf32>
+// CHECK: nc.tensor_reduce add {{.*}} : <sbuf, 6x1xf32>, <sbuf, 6x20xf32>
+// CHECK: nc.view %[[SCRATCH]]
+// CHECK: nc.memset %{{.*}}, 1.000000e+00 : <sbuf, 128x1xf32>
+// CHECK: nc.matmul {{.*}} : <psum, 1x3xf32>, <sbuf, 2x1xf32>, <sbuf, 2x3xf32>
+// CHECK: nc.dma_copy %{{.*}} : <hbm, 1x3xf32>, <sbuf, 1x3xf32>
+// CHECK-NEXT: return
+func.func @middle_reduce(%a: tensor<4x8x2xf32>, %b: tensor<2x3x4x5xf32>) -> (tensor<4x2xf32>, tensor<3xf32>) {
+  %0 = trn.reduce max %a, dims = [1] : (tensor<4x8x2xf32>) -> tensor<4x2xf32>
+  %1 = trn.reduce sum %b, dims = [0, 2, 3] : (tensor<2x3x4x5xf32>) -> tensor<3xf32>
+  return %0, %1 : tensor<4x2xf32>, tensor<3xf32>
 }
 
 // -----
