@@ -112,15 +112,14 @@ func.func @twice(%h: !nc.hbm<128x256xf32>) {
 
 // -----
 
-// Spilling cannot help when every live tile is read by the instruction that
-// first needs the new one.
+// Nothing helps when one instruction's tiles exceed SBUF.
 func.func @all_needed(%h: !nc.hbm<128x256xf32>) {
   %hv = nc.view %h strides [1] {partition_stride = 256} : !nc.hbm<128x256xf32> -> !nc.tile<hbm, 128x256xf32>
   %a = nc.alloc : !nc.tile<sbuf, 128x256xf32>
   %b = nc.alloc : !nc.tile<sbuf, 128x256xf32>
   nc.dma_copy %a, %hv : !nc.tile<sbuf, 128x256xf32>, !nc.tile<hbm, 128x256xf32>
   nc.dma_copy %b, %hv : !nc.tile<sbuf, 128x256xf32>, !nc.tile<hbm, 128x256xf32>
-  // expected-error @+1 {{SBUF is full: 1024 more bytes per partition do not fit next to the 2048 in use (of 2048), and spilling the tiles not needed before this one's first use would not make room}}
+  // expected-error @+1 {{SBUF is full: the instruction that first uses this tile needs 3072 bytes per partition of tiles, more than the 2048 it has (the kernel must use smaller tiles)}}
   %c = nc.alloc : !nc.tile<sbuf, 128x256xf32>
   nc.tensor_tensor add %c, %a, %b : !nc.tile<sbuf, 128x256xf32>, !nc.tile<sbuf, 128x256xf32>, !nc.tile<sbuf, 128x256xf32>
   return
@@ -138,5 +137,77 @@ func.func @fixed_not_spilled(%h: !nc.hbm<128x256xf32>) {
   %c = nc.alloc : !nc.tile<sbuf, 128x256xf32>
   nc.memset %c, 0.0 : !nc.tile<sbuf, 128x256xf32>
   nc.dma_copy %hv, %a : !nc.tile<hbm, 128x256xf32>, !nc.tile<sbuf, 128x256xf32>
+  return
+}
+
+// -----
+
+// Four 512-byte tiles fill SBUF; %d (1 KiB) is needed with %a and %c, at 0
+// and 1024. Spilling %b and %e (needed later) would free two 512-byte holes,
+// too small: %d first moves down to the add, where a window of SBUF is
+// cleared: %a (needed by the add, so reloaded elsewhere before it) and %b;
+// %e, needed last, spills to make room for %a's reload.
+// CHECK-LABEL: func @fragmented
+// CHECK-SAME: nc.spilled_tiles = 3 : i64
+// CHECK: %[[A:.*]] = nc.alloc {byte_offset = 0 : i64
+// CHECK: %[[B:.*]] = nc.alloc {byte_offset = 512 : i64
+// CHECK: %[[C:.*]] = nc.alloc {byte_offset = 1024 : i64
+// CHECK: %[[E:.*]] = nc.alloc {byte_offset = 1536 : i64
+// CHECK: nc.hbm_alloc "spill0"
+// CHECK: nc.dma_copy %{{.*}}, %[[A]] {queue = 12 : i64}
+// CHECK: nc.hbm_alloc "spill1"
+// CHECK: nc.dma_copy %{{.*}}, %[[B]] {queue = 13 : i64}
+// CHECK-NEXT: %[[D:.*]] = nc.alloc {byte_offset = 0 : i64, start_partition = 0 : i64} : <sbuf, 128x256xf32>
+// CHECK-NEXT: nc.view %[[D]]
+// CHECK-NEXT: nc.hbm_alloc "spill2"
+// CHECK: nc.dma_copy %{{.*}}, %[[E]] {queue = 14 : i64}
+// CHECK-NEXT: %[[A2:.*]] = nc.alloc {byte_offset = 1536 : i64
+// CHECK-NEXT: nc.view
+// CHECK-NEXT: nc.dma_copy %[[A2]]
+// CHECK-NEXT: nc.tensor_tensor add %{{.*}}, %[[A2]], %[[C]]
+func.func @fragmented(%h: !nc.hbm<128x128xf32>, %o: !nc.hbm<128x512xf32>) {
+  %hv = nc.view %h strides [1] {partition_stride = 128} : !nc.hbm<128x128xf32> -> !nc.tile<hbm, 128x128xf32>
+  %a = nc.alloc : !nc.tile<sbuf, 128x128xf32>
+  nc.dma_copy %a, %hv : !nc.tile<sbuf, 128x128xf32>, !nc.tile<hbm, 128x128xf32>
+  %b = nc.alloc : !nc.tile<sbuf, 128x128xf32>
+  nc.dma_copy %b, %hv : !nc.tile<sbuf, 128x128xf32>, !nc.tile<hbm, 128x128xf32>
+  %c = nc.alloc : !nc.tile<sbuf, 128x128xf32>
+  nc.dma_copy %c, %hv : !nc.tile<sbuf, 128x128xf32>, !nc.tile<hbm, 128x128xf32>
+  %e = nc.alloc : !nc.tile<sbuf, 128x128xf32>
+  nc.dma_copy %e, %hv : !nc.tile<sbuf, 128x128xf32>, !nc.tile<hbm, 128x128xf32>
+  %d = nc.alloc : !nc.tile<sbuf, 128x256xf32>
+  %d0 = nc.view %d strides [1] : !nc.tile<sbuf, 128x256xf32> -> !nc.tile<sbuf, 128x128xf32>
+  nc.tensor_tensor add %d0, %a, %c : !nc.tile<sbuf, 128x128xf32>, !nc.tile<sbuf, 128x128xf32>, !nc.tile<sbuf, 128x128xf32>
+  %o0 = nc.view %o strides [1] {partition_stride = 512} : !nc.hbm<128x512xf32> -> !nc.tile<hbm, 128x256xf32>
+  nc.dma_copy %o0, %d : !nc.tile<hbm, 128x256xf32>, !nc.tile<sbuf, 128x256xf32>
+  %o1 = nc.view %o strides [1] {offset = 256, partition_stride = 512} : !nc.hbm<128x512xf32> -> !nc.tile<hbm, 128x128xf32>
+  nc.dma_copy %o1, %b : !nc.tile<hbm, 128x128xf32>, !nc.tile<sbuf, 128x128xf32>
+  %o2 = nc.view %o strides [1] {offset = 384, partition_stride = 512} : !nc.hbm<128x512xf32> -> !nc.tile<hbm, 128x128xf32>
+  nc.dma_copy %o2, %e : !nc.tile<hbm, 128x128xf32>, !nc.tile<sbuf, 128x128xf32>
+  return
+}
+
+// -----
+
+// %early holds no data until the memset, but is allocated before the add that
+// needs %a and %b: it moves down to the memset, where %b is dead.
+// CHECK-LABEL: func @early
+// CHECK-NOT: nc.spilled
+// CHECK: nc.tensor_tensor add
+// CHECK-NEXT: %[[EARLY:.*]] = nc.alloc {byte_offset = 1024 : i64, start_partition = 0 : i64}
+// CHECK-NEXT: nc.memset %[[EARLY]]
+func.func @early(%h: !nc.hbm<128x256xf32>, %o: !nc.hbm<128x512xf32>) {
+  %hv = nc.view %h strides [1] {partition_stride = 256} : !nc.hbm<128x256xf32> -> !nc.tile<hbm, 128x256xf32>
+  %a = nc.alloc : !nc.tile<sbuf, 128x256xf32>
+  nc.dma_copy %a, %hv : !nc.tile<sbuf, 128x256xf32>, !nc.tile<hbm, 128x256xf32>
+  %b = nc.alloc : !nc.tile<sbuf, 128x256xf32>
+  nc.dma_copy %b, %hv : !nc.tile<sbuf, 128x256xf32>, !nc.tile<hbm, 128x256xf32>
+  %early = nc.alloc : !nc.tile<sbuf, 128x256xf32>
+  nc.tensor_tensor add %a, %a, %b : !nc.tile<sbuf, 128x256xf32>, !nc.tile<sbuf, 128x256xf32>, !nc.tile<sbuf, 128x256xf32>
+  nc.memset %early, 2.0 : !nc.tile<sbuf, 128x256xf32>
+  %o0 = nc.view %o strides [1] {partition_stride = 512} : !nc.hbm<128x512xf32> -> !nc.tile<hbm, 128x256xf32>
+  nc.dma_copy %o0, %early : !nc.tile<hbm, 128x256xf32>, !nc.tile<sbuf, 128x256xf32>
+  %o1 = nc.view %o strides [1] {offset = 256, partition_stride = 512} : !nc.hbm<128x512xf32> -> !nc.tile<hbm, 128x256xf32>
+  nc.dma_copy %o1, %a : !nc.tile<hbm, 128x256xf32>, !nc.tile<sbuf, 128x256xf32>
   return
 }

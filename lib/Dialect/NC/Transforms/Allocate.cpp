@@ -136,6 +136,13 @@ struct Use {
   Operation *op;
 };
 
+/// A live tile that may be spilled to make room.
+struct SpillCandidate {
+  AllocOp alloc;
+  int64_t nextUse;
+  bool holdsData; ///< used before: storing and reloading it copies data
+};
+
 /// Places a kernel's SBUF and PSUM tiles in one sweep over the program.
 /// When an SBUF tile does not fit, live tiles are spilled: each is stored to
 /// an HBM scratch tensor just before the allocation that needs its space
@@ -160,6 +167,17 @@ public:
   llvm::DenseMap<Value, int64_t> hbmLastUse;
 
 private:
+  /// Bytes per partition of the SBUF tiles `op` touches.
+  static int64_t tileBytesOf(Operation *op) {
+    llvm::SmallPtrSet<Operation *, 4> seen;
+    int64_t total = 0;
+    for (Value operand : op->getOperands())
+      if (auto alloc = rootOf(operand).getDefiningOp<AllocOp>())
+        if (alloc.getType().getMemory() == MemorySpace::sbuf &&
+            seen.insert(alloc).second)
+          total += alloc.getType().getFreeBytes();
+    return total;
+  }
   int64_t lastUse(AllocOp alloc, int64_t here) {
     const SmallVector<Use> &list = uses[alloc.getResult()];
     return list.empty() ? here : std::max(list.back().position, here);
@@ -171,8 +189,14 @@ private:
                                     : space.allocate(bytes, kSbufAlignment);
   }
   /// Spills live tiles until `alloc` fits; its offset, or nullopt (and no
-  /// change) when spilling every eligible tile would not make room.
-  std::optional<int64_t> spillFor(AllocOp alloc, int64_t here);
+  /// change) when spilling every candidate would not make room.
+  std::optional<int64_t> spillFor(AllocOp alloc, int64_t here,
+                                  bool relocateNeeded);
+  /// The best window of `bytes` that only free space and `candidates`
+  /// cover, reserved, with the candidates in it appended to `victims`.
+  std::optional<int64_t> spillWindow(ArrayRef<SpillCandidate> candidates,
+                                     int64_t bytes,
+                                     SmallVectorImpl<SpillCandidate> &victims);
   /// Moves `victim`'s uses from position `here` on to a new tile (stored
   /// before `insertionPoint` and reloaded before its next use if it holds
   /// data).
@@ -195,6 +219,8 @@ private:
   int64_t nextLoadQueue = 0, nextStoreQueue = 0;
   llvm::DenseMap<Value, SmallVector<Use>> uses;
   llvm::DenseSet<Operation *> preplaced;
+  /// Positions where tiles the next instruction needs were moved.
+  llvm::DenseSet<int64_t> relocatedAt;
   /// Live allocations ordered by last use, to free them as the sweep passes.
   std::multimap<int64_t, AllocOp> live;
   /// Views of spilled tiles, and tiles moved before holding data, that may
@@ -314,14 +340,34 @@ LogicalResult TileAllocator::place(AllocOp alloc, int64_t here) {
     int64_t bytes = type.getFreeBytes();
     std::optional<int64_t> placed = placeSbuf(sbuf, bytes);
     if (!placed)
-      placed = spillFor(alloc, here);
+      placed = spillFor(alloc, here, /*relocateNeeded=*/false);
+    // Allocated ahead of its first use (where it holds no data yet): move it
+    // there and decide then, when more tiles may be dead.
+    const SmallVector<Use> &own = uses[alloc.getResult()];
+    if (!placed && !own.empty() && own.front().position > here) {
+      spill(alloc, here, alloc);
+      return success();
+    }
+    // Last, move tiles the first user also reads, when the tiles that stay
+    // fragment SBUF: they are reloaded elsewhere before it. That can only
+    // help when the user's tiles fit in SBUF together, and is tried once per
+    // position (a reload placed here must not move the tiles again).
+    int64_t userBytes = own.empty() ? bytes : tileBytesOf(own.front().op);
+    if (!placed && userBytes <= sbufCapacity && relocatedAt.insert(here).second)
+      placed = spillFor(alloc, here, /*relocateNeeded=*/true);
+    if (!placed && userBytes > sbufCapacity)
+      return alloc.emitError()
+             << "SBUF is full: the instruction that first uses this tile "
+                "needs "
+             << userBytes << " bytes per partition of tiles, more than the "
+             << sbufCapacity << " it has (the kernel must use smaller tiles)";
     if (!placed)
       return alloc.emitError()
              << "SBUF is full: " << bytes
              << " more bytes per partition do not fit next to the "
              << sbuf.used(sbufCapacity) << " in use (of " << sbufCapacity
-             << "), and spilling the tiles not needed before this one's first "
-                "use would not make room";
+             << "), and spilling or moving the other tiles would not make "
+                "room";
     offset = *placed;
   }
   alloc.setStartPartitionAttr(builder.getI64IntegerAttr(0));
@@ -330,15 +376,15 @@ LogicalResult TileAllocator::place(AllocOp alloc, int64_t here) {
   return success();
 }
 
-std::optional<int64_t> TileAllocator::spillFor(AllocOp alloc, int64_t here) {
+std::optional<int64_t> TileAllocator::spillFor(AllocOp alloc, int64_t here,
+                                               bool relocateNeeded) {
   const SmallVector<Use> &own = uses[alloc.getResult()];
   int64_t neededAt = own.empty() ? here : own.front().position;
-  struct Candidate {
-    AllocOp alloc;
-    int64_t nextUse;
-    bool holdsData;
-  };
-  SmallVector<Candidate> candidates;
+  // Tiles that can move: in SBUF, not at a fixed address. Moving a tile
+  // needed before `alloc`'s first use (or by it) only helps when the tiles
+  // that stay fragment SBUF, so such tiles are candidates only with
+  // `relocateNeeded`; their reload then needs room of its own.
+  SmallVector<SpillCandidate> candidates;
   for (auto &[end, other] : live) {
     if (other.getType().getMemory() != MemorySpace::sbuf ||
         preplaced.contains(other))
@@ -347,32 +393,49 @@ std::optional<int64_t> TileAllocator::spillFor(AllocOp alloc, int64_t here) {
     auto next = llvm::lower_bound(list, here, [](const Use &use, int64_t at) {
       return use.position < at;
     });
-    // A tile the instruction that first needs `alloc` (or one before it)
-    // also needs cannot make room.
-    if (next == list.end() || next->position <= neededAt)
+    if (next == list.end() || (!relocateNeeded && next->position <= neededAt))
+      continue;
+    // Ops the spiller inserted share their position with the instruction
+    // they precede: a use at this position may already lie behind `alloc`.
+    if (next->position == here && next->op->isBeforeInBlock(alloc))
       continue;
     candidates.push_back({other, next->position, next != list.begin()});
   }
-  llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
-    if (a.holdsData != b.holdsData)
-      return !a.holdsData;
-    return a.nextUse > b.nextUse;
-  });
-
-  // Find the shortest prefix of the candidates whose space makes room.
   int64_t bytes = alloc.getType().getFreeBytes();
-  RangeAllocator trial = sbuf;
+  SmallVector<SpillCandidate> victims;
   std::optional<int64_t> offset;
-  size_t victims = 0;
-  while (!offset && victims < candidates.size()) {
-    AllocOp victim = candidates[victims++].alloc;
-    trial.release(*victim.getByteOffset(), victim.getType().getFreeBytes());
-    offset = placeSbuf(trial, bytes);
+  if (!relocateNeeded) {
+    // Belady: the tiles needed furthest ahead go first (tiles holding no
+    // data before all: they move for free), until the space they free
+    // makes room.
+    llvm::stable_sort(candidates,
+                      [](const SpillCandidate &a, const SpillCandidate &b) {
+                        if (a.holdsData != b.holdsData)
+                          return !a.holdsData;
+                        return a.nextUse > b.nextUse;
+                      });
+    RangeAllocator trial = sbuf;
+    for (const SpillCandidate &candidate : candidates) {
+      victims.push_back(candidate);
+      AllocOp victim = candidate.alloc;
+      trial.release(*victim.getByteOffset(), victim.getType().getFreeBytes());
+      if ((offset = placeSbuf(trial, bytes)))
+        break;
+    }
+    if (offset)
+      sbuf = trial;
+  }
+  if (!offset) {
+    // The tiles that stay split the space the candidates free into holes
+    // too small: take a window of SBUF that only free space and candidates
+    // cover, the one whose nearest reload is furthest away, then the one
+    // that moves the fewest bytes.
+    victims.clear();
+    offset = spillWindow(candidates, bytes, victims);
   }
   if (!offset)
     return std::nullopt;
-  sbuf = trial;
-  for (const Candidate &candidate : ArrayRef(candidates).take_front(victims)) {
+  for (const SpillCandidate &candidate : victims) {
     int64_t end = lastUse(candidate.alloc, here);
     auto [first, last] = live.equal_range(end);
     for (auto it = first; it != last; ++it)
@@ -383,6 +446,71 @@ std::optional<int64_t> TileAllocator::spillFor(AllocOp alloc, int64_t here) {
     spill(candidate.alloc, here, alloc);
   }
   return offset;
+}
+
+std::optional<int64_t>
+TileAllocator::spillWindow(ArrayRef<SpillCandidate> candidates, int64_t bytes,
+                           SmallVectorImpl<SpillCandidate> &victims) {
+  llvm::DenseMap<Operation *, const SpillCandidate *> byOp;
+  for (const SpillCandidate &candidate : candidates)
+    byOp[candidate.alloc] = &candidate;
+  struct Occupied {
+    int64_t start, end;
+    const SpillCandidate *candidate; ///< null: must stay
+  };
+  SmallVector<Occupied> occupied;
+  SmallVector<int64_t> starts{0, (sbufCapacity - bytes) / kSbufAlignment *
+                                     kSbufAlignment};
+  for (auto &[end, other] : live) {
+    if (other.getType().getMemory() != MemorySpace::sbuf)
+      continue;
+    int64_t start = *other.getByteOffset();
+    occupied.push_back(
+        {start, start + other.getType().getFreeBytes(), byOp.lookup(other)});
+    starts.push_back(start);
+    starts.push_back(occupied.back().end);
+  }
+  std::optional<int64_t> best;
+  int64_t bestNearest = -1, bestMoved = 0;
+  for (int64_t start : starts) {
+    start = (start + kSbufAlignment - 1) / kSbufAlignment * kSbufAlignment;
+    if (start < 0 || start + bytes > sbufCapacity)
+      continue;
+    int64_t nearest = std::numeric_limits<int64_t>::max(), moved = 0;
+    bool possible = true;
+    for (const Occupied &tile : occupied) {
+      if (tile.end <= start || start + bytes <= tile.start)
+        continue;
+      if (!tile.candidate) {
+        possible = false;
+        break;
+      }
+      if (tile.candidate->holdsData) {
+        nearest = std::min(nearest, tile.candidate->nextUse);
+        moved += tile.end - tile.start;
+      }
+    }
+    if (possible && (nearest > bestNearest ||
+                     (nearest == bestNearest && moved < bestMoved))) {
+      best = start;
+      bestNearest = nearest;
+      bestMoved = moved;
+    }
+  }
+  if (!best)
+    return std::nullopt;
+  RangeAllocator windowed = sbuf;
+  for (const Occupied &tile : occupied)
+    if (tile.end > *best && *best + bytes > tile.start) {
+      victims.push_back(*tile.candidate);
+      windowed.release(tile.start, tile.end - tile.start);
+    }
+  if (!windowed.reserve(*best, bytes)) {
+    victims.clear(); // not expected: only free space and victims remain
+    return std::nullopt;
+  }
+  sbuf = windowed;
+  return best;
 }
 
 void TileAllocator::spill(AllocOp victim, int64_t here,

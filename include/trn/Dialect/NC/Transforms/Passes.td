@@ -19,11 +19,16 @@ def NCAllocate : Pass<"nc-allocate", "::mlir::func::FuncOp"> {
     space and reloaded into a new tile just before its next use, which that
     use and the later ones then read (views are rebuilt on the new tile). The
     victims are the tiles needed furthest in the future (Belady's choice),
-    tiles that hold no data yet first (they move without a copy); a tile the
-    new one's first instruction also needs is never a victim. The kernel
-    records `nc.spilled_tiles` and `nc.spilled_bytes`. A tile that does not
-    fit even so, and a PSUM tile with all banks taken, are errors naming the
-    tile.
+    tiles that hold no data yet first (they move without a copy), among the
+    tiles not needed before the new one's first use. When the tiles that
+    stay split the space into holes too small, a window of SBUF covered only
+    by free space and such tiles is cleared instead; failing that, a tile
+    allocated ahead of its first use moves down to it; failing that, tiles
+    its first instruction also reads are moved (stored and reloaded
+    elsewhere before it). The kernel records `nc.spilled_tiles` and
+    `nc.spilled_bytes`. A tile that does not fit even so (always when one
+    instruction's tiles exceed SBUF), and a PSUM tile with all banks taken,
+    are errors naming the tile.
 
     HBM scratch tensors (`nc.hbm_alloc`, spills included) get a `byte_offset` in the scratch
     region the same way: live from their allocation to their last use, first
