@@ -1135,6 +1135,19 @@ bool validateInstruction(const Instruction &instruction, Engine engine,
 
 //===----------------------------------------------------------------------===//
 // Program validator
+bool tensorBytes(const HbmTensor &tensor, uint64_t &bytes) {
+  Wide total = dtypeSizeInBytes(tensor.dtype);
+  for (int64_t dim : tensor.shape) {
+    if (dim < 0)
+      return false;
+    total *= dim;
+    if (total > Wide(std::numeric_limits<int64_t>::max()))
+      return false;
+  }
+  bytes = uint64_t(total);
+  return true;
+}
+
 //===----------------------------------------------------------------------===//
 
 namespace {
@@ -1151,20 +1164,6 @@ const char *kindName(HbmTensor::Kind kind) {
     return "scratch";
   }
   return "?";
-}
-
-/// Byte size of a tensor, or false on a negative dim or overflow.
-bool tensorBytes(const HbmTensor &tensor, uint64_t &bytes) {
-  Wide total = dtypeSizeInBytes(tensor.dtype);
-  for (int64_t dim : tensor.shape) {
-    if (dim < 0)
-      return false;
-    total *= dim;
-    if (total > Wide(std::numeric_limits<int64_t>::max()))
-      return false;
-  }
-  bytes = uint64_t(total);
-  return true;
 }
 
 bool validateTensors(const Program &program, std::string &error) {

@@ -21,7 +21,6 @@
 #include "trn/InitAll.h"
 
 #include "trnrt/Artifact.h"
-#include "trnrt/Numerics.h"
 #include "trnrt/Simulator.h"
 #include "trnrt/Target.h"
 
@@ -599,9 +598,8 @@ ProgramSummary summarize(const trnrt::Program &program, bool simulate) {
   summary.hbmBytes = program.hbmBytes;
   for (const trnrt::HbmTensor &tensor : program.tensors)
     if (tensor.isSpill()) {
-      uint64_t bytes = trnrt::dtypeSizeInBytes(tensor.dtype);
-      for (int64_t size : tensor.shape)
-        bytes *= static_cast<uint64_t>(size);
+      uint64_t bytes = 0;
+      trnrt::tensorBytes(tensor, bytes); // the reader validated the shape
       ++summary.spilledTiles;
       summary.spilledBytes += bytes;
     }

@@ -224,6 +224,9 @@ struct HbmTensor {
   }
 };
 
+/// Byte size of a tensor, or false on a negative dim or overflow.
+bool tensorBytes(const HbmTensor &tensor, uint64_t &bytes);
+
 struct Program {
   std::string target = "trn1";
   std::vector<HbmTensor> tensors;

@@ -136,6 +136,13 @@ struct Use {
   Operation *op;
 };
 
+/// The first of `uses` (in program order) at or after `position`.
+template <typename Uses> auto firstUseFrom(Uses &uses, int64_t position) {
+  return llvm::lower_bound(uses, position, [](const Use &use, int64_t at) {
+    return use.position < at;
+  });
+}
+
 /// A live tile that may be spilled to make room.
 struct SpillCandidate {
   AllocOp alloc;
@@ -390,9 +397,7 @@ std::optional<int64_t> TileAllocator::spillFor(AllocOp alloc, int64_t here,
         preplaced.contains(other))
       continue;
     const SmallVector<Use> &list = uses[other.getResult()];
-    auto next = llvm::lower_bound(list, here, [](const Use &use, int64_t at) {
-      return use.position < at;
-    });
+    auto next = firstUseFrom(list, here);
     if (next == list.end() || (!relocateNeeded && next->position <= neededAt))
       continue;
     // Ops the spiller inserted share their position with the instruction
@@ -519,8 +524,7 @@ void TileAllocator::spill(AllocOp victim, int64_t here,
   Value old = victim.getResult();
   TileType type = victim.getType();
   SmallVector<Use> &list = uses[old];
-  auto next = llvm::lower_bound(
-      list, here, [](const Use &use, int64_t at) { return use.position < at; });
+  auto next = firstUseFrom(list, here);
   bool holdsData = next != list.begin();
   SmallVector<Use> moved(next, list.end());
   list.erase(next, list.end());
