@@ -173,7 +173,7 @@ private:
     Value q = heads(qkv, 0), k = heads(qkv, 1), v = heads(qkv, 2);
     auto attention = builder.create<trn::AttentionOp>(
         loc, q, k, v, llvm::APFloat(1.0 / std::sqrt(double(kHeadDim))),
-        /*causal=*/true);
+        /*causal=*/true, /*seq_dim=*/nullptr);
     Value merged = builder.create<trn::TransposeOp>(
         loc, attention.getOutput(), ArrayRef<int64_t>{0, 2, 1, 3});
     Value flat =

@@ -9,6 +9,8 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <deque>
+
 using namespace mlir::trn::eval;
 using namespace mlir::trn::eval::detail;
 
@@ -63,6 +65,42 @@ struct AttentionShape {
     t = k.shape[rank - 2];
     dv = v.shape[rank - 1];
   }
+};
+
+/// An attention op's tensors in the canonical [batch..., S, D] order: with
+/// `seq_dim`, operands are permuted into it and results back out of it.
+class CanonicalAttention {
+public:
+  /// For a trn.attention or trn.attention_grad.
+  template <typename AttentionLikeOp>
+  explicit CanonicalAttention(AttentionLikeOp op) {
+    int64_t rank = cast<RankedTensorType>(op.getQuery().getType()).getRank();
+    int64_t seqDim = trnops::attentionSeqDim(op.getSeqDim(), rank);
+    if (seqDim == rank - 2)
+      return;
+    toCanonical = trnops::attentionToCanonical(rank, seqDim);
+    fromCanonical.assign(rank, 0);
+    for (auto [i, d] : llvm::enumerate(toCanonical))
+      fromCanonical[d] = i;
+  }
+  const Tensor &operand(const Tensor &t) {
+    if (toCanonical.empty())
+      return t;
+    copies.push_back(permute(t, toCanonical));
+    return copies.back();
+  }
+  /// A zero result in canonical order, from the op's own `make`.
+  Tensor result(const Tensor &zeros) {
+    return toCanonical.empty() ? zeros : permute(zeros, toCanonical);
+  }
+  Tensor finish(Tensor canonical) {
+    return toCanonical.empty() ? std::move(canonical)
+                               : permute(canonical, fromCanonical);
+  }
+
+private:
+  SmallVector<int64_t> toCanonical, fromCanonical;
+  std::deque<Tensor> copies;
 };
 
 /// Scaled, masked scores of one batch: scores[i * t + j].
@@ -267,11 +305,13 @@ LogicalResult Interpreter::evalComposite(Operation *op) {
         return success();
       })
       .Case([&](AttentionOp o) {
-        const Tensor &q = get(o.getQuery());
-        const Tensor &k = get(o.getKey());
-        const Tensor &v = get(o.getValue());
+        CanonicalAttention canonical(o);
+        const Tensor &q = canonical.operand(get(o.getQuery()));
+        const Tensor &k = canonical.operand(get(o.getKey()));
+        const Tensor &v = canonical.operand(get(o.getValue()));
         double scale = o.getScale().convertToDouble();
-        Tensor out = make(o.getOutput()), lse = make(o.getLse());
+        Tensor out = canonical.result(make(o.getOutput())),
+               lse = make(o.getLse());
         AttentionShape a(q, k, v);
         std::vector<double> scores;
         for (int64_t b = 0; b < a.batch; ++b) {
@@ -290,20 +330,22 @@ LogicalResult Interpreter::evalComposite(Operation *op) {
             }
           }
         }
-        values[o.getOutput()] = std::move(out);
+        values[o.getOutput()] = canonical.finish(std::move(out));
         values[o.getLse()] = std::move(lse);
         return success();
       })
       .Case([&](AttentionGradOp o) {
-        const Tensor &q = get(o.getQuery());
-        const Tensor &k = get(o.getKey());
-        const Tensor &v = get(o.getValue());
-        const Tensor &out = get(o.getOutput());
+        CanonicalAttention canonical(o);
+        const Tensor &q = canonical.operand(get(o.getQuery()));
+        const Tensor &k = canonical.operand(get(o.getKey()));
+        const Tensor &v = canonical.operand(get(o.getValue()));
+        const Tensor &out = canonical.operand(get(o.getOutput()));
         const Tensor &lse = get(o.getLse());
-        const Tensor &dout = get(o.getGradOutput());
+        const Tensor &dout = canonical.operand(get(o.getGradOutput()));
         double scale = o.getScale().convertToDouble();
-        Tensor dq = make(o.getGradQuery()), dk = make(o.getGradKey()),
-               dv = make(o.getGradValue());
+        Tensor dq = canonical.result(make(o.getGradQuery())),
+               dk = canonical.result(make(o.getGradKey())),
+               dv = canonical.result(make(o.getGradValue()));
         AttentionShape a(q, k, v);
         std::vector<double> p, ds, dqAcc, dkAcc, dvAcc;
         for (int64_t b = 0; b < a.batch; ++b) {
@@ -351,9 +393,9 @@ LogicalResult Interpreter::evalComposite(Operation *op) {
           for (int64_t x = 0; x < a.t * a.dv; ++x)
             dv.setDouble(b * a.t * a.dv + x, dvAcc[x]);
         }
-        values[o.getGradQuery()] = std::move(dq);
-        values[o.getGradKey()] = std::move(dk);
-        values[o.getGradValue()] = std::move(dv);
+        values[o.getGradQuery()] = canonical.finish(std::move(dq));
+        values[o.getGradKey()] = canonical.finish(std::move(dk));
+        values[o.getGradValue()] = canonical.finish(std::move(dv));
         return success();
       })
       .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto o) -> LogicalResult {

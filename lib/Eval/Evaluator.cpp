@@ -571,18 +571,7 @@ LogicalResult Interpreter::evalOp(Operation *op) {
         return set(o.getResult(), std::move(out));
       })
       .Case([&](TransposeOp o) {
-        const Tensor &x = get(o.getOperand());
-        Tensor out = make(o.getResult());
-        ArrayRef<int64_t> perm = o.getPerm();
-        std::vector<int64_t> strides = stridesOf(x.shape);
-        forEachIndex(out.shape, [&](int64_t linear, ArrayRef<int64_t> index) {
-          int64_t source = 0;
-          for (size_t d = 0; d < perm.size(); ++d)
-            source += index[d] * strides[perm[d]];
-          x.isFloat() ? void(out.floats[linear] = x.floats[source])
-                      : void(out.ints[linear] = x.ints[source]);
-        });
-        return set(o.getResult(), std::move(out));
+        return set(o.getResult(), permute(get(o.getOperand()), o.getPerm()));
       })
       .Case([&](SliceOp o) {
         const Tensor &x = get(o.getOperand());

@@ -47,6 +47,23 @@ template <typename Fn> void forEachIndex(ArrayRef<int64_t> shape, Fn fn) {
   }
 }
 
+/// `x` with its dims permuted: result dim i is x's dim perm[i].
+inline Tensor permute(const Tensor &x, ArrayRef<int64_t> perm) {
+  std::vector<int64_t> shape;
+  for (int64_t d : perm)
+    shape.push_back(x.shape[d]);
+  Tensor out = Tensor::zeros(x.dtype, shape);
+  std::vector<int64_t> strides = stridesOf(x.shape);
+  forEachIndex(out.shape, [&](int64_t linear, ArrayRef<int64_t> index) {
+    int64_t source = 0;
+    for (size_t d = 0; d < perm.size(); ++d)
+      source += index[d] * strides[perm[d]];
+    x.isFloat() ? void(out.floats[linear] = x.floats[source])
+                : void(out.ints[linear] = x.ints[source]);
+  });
+  return out;
+}
+
 inline int64_t product(ArrayRef<int64_t> values) {
   return std::accumulate(values.begin(), values.end(), int64_t(1),
                          std::multiplies<int64_t>());

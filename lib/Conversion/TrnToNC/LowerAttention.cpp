@@ -105,25 +105,65 @@ public:
   Type f32;
 };
 
-/// Rows [row0, row0 + count) of a row-major [*, cols] HBM tensor, loaded to
+/// Where one operand of an attention op keeps each head's rows: row `r` of
+/// head `h` (its `cols` elements contiguous) starts at base(h) + r *
+/// rowStride. Canonical [heads..., S, D] operands have rowStride = D; with
+/// `seq_dim` ([B, S, H, D]) a head's rows are H * D apart. seqDim = rank - 1
+/// describes lse ([heads..., S]): one element per row.
+struct HeadRows {
+  HeadRows(Value hbm, RankedTensorType type, int64_t seqDim) : hbm(hbm) {
+    SmallVector<int64_t> strides = rowMajorStrides(type.getShape());
+    int64_t rank = type.getRank();
+    cols = seqDim == rank - 1 ? 1 : type.getDimSize(rank - 1);
+    rowStride = strides[seqDim];
+    for (int64_t d = 0; d < rank - 1; ++d)
+      if (d != seqDim) {
+        headSizes.push_back(type.getDimSize(d));
+        headStrides.push_back(strides[d]);
+      }
+  }
+  /// Element offset of row `row` of head `head` (heads numbered row-major
+  /// over the batch dims).
+  int64_t offset(int64_t head, int64_t row) const {
+    int64_t result = row * rowStride;
+    for (int64_t i = static_cast<int64_t>(headSizes.size()) - 1; i >= 0; --i) {
+      result += (head % headSizes[i]) * headStrides[i];
+      head /= headSizes[i];
+    }
+    return result;
+  }
+  /// Rows [row0, row0 + count) of head `head` as an HBM view with the rows
+  /// on partitions.
+  Value rows(KernelBuilder &kb, int64_t head, int64_t row0,
+             int64_t count) const {
+    return kb.view(hbm, offset(head, row0), count, rowStride, {cols}, {1});
+  }
+
+  Value hbm;
+  int64_t cols = 0, rowStride = 0;
+  SmallVector<int64_t> headSizes, headStrides;
+};
+
+/// Rows [row0, row0 + count) of one head of an attention operand, loaded to
 /// SBUF in chunks of 128 rows on partitions: the full chunks with one DMA
 /// into a [128, full, cols] tile, the remainder into a [tail, cols] tile.
 class ChunkedRows {
 public:
-  ChunkedRows(KernelBuilder &kb, Value hbm, int64_t row0, int64_t count,
-              int64_t cols, Type type)
-      : kb(kb), cols(cols), fullChunks(count / kPartitions),
+  ChunkedRows(KernelBuilder &kb, const HeadRows &layout, int64_t head,
+              int64_t row0, int64_t count, Type type)
+      : kb(kb), cols(layout.cols), fullChunks(count / kPartitions),
         tailRows(count % kPartitions) {
     if (fullChunks > 0) {
       full = kb.tile(MemorySpace::sbuf, kPartitions, {fullChunks, cols}, type);
       // One DMA for all full chunks (HBM strides are not 16-bit bound).
-      kb.dma(full, kb.view(hbm, row0 * cols, kPartitions, cols,
-                           {fullChunks, cols}, {kPartitions * cols, 1}));
+      kb.dma(full, kb.view(layout.hbm, layout.offset(head, row0), kPartitions,
+                           layout.rowStride, {fullChunks, cols},
+                           {kPartitions * layout.rowStride, 1}));
     }
     if (tailRows > 0) {
       tail = kb.tile(MemorySpace::sbuf, tailRows, {cols}, type);
-      kb.dma(tail, kb.rowTile(hbm, cols, row0 + fullChunks * kPartitions,
-                              tailRows, 0, cols));
+      kb.dma(tail,
+             layout.rows(kb, head, row0 + fullChunks * kPartitions, tailRows));
     }
   }
   int64_t chunks() const { return fullChunks + (tailRows > 0 ? 1 : 0); }
@@ -167,9 +207,16 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
   Type matmulType = trn::attentionMatmulType(op);
   Type outType =
       cast<RankedTensorType>(op.getOutput().getType()).getElementType();
-  Value query = hbmOf(op.getQuery()), key = hbmOf(op.getKey()),
-        value = hbmOf(op.getValue());
-  Value out = newTensor(op.getOutput()), lse = newTensor(op.getLse());
+  auto layoutOf = [&](Value operand, Value hbm) {
+    return HeadRows(hbm, cast<RankedTensorType>(operand.getType()),
+                    shape.seqDim);
+  };
+  HeadRows query = layoutOf(op.getQuery(), hbmOf(op.getQuery())),
+           key = layoutOf(op.getKey(), hbmOf(op.getKey())),
+           value = layoutOf(op.getValue(), hbmOf(op.getValue())),
+           out = layoutOf(op.getOutput(), newTensor(op.getOutput()));
+  // lse is [heads..., S] whatever the operands' layout.
+  Value lse = newTensor(op.getLse());
   double scale = op.getScale().convertToDouble();
   bool causal = op.getCausal();
   Type probsType = matmulType.isF32() ? matmulType : builder.getF16Type();
@@ -181,17 +228,17 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
   // online softmax: -max (the exponentials' bias), the sum of exponentials
   // and the unnormalised output, all fp32.
   struct QueryBlock {
-    int64_t q0, qw, row0, keyEnd;
+    int64_t head, q0, qw, keyEnd;
     Value queryT, negMax, sum, acc;
   };
   auto beginBlock = [&](int64_t head, int64_t q0) {
     QueryBlock block;
+    block.head = head;
     block.q0 = q0;
     block.qw = std::min(kPartitions, queries - q0);
-    block.row0 = head * queries + q0;
     block.keyEnd = causal ? std::min(keys, q0 + block.qw) : keys;
     Value queryRows = e.sbuf(block.qw, d, matmulType);
-    kb.dma(queryRows, kb.rowTile(query, d, block.row0, block.qw, 0, d));
+    kb.dma(queryRows, query.rows(kb, head, q0, block.qw));
     block.queryT = e.sbuf(d, block.qw, matmulType);
     e.transposeInto(block.queryT, queryRows);
     return block;
@@ -317,20 +364,21 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
     int64_t qw = block.qw;
     Value result = e.sbuf(qw, dv, outType);
     e.tensorScalar(result, block.acc, AluOp::divide, block.sum);
-    kb.dma(kb.rowTile(out, dv, block.row0, qw, 0, dv), result);
+    kb.dma(out.rows(kb, block.head, block.q0, qw), result);
     // lse = max + log(sum).
     Value logSum = e.column(qw);
     e.activation(ActivationFunc::log, logSum, block.sum, 1.0);
     Value rowLse = e.column(qw);
     e.tensorTensor(AluOp::subtract, rowLse, logSum, block.negMax);
-    kb.dma(kb.view(lse, block.row0, qw, 1, {1}, {1}), rowLse);
+    kb.dma(kb.view(lse, block.head * queries + block.q0, qw, 1, {1}, {1}),
+           rowLse);
   };
 
   for (int64_t head = 0; head < shape.heads; ++head) {
     // K^T [d, keys] and V in 128-key chunks stay in SBUF for the head.
-    ChunkedRows keyRows(kb, key, head * keys, keys, d, matmulType);
+    ChunkedRows keyRows(kb, key, head, 0, keys, matmulType);
     Value keyT = e.transposed(keyRows, keys, d, matmulType);
-    ChunkedRows valueRows(kb, value, head * keys, keys, dv, matmulType);
+    ChunkedRows valueRows(kb, value, head, 0, keys, matmulType);
 
     // Query blocks are processed kQueryGroup at a time, their key blocks
     // interleaved: one block's online-softmax chain (max, exp, rescale) is
@@ -405,12 +453,28 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
   auto elementTypeOf = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getElementType();
   };
-  Value query = hbmOf(op.getQuery()), key = hbmOf(op.getKey()),
-        value = hbmOf(op.getValue()), output = hbmOf(op.getOutput()),
-        lse = hbmOf(op.getLse()), gradOutput = hbmOf(op.getGradOutput());
-  Value gradQuery = newTensor(op.getGradQuery()),
-        gradKey = newTensor(op.getGradKey()),
-        gradValue = newTensor(op.getGradValue());
+  auto layoutOf = [&](Value operand, Value hbm) {
+    return HeadRows(hbm, cast<RankedTensorType>(operand.getType()),
+                    shape.seqDim);
+  };
+  auto operandLayout = [&](Value operand) {
+    return layoutOf(operand, hbmOf(operand));
+  };
+  auto resultLayout = [&](Value result) {
+    return layoutOf(result, newTensor(result));
+  };
+  HeadRows query = operandLayout(op.getQuery()),
+           key = operandLayout(op.getKey()),
+           value = operandLayout(op.getValue()),
+           output = operandLayout(op.getOutput()),
+           gradOutput = operandLayout(op.getGradOutput());
+  // lse is [heads..., S] whatever the operands' layout.
+  HeadRows lse(hbmOf(op.getLse()),
+               cast<RankedTensorType>(op.getLse().getType()),
+               cast<RankedTensorType>(op.getLse().getType()).getRank() - 1);
+  HeadRows gradQuery = resultLayout(op.getGradQuery()),
+           gradKey = resultLayout(op.getGradKey()),
+           gradValue = resultLayout(op.getGradValue());
   double scale = op.getScale().convertToDouble();
   bool causal = op.getCausal();
   int64_t queries = shape.queries, keys = shape.keys, d = shape.headSize,
@@ -418,22 +482,21 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
   AttentionEmitter e(kb);
 
   for (int64_t head = 0; head < shape.heads; ++head) {
-    int64_t qRow0 = head * queries, kRow0 = head * keys;
     // Resident for the head: Q, K and dO in both layouts, V^T, -lse and
     // -D = -rowsum(dO * O) per query, and the fp32 dQ accumulators.
-    ChunkedRows queryRows(kb, query, qRow0, queries, d, matmulType);
-    ChunkedRows keyRows(kb, key, kRow0, keys, d, matmulType);
-    ChunkedRows gradOutRows(kb, gradOutput, qRow0, queries, dv, matmulType);
+    ChunkedRows queryRows(kb, query, head, 0, queries, matmulType);
+    ChunkedRows keyRows(kb, key, head, 0, keys, matmulType);
+    ChunkedRows gradOutRows(kb, gradOutput, head, 0, queries, matmulType);
     Value queryT = e.transposed(queryRows, queries, d, matmulType);
     Value keyT = e.transposed(keyRows, keys, d, matmulType);
     Value gradOutT = e.transposed(gradOutRows, queries, dv, matmulType);
     Value valueT;
     {
-      ChunkedRows valueRows(kb, value, kRow0, keys, dv, matmulType);
+      ChunkedRows valueRows(kb, value, head, 0, keys, matmulType);
       valueT = e.transposed(valueRows, keys, dv, matmulType);
     }
-    ChunkedRows lseRows(kb, lse, qRow0, queries, 1, f32);
-    ChunkedRows outRows(kb, output, qRow0, queries, dv, f32);
+    ChunkedRows lseRows(kb, lse, head, 0, queries, f32);
+    ChunkedRows outRows(kb, output, head, 0, queries, f32);
     int64_t queryChunks = queryRows.chunks();
     SmallVector<Value> negLse, negD, gradQueryAcc(queryChunks);
     for (int64_t c = 0; c < queryChunks; ++c) {
@@ -485,13 +548,12 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
           chunks.push_back(c);
       if (chunks.empty()) {
         // Keys no query sees (causal, more keys than queries).
-        for (auto [out, cols, type] :
-             {std::tuple{gradKey, d, outKeyType},
-              std::tuple{gradValue, dv, outValueType}}) {
-          Value zero = e.sbuf(kw, cols, type);
+        for (auto [out, type] : {std::pair{&gradKey, outKeyType},
+                                 std::pair{&gradValue, outValueType}}) {
+          Value zero = e.sbuf(kw, out->cols, type);
           builder.create<MemsetOp>(kb.loc, zero, llvm::APFloat(0.0f),
                                    Engine::gpsimd);
-          kb.dma(kb.rowTile(out, cols, kRow0 + k0, kw, 0, cols), zero);
+          kb.dma(out->rows(kb, head, k0, kw), zero);
         }
         continue;
       }
@@ -590,12 +652,10 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
     auto finishKeyBlock = [&](KeyBlock &kbk) {
       Value gradValueBlock = e.sbuf(kbk.kw, dv, outValueType);
       kb.scalarCopy(gradValueBlock, kbk.gradValuePsum);
-      kb.dma(kb.rowTile(gradValue, dv, kRow0 + kbk.k0, kbk.kw, 0, dv),
-             gradValueBlock);
+      kb.dma(gradValue.rows(kb, head, kbk.k0, kbk.kw), gradValueBlock);
       Value gradKeyBlock = e.sbuf(kbk.kw, d, outKeyType);
       e.activation(ActivationFunc::copy, gradKeyBlock, kbk.gradKeyPsum, scale);
-      kb.dma(kb.rowTile(gradKey, d, kRow0 + kbk.k0, kbk.kw, 0, d),
-             gradKeyBlock);
+      kb.dma(gradKey.rows(kb, head, kbk.k0, kbk.kw), gradKeyBlock);
     };
     auto forGroup = [&](size_t g, auto phase) {
       if (g < groups.size())
@@ -625,8 +685,7 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
       int64_t qw = queryRows.rowsOf(c);
       Value block = e.sbuf(qw, d, outQueryType);
       e.tensorScalar(block, gradQueryAcc[c], AluOp::multiply, scale);
-      kb.dma(kb.rowTile(gradQuery, d, qRow0 + c * kPartitions, qw, 0, d),
-             block);
+      kb.dma(gradQuery.rows(kb, head, c * kPartitions, qw), block);
     }
   }
   return success();

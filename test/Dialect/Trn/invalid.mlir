@@ -1708,6 +1708,33 @@ func.func @attention_result(%q: tensor<8x16xbf16>) {
 
 // -----
 
+func.func @attention_seq_dim_last(%q: tensor<2x8x16xf32>) {
+  // expected-error @+2 {{'trn.attention' op seq_dim 2 must be below the last dim of rank-3 operands}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o:2 = trn.attention %q, %q, %q, scale = 1.0 seq_dim = 2 : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x16xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_seq_dim_batch(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x3x16xf32>) {
+  // expected-error @+2 {{'trn.attention' op query, key and value need equal leading (batch) dimensions}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o:2 = trn.attention %q, %k, %k, scale = 1.0 seq_dim = 1 : (tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_seq_dim_lse(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x8x4xf32>) {
+  // expected-error @+2 {{'trn.attention_grad' op lse must have type 'tensor<2x4x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %g:3 = trn.attention_grad %q, %q, %q, %q, %lse, %q, scale = 1.0 seq_dim = 1 : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4xf32>, tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_causal_kind(%q: tensor<8x16xf32>) {
   // expected-error @+1 {{invalid properties {causal = true, scale = 1.000000e+00 : f64} for op trn.attention: Invalid attribute `causal` in property conversion: true}}
   %o:2 = "trn.attention"(%q, %q, %q) <{scale = 1.0 : f64, causal = true}> : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>)

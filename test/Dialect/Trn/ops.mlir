@@ -563,6 +563,19 @@ func.func @attention_rank2(%q: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x
   return %o, %lse : tensor<8x16xf32>, tensor<8xf32>
 }
 
+// seq_dim = 1: [B, S, H, D] operands and output; lse stays [B, H, S].
+// CHECK-LABEL: func.func @attention_seq_dim
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<2x8x4x16xf32>, %[[K:[^:]*]]: tensor<2x12x4x16xf32>, %[[DO:[^:]*]]: tensor<2x8x4x16xf32>)
+func.func @attention_seq_dim(%q: tensor<2x8x4x16xf32>, %k: tensor<2x12x4x16xf32>, %do: tensor<2x8x4x16xf32>)
+    -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<2x8x4x16xf32>) {
+  // CHECK-NEXT: %[[O:[^ ,]+]], %[[LSE:[^ ,]+]] = trn.attention %[[Q]], %[[K]], %[[K]], scale = 2.500000e-01 causal seq_dim = 1 : (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  // CHECK-NEXT: %[[DQ:[^ ,]+]], %{{.*}}, %{{.*}} = trn.attention_grad %[[Q]], %[[K]], %[[K]], %[[O]], %[[LSE]], %[[DO]], scale = 2.500000e-01 seq_dim = 1 : (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x16xf32>)
+  // CHECK-NEXT: return %[[O]], %[[LSE]], %[[DQ]]
+  %o, %lse = trn.attention %q, %k, %k, scale = 0.25 causal seq_dim = 1 : (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  %dq, %dk, %dv = trn.attention_grad %q, %k, %k, %o, %lse, %do, scale = 0.25 seq_dim = 1 : (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x16xf32>)
+  return %o, %lse, %dq : tensor<2x8x4x16xf32>, tensor<2x4x8xf32>, tensor<2x8x4x16xf32>
+}
+
 // The default ignore_index = -100 is elided when printing.
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK-SAME: (%[[L:[^:]*]]: tensor<4x10xf32>, %[[Y:[^:]*]]: tensor<4xi64>, %[[Y32:[^:]*]]: tensor<4xi32>)

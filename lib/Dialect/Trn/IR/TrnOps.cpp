@@ -615,12 +615,27 @@ LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+int64_t mlir::trn::attentionSeqDim(std::optional<uint64_t> seqDim,
+                                   int64_t rank) {
+  return seqDim ? static_cast<int64_t>(*seqDim) : rank - 2;
+}
+
+SmallVector<int64_t> mlir::trn::attentionToCanonical(int64_t rank,
+                                                     int64_t seqDim) {
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != seqDim)
+      perm.push_back(d);
+  perm.append({seqDim, rank - 1});
+  return perm;
+}
+
 namespace {
-/// Checks query [..., S, D], key [..., T, D], value [..., T, Dv] and returns
-/// the output and lse types.
+/// Checks query [..., S, D], key [..., T, D], value [..., T, Dv] (their
+/// sequence dims at `seqDim` when set) and returns the output and lse types.
 FailureOr<std::pair<RankedTensorType, RankedTensorType>>
 inferAttentionTypes(std::optional<Location> loc, StringRef opName, Type qTy,
-                    Type kTy, Type vTy) {
+                    Type kTy, Type vTy, std::optional<uint64_t> seqDimAttr) {
   auto q = rankedOrNull(qTy), k = rankedOrNull(kTy), v = rankedOrNull(vTy);
   if (!q || !k || !v)
     return fail(loc, opName, "expects ranked tensor operands");
@@ -628,24 +643,37 @@ inferAttentionTypes(std::optional<Location> loc, StringRef opName, Type qTy,
   if (rank < 2 || k.getRank() != rank || v.getRank() != rank)
     return fail(loc, opName,
                 "query, key and value need the same rank, at least 2");
+  if (seqDimAttr && *seqDimAttr > static_cast<uint64_t>(rank - 2))
+    return fail(loc, opName, "seq_dim ", *seqDimAttr,
+                " must be below the last dim of rank-", rank, " operands");
   if (k.getElementType() != q.getElementType() ||
       v.getElementType() != q.getElementType())
     return fail(loc, opName, "query, key and value need the same element type");
-  if (q.getShape().drop_back(2) != k.getShape().drop_back(2) ||
-      q.getShape().drop_back(2) != v.getShape().drop_back(2))
+  // Checked in the canonical [batch..., S, D] order.
+  SmallVector<int64_t> toCanonical =
+      attentionToCanonical(rank, attentionSeqDim(seqDimAttr, rank));
+  auto canonical = [&](RankedTensorType t) {
+    SmallVector<int64_t> shape;
+    for (int64_t d : toCanonical)
+      shape.push_back(t.getDimSize(d));
+    return shape;
+  };
+  SmallVector<int64_t> cq = canonical(q), ck = canonical(k), cv = canonical(v);
+  if (ArrayRef(cq).drop_back(2) != ArrayRef(ck).drop_back(2) ||
+      ArrayRef(cq).drop_back(2) != ArrayRef(cv).drop_back(2))
     return fail(loc, opName,
                 "query, key and value need equal leading (batch) dimensions");
-  if (q.getDimSize(rank - 1) != k.getDimSize(rank - 1))
-    return fail(loc, opName, "query head size ", q.getDimSize(rank - 1),
-                " differs from key head size ", k.getDimSize(rank - 1));
-  if (k.getDimSize(rank - 2) != v.getDimSize(rank - 2))
-    return fail(loc, opName, "key length ", k.getDimSize(rank - 2),
-                " differs from value length ", v.getDimSize(rank - 2));
+  if (cq[rank - 1] != ck[rank - 1])
+    return fail(loc, opName, "query head size ", cq[rank - 1],
+                " differs from key head size ", ck[rank - 1]);
+  if (ck[rank - 2] != cv[rank - 2])
+    return fail(loc, opName, "key length ", ck[rank - 2],
+                " differs from value length ", cv[rank - 2]);
   SmallVector<int64_t> outShape(q.getShape());
   outShape.back() = v.getDimSize(rank - 1);
   return std::make_pair(
       RankedTensorType::get(outShape, q.getElementType()),
-      RankedTensorType::get(q.getShape().drop_back(), f32(q.getContext())));
+      RankedTensorType::get(ArrayRef(cq).drop_back(), f32(q.getContext())));
 }
 } // namespace
 
@@ -653,9 +681,10 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  auto types = inferAttentionTypes(
-      loc, getOperationName(), adaptor.getQuery().getType(),
-      adaptor.getKey().getType(), adaptor.getValue().getType());
+  auto types =
+      inferAttentionTypes(loc, getOperationName(), adaptor.getQuery().getType(),
+                          adaptor.getKey().getType(),
+                          adaptor.getValue().getType(), adaptor.getSeqDim());
   if (failed(types))
     return failure();
   inferred.append({types->first, types->second});
@@ -666,9 +695,10 @@ LogicalResult
 AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
                                   SmallVectorImpl<Type> &inferred) {
-  auto types = inferAttentionTypes(
-      loc, getOperationName(), adaptor.getQuery().getType(),
-      adaptor.getKey().getType(), adaptor.getValue().getType());
+  auto types =
+      inferAttentionTypes(loc, getOperationName(), adaptor.getQuery().getType(),
+                          adaptor.getKey().getType(),
+                          adaptor.getValue().getType(), adaptor.getSeqDim());
   if (failed(types))
     return failure();
   if (adaptor.getOutput().getType() != types->first ||

@@ -70,6 +70,14 @@ public:
   }
   Value toF32(Value value) { return convert(value, f32()); }
 
+  /// `value` with its dims permuted (result dim i is its dim perm[i]); no op
+  /// for the identity.
+  Value transpose(Value value, ArrayRef<int64_t> perm) {
+    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+      return value;
+    return rewriter.create<TransposeOp>(loc, value, perm).getResult();
+  }
+
   Value splat(RankedTensorType type, double value) {
     return constant(type, rewriter.getFloatAttr(type.getElementType(), value));
   }
@@ -324,6 +332,25 @@ struct AttentionDims {
   }
 };
 
+/// The permutations between an attention op's operand layout (its
+/// `seq_dim`) and the canonical [batch..., S, D] the decomposition uses.
+struct AttentionLayout {
+  SmallVector<int64_t> toCanonical, fromCanonical;
+  explicit AttentionLayout(Operation *op) {
+    int64_t rank = tensorType(op->getOperand(0)).getRank();
+    toCanonical = attentionToCanonical(rank, attentionSeqDim(op));
+    fromCanonical.assign(rank, 0);
+    for (auto [i, d] : llvm::enumerate(toCanonical))
+      fromCanonical[d] = i;
+  }
+  Value in(Primitives &b, Value operand) const {
+    return b.transpose(operand, toCanonical);
+  }
+  Value out(Primitives &b, Value result) const {
+    return b.transpose(result, fromCanonical);
+  }
+};
+
 /// scale * q k^T in f32, [..., S, T]; with `causal`, -inf where key j is
 /// hidden from query i (j > i), so that its softmax weight is exactly 0.
 Value attentionScores(Primitives &b, const AttentionDims &dims, Value query,
@@ -349,42 +376,49 @@ Value attentionScores(Primitives &b, const AttentionDims &dims, Value query,
 }
 
 SmallVector<Value> decomposeAttention(AttentionOp op, Primitives &b) {
-  AttentionDims dims(op.getQuery());
-  Value scores =
-      attentionScores(b, dims, op.getQuery(), op.getKey(),
-                      op.getScale().convertToDouble(), op.getCausal());
+  AttentionLayout layout(op);
+  Value query = layout.in(b, op.getQuery()), key = layout.in(b, op.getKey()),
+        value = layout.in(b, op.getValue());
+  AttentionDims dims(query);
+  Value scores = attentionScores(
+      b, dims, query, key, op.getScale().convertToDouble(), op.getCausal());
   ShiftedExp e = b.shiftedExp(scores, {dims.cols});
   Value probs = b.div(e.exps, b.expand(e.sums, scores, {dims.cols}));
-  Value output =
-      b.dot(probs, op.getValue(), dims.batch, {dims.cols}, {dims.rows});
-  return {b.convert(output, getElementTypeOrSelf(op.getOutput())),
-          b.logSumExp(e)};
+  Value output = b.dot(probs, value, dims.batch, {dims.cols}, {dims.rows});
+  return {
+      layout.out(b, b.convert(output, getElementTypeOrSelf(op.getOutput()))),
+      b.logSumExp(e)};
 }
 
 SmallVector<Value> decomposeAttentionGrad(AttentionGradOp op, Primitives &b) {
-  AttentionDims dims(op.getQuery());
+  AttentionLayout layout(op);
+  Value query = layout.in(b, op.getQuery()), key = layout.in(b, op.getKey()),
+        value = layout.in(b, op.getValue()),
+        output = layout.in(b, op.getOutput()),
+        gradOutputIn = layout.in(b, op.getGradOutput());
+  AttentionDims dims(query);
   double scale = op.getScale().convertToDouble();
-  Value scores = attentionScores(b, dims, op.getQuery(), op.getKey(), scale,
-                                 op.getCausal());
+  Value scores = attentionScores(b, dims, query, key, scale, op.getCausal());
   Value probs =
       b.exp(b.sub(scores, b.expand(op.getLse(), scores, {dims.cols})));
-  Value gradOutput = b.toF32(op.getGradOutput());
+  Value gradOutput = b.toF32(gradOutputIn);
   Value gradValue =
       b.dot(probs, gradOutput, dims.batch, {dims.rows}, {dims.rows});
-  Value gradProbs = b.dot(op.getGradOutput(), op.getValue(), dims.batch,
-                          {dims.cols}, {dims.cols});
-  Value rowDot = b.sum(b.mul(gradOutput, b.toF32(op.getOutput())), {dims.cols});
+  Value gradProbs =
+      b.dot(gradOutputIn, value, dims.batch, {dims.cols}, {dims.cols});
+  Value rowDot = b.sum(b.mul(gradOutput, b.toF32(output)), {dims.cols});
   Value gradScores =
       b.mul(probs, b.sub(gradProbs, b.expand(rowDot, gradProbs, {dims.cols})));
   // Scale once here rather than both products below.
   gradScores = b.mul(gradScores, b.splatLike(gradScores, scale));
   Value gradQuery =
-      b.dot(gradScores, op.getKey(), dims.batch, {dims.cols}, {dims.rows});
+      b.dot(gradScores, key, dims.batch, {dims.cols}, {dims.rows});
   Value gradKey =
-      b.dot(gradScores, op.getQuery(), dims.batch, {dims.rows}, {dims.rows});
-  return {b.convert(gradQuery, getElementTypeOrSelf(op.getQuery())),
-          b.convert(gradKey, getElementTypeOrSelf(op.getKey())),
-          b.convert(gradValue, getElementTypeOrSelf(op.getValue()))};
+      b.dot(gradScores, query, dims.batch, {dims.rows}, {dims.rows});
+  return {
+      layout.out(b, b.convert(gradQuery, getElementTypeOrSelf(op.getQuery()))),
+      layout.out(b, b.convert(gradKey, getElementTypeOrSelf(op.getKey()))),
+      layout.out(b, b.convert(gradValue, getElementTypeOrSelf(op.getValue())))};
 }
 
 //===----------------------------------------------------------------------===//

@@ -28,14 +28,24 @@ AttentionShape mlir::trn::attentionShape(Operation *attention) {
   auto v = cast<RankedTensorType>(attention->getOperand(2).getType());
   AttentionShape shape;
   int64_t rank = q.getRank();
-  for (int64_t d : q.getShape().drop_back(2))
-    shape.heads *= d;
-  shape.queries = q.getDimSize(rank - 2);
+  shape.seqDim = attentionSeqDim(attention);
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != shape.seqDim)
+      shape.heads *= q.getDimSize(d);
+  shape.queries = q.getDimSize(shape.seqDim);
   shape.headSize = q.getDimSize(rank - 1);
-  shape.keys = k.getDimSize(rank - 2);
+  shape.keys = k.getDimSize(shape.seqDim);
   shape.valueSize = v.getDimSize(rank - 1);
   shape.elementType = q.getElementType();
   return shape;
+}
+
+int64_t mlir::trn::attentionSeqDim(Operation *attention) {
+  int64_t rank =
+      cast<RankedTensorType>(attention->getOperand(0).getType()).getRank();
+  if (auto op = dyn_cast<AttentionOp>(attention))
+    return attentionSeqDim(op.getSeqDim(), rank);
+  return attentionSeqDim(cast<AttentionGradOp>(attention).getSeqDim(), rank);
 }
 
 Type mlir::trn::attentionMatmulType(Operation *attention) {

@@ -19,6 +19,15 @@ namespace mlir::trn {
 /// Whether `op` may be in a trn.fusion body: elementwise trn ops,
 /// broadcast_in_dim, constant, reduce and the yield.
 bool isFusibleBodyOp(Operation *op);
+
+/// The sequence dim of trn.attention / trn.attention_grad operands of rank
+/// `rank`: `seqDim` when set, else rank - 2.
+int64_t attentionSeqDim(std::optional<uint64_t> seqDim, int64_t rank);
+
+/// The permutation that takes attention operands with their sequence at
+/// `seqDim` to the canonical [batch dims..., S, D] (transpose perm
+/// semantics: result dim i is operand dim perm[i]).
+SmallVector<int64_t> attentionToCanonical(int64_t rank, int64_t seqDim);
 } // namespace mlir::trn
 
 #endif // TRN_DIALECT_TRN_IR_TRNOPS_H

@@ -603,14 +603,21 @@ def Trn_AttentionOp : Trn_Op<"attention", [Pure, InferTypeOpAdaptor]> {
     `is_causal`, top-left aligned). `lse` (f32, [..., S]) is the
     log-sum-exp of each row of scaled scores, kept for the backward pass in
     the flash-attention style.
+
+    `seq_dim` places the sequence dimension of query, key, value and output
+    elsewhere than second to last, e.g. `seq_dim = 1` for [B, S, H, D]
+    operands straight from a projection (no head transpose); the dims other
+    than it and the last are the batch dims, in order, and `lse` is always
+    [batch dims..., S]. trn-assign-layouts sets it.
   }];
   let arguments = (ins Trn_FloatTensor:$query, Trn_FloatTensor:$key,
                        Trn_FloatTensor:$value, F64Attr:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$seq_dim);
   let results = (outs Trn_FloatTensor:$output, Trn_FloatTensor:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` `scale` `=` $scale (`causal` $causal^)?
-    attr-dict `:` functional-type(operands, results)
+    (`seq_dim` `=` $seq_dim^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -619,18 +626,20 @@ def Trn_AttentionGradOp : Trn_Op<"attention_grad", [Pure, InferTypeOpAdaptor]> {
   let description = [{
     Recomputes `p = exp(scale * q k^T + mask - lse)` and returns
     `grad_value = p^T do`, `ds = p * (do v^T - rowsum(do * output))`,
-    `grad_query = scale * ds k`, `grad_key = scale * ds^T q`.
+    `grad_query = scale * ds k`, `grad_key = scale * ds^T q`. `seq_dim` as
+    for `trn.attention`, for every operand and result but `lse`.
   }];
   let arguments = (ins Trn_FloatTensor:$query, Trn_FloatTensor:$key,
                        Trn_FloatTensor:$value, Trn_FloatTensor:$output,
                        Trn_FloatTensor:$lse, Trn_FloatTensor:$grad_output,
-                       F64Attr:$scale, UnitAttr:$causal);
+                       F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$seq_dim);
   let results = (outs Trn_FloatTensor:$grad_query, Trn_FloatTensor:$grad_key,
                       Trn_FloatTensor:$grad_value);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $lse `,` $grad_output `,`
-    `scale` `=` $scale (`causal` $causal^)? attr-dict `:`
-    functional-type(operands, results)
+    `scale` `=` $scale (`causal` $causal^)? (`seq_dim` `=` $seq_dim^)?
+    attr-dict `:` functional-type(operands, results)
   }];
 }
 

@@ -18,11 +18,16 @@
 namespace mlir::trn {
 
 /// An attention op seen per head: [heads, queries, headSize] queries,
-/// [heads, keys, headSize] keys, [heads, keys, valueSize] values.
+/// [heads, keys, headSize] keys, [heads, keys, valueSize] values; `seqDim`
+/// is where the operands keep their sequence dim (the op's `seq_dim`).
 struct AttentionShape {
   int64_t heads = 1, queries = 0, keys = 0, headSize = 0, valueSize = 0;
+  int64_t seqDim = 0;
   Type elementType;
 };
+
+/// The sequence dim of a trn.attention or trn.attention_grad's operands.
+int64_t attentionSeqDim(Operation *attention);
 
 /// The per-head shape of a trn.attention or trn.attention_grad.
 AttentionShape attentionShape(Operation *attention);
