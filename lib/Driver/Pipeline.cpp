@@ -102,6 +102,8 @@ void mlir::trn::buildTrnLoweringPipeline(OpPassManager &pm,
   if (options.optLevel > 0) {
     graph.addPass(createCanonicalizerPass());
     graph.addPass(createCSEPass());
+    // Attention and matmuls read transposed operands in place.
+    graph.addPass(createTrnAssignLayouts());
     // Elementwise chains and row reductions become one kernel each.
     graph.addPass(createTrnFuseElementwise());
   }

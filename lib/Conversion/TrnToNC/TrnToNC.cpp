@@ -11,6 +11,7 @@
 
 #include "trn/Dialect/NC/IR/NCOps.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Dialect/Trn/Utils/MatmulForm.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -250,17 +251,11 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
   auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
   auto resultType = cast<RankedTensorType>(op.getType());
-  ArrayRef<int64_t> lb = op.getLhsBatchingDims(), rb = op.getRhsBatchingDims();
-  int64_t batchRank = lb.size();
-  auto isLeading = [&](ArrayRef<int64_t> dims) {
-    for (auto [i, d] : llvm::enumerate(dims))
-      if (d != static_cast<int64_t>(i))
-        return false;
-    return true;
-  };
-  if (!isLeading(lb) || !isLeading(rb) || lhsType.getRank() != batchRank + 2 ||
-      rhsType.getRank() != batchRank + 2 ||
-      op.getLhsContractingDims().size() != 1)
+  int64_t batchRank = op.getLhsBatchingDims().size();
+  if (!trn::isMatmulForm(lhsType.getRank(), rhsType.getRank(),
+                         op.getLhsBatchingDims(), op.getRhsBatchingDims(),
+                         op.getLhsContractingDims(),
+                         op.getRhsContractingDims()))
     return op.emitError("'trn.dot_general' is lowered for leading batch dims "
                         "and one free and one contracting dim per operand; "
                         "this form is not lowered yet");

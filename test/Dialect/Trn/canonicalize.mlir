@@ -482,6 +482,20 @@ func.func @transpose_identity(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tens
 
 // -----
 
+// A transpose of a transpose is one transpose, none when they cancel.
+// CHECK-LABEL: func.func @transpose_of_transpose
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[T:.*]] = trn.transpose %[[X]], perm = [2, 0, 1] : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+// CHECK-NEXT: return %[[X]], %[[T]]
+func.func @transpose_of_transpose(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4x2x3xf32>) {
+  %0 = trn.transpose %x, perm = [1, 0, 2] : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  %1 = trn.transpose %0, perm = [1, 0, 2] : (tensor<3x2x4xf32>) -> tensor<2x3x4xf32>
+  %2 = trn.transpose %0, perm = [2, 1, 0] : (tensor<3x2x4xf32>) -> tensor<4x2x3xf32>
+  return %1, %2 : tensor<2x3x4xf32>, tensor<4x2x3xf32>
+}
+
+// -----
+
 // A transpose that keeps the type but permutes equal-sized dimensions is not
 // the identity.
 // CHECK-LABEL: func.func @transpose_square

@@ -216,6 +216,17 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
     identity &= dim == static_cast<int64_t>(i);
   if (identity)
     return getOperand();
+  // transpose(transpose(x, inner), perm) is one transpose of x.
+  if (auto inner = getOperand().getDefiningOp<TransposeOp>()) {
+    SmallVector<int64_t> composed;
+    for (int64_t dim : perm)
+      composed.push_back(inner.getPerm()[dim]);
+    if (llvm::equal(composed, llvm::seq<int64_t>(0, composed.size())))
+      return inner.getOperand();
+    getOperandMutable().assign(inner.getOperand());
+    setPerm(composed);
+    return getResult();
+  }
   return reshapeSplat(adaptor.getOperand(), getType());
 }
 

@@ -99,6 +99,33 @@ def TrnFuseElementwise : Pass<"trn-fuse-elementwise", "::mlir::func::FuncOp"> {
 }
 
 
+def TrnAssignLayouts : Pass<"trn-assign-layouts", "::mlir::func::FuncOp"> {
+  let summary = "choose operand layouts so that transposes disappear";
+  let description = [{
+    Every `trn.transpose` left in the graph is a full round trip through
+    HBM on the NeuronCore (and one that moves narrow pieces when the
+    innermost dim changes). Which dimension is contiguous, and which lands
+    on partitions, is instead free for ops that address their operands by
+    stride. This pass hands each such op the layout its neighbours already
+    have:
+
+    - `trn.attention` / `trn.attention_grad`: the `seq_dim` for which the
+      operands that are transposes out of that layout and the results that
+      are only transposed into it (the [B, S, H, D] <-> [B, H, S, D] head
+      transposes around attention) outweigh, in elements moved, the
+      transposes the new layout would add for other operands and users;
+    - `trn.dot_general`: a transposed operand is read in place by
+      renumbering its batching and contracting dims, when the product keeps
+      the form the backend lowers (leading batch dims, one free and one
+      contracting dim per operand) and its free dims keep their order.
+
+    Transposes left without users are erased; a transpose of a transpose
+    folds into one (the op's folder). The graph computes the same values.
+  }];
+  let dependentDialects = ["::mlir::trn::TrnDialect"];
+}
+
+
 def TrnNarrowI64 : Pass<"trn-narrow-i64", "::mlir::func::FuncOp"> {
   let summary = "compute i64 tensors (indices, labels, counts) in i32";
   let description = [{
