@@ -177,6 +177,18 @@ LogicalResult Lowering::copy(Operation *op, ArrayRef<int64_t> iterShape,
     rank = 2;
   }
   int64_t pDim = rank - 2, fDim = rank - 1;
+  // The dim that fills the most partitions goes on them (the others are
+  // unrolled): copying [8, 512, 128] into [512, 8, 128] as 512 transfers of
+  // 8 partitions would use one DMA engine each.
+  int64_t best = pDim;
+  for (int64_t d = 0; d < pDim; ++d)
+    if (std::min(shape[d], kPartitions) > std::min(shape[best], kPartitions))
+      best = d;
+  if (best != pDim) {
+    std::swap(shape[best], shape[pDim]);
+    std::swap(s.strides[best], s.strides[pDim]);
+    std::swap(d.strides[best], d.strides[pDim]);
+  }
   Type elementType = cast<HbmType>(src.tensor.getType()).getElementType();
   SmallVector<int64_t> outer(shape.begin(), shape.begin() + pDim);
   int64_t outerCount = product(outer);
