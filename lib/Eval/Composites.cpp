@@ -7,6 +7,7 @@
 
 #include "Interpreter.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <deque>
@@ -79,9 +80,7 @@ public:
     if (seqDim == rank - 2)
       return;
     toCanonical = trnops::attentionToCanonical(rank, seqDim);
-    fromCanonical.assign(rank, 0);
-    for (auto [i, d] : llvm::enumerate(toCanonical))
-      fromCanonical[d] = i;
+    fromCanonical = invertPermutationVector(toCanonical);
   }
   const Tensor &operand(const Tensor &t) {
     if (toCanonical.empty())

@@ -8,6 +8,7 @@
 #include "trn/Dialect/Trn/Transforms/Passes.h"
 #include "trn/Dialect/Trn/Utils/MatmulForm.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::trn {
@@ -19,13 +20,6 @@ using namespace mlir;
 using namespace mlir::trn;
 
 namespace {
-
-SmallVector<int64_t> inversePermutation(ArrayRef<int64_t> perm) {
-  SmallVector<int64_t> inverse(perm.size());
-  for (auto [i, d] : llvm::enumerate(perm))
-    inverse[d] = i;
-  return inverse;
-}
 
 int64_t elementsOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getNumElements();
@@ -83,7 +77,7 @@ private:
   /// `toCanonical` takes to [batch..., S, D].
   static int64_t benefit(Operation *attention, const LayoutParts &parts,
                          ArrayRef<int64_t> toCanonical) {
-    SmallVector<int64_t> fromCanonical = inversePermutation(toCanonical);
+    SmallVector<int64_t> fromCanonical = invertPermutationVector(toCanonical);
     int64_t total = 0;
     for (unsigned i : parts.operands) {
       Value operand = attention->getOperand(i);
@@ -125,7 +119,7 @@ private:
       return;
 
     SmallVector<int64_t> toCanonical = attentionToCanonical(rank, bestSeqDim);
-    SmallVector<int64_t> fromCanonical = inversePermutation(toCanonical);
+    SmallVector<int64_t> fromCanonical = invertPermutationVector(toCanonical);
     OpBuilder builder(attention);
     Location loc = attention->getLoc();
     SmallVector<Value> operands(attention->getOperands());

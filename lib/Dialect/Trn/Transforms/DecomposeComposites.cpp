@@ -13,6 +13,7 @@
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Utils/FlashAttention.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -73,7 +74,7 @@ public:
   /// `value` with its dims permuted (result dim i is its dim perm[i]); no op
   /// for the identity.
   Value transpose(Value value, ArrayRef<int64_t> perm) {
-    if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    if (isIdentityPermutation(perm))
       return value;
     return rewriter.create<TransposeOp>(loc, value, perm).getResult();
   }
@@ -339,9 +340,7 @@ struct AttentionLayout {
   explicit AttentionLayout(Operation *op) {
     int64_t rank = tensorType(op->getOperand(0)).getRank();
     toCanonical = attentionToCanonical(rank, attentionSeqDim(op));
-    fromCanonical.assign(rank, 0);
-    for (auto [i, d] : llvm::enumerate(toCanonical))
-      fromCanonical[d] = i;
+    fromCanonical = invertPermutationVector(toCanonical);
   }
   Value in(Primitives &b, Value operand) const {
     return b.transpose(operand, toCanonical);
