@@ -1,6 +1,8 @@
 # -*- Python -*-
 # lit configuration for trn: tools from build/bin, FileCheck and friends from
-# Debian's LLVM 19, and %python for Debian's interpreter with torch and numpy.
+# Debian's LLVM 19, and %trn_python for Debian's interpreter with torch and numpy.
+# (Not %python: lit defines that as its own interpreter, which may lack numpy,
+# and its definition would shadow ours under `ninja check-trn`.)
 
 import os
 
@@ -19,7 +21,14 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 
-config.substitutions.append(("%python", config.trn_python))
+# Fail the whole run with one clear line rather than dozens of import errors.
+import subprocess
+if subprocess.run([config.trn_python, "-c", "import numpy, torch"],
+                  capture_output=True).returncode != 0:
+    lit_config.fatal(f"{config.trn_python} cannot import numpy and torch; "
+                     "install python3-numpy and python3-torch (utils/setup.sh) "
+                     "or configure with -DTRN_PYTHON=<interpreter>")
+config.substitutions.append(("%trn_python", config.trn_python))
 config.substitutions.append(("%trn_src_root", config.trn_src_root))
 config.substitutions.append(("%trn_obj_root", config.trn_obj_root))
 

@@ -23,7 +23,7 @@
 // DEFINE:     --save-inputs %t.%{entry}.in.npz --outputs %t.%{entry}.composite.npz && \
 // DEFINE:   trn-eval %t.decomposed.mlir --entry %{entry} \
 // DEFINE:     --inputs %t.%{entry}.in.npz --outputs %t.%{entry}.decomposed.npz && \
-// DEFINE:   %python %S/Inputs/compare_outputs.py \
+// DEFINE:   %trn_python %S/Inputs/compare_outputs.py \
 // DEFINE:     %t.%{entry}.composite.npz %t.%{entry}.decomposed.npz
 // DEFINE: %{f32} = --rtol 1e-5 --atol 1e-6
 // DEFINE: %{bf16} = --rtol 0.0078125 --atol 1e-6

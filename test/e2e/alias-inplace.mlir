@@ -5,7 +5,7 @@
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 1 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-6 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-6 | FileCheck %s
 // CHECK: 2 outputs match
 
 func.func @alias_inplace(%p: tensor<4x8xf32> {trn.name = "p", trn.role = "parameter"},

@@ -4,10 +4,10 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 15 --save-inputs %t/in.npz > /dev/null
-// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz --scale q:4
+// RUN: %trn_python %S/Inputs/edit_inputs.py %t/in.npz --scale q:4
 // RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
 // CHECK: 5 outputs match
 
 func.func @attention_bf16(%q: tensor<2x2x200x40xbf16> {trn.name = "q"}, %k: tensor<2x2x520x40xbf16> {trn.name = "k"},

@@ -6,7 +6,7 @@
 // RUN: trn-eval %s --random 16 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
 // CHECK: outputs match
 
 func.func @attention_causal_bf16(%q: tensor<2x2x200x40xbf16> {trn.name = "q"}, %k: tensor<2x2x200x40xbf16> {trn.name = "k"},

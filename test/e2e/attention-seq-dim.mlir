@@ -9,13 +9,13 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-eval %s --random 17 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-eval %S/Inputs/attention-seq-dim-transposed.mlir --inputs %t/in.npz --outputs %t/transposed.npz > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/transposed.npz %t/ref.npz 1e-12 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/transposed.npz %t/ref.npz 1e-12 | FileCheck %s
 // RUN: trn-opt %s --trn-decompose-composites -o %t/decomposed.mlir
 // RUN: trn-eval %t/decomposed.mlir --inputs %t/in.npz --outputs %t/decomposed.npz > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/decomposed.npz 1e-6 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/decomposed.npz 1e-6 | FileCheck %s
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
 // CHECK: outputs match
 
 func.func @attention_seq_dim(%q: tensor<2x200x3x40xf32> {trn.name = "q"}, %k: tensor<2x200x3x40xf32> {trn.name = "k"},

@@ -9,12 +9,12 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 17 --int-max 600 --save-inputs %t/in.npz > /dev/null
-// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz --every labels:7:-100 --scale logits:4
+// RUN: %trn_python %S/Inputs/edit_inputs.py %t/in.npz --every labels:7:-100 --scale logits:4
 // RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-eval %S/cross-entropy-bf16.mlir --inputs %t/in.npz --outputs %t/ref-composite.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
-// RUN: %python %S/Inputs/compare.py %t/ref-composite.npz %t/out.npz 2e-2 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref-composite.npz %t/out.npz 2e-2 | FileCheck %s
 // CHECK: 6 outputs match
 
 func.func @cross_entropy_onehot_bf16(%logits: tensor<200x600xbf16> {trn.name = "logits"}, %labels: tensor<200xi32> {trn.name = "labels"},

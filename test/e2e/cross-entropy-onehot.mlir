@@ -9,19 +9,19 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 17 --int-max 600 --save-inputs %t/in.npz > /dev/null
-// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz --every labels:7:-100 --scale logits:4
+// RUN: %trn_python %S/Inputs/edit_inputs.py %t/in.npz --every labels:7:-100 --scale logits:4
 // RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-eval %S/cross-entropy.mlir --inputs %t/in.npz --outputs %t/ref-composite.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
-// RUN: %python %S/Inputs/compare.py %t/ref-composite.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref-composite.npz %t/out.npz 1e-4 | FileCheck %s
 // CHECK: 6 outputs match
 // Every row ignored: loss_mean is 0 / 0 = NaN (as in PyTorch) on the
 // simulator too, and the gradients are 0.
-// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz --every labels:1:-100
+// RUN: %trn_python %S/Inputs/edit_inputs.py %t/in.npz --every labels:1:-100
 // RUN: trn-eval %S/cross-entropy.mlir --inputs %t/in.npz --outputs %t/ref-none-kept.npz | FileCheck %s --check-prefix=NAN
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out-none-kept.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref-none-kept.npz %t/out-none-kept.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref-none-kept.npz %t/out-none-kept.npz 1e-4 | FileCheck %s
 // NAN: loss_mean : tensor<1xf32> = [nan]
 
 func.func @cross_entropy_onehot(%logits: tensor<200x600xf32> {trn.name = "logits"}, %labels: tensor<200xi32> {trn.name = "labels"},

@@ -6,18 +6,18 @@
 //
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-eval %s --random 17 --int-max 600 --save-inputs %t/in.npz > /dev/null
-// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz --every labels:7:-100 --scale logits:4
+// RUN: %trn_python %S/Inputs/edit_inputs.py %t/in.npz --every labels:7:-100 --scale logits:4
 // RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
 // RUN: sed 's/xi32>/xi64>/g' %s > %t/v0.mlir
 // i64 labels (as frameworks write them) are computed in i32 on the device.
-// RUN: %python -c "import numpy as np, sys; d = dict(np.load(sys.argv[1])); d['labels'] = d['labels'].astype(np.int64); np.savez(sys.argv[2], **d)" %t/in.npz %t/in64.npz
+// RUN: %trn_python -c "import numpy as np, sys; d = dict(np.load(sys.argv[1])); d['labels'] = d['labels'].astype(np.int64); np.savez(sys.argv[2], **d)" %t/in.npz %t/in64.npz
 // RUN: trn-eval %t/v0.mlir --inputs %t/in64.npz --outputs %t/ref64.npz > /dev/null
 // RUN: trn-cc compile %t/v0.mlir -o %t/v0.trnart --no-cache -q
 // RUN: trn-run %t/v0.trnart --inputs %t/in64.npz --outputs %t/out64.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref64.npz %t/out64.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref64.npz %t/out64.npz 1e-4 | FileCheck %s
 // CHECK: outputs match
 
 func.func @cross_entropy(%logits: tensor<200x600xf32> {trn.name = "logits"}, %labels: tensor<200xi32> {trn.name = "labels"},

@@ -7,12 +7,12 @@
 // RUN: trn-eval %s --random 19 --int-max 50 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
 // RUN: sed 's/xf32>/xbf16>/g' %s > %t/v0.mlir
 // RUN: trn-eval %t/v0.mlir --inputs %t/in.npz --outputs %t/ref0.npz > /dev/null
 // RUN: trn-cc compile %t/v0.mlir -o %t/v0.trnart --no-cache -q
 // RUN: trn-run %t/v0.trnart --inputs %t/in.npz --outputs %t/out0.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref0.npz %t/out0.npz 2e-2 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref0.npz %t/out0.npz 2e-2 | FileCheck %s
 // CHECK: outputs match
 
 func.func @embedding_grad(%ids: tensor<2x100xi32> {trn.name = "ids"}, %dy: tensor<2x100x96xf32> {trn.name = "dy"})

@@ -7,16 +7,16 @@
 // RUN: trn-eval %s --random 18 --int-max 50 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
 // RUN: sed 's/xf32>/xbf16>/g' %s > %t/v0.mlir
 // RUN: trn-eval %t/v0.mlir --inputs %t/in.npz --outputs %t/ref0.npz > /dev/null
 // RUN: trn-cc compile %t/v0.mlir -o %t/v0.trnart --no-cache -q
 // RUN: trn-run %t/v0.trnart --inputs %t/in.npz --outputs %t/out0.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref0.npz %t/out0.npz 2e-2 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref0.npz %t/out0.npz 2e-2 | FileCheck %s
 // RUN: sed 's/xi32>/xi64>/g' %s > %t/v1.mlir
 // RUN: trn-cc compile %t/v1.mlir -o %t/v1.trnart --no-cache -q
 // RUN: trn-run %t/v1.trnart --inputs %t/in.npz --outputs %t/out1.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out1.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out1.npz 1e-4 | FileCheck %s
 // CHECK: outputs match
 
 func.func @embedding(%table: tensor<600x96xf32> {trn.name = "table"}, %ids: tensor<2x100xi32> {trn.name = "ids"},

@@ -12,11 +12,11 @@
 //
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-eval %s --random 23 --int-max 600 --save-inputs %t/in.npz > /dev/null
-// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz --abs 'adam.v.*' --every labels:7:-100 --scale 'attn.qkv.weight:0.5' --scale 'mlp.proj.weight:0.125' --scale 'lm_head.weight:0.015625'
+// RUN: %trn_python %S/Inputs/edit_inputs.py %t/in.npz --abs 'adam.v.*' --every labels:7:-100 --scale 'attn.qkv.weight:0.5' --scale 'mlp.proj.weight:0.125' --scale 'lm_head.weight:0.015625'
 // RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
 // CHECK: outputs match
 
 func.func @gpt_block(

@@ -6,7 +6,7 @@
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 4 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
 // CHECK: 2 outputs match
 func.func @sums(%a: tensor<3x100x700xf32>, %b: tensor<300x520xbf16>) -> (tensor<700xf32>, tensor<520xbf16>) {
   %0 = trn.reduce sum %a, dims = [0, 1] : (tensor<3x100x700xf32>) -> tensor<700xf32>

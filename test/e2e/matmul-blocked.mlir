@@ -6,7 +6,7 @@
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 4 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
 // RUN: trn-opt %s -convert-trn-to-nc | FileCheck %s --check-prefix=IR
 // CHECK: 2 outputs match
 // One transpose per (M block, K tile) of each lhs: 3 x 6 + 2 x 2 x 3.

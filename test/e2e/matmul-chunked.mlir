@@ -8,7 +8,7 @@
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 4 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
 // CHECK: 2 outputs match
 func.func @mm(%a: tensor<256x4200xf32>, %b: tensor<4200x1100xf32>, %c: tensor<200x2304xbf16>, %d: tensor<2304x1030xbf16>) -> (tensor<256x1100xf32>, tensor<200x1030xf32>) {
   %0 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x4200xf32>, tensor<4200x1100xf32>) -> tensor<256x1100xf32>

@@ -8,7 +8,7 @@
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 20 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
 // CHECK: 9 outputs match
 
 func.func @mlp_bf16(%x: tensor<200x160xbf16> {trn.name = "x"}, %w: tensor<640x160xbf16> {trn.name = "w"},

@@ -5,20 +5,20 @@
 // RUN: trn-opt %s -convert-trn-to-nc -nc-allocate -nc-insert-sync | trn-translate --nc-to-artifact -o %t/mlp.trnart
 // RUN: trn-eval %s --random 5 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/mlp.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
 // CHECK: 5 outputs match
 // --auto-cast: matmul inputs in bf16 or fp8_e4m3 (fp32 accumulation), or all
 // elementwise arithmetic in bf16 too, stay within the cast type's error of
 // the f32 reference.
 // RUN: trn-cc compile %s -o %t/bf16.trnart --no-cache -q --auto-cast matmul
 // RUN: trn-run %t/bf16.trnart --inputs %t/in.npz --outputs %t/bf16.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/bf16.npz 1e-2 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/bf16.npz 1e-2 | FileCheck %s
 // RUN: trn-cc compile %s -o %t/fp8.trnart --no-cache -q --auto-cast matmul --auto-cast-type fp8_e4m3
 // RUN: trn-run %t/fp8.trnart --inputs %t/in.npz --outputs %t/fp8.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/fp8.npz 1e-1 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/fp8.npz 1e-1 | FileCheck %s
 // RUN: trn-cc compile %s -o %t/all.trnart --no-cache -q --auto-cast all
 // RUN: trn-run %t/all.trnart --inputs %t/in.npz --outputs %t/all.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/all.npz 2e-2 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/all.npz 2e-2 | FileCheck %s
 // RUN: not trn-cc compile %s -o %t/x.trnart --no-cache --auto-cast all --auto-cast-type fp8_e4m3 2>&1 | FileCheck %s --check-prefix=ALL-FP8
 // ALL-FP8: trn-cc: error: {{.*}}mlp.mlir: --auto-cast all casts to bf16 only; use --auto-cast matmul with --auto-cast-type fp8_e4m3
 

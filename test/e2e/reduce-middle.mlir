@@ -8,7 +8,7 @@
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 31 --int-max 1000 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 'bf16_sum=2e-2' | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 'bf16_sum=2e-2' | FileCheck %s
 // CHECK: 5 outputs match
 
 func.func @reduce_middle(%x: tensor<3x200x96xf32> {trn.name = "x"}, %y: tensor<300x5x4xf32> {trn.name = "y"},

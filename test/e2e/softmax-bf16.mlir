@@ -3,10 +3,10 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 11 --save-inputs %t/in.npz > /dev/null
-// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz --scale x:8
+// RUN: %trn_python %S/Inputs/edit_inputs.py %t/in.npz --scale x:8
 // RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
 // CHECK: 4 outputs match
 
 func.func @softmax_bf16(%x: tensor<200x600xbf16> {trn.name = "x"}, %dy: tensor<200x600xbf16> {trn.name = "dy"})

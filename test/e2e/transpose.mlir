@@ -7,7 +7,7 @@
 // RUN: trn-eval %s --random 3 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 0 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 0 | FileCheck %s
 // CHECK: outputs match
 
 func.func @transposes(%x: tensor<2x3x200x40xf32> {trn.name = "x"}, %m: tensor<300x130xbf16> {trn.name = "m"},

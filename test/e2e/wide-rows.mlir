@@ -8,10 +8,10 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 29 --int-max 33000 --save-inputs %t/in.npz > /dev/null
-// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz --scale w:0.25
+// RUN: %trn_python %S/Inputs/edit_inputs.py %t/in.npz --scale w:0.25
 // RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
 // CHECK: 6 outputs match
 
 func.func @wide_rows(%h: tensor<130x32xf32> {trn.name = "h"}, %w: tensor<32x33000xf32> {trn.name = "w"},

@@ -567,11 +567,11 @@ PREAMBLE = """\
 // with PyTorch autograd in float64 and compares every result.
 //
 // RUN: trn-opt %s | trn-opt -canonicalize -cse | FileCheck %s --check-prefix=CANON
-// RUN: %python %S/Inputs/transformer_block_reference.py make-inputs %t.in.npz
+// RUN: %trn_python %S/Inputs/transformer_block_reference.py make-inputs %t.in.npz
 // RUN: trn-eval %s --inputs %t.in.npz --outputs %t.out.npz
-// RUN: %python %S/Inputs/transformer_block_reference.py check %t.in.npz %t.out.npz
+// RUN: %trn_python %S/Inputs/transformer_block_reference.py check %t.in.npz %t.out.npz
 // RUN: trn-opt %s -canonicalize -cse | trn-eval - --inputs %t.in.npz --outputs %t.canon.npz
-// RUN: %python %S/Inputs/transformer_block_reference.py check %t.in.npz %t.canon.npz
+// RUN: %trn_python %S/Inputs/transformer_block_reference.py check %t.in.npz %t.canon.npz
 
 // Canonicalization keeps the composites and the signature's roles and
 // aliases; broadcasts of the scalar hyper-parameters fold to splat constants.

@@ -314,12 +314,12 @@ def preamble(bf16, lowered, ops, outputs):
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 23 --int-max {V} --save-inputs %t/in.npz > /dev/null
-// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz {EDITS}
+// RUN: %trn_python %S/Inputs/edit_inputs.py %t/in.npz {EDITS}
 // RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-eval %S/gpt-block{sfx}.mlir --inputs %t/in.npz --outputs %t/ref-composite.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz {tol} | FileCheck %s
-// RUN: %python %S/Inputs/compare.py %t/ref-composite.npz %t/out.npz {tol} | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz {tol} | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref-composite.npz %t/out.npz {tol} | FileCheck %s
 // CHECK: {outputs} outputs match
 
 """
@@ -327,11 +327,11 @@ def preamble(bf16, lowered, ops, outputs):
         text += f"""//
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-eval %s --random 23 --int-max {V} --save-inputs %t/in.npz > /dev/null
-// RUN: %python %S/Inputs/edit_inputs.py %t/in.npz {EDITS}
+// RUN: %trn_python %S/Inputs/edit_inputs.py %t/in.npz {EDITS}
 // RUN: trn-eval %s --inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
-// RUN: %python %S/Inputs/compare.py %t/ref.npz %t/out.npz {tol} | FileCheck %s
+// RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz {tol} | FileCheck %s
 // CHECK: outputs match
 
 """
