@@ -74,3 +74,22 @@ say "building with ninja -j$jobs"
 start=$(date +%s)
 ninja -C "$build_dir" -j"$jobs"
 say "build done in $(($(date +%s) - start)) s"
+
+# Make `import trn` work in Debian's Python without environment variables: a
+# .pth file in its site directory names this build's package directory (the
+# usual "editable install"; the last tree set up wins).
+python=${TRN_PYTHON:-/usr/bin/python3}
+site_dir=$("$python" -c 'import site, sys; print(site.getsitepackages()[0] if sys.prefix == "/usr" else site.getusersitepackages())' 2>/dev/null || true)
+if [[ $(id -u) -ne 0 ]]; then
+  site_dir=$("$python" -m site --user-site)
+fi
+pth_line="$build_dir/python"
+if [[ -n $site_dir ]]; then
+  if [[ $(cat "$site_dir/trn.pth" 2>/dev/null) != "$pth_line" ]]; then
+    mkdir -p "$site_dir"
+    printf '%s\n' "$pth_line" >"$site_dir/trn.pth"
+    say "'import trn' now loads $pth_line (via $site_dir/trn.pth)"
+  else
+    say "'import trn' loads $pth_line"
+  fi
+fi

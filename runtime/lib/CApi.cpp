@@ -198,6 +198,33 @@ trnrt_status trnrt_read_tensor(const trnrt_model *model, const char *name,
   return ok();
 }
 
+trnrt_status trnrt_write_tensor_bytes(trnrt_model *model, const char *name,
+                                      const void *bytes, size_t size) {
+  if (!model || !name || (!bytes && size))
+    return fail(TRNRT_INVALID_ARGUMENT, "model, name and bytes are required");
+  std::string error;
+  if (!model->simulator->writeTensorBytes(name, bytes, size, error))
+    return fail(TRNRT_INVALID_ARGUMENT, error);
+  return ok();
+}
+
+trnrt_status trnrt_read_tensor_bytes(const trnrt_model *model, const char *name,
+                                     void *bytes, size_t size) {
+  if (!model || !name || (!bytes && size))
+    return fail(TRNRT_INVALID_ARGUMENT, "model, name and bytes are required");
+  std::vector<uint8_t> data;
+  std::string error;
+  if (!model->simulator->readTensorBytes(name, data, error))
+    return fail(TRNRT_INVALID_ARGUMENT, error);
+  if (data.size() != size)
+    return fail(TRNRT_INVALID_ARGUMENT,
+                std::string("tensor '") + name + "' has " +
+                    std::to_string(data.size()) + " bytes, not " +
+                    std::to_string(size));
+  std::copy(data.begin(), data.end(), static_cast<uint8_t *>(bytes));
+  return ok();
+}
+
 trnrt_status trnrt_execute(trnrt_model *model) {
   if (!model)
     return fail(TRNRT_INVALID_ARGUMENT, "model is null");

@@ -101,6 +101,15 @@ trnrt_status trnrt_write_tensor(trnrt_model *model, const char *name,
 trnrt_status trnrt_read_tensor(const trnrt_model *model, const char *name,
                                double *values, size_t count);
 
+/* The same with raw little-endian bytes of the tensor's dtype (bf16 as its
+ * 16-bit pattern, i1 one byte per element); `size` must equal its size in
+ * bytes. No conversion, so framework tensors copy in and out exactly. */
+trnrt_status trnrt_write_tensor_bytes(trnrt_model *model, const char *name,
+                                      const void *bytes, size_t size);
+trnrt_status trnrt_read_tensor_bytes(const trnrt_model *model,
+                                     const char *name, void *bytes,
+                                     size_t size);
+
 /* Runs the program once. */
 trnrt_status trnrt_execute(trnrt_model *model);
 /* Statistics of the last successful execute. */

@@ -72,8 +72,8 @@ LogicalResult TrnDialect::verifyOperationAttribute(Operation *op,
 namespace {
 bool isKnownArgRole(StringRef role) {
   return llvm::StringSwitch<bool>(role)
-      .Cases("parameter", "optimizer_state", "data", "label", "seed",
-             "constant", true)
+      .Cases("parameter", "optimizer_state", "gradient", "hyperparameter",
+             "data", "label", "seed", "constant", true)
       .Default(false);
 }
 
@@ -95,7 +95,8 @@ LogicalResult TrnDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError()
              << "argument " << argIndex << " has invalid " << name
              << " (expected one of \"parameter\", \"optimizer_state\", "
-                "\"data\", \"label\", \"seed\", \"constant\")";
+                "\"gradient\", \"hyperparameter\", \"data\", \"label\", "
+                "\"seed\", \"constant\")";
     return success();
   }
   if (name == getNameAttrName()) {

@@ -30,8 +30,10 @@ def Trn_Dialect : Dialect {
     primitives, which the reference evaluator implements.
 
     A step graph is a `func.func`. Argument attributes `trn.role`
-    (`"parameter"`, `"optimizer_state"`, `"data"`, `"label"`, `"seed"`,
-    `"constant"`) and `trn.name` describe inputs; result attributes
+    (`"parameter"`, `"optimizer_state"`, `"gradient"` (an accumulator),
+    `"hyperparameter"` (a learning rate or step count that changes without
+    recompiling), `"data"`, `"label"`, `"seed"`, `"constant"`) and
+    `trn.name` describe inputs; result attributes
     `trn.role` (`"output"`, `"loss"`, `"parameter"`, `"optimizer_state"`,
     `"gradient"`) and `trn.aliases = N` say that a result is the new value of
     input `N`, so a runtime may update it in place.

@@ -1,0 +1,60 @@
+//===- CompileGraph.h - compile one trn graph through the cache -*- C++ -*-===//
+//
+// What trn-cc's `compile` does, as a library call for the Python extension
+// (and, later, trn-parallel-compile's workers): parse and verify a graph
+// given as text, compute its cache key, and return the artifact from the
+// compile cache, compiling it under the key's lock on a miss.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_DRIVER_COMPILEGRAPH_H
+#define TRN_DRIVER_COMPILEGRAPH_H
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mlir::trn {
+
+struct GraphCompileRequest {
+  std::string graphText;
+  /// Names the graph in messages (a file path, "<python>").
+  std::string sourceName = "<graph>";
+  /// Codegen flags as a user types them ("--auto-cast", "matmul", "-O2").
+  std::vector<std::string> codegenArgs;
+  bool useCache = true;
+  /// "" means TRN_CACHE_DIR, else the default root.
+  std::string cacheDir;
+  bool retryFailed = false;
+  /// Non-error messages (waiting for a lock, a corrupt entry quarantined).
+  std::function<void(const std::string &)> warn;
+};
+
+struct GraphCompileResult {
+  bool ok = false;
+  /// One line when !ok: the compiler's first diagnostic, a bad flag, a cache
+  /// that cannot be opened.
+  std::string error;
+  std::vector<std::string> warnings;
+  std::vector<uint8_t> artifact;
+  std::string key;             ///< MODULE_<graph>+<flags>
+  std::string graphName;       ///< the function's symbol
+  std::string normalizedFlags; ///< the flags as the key sees them
+  std::string cacheStatus;     ///< "hit", "miss" or "off"
+  std::string entryPath;       ///< the cache entry, when there is one
+  double compileSeconds = 0;   ///< this compile's, or the cached entry's
+};
+
+/// Parses, verifies, keys and compiles (or finds) `request.graphText`.
+GraphCompileResult compileGraph(const GraphCompileRequest &request);
+
+/// The cache key of a graph under `codegenArgs`, without compiling; false
+/// with a one-line `error` for a graph that does not parse or bad flags.
+bool graphCacheKey(const std::string &graphText,
+                   const std::vector<std::string> &codegenArgs,
+                   std::string &key, std::string &error);
+
+} // namespace mlir::trn
+
+#endif // TRN_DRIVER_COMPILEGRAPH_H

@@ -1,0 +1,253 @@
+//===- CompileGraph.cpp - compile one trn graph through the cache ---------===//
+
+#include "trn/Driver/CompileGraph.h"
+
+#include "trn/Cache/Cache.h"
+#include "trn/Cache/Key.h"
+#include "trn/Dialect/Trn/Utils/GraphHash.h"
+#include "trn/Driver/Diagnostics.h"
+#include "trn/Driver/Pipeline.h"
+#include "trn/InitAll.h"
+#include "trnrt/Artifact.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+
+using namespace mlir;
+namespace cache = mlir::trn::cache;
+
+namespace {
+
+int64_t peakMemoryBytes() {
+  struct rusage usage = {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024; // Linux: KiB
+}
+
+std::string hostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0)
+    return "unknown";
+  return name;
+}
+
+/// A context with every trn dialect, set up as trn-cc sets it up.
+struct CompilerContext {
+  CompilerContext() {
+    DialectRegistry registry;
+    mlir::trn::registerAllDialects(registry);
+    context.appendDialectRegistry(registry);
+    context.loadAllAvailableDialects();
+    // One graph, one kernel: nothing to run in parallel, and a
+    // single-threaded context uniques attributes without locking.
+    context.disableMultithreading();
+    context.printOpOnDiagnostic(false);
+  }
+  MLIRContext context;
+};
+
+/// Parses the graph text and checks it holds exactly one function.
+std::optional<std::string> parseGraph(const std::string &text,
+                                      const std::string &sourceName,
+                                      MLIRContext &context,
+                                      OwningOpRef<ModuleOp> &module,
+                                      std::string &functionName) {
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, sourceName), llvm::SMLoc());
+  mlir::trn::DiagnosticCollector diagnostics(&context);
+  module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return diagnostics.firstError().empty() ? "cannot parse " + sourceName
+                                            : diagnostics.firstError();
+  auto functions = llvm::to_vector(module->getOps<func::FuncOp>());
+  if (functions.size() != 1)
+    return sourceName + " holds " + std::to_string(functions.size()) +
+           " functions; a graph is one func.func";
+  functionName = functions.front().getSymName().str();
+  return std::nullopt;
+}
+
+mlir::trn::CompileOptions optionsOf(const cache::NormalizedFlags &flags) {
+  const std::map<std::string, std::string> &values = flags.values;
+  mlir::trn::CompileOptions options;
+  options.target = values.at("target");
+  options.optLevel = std::stoi(values.at("opt-level"));
+  options.autoCast = values.at("auto-cast");
+  options.autoCastType = values.at("auto-cast-type");
+  return options;
+}
+
+} // namespace
+
+bool mlir::trn::graphCacheKey(const std::string &graphText,
+                              const std::vector<std::string> &codegenArgs,
+                              std::string &key, std::string &error) {
+  std::optional<cache::NormalizedFlags> flags =
+      cache::normalizeFlags(codegenArgs, error);
+  if (!flags)
+    return false;
+  CompilerContext compiler;
+  OwningOpRef<ModuleOp> module;
+  std::string name;
+  if (auto problem =
+          parseGraph(graphText, "<graph>", compiler.context, module, name)) {
+    error = *problem;
+    return false;
+  }
+  cache::CacheKey cacheKey{mlir::trn::hashGraph(*module),
+                           cache::hashFlags(*flags)};
+  key = cacheKey.dirName();
+  return true;
+}
+
+mlir::trn::GraphCompileResult
+mlir::trn::compileGraph(const mlir::trn::GraphCompileRequest &request) {
+  GraphCompileResult result;
+  std::optional<cache::NormalizedFlags> flags =
+      cache::normalizeFlags(request.codegenArgs, result.error);
+  if (!flags)
+    return result;
+  result.normalizedFlags = flags->canonical();
+
+  CompilerContext compiler;
+  OwningOpRef<ModuleOp> module;
+  if (auto problem = parseGraph(request.graphText, request.sourceName,
+                                compiler.context, module, result.graphName)) {
+    result.error = *problem;
+    return result;
+  }
+  cache::CacheKey key{mlir::trn::hashGraph(*module), cache::hashFlags(*flags)};
+  result.key = key.dirName();
+
+  // The compile itself: runs at most once, under the key's lock.
+  std::string diagnostic, log;
+  bool compiled = false, succeeded = false;
+  auto compile = [&]() {
+    compiled = true;
+    cache::CompileOutput output;
+    auto start = std::chrono::steady_clock::now();
+    DiagnosticCollector diagnostics(&compiler.context);
+    FailureOr<trnrt::Program> program =
+        compileToProgram(*module, optionsOf(*flags));
+    if (mlir::succeeded(program)) {
+      trnrt::ArtifactInfo info;
+      info.compilerVersion = cache::compilerVersion();
+      info.cacheKey = key.dirName();
+      info.report["graph_hash"] = key.graph.hex();
+      info.report["normalized_flags"] = flags->canonical();
+      std::string error;
+      if (trnrt::writeArtifact(*program, info, output.artifact, error)) {
+        succeeded = true;
+      } else {
+        output.failure = cache::FailureKind::CompileError;
+        output.diagnostic = "internal compiler error: the program cannot be "
+                            "serialised: " +
+                            error + "; this is a trn bug, please report it";
+      }
+    } else {
+      output.failure = cache::FailureKind::CompileError;
+      output.diagnostic = diagnostics.firstError().empty()
+                              ? "the compile failed without a diagnostic"
+                              : diagnostics.firstError();
+    }
+    diagnostic = output.diagnostic;
+    result.warnings = diagnostics.warnings();
+    result.compileSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    output.log = diagnostics.log();
+    output.metadata.flags = request.codegenArgs;
+    output.metadata.normalizedFlags = flags->canonical();
+    output.metadata.target = flags->values.at("target");
+    output.metadata.compilerVersion = cache::compilerVersion();
+    output.metadata.host = hostName();
+    output.metadata.graphName = result.graphName;
+    output.metadata.compileSeconds = result.compileSeconds;
+    output.metadata.peakMemoryBytes = peakMemoryBytes();
+    return output;
+  };
+
+  if (!request.useCache) {
+    cache::CompileOutput output = compile();
+    result.cacheStatus = "off";
+    if (!succeeded) {
+      result.error = output.diagnostic;
+      return result;
+    }
+    result.artifact = std::move(output.artifact);
+    result.ok = true;
+    return result;
+  }
+
+  cache::CacheOptions options;
+  options.root = cache::resolveRoot(request.cacheDir);
+  options.retryFailed = request.retryFailed;
+  if (request.warn)
+    options.warn = request.warn;
+  cache::Result<cache::Cache> store = cache::Cache::open(options);
+  if (!store) {
+    result.error = store.error;
+    return result;
+  }
+  std::vector<uint8_t> fresh;
+  auto compileAndKeep = [&]() {
+    cache::CompileOutput output = compile();
+    if (succeeded)
+      fresh = output.artifact;
+    return output;
+  };
+  cache::CompileResult outcome =
+      store->getOrCompile(key, request.graphText, compileAndKeep);
+  if (outcome.entry)
+    result.entryPath = outcome.entry->path;
+  using Source = cache::CompileResult::Source;
+  switch (outcome.source) {
+  case Source::CachedFailure:
+    result.error = outcome.diagnostic +
+                   " (a cached failure; retry_failed=True recompiles)";
+    return result;
+  case Source::Failed:
+    if (compiled && succeeded) {
+      // Compiled but not stored (disk full, permissions): still usable.
+      result.warnings.push_back("the artifact was not stored in the cache: " +
+                                outcome.diagnostic);
+      result.artifact = std::move(fresh);
+      result.cacheStatus = "miss";
+      result.ok = true;
+      return result;
+    }
+    result.error = outcome.diagnostic.empty() ? diagnostic : outcome.diagnostic;
+    return result;
+  case Source::Hit:
+  case Source::Compiled:
+    break;
+  }
+  if (compiled && succeeded) {
+    result.artifact = std::move(fresh);
+    result.cacheStatus = "miss";
+  } else {
+    cache::Result<std::vector<uint8_t>> cached =
+        store->readArtifact(*outcome.entry);
+    if (!cached) {
+      result.error = cached.error;
+      return result;
+    }
+    result.artifact = std::move(*cached);
+    result.cacheStatus = "hit";
+    result.compileSeconds = outcome.entry->metadata.compileSeconds;
+  }
+  result.ok = true;
+  return result;
+}

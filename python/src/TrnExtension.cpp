@@ -1,0 +1,238 @@
+//===- TrnExtension.cpp - the trn._trn Python extension ---------------===//
+//
+// The thin native layer under the `trn` package: the compile driver (one
+// graph through the compile cache, lib/Driver/CompileGraph.h) and the
+// runtime's C API (load an artifact on a simulated NeuronCore, move tensors
+// in and out as raw bytes, run). Everything else, tracing and translation
+// included, is Python. The GIL is released while compiling and running.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Cache/Key.h"
+#include "trn/Driver/CompileGraph.h"
+#include "trnrt/trnrt.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+const char *dtypeName(trnrt_dtype dtype) {
+  switch (dtype) {
+  case TRNRT_F32:
+    return "f32";
+  case TRNRT_BF16:
+    return "bf16";
+  case TRNRT_F16:
+    return "f16";
+  case TRNRT_F8E4M3FN:
+    return "f8E4M3FN";
+  case TRNRT_F8E5M2:
+    return "f8E5M2";
+  case TRNRT_I1:
+    return "i1";
+  case TRNRT_I32:
+    return "i32";
+  case TRNRT_I64:
+    return "i64";
+  }
+  return "unknown";
+}
+
+/// A runtime failure, raised in Python as trn._trn.DeviceError.
+struct DeviceFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(trnrt_status status) {
+  if (status != TRNRT_OK)
+    throw DeviceFailure(trnrt_last_error());
+}
+
+/// One artifact loaded on its own simulated NeuronCore.
+class Program {
+public:
+  explicit Program(const py::bytes &artifact) {
+    std::string bytes = artifact;
+    check(trnrt_init(&runtime));
+    trnrt_status status;
+    {
+      py::gil_scoped_release release;
+      status = trnrt_load_memory(runtime, bytes.data(), bytes.size(), &model);
+    }
+    if (status != TRNRT_OK) {
+      std::string message = trnrt_last_error();
+      trnrt_close(runtime);
+      runtime = nullptr;
+      throw DeviceFailure(message);
+    }
+  }
+  ~Program() {
+    if (model)
+      trnrt_unload(model);
+    if (runtime)
+      trnrt_close(runtime);
+  }
+  Program(const Program &) = delete;
+  Program &operator=(const Program &) = delete;
+
+  py::list describe(bool inputs) const {
+    py::list list;
+    size_t count =
+        inputs ? trnrt_input_count(model) : trnrt_output_count(model);
+    for (size_t i = 0; i < count; ++i) {
+      trnrt_tensor_info info;
+      check(inputs ? trnrt_input_info(model, i, &info)
+                   : trnrt_output_info(model, i, &info));
+      std::vector<int64_t> shape(info.shape, info.shape + info.rank);
+      list.append(py::make_tuple(info.name, dtypeName(info.dtype),
+                                 py::tuple(py::cast(shape))));
+    }
+    return list;
+  }
+
+  void write(const std::string &name, const py::buffer &data) {
+    py::buffer_info info = data.request();
+    size_t size = static_cast<size_t>(info.size * info.itemsize);
+    check(trnrt_write_tensor_bytes(model, name.c_str(), info.ptr, size));
+  }
+
+  py::bytes read(const std::string &name, size_t size) const {
+    std::string bytes(size, '\0');
+    check(trnrt_read_tensor_bytes(model, name.c_str(), bytes.data(), size));
+    return py::bytes(bytes);
+  }
+
+  py::dict run() {
+    trnrt_status status;
+    {
+      py::gil_scoped_release release;
+      status = trnrt_execute(model);
+    }
+    check(status);
+    trnrt_stats stats;
+    check(trnrt_get_stats(model, &stats));
+    py::dict result;
+    result["device_time_ns"] = stats.device_time_ns;
+    result["tensor_engine_utilisation"] = stats.tensor_engine_utilisation;
+    result["mfu"] = stats.mfu;
+    result["engine_busy_percent"] = py::make_tuple(
+        stats.engine_busy_percent[0], stats.engine_busy_percent[1],
+        stats.engine_busy_percent[2], stats.engine_busy_percent[3]);
+    result["instructions"] = stats.instructions;
+    result["matmul_flops"] = stats.matmul_flops;
+    result["dma_count"] = stats.dma_count;
+    result["hbm_to_sbuf_bytes"] = stats.hbm_to_sbuf_bytes;
+    result["sbuf_to_hbm_bytes"] = stats.sbuf_to_hbm_bytes;
+    result["spill_bytes"] = stats.spill_bytes;
+    return result;
+  }
+
+private:
+  trnrt_runtime *runtime = nullptr;
+  trnrt_model *model = nullptr;
+};
+
+py::dict compile(const std::string &graph,
+                 const std::vector<std::string> &flags,
+                 const std::string &cacheDir, bool useCache, bool retryFailed,
+                 const std::string &sourceName) {
+  mlir::trn::GraphCompileRequest request;
+  request.graphText = graph;
+  request.sourceName = sourceName;
+  request.codegenArgs = flags;
+  request.cacheDir = cacheDir;
+  request.useCache = useCache;
+  request.retryFailed = retryFailed;
+  std::vector<std::string> notes;
+  request.warn = [&notes](const std::string &message) {
+    notes.push_back(message);
+  };
+  mlir::trn::GraphCompileResult result;
+  {
+    py::gil_scoped_release release;
+    result = mlir::trn::compileGraph(request);
+  }
+  notes.insert(notes.end(), result.warnings.begin(), result.warnings.end());
+  py::dict out;
+  out["ok"] = result.ok;
+  out["error"] = result.error;
+  out["warnings"] = notes;
+  out["artifact"] =
+      py::bytes(reinterpret_cast<const char *>(result.artifact.data()),
+                result.artifact.size());
+  out["key"] = result.key;
+  out["graph_name"] = result.graphName;
+  out["normalized_flags"] = result.normalizedFlags;
+  out["cache_status"] = result.cacheStatus;
+  out["entry_path"] = result.entryPath;
+  out["compile_seconds"] = result.compileSeconds;
+  return out;
+}
+
+} // namespace
+
+PYBIND11_MODULE(_trn, m) {
+  m.doc() = "trn's native layer: the compile driver and the simulated "
+            "NeuronCore runtime";
+  static py::exception<DeviceFailure> deviceError(m, "DeviceError");
+  py::register_exception_translator([](std::exception_ptr pointer) {
+    try {
+      if (pointer)
+        std::rethrow_exception(pointer);
+    } catch (const DeviceFailure &failure) {
+      PyErr_SetString(deviceError.ptr(), failure.what());
+    }
+  });
+
+  m.def("compiler_version", &mlir::trn::cache::compilerVersion);
+  m.def("compile", &compile, py::arg("graph"), py::arg("flags"),
+        py::arg("cache_dir") = "", py::arg("use_cache") = true,
+        py::arg("retry_failed") = false, py::arg("source_name") = "<python>",
+        "Compiles a trn graph (MLIR text) through the compile cache; returns "
+        "a dict with ok, error, artifact, key, cache_status, ...");
+  m.def(
+      "graph_key",
+      [](const std::string &graph, const std::vector<std::string> &flags) {
+        std::string key, error;
+        bool ok;
+        {
+          py::gil_scoped_release release;
+          ok = mlir::trn::graphCacheKey(graph, flags, key, error);
+        }
+        if (!ok)
+          throw py::value_error(error);
+        return key;
+      },
+      py::arg("graph"), py::arg("flags"),
+      "The cache key MODULE_<graph>+<flags> of a graph, without compiling.");
+  m.def(
+      "normalize_flags",
+      [](const std::vector<std::string> &flags) {
+        std::string error;
+        auto normalized = mlir::trn::cache::normalizeFlags(flags, error);
+        if (!normalized)
+          throw py::value_error(error);
+        return normalized->canonical();
+      },
+      py::arg("flags"),
+      "The codegen flags as the cache key sees them; ValueError for a bad "
+      "flag.");
+
+  py::class_<Program>(m, "Program")
+      .def(py::init<const py::bytes &>(), py::arg("artifact"))
+      .def_property_readonly("inputs",
+                             [](const Program &p) { return p.describe(true); })
+      .def_property_readonly("outputs",
+                             [](const Program &p) { return p.describe(false); })
+      .def("write", &Program::write, py::arg("name"), py::arg("data"))
+      .def("read", &Program::read, py::arg("name"), py::arg("size"))
+      .def("run", &Program::run);
+}

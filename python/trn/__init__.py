@@ -1,0 +1,74 @@
+"""trn: train PyTorch models through the trn compiler on a simulated NeuronCore.
+
+    import trn
+    step = trn.compile_step(model, optimizer, loss_fn)
+    for batch in data:
+        loss = step(*batch)      # forward, backward and optimizer update
+
+`loss_fn(model, *batch)` returns the scalar loss. The first call (and any call
+with new input shapes or dtypes) traces forward, backward and the optimizer
+update into one `trn` graph, which is compiled through the compile cache and
+run on the simulated NeuronCore. See docs/frontend.md.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import torch
+
+from ._step import CompiledStep
+from .errors import (CompileError, DeviceError, ExtractionStop, TrnError,
+                     UnsupportedOpError)
+
+__all__ = ["compile_step", "CompiledStep", "TrnError", "UnsupportedOpError",
+           "CompileError", "DeviceError", "ExtractionStop", "__version__"]
+
+
+def _version() -> str:
+    try:
+        from . import _trn
+        return _trn.compiler_version()
+    except ImportError:
+        return "unknown"
+
+
+__version__ = _version()
+
+
+def compile_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 loss_fn: Callable[..., torch.Tensor], flags: str = "",
+                 cache_dir: Optional[str] = None, grad_accum: int = 1,
+                 max_grad_norm: Optional[float] = None, sync: str = "step",
+                 retry_failed: bool = False) -> CompiledStep:
+    """Wraps one training step of `model` for trn.
+
+    Args:
+        model: the module to train; its parameters and buffers are the step's
+            state. Build it on the "meta" device to trace and compile a model
+            too large to materialise (extraction mode or `step.compile`).
+        optimizer: torch.optim.SGD, Adam or AdamW over the model's parameters.
+            The learning rate of each group is read at every call (schedulers
+            work without retracing); other hyper-parameters are compiled in.
+        loss_fn: `loss_fn(model, *batch) -> scalar loss tensor`.
+        flags: compile flags as for trn-cc, e.g. "--auto-cast matmul"
+            (TRN_CC_FLAGS in the environment are added before them).
+        cache_dir: the compile cache (default: TRN_CACHE_DIR, else
+            /var/tmp/trn-compile-cache).
+        grad_accum: micro-steps per optimizer update; gradients are summed
+            over them (divide the loss by it in loss_fn to average).
+        max_grad_norm: clip the global 2-norm of the gradients to this value
+            before the update, as torch.nn.utils.clip_grad_norm_.
+        sync: "step" copies parameters and optimizer state back into the
+            module and optimizer after every call; "manual" only when
+            `step.sync()` is called (faster for long runs).
+        retry_failed: recompile graphs whose compile failure is cached.
+
+    Returns:
+        A `CompiledStep`; calling it with a batch runs one (micro-)step and
+        returns the loss as a 0-dim tensor.
+    """
+    return CompiledStep(model, optimizer, loss_fn, flags=flags,
+                        cache_dir=cache_dir, grad_accum=grad_accum,
+                        max_grad_norm=max_grad_norm, sync=sync,
+                        retry_failed=retry_failed)

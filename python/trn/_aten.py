@@ -1,0 +1,888 @@
+"""Translation of aten ops (as `make_fx` traces them) to `trn` ops.
+
+One handler per aten overload packet, registered in `HANDLERS`; the translator
+(`_translate.py`) walks the FX graph and calls the handler of each node with
+its arguments, FX nodes replaced by `Value`s. Result shapes and dtypes come
+from the node's `tensor_meta` where PyTorch recorded one, so shape logic
+(views, `-1` sizes, type promotion) is PyTorch's, not re-derived here.
+
+The supported set is listed in docs/frontend.md; anything else is an
+`UnsupportedOpError` naming the op, its input shapes and the user's line.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+
+from ._mlir import FLOAT_TYPES, GraphBuilder, Value, element_type
+
+aten = torch.ops.aten
+
+Handler = Callable[..., Any]
+HANDLERS: Dict[Any, Handler] = {}
+
+
+def _packets(*names: str) -> List[Any]:
+    """The aten overload packets of `names` that this PyTorch has."""
+    return [getattr(aten, n) for n in names if hasattr(aten, n)]
+
+
+class TranslationError(Exception):
+    """A node the translator cannot express; the translator adds the op,
+    its input shapes and the user's source line."""
+
+
+def handles(*packets: Any) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for packet in packets:
+            HANDLERS[packet] = fn
+        return fn
+    return register
+
+
+class Context:
+    """What a handler sees: the builder, the node's recorded result types and
+    the graph-wide inputs the frontend supplies (the dropout seed)."""
+
+    def __init__(self, builder: GraphBuilder, seed: Optional[Value]) -> None:
+        self.b = builder
+        self.seed = seed
+        self.node = None
+        self.next_stream = 0
+
+    # -- result types -----------------------------------------------------
+
+    def meta(self, node=None):
+        node = node if node is not None else self.node
+        meta = node.meta.get("tensor_meta")
+        if meta is None:
+            val = node.meta.get("val")
+            if isinstance(val, torch.Tensor):
+                return tuple(val.shape), val.dtype
+            return None
+        return tuple(meta.shape), meta.dtype
+
+    def out_shape(self):
+        return self.meta()[0]
+
+    def out_element(self) -> str:
+        dtype = self.meta()[1]
+        element = element_type(dtype)
+        if element is None:
+            raise TranslationError(f"the result has dtype {dtype}, which trn "
+                                   "does not support (f32, bf16, f16, i64, "
+                                   "i32 and bool are)")
+        return element
+
+    # -- operands ---------------------------------------------------------
+
+    def operand(self, x: Any, shape, element: str) -> Value:
+        """`x` (a Value or a Python number) as a tensor of `shape`/`element`."""
+        if isinstance(x, Value):
+            return self.b.broadcast_to(self.b.convert(x, element), shape)
+        if isinstance(x, (bool, numbers.Number)):
+            return self.b.splat(x, shape, element)
+        raise TranslationError(f"an operand of type {type(x).__name__} is not "
+                               "supported")
+
+    def promoted(self, *xs: Any) -> str:
+        """The element type PyTorch computes `xs` in (compares, where)."""
+        tensors = [x for x in xs if isinstance(x, Value)]
+        dims = [x for x in tensors if x.rank > 0]
+        pool = dims or tensors
+        element = pool[0].element
+        for x in pool[1:]:
+            element = _promote(element, x.element)
+        if element in ("i1", "i32", "i64") and any(
+                isinstance(x, float) for x in xs):
+            element = "f32"
+        return element
+
+
+_RANK = {"i1": 0, "i32": 1, "i64": 2, "f16": 3, "bf16": 3, "f32": 4}
+
+
+def _promote(a: str, b: str) -> str:
+    if a == b:
+        return a
+    if {a, b} == {"f16", "bf16"}:
+        return "f32"
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def _dim(d: int, rank: int) -> int:
+    return d + rank if d < 0 else d
+
+
+def _dims(ds: Optional[Sequence[int]], rank: int) -> List[int]:
+    if ds is None or (isinstance(ds, (list, tuple)) and len(ds) == 0):
+        return list(range(rank))
+    if isinstance(ds, int):
+        ds = [ds]
+    return sorted({_dim(int(d), rank) for d in ds})
+
+
+# ---------------------------------------------------------------------------
+# Elementwise
+# ---------------------------------------------------------------------------
+
+def _elementwise(ctx: Context, op: str, *xs: Any, element: Optional[str] = None
+                 ) -> Value:
+    shape = ctx.out_shape()
+    element = element or ctx.out_element()
+    operands = [ctx.operand(x, shape, element) for x in xs]
+    if len(operands) == 1:
+        return ctx.b.unary(op, operands[0])
+    return ctx.b.binary(op, *operands)
+
+
+for _name in ["neg", "abs", "exp", "log", "log1p", "tanh", "sigmoid", "sqrt",
+              "rsqrt", "reciprocal", "erf", "relu", "silu", "sin", "cos",
+              "floor", "sign"]:
+    def _make(op):
+        @handles(getattr(aten, op))
+        def unary(ctx: Context, x: Value) -> Value:
+            return _elementwise(ctx, op, x)
+        return unary
+    _make(_name)
+
+
+def _scaled(ctx: Context, y: Any, alpha: Any, shape, element) -> Value:
+    y = ctx.operand(y, shape, element)
+    if alpha is None or alpha == 1:
+        return y
+    return ctx.b.binary("mul", y, ctx.b.splat(alpha, shape, element))
+
+
+@handles(aten.add)
+def add(ctx: Context, x: Any, y: Any, alpha: Any = 1) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    return ctx.b.binary("add", ctx.operand(x, shape, element),
+                        _scaled(ctx, y, alpha, shape, element))
+
+
+@handles(aten.sub)
+def sub(ctx: Context, x: Any, y: Any, alpha: Any = 1) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    return ctx.b.binary("sub", ctx.operand(x, shape, element),
+                        _scaled(ctx, y, alpha, shape, element))
+
+
+@handles(aten.rsub)
+def rsub(ctx: Context, x: Any, y: Any, alpha: Any = 1) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    return ctx.b.binary("sub", ctx.operand(y, shape, element),
+                        _scaled(ctx, x, alpha, shape, element))
+
+
+@handles(aten.mul)
+def mul(ctx: Context, x: Any, y: Any) -> Value:
+    if ctx.out_element() == "i1":
+        return _elementwise(ctx, "and", x, y)
+    return _elementwise(ctx, "mul", x, y)
+
+
+@handles(aten.div)
+def div(ctx: Context, x: Any, y: Any, rounding_mode: Optional[str] = None
+        ) -> Value:
+    element = ctx.out_element()
+    if rounding_mode is None:
+        return _elementwise(ctx, "div", x, y)
+    if element not in FLOAT_TYPES or rounding_mode != "floor":
+        raise TranslationError(f"division with rounding_mode='{rounding_mode}' "
+                               f"on {element} is not supported")
+    return ctx.b.unary("floor", _elementwise(ctx, "div", x, y))
+
+
+@handles(aten.pow)
+def pow_(ctx: Context, x: Any, y: Any) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    if isinstance(x, Value) and isinstance(y, numbers.Number):
+        base = ctx.operand(x, shape, element)
+        # Small integer and half exponents as PyTorch's CPU kernels compute
+        # them (x*x, sqrt, rsqrt), which also keeps them exact.
+        if y == 1:
+            return base
+        if y == 2:
+            return ctx.b.binary("mul", base, base)
+        if y == 3:
+            return ctx.b.binary("mul", ctx.b.binary("mul", base, base), base)
+        if y == 0.5:
+            return ctx.b.unary("sqrt", base)
+        if y == -0.5:
+            return ctx.b.unary("rsqrt", base)
+        if y == -1:
+            return ctx.b.unary("reciprocal", base)
+    return _elementwise(ctx, "pow", x, y)
+
+
+@handles(aten.maximum)
+def maximum(ctx: Context, x: Any, y: Any) -> Value:
+    return _elementwise(ctx, "max", x, y)
+
+
+@handles(aten.minimum)
+def minimum(ctx: Context, x: Any, y: Any) -> Value:
+    return _elementwise(ctx, "min", x, y)
+
+
+@handles(aten.clamp)
+def clamp(ctx: Context, x: Value, min: Any = None, max: Any = None) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    y = ctx.operand(x, shape, element)
+    if min is not None:
+        y = ctx.b.binary("max", y, ctx.operand(min, shape, element))
+    if max is not None:
+        y = ctx.b.binary("min", y, ctx.operand(max, shape, element))
+    return y
+
+
+@handles(aten.clamp_min)
+def clamp_min(ctx: Context, x: Value, min: Any) -> Value:
+    return clamp(ctx, x, min=min)
+
+
+@handles(aten.clamp_max)
+def clamp_max(ctx: Context, x: Value, max: Any) -> Value:
+    return clamp(ctx, x, max=max)
+
+
+_PREDICATES = {aten.eq: "eq", aten.ne: "ne", aten.lt: "lt", aten.le: "le",
+               aten.gt: "gt", aten.ge: "ge"}
+
+for _packet, _predicate in _PREDICATES.items():
+    def _make(predicate):
+        def compare(ctx: Context, x: Any, y: Any) -> Value:
+            shape = ctx.out_shape()
+            element = ctx.promoted(x, y)
+            return ctx.b.compare(predicate, ctx.operand(x, shape, element),
+                                 ctx.operand(y, shape, element))
+        return compare
+    handles(_packet)(_make(_predicate))
+
+
+@handles(aten.logical_not, aten.bitwise_not)
+def logical_not(ctx: Context, x: Value) -> Value:
+    if x.element != "i1":
+        raise TranslationError("bitwise not of an integer tensor is not supported")
+    return ctx.b.unary("not", x)
+
+
+@handles(aten.logical_and, aten.bitwise_and)
+def logical_and(ctx: Context, x: Value, y: Value) -> Value:
+    return _elementwise(ctx, "and", x, y, element="i1" if ctx.out_element() == "i1"
+                        else None)
+
+
+@handles(aten.logical_or, aten.bitwise_or)
+def logical_or(ctx: Context, x: Value, y: Value) -> Value:
+    return _elementwise(ctx, "or", x, y)
+
+
+@handles(aten.where)
+def where(ctx: Context, cond: Value, x: Any, y: Any) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    pred = ctx.operand(cond, shape, "i1")
+    return ctx.b.select(pred, ctx.operand(x, shape, element),
+                        ctx.operand(y, shape, element))
+
+
+@handles(aten.masked_fill)
+def masked_fill(ctx: Context, x: Value, mask: Value, value: Any) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    if isinstance(value, Value):
+        value = ctx.b.reshape(value, ()) if value.numel() == 1 else value
+    return ctx.b.select(ctx.operand(mask, shape, "i1"),
+                        ctx.operand(value, shape, element),
+                        ctx.operand(x, shape, element))
+
+
+@handles(aten._to_copy)
+def to_copy(ctx: Context, x: Value, **kwargs: Any) -> Value:
+    return ctx.b.convert(x, ctx.out_element())
+
+
+@handles(*_packets("clone", "detach", "alias", "lift_fresh_copy", "contiguous"))
+def identity(ctx: Context, x: Value, *args: Any, **kwargs: Any) -> Value:
+    return x
+
+
+@handles(aten.gelu)
+def gelu(ctx: Context, x: Value, approximate: str = "none") -> Value:
+    return ctx.b.unary("gelu", x, f" approximate = {approximate}")
+
+
+@handles(aten.gelu_backward)
+def gelu_backward(ctx: Context, grad: Value, x: Value,
+                  approximate: str = "none") -> Value:
+    return ctx.b.emit1(f"trn.gelu_grad {grad.name}, {x.name} approximate = "
+                       f"{approximate} : {x.type}", x.shape, x.element)
+
+
+@handles(aten.silu_backward)
+def silu_backward(ctx: Context, grad: Value, x: Value) -> Value:
+    # d/dx x*s(x) = s(x) * (1 + x * (1 - s(x)))
+    b = ctx.b
+    s = b.unary("sigmoid", x)
+    one = b.splat(1.0, x.shape, x.element)
+    inner = b.binary("add", one, b.binary("mul", x, b.binary("sub", one, s)))
+    return b.binary("mul", grad, b.binary("mul", s, inner))
+
+
+@handles(aten.sigmoid_backward)
+def sigmoid_backward(ctx: Context, grad: Value, y: Value) -> Value:
+    b = ctx.b
+    one = b.splat(1.0, y.shape, y.element)
+    return b.binary("mul", grad, b.binary("mul", y, b.binary("sub", one, y)))
+
+
+@handles(aten.tanh_backward)
+def tanh_backward(ctx: Context, grad: Value, y: Value) -> Value:
+    b = ctx.b
+    one = b.splat(1.0, y.shape, y.element)
+    return b.binary("mul", grad, b.binary("sub", one, b.binary("mul", y, y)))
+
+
+@handles(aten.threshold_backward)
+def threshold_backward(ctx: Context, grad: Value, x: Value, threshold: Any
+                       ) -> Value:
+    b = ctx.b
+    keep = b.compare("gt", x, b.splat(threshold, x.shape, x.element))
+    return b.select(keep, grad, b.splat(0.0, grad.shape, grad.element))
+
+
+# ---------------------------------------------------------------------------
+# Tensor creation
+# ---------------------------------------------------------------------------
+
+@handles(aten.zeros, aten.new_zeros, aten.zeros_like, aten.new_empty,
+         aten.empty_like, aten.empty)
+def zeros(ctx: Context, *args: Any, **kwargs: Any) -> Value:
+    return ctx.b.splat(0, ctx.out_shape(), ctx.out_element())
+
+
+@handles(aten.ones, aten.new_ones, aten.ones_like)
+def ones(ctx: Context, *args: Any, **kwargs: Any) -> Value:
+    return ctx.b.splat(1, ctx.out_shape(), ctx.out_element())
+
+
+@handles(aten.full)
+def full(ctx: Context, size: Any, value: Any, **kwargs: Any) -> Value:
+    return ctx.b.splat(value, ctx.out_shape(), ctx.out_element())
+
+
+@handles(aten.full_like, aten.new_full)
+def full_like(ctx: Context, x: Value, *args: Any, **kwargs: Any) -> Value:
+    value = args[-1] if ctx.node.target is aten.new_full.default else args[0]
+    return ctx.b.splat(value, ctx.out_shape(), ctx.out_element())
+
+
+@handles(aten.scalar_tensor)
+def scalar_tensor(ctx: Context, value: Any, **kwargs: Any) -> Value:
+    return ctx.b.splat(value, ctx.out_shape(), ctx.out_element())
+
+
+@handles(aten.fill)
+def fill(ctx: Context, x: Value, value: Any) -> Value:
+    return ctx.operand(value, ctx.out_shape(), ctx.out_element())
+
+
+@handles(aten.arange)
+def arange(ctx: Context, *args: Any, **kwargs: Any) -> Value:
+    numbers_ = [a for a in args if isinstance(a, numbers.Number)]
+    start, step = 0, 1
+    if len(numbers_) >= 2:
+        start = numbers_[0]
+    if len(numbers_) >= 3:
+        step = numbers_[2]
+    shape, element = ctx.out_shape(), ctx.out_element()
+    y = ctx.b.iota(shape, 0, element)
+    if step != 1:
+        y = ctx.b.binary("mul", y, ctx.b.splat(step, shape, element))
+    if start != 0:
+        y = ctx.b.binary("add", y, ctx.b.splat(start, shape, element))
+    return y
+
+
+def _triangle(ctx: Context, x: Value, diagonal: int, lower: bool) -> Value:
+    b = ctx.b
+    rows = b.iota(x.shape, x.rank - 2, "i32")
+    cols = b.iota(x.shape, x.rank - 1, "i32")
+    # lower: keep col - row <= diagonal; upper: keep col - row >= diagonal.
+    diff = b.binary("sub", cols, rows)
+    keep = b.compare("le" if lower else "ge", diff,
+                     b.splat(diagonal, x.shape, "i32"))
+    return b.select(keep, x, b.splat(0, x.shape, x.element))
+
+
+@handles(aten.tril)
+def tril(ctx: Context, x: Value, diagonal: int = 0) -> Value:
+    return _triangle(ctx, x, diagonal, lower=True)
+
+
+@handles(aten.triu)
+def triu(ctx: Context, x: Value, diagonal: int = 0) -> Value:
+    return _triangle(ctx, x, diagonal, lower=False)
+
+
+# ---------------------------------------------------------------------------
+# Shapes and data movement
+# ---------------------------------------------------------------------------
+
+@handles(*_packets("view", "_unsafe_view", "_reshape_alias", "reshape",
+                   "squeeze", "unsqueeze",
+                   "flatten", "view_as", "reshape_as"))
+def view(ctx: Context, x: Value, *args: Any, **kwargs: Any) -> Value:
+    shape = ctx.out_shape()
+    if math.prod(shape) != x.numel():
+        return ctx.b.broadcast_to(x, shape)
+    return ctx.b.reshape(x, shape)
+
+
+@handles(aten.expand)
+def expand(ctx: Context, x: Value, size: Any, implicit: bool = False) -> Value:
+    return ctx.b.broadcast_to(x, ctx.out_shape())
+
+
+@handles(aten.t)
+def t(ctx: Context, x: Value) -> Value:
+    return ctx.b.transpose(x, [1, 0] if x.rank == 2 else [0])
+
+
+@handles(aten.transpose)
+def transpose(ctx: Context, x: Value, d0: int, d1: int) -> Value:
+    perm = list(range(x.rank))
+    d0, d1 = _dim(d0, x.rank), _dim(d1, x.rank)
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return ctx.b.transpose(x, perm)
+
+
+@handles(aten.permute)
+def permute(ctx: Context, x: Value, dims: Sequence[int]) -> Value:
+    return ctx.b.transpose(x, [_dim(d, x.rank) for d in dims])
+
+
+def _slice_bounds(size: int, start: Optional[int], end: Optional[int]):
+    start = 0 if start is None else start
+    end = size if end is None else end
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    return start, end
+
+
+@handles(aten.slice)
+def slice_(ctx: Context, x: Value, dim: int = 0, start: Optional[int] = None,
+           end: Optional[int] = None, step: int = 1) -> Value:
+    dim = _dim(dim, x.rank)
+    lo, hi = _slice_bounds(x.shape[dim], start, end)
+    starts = [0] * x.rank
+    limits = list(x.shape)
+    strides = [1] * x.rank
+    starts[dim], limits[dim], strides[dim] = lo, hi, step
+    if hi == lo:
+        return ctx.b.splat(0, ctx.out_shape(), x.element)
+    return ctx.b.slice(x, starts, limits, strides)
+
+
+@handles(aten.select)
+def select(ctx: Context, x: Value, dim: int, index: int) -> Value:
+    dim = _dim(dim, x.rank)
+    index = index + x.shape[dim] if index < 0 else index
+    starts = [0] * x.rank
+    limits = list(x.shape)
+    starts[dim], limits[dim] = index, index + 1
+    y = ctx.b.slice(x, starts, limits, [1] * x.rank)
+    return ctx.b.reshape(y, ctx.out_shape())
+
+
+@handles(aten.slice_backward)
+def slice_backward(ctx: Context, grad: Value, input_sizes: Sequence[int],
+                   dim: int, start: int, end: int, step: int) -> Value:
+    dim = _dim(dim, len(input_sizes))
+    lo, hi = _slice_bounds(input_sizes[dim], start, end)
+    if step != 1:
+        raise TranslationError("the gradient of a strided slice is not supported")
+    low = [0] * grad.rank
+    high = [0] * grad.rank
+    low[dim], high[dim] = lo, input_sizes[dim] - hi
+    return ctx.b.pad(grad, low, high)
+
+
+@handles(aten.select_backward)
+def select_backward(ctx: Context, grad: Value, input_sizes: Sequence[int],
+                    dim: int, index: int) -> Value:
+    dim = _dim(dim, len(input_sizes))
+    index = index + input_sizes[dim] if index < 0 else index
+    shape = list(input_sizes)
+    shape[dim] = 1
+    g = ctx.b.reshape(grad, shape)
+    low = [0] * len(shape)
+    high = [0] * len(shape)
+    low[dim], high[dim] = index, input_sizes[dim] - index - 1
+    return ctx.b.pad(g, low, high)
+
+
+@handles(aten.cat)
+def cat(ctx: Context, xs: Sequence[Value], dim: int = 0) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    xs = [ctx.b.convert(x, element) for x in xs if x.numel() > 0 or x.rank > 1]
+    return ctx.b.concatenate(xs, _dim(dim, len(shape)))
+
+
+@handles(aten.stack)
+def stack(ctx: Context, xs: Sequence[Value], dim: int = 0) -> Value:
+    shape = ctx.out_shape()
+    dim = _dim(dim, len(shape))
+    parts = []
+    for x in xs:
+        part_shape = list(x.shape)
+        part_shape.insert(dim, 1)
+        parts.append(ctx.b.reshape(x, part_shape))
+    return ctx.b.concatenate(parts, dim)
+
+
+def _split(ctx: Context, x: Value, sizes: Sequence[int], dim: int) -> List[Value]:
+    dim = _dim(dim, x.rank)
+    out, offset = [], 0
+    for size in sizes:
+        starts = [0] * x.rank
+        limits = list(x.shape)
+        starts[dim], limits[dim] = offset, offset + size
+        out.append(ctx.b.slice(x, starts, limits, [1] * x.rank))
+        offset += size
+    return out
+
+
+@handles(aten.split)
+def split(ctx: Context, x: Value, split_size: Any, dim: int = 0) -> List[Value]:
+    if isinstance(split_size, (list, tuple)):
+        return _split(ctx, x, split_size, dim)
+    size = x.shape[_dim(dim, x.rank)]
+    sizes = [min(split_size, size - i) for i in range(0, size, split_size)]
+    return _split(ctx, x, sizes, dim)
+
+
+@handles(aten.split_with_sizes)
+def split_with_sizes(ctx: Context, x: Value, sizes: Sequence[int], dim: int = 0
+                     ) -> List[Value]:
+    return _split(ctx, x, sizes, dim)
+
+
+@handles(aten.unbind)
+def unbind(ctx: Context, x: Value, dim: int = 0) -> List[Value]:
+    dim = _dim(dim, x.rank)
+    shape = x.shape[:dim] + x.shape[dim + 1:]
+    return [ctx.b.reshape(p, shape)
+            for p in _split(ctx, x, [1] * x.shape[dim], dim)]
+
+
+@handles(aten.repeat)
+def repeat(ctx: Context, x: Value, repeats: Sequence[int]) -> Value:
+    # Interleave a new unit dim before each dim, broadcast it to the repeat
+    # count, then merge: [r0, d0, r1, d1, ...] -> [r0*d0, r1*d1, ...].
+    lead = len(repeats) - x.rank
+    dims = (1,) * lead + x.shape
+    expanded_in = []
+    for d in dims:
+        expanded_in += [1, d]
+    y = ctx.b.reshape(x, expanded_in)
+    target = []
+    for r, d in zip(repeats, dims):
+        target += [r, d]
+    y = ctx.b.broadcast_in_dim(y, target, list(range(len(target))))
+    return ctx.b.reshape(y, ctx.out_shape())
+
+
+@handles(aten.index_select)
+def index_select(ctx: Context, x: Value, dim: int, index: Value) -> Value:
+    return ctx.b.gather(x, index, _dim(dim, x.rank))
+
+
+@handles(aten.embedding)
+def embedding(ctx: Context, weight: Value, indices: Value, padding_idx: int = -1,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Value:
+    return ctx.b.gather(weight, indices, 0)
+
+
+@handles(aten.embedding_dense_backward)
+def embedding_dense_backward(ctx: Context, grad: Value, indices: Value,
+                             num_weights: int, padding_idx: int,
+                             scale_grad_by_freq: bool) -> Value:
+    if scale_grad_by_freq:
+        raise TranslationError("embedding with scale_grad_by_freq=True is not "
+                               "supported")
+    b = ctx.b
+    if padding_idx >= 0:
+        keep = b.compare("ne", indices, b.splat(padding_idx, indices.shape,
+                                                indices.element))
+        keep = b.broadcast_in_dim(keep, grad.shape, list(range(indices.rank)))
+        grad = b.select(keep, grad, b.splat(0.0, grad.shape, grad.element))
+    zeros_ = b.splat(0.0, (num_weights,) + grad.shape[indices.rank:], grad.element)
+    return b.scatter_add(zeros_, indices, grad, 0)
+
+
+# ---------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------
+
+def _reduce(ctx: Context, kind: str, x: Value, dims: Any) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    y = ctx.b.reduce(kind, ctx.b.convert(x, element), _dims(dims, x.rank))
+    return ctx.b.reshape(y, shape)
+
+
+@handles(aten.sum)
+def sum_(ctx: Context, x: Value, dims: Any = None, keepdim: bool = False,
+         dtype: Any = None) -> Value:
+    if not isinstance(dims, (list, tuple, int)):
+        dims = None
+    return _reduce(ctx, "sum", x, dims)
+
+
+@handles(aten.mean)
+def mean(ctx: Context, x: Value, dims: Any = None, keepdim: bool = False,
+         dtype: Any = None) -> Value:
+    if not isinstance(dims, (list, tuple, int)):
+        dims = None
+    dims = _dims(dims, x.rank)
+    count = math.prod(x.shape[d] for d in dims)
+    total = _reduce(ctx, "sum", x, dims)
+    return ctx.b.binary("div", total, ctx.b.splat(count, total.shape,
+                                                  total.element))
+
+
+@handles(aten.amax)
+def amax(ctx: Context, x: Value, dims: Any = (), keepdim: bool = False) -> Value:
+    return _reduce(ctx, "max", x, dims)
+
+
+@handles(aten.amin)
+def amin(ctx: Context, x: Value, dims: Any = (), keepdim: bool = False) -> Value:
+    return _reduce(ctx, "min", x, dims)
+
+
+@handles(aten.argmax)
+def argmax(ctx: Context, x: Value, dim: Optional[int] = None,
+           keepdim: bool = False) -> Value:
+    if dim is None:
+        x, dim = ctx.b.reshape(x, (x.numel(),)), 0
+    dim = _dim(dim, x.rank)
+    shape = x.shape[:dim] + x.shape[dim + 1:]
+    y = ctx.b.emit1(f"trn.argmax {x.name}, dim = {dim} : ({x.type}) -> "
+                    f"tensor<{''.join(f'{d}x' for d in shape)}i64>", shape, "i64")
+    return ctx.b.reshape(y, ctx.out_shape())
+
+
+# ---------------------------------------------------------------------------
+# Matrix products
+# ---------------------------------------------------------------------------
+
+@handles(aten.mm)
+def mm(ctx: Context, a: Value, b: Value) -> Value:
+    return ctx.b.dot_general(a, b, ([], []), ([1], [0]), ctx.out_element())
+
+
+@handles(aten.bmm)
+def bmm(ctx: Context, a: Value, b: Value) -> Value:
+    return ctx.b.dot_general(a, b, ([0], [0]), ([2], [1]), ctx.out_element())
+
+
+@handles(aten.addmm)
+def addmm(ctx: Context, bias: Any, a: Value, b: Value, beta: Any = 1,
+          alpha: Any = 1) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    product = _scaled(ctx, mm(ctx, a, b), alpha, shape, element)
+    return ctx.b.binary("add", _scaled(ctx, bias, beta, shape, element), product)
+
+
+@handles(aten.baddbmm)
+def baddbmm(ctx: Context, bias: Any, a: Value, b: Value, beta: Any = 1,
+            alpha: Any = 1) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    product = _scaled(ctx, bmm(ctx, a, b), alpha, shape, element)
+    if beta == 0:
+        return product
+    return ctx.b.binary("add", _scaled(ctx, bias, beta, shape, element), product)
+
+
+# ---------------------------------------------------------------------------
+# Composites: softmax, layer norm, losses, dropout
+# ---------------------------------------------------------------------------
+
+@handles(aten._softmax)
+def softmax(ctx: Context, x: Value, dim: int, half_to_float: bool = False
+            ) -> Value:
+    y = ctx.b.unary("softmax", x, f", dim = {_dim(dim, x.rank)}")
+    return ctx.b.convert(y, ctx.out_element())
+
+
+@handles(aten._log_softmax)
+def log_softmax(ctx: Context, x: Value, dim: int, half_to_float: bool = False
+                ) -> Value:
+    y = ctx.b.unary("log_softmax", x, f", dim = {_dim(dim, x.rank)}")
+    return ctx.b.convert(y, ctx.out_element())
+
+
+def _softmax_grad(ctx: Context, op: str, grad: Value, out: Value, dim: int
+                  ) -> Value:
+    element = ctx.out_element()
+    grad, out = ctx.b.convert(grad, element), ctx.b.convert(out, element)
+    return ctx.b.emit1(f"trn.{op} {out.name}, {grad.name}, dim = "
+                       f"{_dim(dim, out.rank)} : {out.type}", out.shape, element)
+
+
+@handles(aten._softmax_backward_data)
+def softmax_backward(ctx: Context, grad: Value, out: Value, dim: int,
+                     input_dtype: Any) -> Value:
+    return _softmax_grad(ctx, "softmax_grad", grad, out, dim)
+
+
+@handles(aten._log_softmax_backward_data)
+def log_softmax_backward(ctx: Context, grad: Value, out: Value, dim: int,
+                         input_dtype: Any) -> Value:
+    return _softmax_grad(ctx, "log_softmax_grad", grad, out, dim)
+
+
+def _norm_params(ctx: Context, x: Value, normalized_shape: Sequence[int],
+                 weight: Optional[Value], bias: Optional[Value]):
+    shape = tuple(int(d) for d in normalized_shape)
+    if weight is None:
+        weight = ctx.b.splat(1.0, shape, x.element)
+    if bias is None:
+        bias = ctx.b.splat(0.0, shape, x.element)
+    return shape, weight, bias
+
+
+@handles(aten.native_layer_norm)
+def native_layer_norm(ctx: Context, x: Value, normalized_shape: Sequence[int],
+                      weight: Optional[Value], bias: Optional[Value], eps: float
+                      ) -> List[Value]:
+    shape, weight, bias = _norm_params(ctx, x, normalized_shape, weight, bias)
+    axis = x.rank - len(shape)
+    stats = x.shape[:axis]
+    y, mean_, rstd = ctx.b.emit(
+        f"trn.layer_norm {x.name}, {weight.name}, {bias.name}, axis = {axis}, "
+        f"eps = {eps:.17e} : ({x.type}, {weight.type}, {bias.type}) -> "
+        f"({x.type}, tensor<{''.join(f'{d}x' for d in stats)}f32>, "
+        f"tensor<{''.join(f'{d}x' for d in stats)}f32>)",
+        [(x.shape, x.element), (stats, "f32"), (stats, "f32")])
+    # PyTorch keeps unit dims for the statistics: [..., 1, 1].
+    stat_shape = stats + (1,) * len(shape)
+    stat_element = _stat_element(ctx, x)
+    return [y, ctx.b.convert(ctx.b.reshape(mean_, stat_shape), stat_element),
+            ctx.b.convert(ctx.b.reshape(rstd, stat_shape), stat_element)]
+
+
+def _stat_element(ctx: Context, x: Value) -> str:
+    for user in ctx.node.users:
+        if user.args[1] in (1, 2):
+            meta = ctx.meta(user)
+            if meta is not None:
+                return element_type(meta[1]) or "f32"
+    return x.element
+
+
+@handles(aten.native_layer_norm_backward)
+def native_layer_norm_backward(ctx: Context, grad: Value, x: Value,
+                               normalized_shape: Sequence[int], mean_: Value,
+                               rstd: Value, weight: Optional[Value],
+                               bias: Optional[Value], mask: Sequence[bool]
+                               ) -> List[Optional[Value]]:
+    shape, weight, bias = _norm_params(ctx, x, normalized_shape, weight, bias)
+    axis = x.rank - len(shape)
+    stats = x.shape[:axis]
+    mean_ = ctx.b.reshape(ctx.b.convert(mean_, "f32"), stats)
+    rstd = ctx.b.reshape(ctx.b.convert(rstd, "f32"), stats)
+    grad = ctx.b.convert(grad, x.element)
+    dx, dw, db = ctx.b.emit(
+        f"trn.layer_norm_grad {grad.name}, {x.name}, {mean_.name}, {rstd.name}, "
+        f"{weight.name}, axis = {axis} : ({grad.type}, {x.type}, {mean_.type}, "
+        f"{rstd.type}, {weight.type}) -> ({x.type}, {weight.type}, {weight.type})",
+        [(x.shape, x.element), (weight.shape, weight.element),
+         (weight.shape, weight.element)])
+    return [dx if mask[0] else None, dw if mask[1] else None,
+            db if mask[2] else None]
+
+
+def _safe_targets(ctx: Context, target: Value, ignore_index: int):
+    b = ctx.b
+    keep = b.compare("ne", target, b.splat(ignore_index, target.shape,
+                                           target.element))
+    safe = b.select(keep, target, b.splat(0, target.shape, target.element))
+    return keep, safe
+
+
+@handles(aten.nll_loss_forward)
+def nll_loss_forward(ctx: Context, logp: Value, target: Value,
+                     weight: Optional[Value], reduction: int, ignore_index: int
+                     ) -> List[Value]:
+    if weight is not None:
+        raise TranslationError("nll_loss with class weights is not supported")
+    b = ctx.b
+    if logp.rank == 1:
+        logp = b.reshape(logp, (1,) + logp.shape)
+        target = b.reshape(target, (1,))
+    keep, safe = _safe_targets(ctx, target, ignore_index)
+    picked = b.gather(logp, safe, axis=1, batch_dims=1)
+    keepf = b.convert(keep, logp.element)
+    losses = b.binary("mul", b.unary("neg", picked), keepf)
+    count = b.reduce("sum", keepf, [0])
+    if reduction == 0:
+        out = losses
+    elif reduction == 1:
+        out = b.binary("div", b.reduce("sum", losses, [0]), count)
+    else:
+        out = b.reduce("sum", losses, [0])
+    return [out, count]
+
+
+@handles(aten.nll_loss_backward)
+def nll_loss_backward(ctx: Context, grad: Value, logp: Value, target: Value,
+                      weight: Optional[Value], reduction: int, ignore_index: int,
+                      total_weight: Value) -> Value:
+    b = ctx.b
+    shape = logp.shape
+    if logp.rank == 1:
+        logp = b.reshape(logp, (1,) + logp.shape)
+        target = b.reshape(target, (1,))
+    keep, safe = _safe_targets(ctx, target, ignore_index)
+    n = target.shape[0]
+    g = b.convert(grad, logp.element)
+    if reduction == 1:
+        g = b.binary("div", g, b.convert(total_weight, logp.element))
+    per_row = b.broadcast_to(g, (n,)) if g.rank == 0 else g
+    values = b.binary("mul", b.unary("neg", per_row), b.convert(keep, logp.element))
+    zeros_ = b.splat(0.0, logp.shape, logp.element)
+    out = b.scatter_add(zeros_, safe, values, axis=1, batch_dims=1)
+    return b.reshape(out, shape)
+
+
+@handles(aten.native_dropout)
+def native_dropout(ctx: Context, x: Value, p: float, train: Optional[bool]
+                   ) -> List[Value]:
+    b = ctx.b
+    if not train or p == 0:
+        return [x, b.splat(1, x.shape, "i1")]
+    if ctx.seed is None:
+        raise TranslationError("dropout needs a seed input")
+    keep = b.rng_bernoulli(ctx.seed, ctx.next_stream, 1.0 - p, x.shape)
+    ctx.next_stream += 1
+    scaled = b.binary("mul", x, b.splat(1.0 / (1.0 - p), x.shape, x.element))
+    return [b.select(keep, scaled, b.splat(0.0, x.shape, x.element)), keep]
+
+
+@handles(aten.native_dropout_backward)
+def native_dropout_backward(ctx: Context, grad: Value, mask: Value, scale: float
+                            ) -> Value:
+    b = ctx.b
+    scaled = b.binary("mul", grad, b.splat(scale, grad.shape, grad.element))
+    return b.select(ctx.operand(mask, grad.shape, "i1"), scaled,
+                    b.splat(0.0, grad.shape, grad.element))

@@ -1,0 +1,119 @@
+"""Extraction mode: what `trn-parallel-compile` runs a training script in.
+
+With TRN_EXTRACT_GRAPHS_ONLY=1, every step call traces and translates its
+graph but neither compiles nor runs it: each distinct graph is written once
+next to the manifest (TRN_GRAPH_MANIFEST) as `<key>.mlir`, one JSON line per
+step call is appended to the manifest, the step returns a zero loss so the
+script's own logic keeps running, and after TRN_EXTRACT_MAX_STEPS step calls
+(default: once two calls in a row brought no new graph) the script ends with
+exit status 0 and a message.
+
+Several processes may append to one manifest: each record is one write(2) of
+one line to a file opened with O_APPEND, under an exclusive flock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import tempfile
+from typing import Any, Dict, Optional
+
+from .errors import ExtractionStop, TrnError
+
+ENV_ENABLE = "TRN_EXTRACT_GRAPHS_ONLY"
+ENV_MANIFEST = "TRN_GRAPH_MANIFEST"
+ENV_MAX_STEPS = "TRN_EXTRACT_MAX_STEPS"
+
+
+def enabled() -> bool:
+    value = os.environ.get(ENV_ENABLE, "")
+    if value in ("", "0"):
+        return False
+    if value != "1":
+        raise TrnError(f"{ENV_ENABLE}={value!r} is not understood; set it to 1 "
+                       "(extract graphs only) or 0")
+    return True
+
+
+class Extractor:
+    """The extraction state of this process."""
+
+    def __init__(self) -> None:
+        manifest = os.environ.get(ENV_MANIFEST, "")
+        if not manifest:
+            raise TrnError(f"{ENV_ENABLE}=1 needs {ENV_MANIFEST}=<path of the "
+                           "JSON-lines manifest to append to>")
+        self.manifest = os.path.abspath(manifest)
+        self.directory = os.path.dirname(self.manifest)
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as error:
+            raise TrnError(f"cannot create the manifest directory "
+                           f"{self.directory}: {error.strerror}") from None
+        raw = os.environ.get(ENV_MAX_STEPS, "")
+        self.max_steps: Optional[int] = None
+        if raw:
+            try:
+                self.max_steps = int(raw)
+            except ValueError:
+                self.max_steps = -1
+            if self.max_steps is None or self.max_steps < 1:
+                raise TrnError(f"{ENV_MAX_STEPS}={raw!r} must be a positive "
+                               "integer")
+        self.steps = 0
+        self.calls_without_new_graph = 0
+        self.seen_keys: set = set()
+
+    def record(self, key: str, text: str, record: Dict[str, Any]) -> bool:
+        """Writes the graph (once) and appends the manifest line; returns
+        whether this process saw the key for the first time."""
+        new = key not in self.seen_keys
+        self.seen_keys.add(key)
+        graph_path = os.path.join(self.directory, f"{key}.mlir")
+        if not os.path.exists(graph_path):
+            fd, temp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp",
+                                        dir=self.directory)
+            with os.fdopen(fd, "w") as out:
+                out.write(text)
+            os.replace(temp, graph_path)
+        record = dict(record, key=key, graph=graph_path)
+        line = (json.dumps(record, sort_keys=True) + "\n").encode()
+        fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, line)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+        return new
+
+    def finish_step(self, brought_new_graph: bool) -> None:
+        """Counts a step call; ends the script when extraction is done."""
+        self.steps += 1
+        self.calls_without_new_graph = (0 if brought_new_graph
+                                        else self.calls_without_new_graph + 1)
+        if self.max_steps is not None:
+            done = self.steps >= self.max_steps
+            why = f"{self.max_steps} step calls ({ENV_MAX_STEPS})"
+        else:
+            done = self.calls_without_new_graph >= 2
+            why = "two step calls in a row brought no new graph"
+        if done:
+            sys.stdout.flush()
+            print(f"trn: extraction done after {self.steps} step calls ({why}): "
+                  f"{len(self.seen_keys)} distinct graphs listed in "
+                  f"{self.manifest}", file=sys.stderr, flush=True)
+            raise ExtractionStop(0)
+
+
+_extractor: Optional[Extractor] = None
+
+
+def extractor() -> Extractor:
+    global _extractor
+    if _extractor is None:
+        _extractor = Extractor()
+    return _extractor

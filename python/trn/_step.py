@@ -1,0 +1,581 @@
+"""`trn.compile_step`: one wrap that trains a PyTorch model on trn.
+
+A `CompiledStep` owns, per distinct input signature, one executable: the
+traced and translated graph, its compiled artifact (from the compile cache)
+and the simulated NeuronCore it is loaded on. Parameters, optimizer states
+and gradient accumulators live on the device between calls; each tensor has a
+"home" (the executable whose HBM holds its latest value, or the host) and is
+copied only when another executable needs it or PyTorch changed it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from . import _extract, _optim, _trace, _translate
+from ._mlir import element_type, torch_dtype
+from .errors import CompileError, DeviceError, TrnError
+
+log = logging.getLogger("trn")
+
+# Size-preserving integer views for dtypes NumPy lacks.
+_NUMPY_VIEW = {torch.bfloat16: torch.int16, torch.float16: torch.int16}
+
+
+def _native():
+    try:
+        from . import _trn
+    except ImportError as error:
+        raise TrnError(f"trn's native extension is missing ({error}); build it "
+                       "with utils/setup.sh") from None
+    return _trn
+
+
+def to_bytes(tensor: torch.Tensor) -> np.ndarray:
+    """A contiguous NumPy view of `tensor`'s bytes, as the device stores them."""
+    t = tensor.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.contiguous()
+    if t.dtype in _NUMPY_VIEW:
+        t = t.view(_NUMPY_VIEW[t.dtype])
+    return t.numpy()
+
+
+def from_bytes(data: bytes, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    view = _NUMPY_VIEW.get(dtype, dtype)
+    array = np.frombuffer(bytearray(data), dtype=torch.empty((), dtype=view).numpy().dtype)
+    t = torch.from_numpy(array.copy()).reshape(tuple(shape))
+    return t.view(dtype) if view is not dtype else t
+
+
+def _nbytes(shape: Sequence[int], dtype: torch.dtype) -> int:
+    return math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+
+
+@dataclass
+class _Executable:
+    """One graph: its text, key and, unless extracting, the loaded program."""
+    graph: _translate.Graph
+    key: str
+    signature: Tuple
+    program: Any = None
+    cache_status: str = ""
+    compile_seconds: float = 0.0
+    trace_seconds: float = 0.0
+    uses_rng: bool = False
+    inputs: Dict[str, Tuple[Tuple[int, ...], torch.dtype]] = field(default_factory=dict)
+
+
+class CompiledStep:
+    """The callable `trn.compile_step` returns; see its docstring."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 loss_fn: Callable[..., torch.Tensor], flags: str = "",
+                 cache_dir: Optional[str] = None, grad_accum: int = 1,
+                 max_grad_norm: Optional[float] = None, sync: str = "step",
+                 retry_failed: bool = False) -> None:
+        if not isinstance(model, torch.nn.Module):
+            raise TrnError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TrnError("optimizer must be a torch.optim.Optimizer, got "
+                           f"{type(optimizer).__name__}")
+        if not callable(loss_fn):
+            raise TrnError("loss_fn must be callable as loss_fn(model, *batch)")
+        if not isinstance(grad_accum, int) or grad_accum < 1:
+            raise TrnError(f"grad_accum must be a positive integer, got {grad_accum!r}")
+        if max_grad_norm is not None and not (
+                isinstance(max_grad_norm, (int, float)) and max_grad_norm > 0
+                and math.isfinite(max_grad_norm)):
+            raise TrnError(f"max_grad_norm must be a positive number or None, got "
+                           f"{max_grad_norm!r}")
+        if sync not in ("step", "manual"):
+            raise TrnError(f"sync must be 'step' or 'manual', got {sync!r}")
+        if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+            raise TrnError(f"cache_dir must be a path or None, got {cache_dir!r}")
+        self.model = model
+        self.optimizer = optimizer
+        self.loss_fn = loss_fn
+        self.flags = self._parse_flags(flags)
+        self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else ""
+        self.grad_accum = grad_accum
+        self.max_grad_norm = float(max_grad_norm) if max_grad_norm else None
+        self.sync_mode = sync
+        self.retry_failed = retry_failed
+        self.extracting = _extract.enabled()
+        self.batch_names = self._batch_names(loss_fn)
+
+        self._executables: Dict[Tuple, _Executable] = {}
+        self._last_signature: Optional[Tuple] = None
+        self._micro = 0
+        self._home: Dict[str, Optional[_Executable]] = {}
+        self._host_version: Dict[str, int] = {}
+        self._accums: Dict[str, torch.Tensor] = {}
+        # Device-homed tensors whose host copy is older (synced lazily).
+        self._stale_on_host: set = set()
+        self._updates = self._initial_update_count()
+        self.last_stats: Dict[str, Any] = {}
+        self.last_executable: Optional[_Executable] = None
+
+    # -- configuration ----------------------------------------------------
+
+    def _parse_flags(self, flags: str) -> List[str]:
+        if not isinstance(flags, str):
+            raise TrnError(f"flags must be a string such as '--auto-cast matmul', "
+                           f"got {type(flags).__name__}")
+        tokens = shlex.split(os.environ.get("TRN_CC_FLAGS", "")) + shlex.split(flags)
+        if not self_extracting_or_native_ok():
+            return tokens
+        try:
+            _native().normalize_flags(tokens)
+        except ValueError as error:
+            raise TrnError(f"bad compile flags {' '.join(tokens)!r}: {error}") from None
+        return tokens
+
+    @staticmethod
+    def _batch_names(loss_fn: Callable) -> List[str]:
+        try:
+            params = list(inspect.signature(loss_fn).parameters.values())
+        except (TypeError, ValueError):
+            return []
+        names = [p.name for p in params[1:]
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return names
+
+    def _initial_update_count(self) -> int:
+        """Optimizer steps already taken (a resumed optimizer has state)."""
+        for group in self.optimizer.param_groups:
+            for p in group["params"]:
+                state = self.optimizer.state.get(p, {})
+                if "step" in state:
+                    step = state["step"]
+                    return int(step.item() if isinstance(step, torch.Tensor) else step)
+                if "momentum_buffer" in state and state["momentum_buffer"] is not None:
+                    return 1
+        return 0
+
+    # -- the tensors a step reads and writes ------------------------------
+
+    def _trainable(self) -> List[Tuple[str, torch.nn.Parameter]]:
+        return [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+
+    def _others(self) -> List[Tuple[str, torch.Tensor]]:
+        frozen = [(n, p) for n, p in self.model.named_parameters() if not p.requires_grad]
+        return frozen + list(self.model.named_buffers())
+
+    def _state_tensor(self, param: torch.Tensor, key: str) -> torch.Tensor:
+        state = self.optimizer.state.get(param)
+        if state and state.get(key) is not None:
+            return state[key]
+        return torch.zeros_like(param, memory_format=torch.contiguous_format)
+
+    def _lrs(self) -> List[float]:
+        return [float(g["lr"]) for g in self.optimizer.param_groups]
+
+    # -- signatures and retracing ----------------------------------------
+
+    def _signature(self, batch: Sequence[torch.Tensor], update: bool) -> Tuple:
+        params = tuple((n, tuple(p.shape), p.dtype) for n, p in self._trainable())
+        others = tuple((n, tuple(t.shape), t.dtype) for n, t in self._others())
+        plan = _optim.plan_for(self.optimizer, [p for _, p in self._trainable()])
+        inputs = tuple((tuple(t.shape), t.dtype) for t in batch)
+        return (("inputs", inputs), ("update", update),
+                ("training", self.model.training), ("parameters", params),
+                ("buffers", others), ("optimizer", plan),
+                ("accumulate", self.grad_accum > 1))
+
+    def _why_retrace(self, old: Tuple, new: Tuple) -> str:
+        for (name, a), (_, b) in zip(old, new):
+            if a == b:
+                continue
+            if name == "inputs":
+                for i, (x, y) in enumerate(zip(a, b)):
+                    if x != y:
+                        label = (self.batch_names[i] if i < len(self.batch_names)
+                                 else f"#{i}")
+                        return (f"input '{label}' changed from {_shape_str(*x)} to "
+                                f"{_shape_str(*y)}")
+                return f"the number of inputs changed from {len(a)} to {len(b)}"
+            if name == "update":
+                return ("this call ends a gradient-accumulation window (optimizer "
+                        "update)" if b else "a micro-step that only accumulates "
+                        "gradients")
+            if name == "training":
+                return "the model switched to " + ("train()" if b else "eval()")
+            if name == "optimizer":
+                return "an optimizer hyper-parameter other than lr changed"
+            return f"the model's {name} changed"
+        return "the signature changed"
+
+    # -- building ---------------------------------------------------------
+
+    def _build(self, signature: Tuple, batch: Sequence[torch.Tensor],
+               update: bool) -> _Executable:
+        start = time.perf_counter()
+        trainable = self._trainable()
+        if not trainable:
+            raise TrnError("the model has no trainable parameters")
+        others = self._others()
+        plan = _optim.plan_for(self.optimizer, [p for _, p in trainable])
+        param_names = [n for n, _ in trainable]
+        state_keys = [plan.state_keys(g) for g in plan.param_group]
+        accumulate = self.grad_accum > 1
+        layout = _trace.StepLayout(
+            params=len(trainable), others=len(others),
+            states=sum(len(k) for k in state_keys) if update else 0,
+            accums=len(trainable) if accumulate else 0,
+            lrs=len(plan.groups) if update else 0, batch=len(batch))
+        step_fn = _trace.build_step_function(
+            self.model, self.loss_fn, param_names, [n for n, _ in others], layout,
+            plan if update else None, update, self.max_grad_norm)
+
+        args: List[_translate.ArgSpec] = []
+        inputs: List[torch.Tensor] = []
+        for name, p in trainable:
+            args.append(_translate.ArgSpec(name, "parameter"))
+            inputs.append(p.detach())
+        for name, t in others:
+            args.append(_translate.ArgSpec(name, "constant"))
+            inputs.append(t.detach())
+        state_names: List[str] = []
+        if update:
+            for (name, p), keys in zip(trainable, state_keys):
+                for key in keys:
+                    state_names.append(f"{key}.{name}")
+                    args.append(_translate.ArgSpec(f"{key}.{name}", "optimizer_state"))
+                    inputs.append(self._state_tensor(p, key).detach())
+        accum_names = [f"grad_accum.{n}" for n, _ in trainable] if accumulate else []
+        for name, (_, p) in zip(accum_names, trainable):
+            args.append(_translate.ArgSpec(name, "gradient"))
+            inputs.append(torch.zeros_like(p.detach()))
+        if update:
+            for i, lr in enumerate(self._lrs()):
+                args.append(_translate.ArgSpec(_lr_name(i, len(plan.groups)),
+                                               "hyperparameter"))
+                inputs.append(torch.tensor(lr, dtype=torch.float32))
+            args.append(_translate.ArgSpec("step", "hyperparameter"))
+            inputs.append(torch.tensor(float(self._updates + 1)))
+        for i, t in enumerate(batch):
+            label = self.batch_names[i] if i < len(self.batch_names) else f"input{i}"
+            role = "label" if ("label" in label or "target" in label) else "data"
+            args.append(_translate.ArgSpec(label, role))
+            inputs.append(t.detach())
+        args.append(_translate.ArgSpec("seed", "seed"))
+        inputs.append(torch.tensor(0, dtype=torch.int64))
+
+        results = [_translate.ResultSpec("loss", "loss")]
+        index_of = {spec.name: i for i, spec in enumerate(args)}
+        if update:
+            for name in param_names:
+                results.append(_translate.ResultSpec(name, "parameter", index_of[name]))
+            for name in state_names:
+                results.append(_translate.ResultSpec(name, "optimizer_state",
+                                                     index_of[name]))
+        for name in accum_names:
+            results.append(_translate.ResultSpec(name, "gradient", index_of[name]))
+
+        fake = any(t.device.type == "meta" for t in inputs) or self.extracting
+        gm = _trace.trace(step_fn, inputs, fake=fake)
+        graph = _translate.translate(gm, args, results, name="train_step" if update
+                                     else "train_micro_step", seed_index=len(args) - 1)
+        trace_seconds = time.perf_counter() - start
+        key = self._key(graph.text)
+        exe = _Executable(graph=graph, key=key, signature=signature,
+                          trace_seconds=trace_seconds, uses_rng=graph.uses_rng)
+        for spec, shape, element in graph.arguments:
+            exe.inputs[spec.name] = (shape, torch_dtype(element))
+        return exe
+
+    def _key(self, text: str) -> str:
+        try:
+            return _native().graph_key(text, self.flags)
+        except ValueError as error:
+            raise CompileError(f"the translated graph is invalid (a trn bug, "
+                               f"please report it): {error}") from None
+
+    def _compile(self, exe: _Executable) -> None:
+        result = _native().compile(exe.graph.text, self.flags, cache_dir=self.cache_dir,
+                                   use_cache=True, retry_failed=self.retry_failed,
+                                   source_name="<trn step>")
+        for warning in result["warnings"]:
+            log.warning("trn: %s", warning)
+        if not result["ok"]:
+            raise CompileError(f"compiling the step graph {result['key'] or ''} "
+                               f"failed: {result['error']}")
+        exe.cache_status = result["cache_status"]
+        exe.compile_seconds = result["compile_seconds"]
+        try:
+            exe.program = _native().Program(result["artifact"])
+        except _native().DeviceError as error:
+            raise DeviceError(f"the compiled step does not load on the simulated "
+                              f"NeuronCore: {error}") from None
+
+    # -- running ----------------------------------------------------------
+
+    def _executable(self, batch: Sequence[torch.Tensor], update: bool) -> Tuple[_Executable, bool]:
+        signature = self._signature(batch, update)
+        exe = self._executables.get(signature)
+        new = exe is None
+        if new:
+            if self._last_signature is not None:
+                log.info("trn: tracing a new step graph: %s",
+                         self._why_retrace(self._last_signature, signature))
+            exe = self._build(signature, batch, update)
+            self._executables[signature] = exe
+        self._last_signature = signature
+        return exe, new
+
+    def __call__(self, *batch: torch.Tensor) -> torch.Tensor:
+        for i, t in enumerate(batch):
+            if not isinstance(t, torch.Tensor):
+                label = self.batch_names[i] if i < len(self.batch_names) else f"#{i}"
+                raise TrnError(f"step input '{label}' is a {type(t).__name__}; pass "
+                               "tensors (wrap Python numbers with torch.tensor)")
+            if element_type(t.dtype) is None:
+                raise TrnError(f"step input #{i} has dtype {t.dtype}, which trn does "
+                               "not support (float32, bfloat16, float16, int64, "
+                               "int32, bool)")
+        update = (self._micro + 1) % self.grad_accum == 0
+        exe, new = self._executable(batch, update)
+        self.last_executable = exe
+        if self.extracting:
+            return self._extract(exe, new, batch, update)
+        if exe.program is None:
+            if any(p.device.type == "meta" for p in self.model.parameters()):
+                raise TrnError("the model's parameters are on the meta device, so "
+                               "its steps can be traced and compiled but not run; "
+                               "extract with TRN_EXTRACT_GRAPHS_ONLY=1 "
+                               "(trn-parallel-compile) or call step.compile(*batch)")
+            self._compile(exe)
+        self._upload(exe, batch, update)
+        try:
+            stats = exe.program.run()
+        except _native().DeviceError as error:
+            raise DeviceError(f"the step failed on the simulated NeuronCore: {error}") from None
+        self.last_stats = dict(stats, cache_status=exe.cache_status, key=exe.key)
+        for spec, _, _ in exe.graph.results:
+            if spec.aliases is not None:
+                self._home[spec.name] = exe
+                self._stale_on_host.add(spec.name)
+        shape, dtype = (), exe.graph.results[0][2]
+        loss = from_bytes(exe.program.read("loss", _nbytes(shape, torch_dtype(dtype))),
+                          shape, torch_dtype(dtype))
+        self._micro = (self._micro + 1) % self.grad_accum
+        if update:
+            self._updates += 1
+        if self.sync_mode == "step":
+            self.sync()
+        return loss
+
+    def _host_tensors(self) -> Dict[str, torch.Tensor]:
+        """Name -> the PyTorch tensor that holds each state on the host."""
+        tensors: Dict[str, torch.Tensor] = {}
+        trainable = self._trainable()
+        for name, p in trainable:
+            tensors[name] = p.detach()
+        for name, t in self._others():
+            tensors[name] = t.detach()
+        plan = _optim.plan_for(self.optimizer, [p for _, p in trainable])
+        for (name, p), group in zip(trainable, plan.param_group):
+            for key in plan.state_keys(group):
+                state = self.optimizer.state.get(p)
+                if state is not None and state.get(key) is not None:
+                    tensors[f"{key}.{name}"] = state[key]
+        tensors.update(self._accums)
+        return tensors
+
+    def _upload(self, exe: _Executable, batch: Sequence[torch.Tensor], update: bool) -> None:
+        host = self._host_tensors()
+        trainable = dict(self._trainable())
+        program = exe.program
+        batch_index = 0
+        lrs = self._lrs()
+        for spec, shape, element in exe.graph.arguments:
+            name, role = spec.name, spec.role
+            if role in ("data", "label"):
+                program.write(name, to_bytes(batch[batch_index]))
+                batch_index += 1
+                continue
+            if role == "hyperparameter":
+                value = (float(self._updates + 1) if name == "step"
+                         else lrs[_lr_index(name)])
+                program.write(name, to_bytes(torch.tensor(value, dtype=torch.float32)))
+                continue
+            if role == "seed":
+                seed = torch.randint(0, 2 ** 62, (), dtype=torch.int64)
+                program.write(name, to_bytes(seed))
+                continue
+            tensor = host.get(name)
+            if tensor is not None and self._host_version.get(name) != _version_of(tensor):
+                self._home[name] = None  # PyTorch changed it: the host is newest
+            home = self._home.get(name)
+            if home is exe:
+                continue
+            if home is not None:
+                dtype = torch_dtype(element)
+                data = home.program.read(name, _nbytes(shape, dtype))
+                program.write(name, np.frombuffer(data, dtype=np.uint8))
+            else:
+                if tensor is None:
+                    tensor = self._fresh_state(name, trainable)
+                program.write(name, to_bytes(tensor))
+                self._host_version[name] = _version_of(tensor)
+            self._home[name] = exe
+
+    def _fresh_state(self, name: str, trainable: Dict[str, torch.Tensor]) -> torch.Tensor:
+        """Zeros for a state PyTorch has not created yet (moments, buffers,
+        gradient accumulators)."""
+        param = trainable[name.split(".", 1)[1]]
+        return torch.zeros_like(param.detach(), memory_format=torch.contiguous_format)
+
+    def sync(self) -> None:
+        """Copies parameters, optimizer states and accumulators from the
+        device into the model and optimizer (what `model.state_dict()` and
+        `optimizer.state_dict()` then return). Idempotent and cheap when
+        nothing changed; with sync="step" (the default) every call does it."""
+        trainable = self._trainable()
+        if not trainable:
+            return
+        plan = _optim.plan_for(self.optimizer, [p for _, p in trainable])
+        with torch.no_grad():
+            for (name, p), group in zip(trainable, plan.param_group):
+                self._pull(name, p.detach())
+                keys = plan.state_keys(group)
+                if any(self._home.get(f"{k}.{name}") is not None for k in keys):
+                    state = self.optimizer.state[p]
+                    for key in keys:
+                        if state.get(key) is None:
+                            state[key] = torch.zeros_like(p.detach())
+                        self._pull(f"{key}.{name}", state[key])
+                    if plan.kind != "sgd":
+                        state["step"] = torch.tensor(float(self._updates))
+                if f"grad_accum.{name}" in self._home:
+                    if f"grad_accum.{name}" not in self._accums:
+                        self._accums[f"grad_accum.{name}"] = torch.zeros_like(p.detach())
+                    self._pull(f"grad_accum.{name}", self._accums[f"grad_accum.{name}"])
+
+    def _pull(self, name: str, target: torch.Tensor) -> None:
+        home = self._home.get(name)
+        if home is None or name not in self._stale_on_host:
+            return
+        data = home.program.read(name, _nbytes(target.shape, target.dtype))
+        target.copy_(from_bytes(data, target.shape, target.dtype))
+        self._host_version[name] = _version_of(target)
+        self._stale_on_host.discard(name)
+
+    # -- compile without running ------------------------------------------
+
+    def lower(self, *batch: torch.Tensor) -> str:
+        """The trn graph (MLIR text) of the step these inputs would run."""
+        update = (self._micro + 1) % self.grad_accum == 0
+        exe, _ = self._executable(batch, update)
+        return exe.graph.text
+
+    def compile(self, *batch: torch.Tensor) -> Dict[str, Any]:
+        """Traces and compiles (through the cache) without running; works for
+        models on the meta device. Returns key, cache status and timings."""
+        update = (self._micro + 1) % self.grad_accum == 0
+        exe, _ = self._executable(batch, update)
+        result = _native().compile(exe.graph.text, self.flags, cache_dir=self.cache_dir,
+                                   retry_failed=self.retry_failed,
+                                   source_name="<trn step>")
+        if not result["ok"]:
+            raise CompileError(f"compiling the step graph failed: {result['error']}")
+        return {"key": exe.key, "cache_status": result["cache_status"],
+                "compile_seconds": result["compile_seconds"],
+                "trace_seconds": exe.trace_seconds, "ops": exe.graph.ops}
+
+    # -- extraction -------------------------------------------------------
+
+    def _extract(self, exe: _Executable, new: bool, batch: Sequence[torch.Tensor],
+                 update: bool) -> torch.Tensor:
+        extractor = _extract.extractor()
+        site = _call_site()
+        record = {
+            "flags": self.flags,
+            "script": os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "",
+            "call_site": site,
+            "graph_name": "train_step" if update else "train_micro_step",
+            "inputs": [{"name": spec.name, "role": spec.role, "shape": list(shape),
+                        "dtype": element}
+                       for spec, shape, element in exe.graph.arguments
+                       if spec.role in ("data", "label")],
+            "ops": exe.graph.ops,
+            "trace_seconds": round(exe.trace_seconds, 4),
+            "estimated_compile_seconds": _estimate_compile_seconds(exe.graph),
+            "estimated_compile_memory_bytes": _estimate_compile_memory(exe.graph),
+            "pid": os.getpid(),
+            "rank": int(os.environ.get("SLURM_PROCID",
+                                       os.environ.get("OMPI_COMM_WORLD_RANK", "0"))),
+        }
+        first = extractor.record(exe.key, exe.graph.text, record)
+        self._micro = (self._micro + 1) % self.grad_accum
+        if update:
+            self._updates += 1
+        loss_dtype = torch_dtype(exe.graph.results[0][2])
+        extractor.finish_step(first)
+        return torch.zeros((), dtype=loss_dtype)
+
+
+def _version_of(tensor: torch.Tensor) -> Tuple[int, int]:
+    """Changes when PyTorch writes the tensor or replaces it (load_state_dict)."""
+    return (tensor.data_ptr(), tensor._version)
+
+
+def _lr_name(index: int, groups: int) -> str:
+    return "lr" if groups == 1 else f"lr.{index}"
+
+
+def _lr_index(name: str) -> int:
+    return 0 if name == "lr" else int(name.split(".", 1)[1])
+
+
+def _shape_str(shape: Tuple[int, ...], dtype: torch.dtype) -> str:
+    return f"{str(dtype).replace('torch.', '')}[{', '.join(map(str, shape))}]"
+
+
+def _call_site() -> str:
+    frame = sys._getframe(1)
+    here = os.path.dirname(os.path.abspath(__file__))
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _graph_bytes(graph: _translate.Graph) -> int:
+    total = 0
+    for _, shape, element in list(graph.arguments) + list(graph.results):
+        total += math.prod(shape) * torch.empty((), dtype=torch_dtype(element)).element_size()
+    return total
+
+
+def _estimate_compile_seconds(graph: _translate.Graph) -> float:
+    """A rough guess for scheduling (longest first), from the op count and the
+    bytes the step touches; see docs/frontend.md."""
+    return round(0.05 + 2e-4 * graph.ops + 5e-10 * _graph_bytes(graph), 3)
+
+
+def _estimate_compile_memory(graph: _translate.Graph) -> int:
+    return int(200e6 + 20e3 * graph.ops + 0.02 * _graph_bytes(graph))
+
+
+def self_extracting_or_native_ok() -> bool:
+    """Flags are checked by the native extension when it is importable."""
+    try:
+        _native()
+        return True
+    except TrnError:
+        return False

@@ -1,0 +1,196 @@
+"""Tracing one training step (forward, backward, optimizer) with make_fx.
+
+The step is a pure function of flat tensor inputs, in this order:
+trainable parameters, frozen parameters and buffers, optimizer states,
+gradient accumulators, hyper-parameters (one learning rate per group, the
+step count), the batch, and the dropout seed (last, dropped from the graph
+when nothing draws random numbers). It returns the loss and the new values of
+what it updates. The model runs with its tensors swapped for the traced
+inputs (`torch.nn.utils.stateless`), so the user's module is not modified.
+
+Every traced node records the user's source line that made it (the first
+frame outside torch and trn), so errors and compiler diagnostics can point
+at it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import torch
+import torch.fx
+from torch.fx.experimental import proxy_tensor
+from torch.nn.utils import stateless
+
+from . import _optim
+from .errors import TrnError, UnsupportedOpError
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_TRN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _find_user_frame() -> Optional[Tuple[str, int, str, str]]:
+    frame = sys._getframe(2)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if path.startswith(_TRN_DIR):
+            return None  # backward and optimizer ops: no user line
+        if not path.startswith(_TORCH_DIR) and not path.startswith("<"):
+            source = linecache.getline(path, frame.f_lineno).strip()
+            return path, frame.f_lineno, frame.f_code.co_name, source
+        frame = frame.f_back
+    return None
+
+
+class _LocatingTracer(proxy_tensor.PythonKeyTracer):
+    def create_proxy(self, kind, target, args, kwargs, name=None,
+                     type_expr=None, proxy_factory_fn=None):
+        proxy = super().create_proxy(kind, target, args, kwargs, name,
+                                     type_expr, proxy_factory_fn)
+        if kind == "call_function":
+            proxy.node.meta["trn_frame"] = _find_user_frame()
+        return proxy
+
+
+@contextlib.contextmanager
+def _locating_tracer():
+    saved = proxy_tensor.PythonKeyTracer
+    proxy_tensor.PythonKeyTracer = _LocatingTracer
+    try:
+        yield
+    finally:
+        proxy_tensor.PythonKeyTracer = saved
+
+
+@dataclass
+class StepLayout:
+    """Counts of each input group, in the flat input order."""
+    params: int
+    others: int  # frozen parameters and buffers
+    states: int
+    accums: int
+    lrs: int
+    batch: int
+
+
+def build_step_function(model: torch.nn.Module, loss_fn: Callable[..., Any],
+                        param_names: Sequence[str], other_names: Sequence[str],
+                        layout: StepLayout, plan: Optional[_optim.OptimizerPlan],
+                        update: bool, max_grad_norm: Optional[float]
+                        ) -> Callable[..., List[torch.Tensor]]:
+    """The pure step function over flat inputs (see the module docstring).
+
+    With `update`, it applies the optimizer (to the accumulated gradients,
+    when there are accumulators, then zeroes them); without, it only adds
+    this micro-step's gradients to the accumulators.
+    """
+    state_counts = ([len(plan.state_keys(g)) for g in plan.param_group]
+                    if plan else [0] * layout.params)
+
+    def step(*flat: torch.Tensor) -> List[torch.Tensor]:
+        it = iter(flat)
+        params = [next(it) for _ in range(layout.params)]
+        others = [next(it) for _ in range(layout.others)]
+        states = [[next(it) for _ in range(n)] for n in state_counts]
+        accums = [next(it) for _ in range(layout.accums)]
+        lrs = [next(it) for _ in range(layout.lrs)]
+        step_count = next(it) if update else None
+        batch = [next(it) for _ in range(layout.batch)]
+        params = [p.detach().requires_grad_() for p in params]
+        tensors = dict(zip(param_names, params))
+        tensors.update(zip(other_names, others))
+        with stateless._reparametrize_module(model, tensors):
+            loss = loss_fn(model, *batch)
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise TrnError("loss_fn must return a scalar tensor (the loss), got "
+                           f"{_describe(loss)}")
+        if not loss.requires_grad:
+            raise TrnError("the loss does not depend on any trainable parameter; "
+                           "check that loss_fn calls the model it is given")
+        loss = loss.reshape(())
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        grads = [g if g is not None else torch.zeros_like(p)
+                 for g, p in zip(grads, params)]
+        if accums:
+            grads = [a + g for a, g in zip(accums, grads)]
+        if not update:
+            return [loss.detach()] + [g.detach() for g in grads]
+        if max_grad_norm is not None:
+            grads = _optim.clip_grad_norm(grads, max_grad_norm)
+        new_params, new_states = _optim.apply_update(plan, [p.detach() for p in params],
+                                                     [g.detach() for g in grads],
+                                                     states, lrs, step_count)
+        outputs = [loss.detach()] + new_params
+        for s in new_states:
+            outputs.extend(s)
+        outputs.extend(torch.zeros_like(a) for a in accums)
+        return outputs
+
+    return step
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {list(value.shape)}"
+    return type(value).__name__
+
+
+def trace(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tensor],
+          fake: bool) -> torch.fx.GraphModule:
+    """make_fx of `step`; Python-level failures become one-line errors that
+    name the user's line (data-dependent control flow, .item(), ...)."""
+    try:
+        with _locating_tracer():
+            if fake:
+                from torch._subclasses.fake_tensor import FakeTensorMode
+                mode = FakeTensorMode(allow_fallback_kernels=False)
+                fake_inputs = [_to_fake(mode, t) for t in inputs]
+                with mode:
+                    return proxy_tensor.make_fx(step)(*fake_inputs)
+            return proxy_tensor.make_fx(step)(*inputs)
+    except TrnError:
+        raise
+    except Exception as error:  # noqa: BLE001 - re-raised with the user's line
+        raise UnsupportedOpError(_tracing_failure(error)) from None
+
+
+def _to_fake(mode, tensor: torch.Tensor) -> torch.Tensor:
+    from torch._subclasses.fake_tensor import FakeTensor
+    if tensor.device.type == "meta":
+        # A model built on the meta device: a fake CPU tensor of its shape.
+        return FakeTensor(mode, tensor.detach(), torch.device("cpu"))
+    return mode.from_tensor(tensor)
+
+
+def _tracing_failure(error: Exception) -> str:
+    """One line: what failed during tracing and where in the user's code."""
+    where = ""
+    tb = error.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        path = frame.f_code.co_filename
+        if (not path.startswith(_TORCH_DIR) and not path.startswith(_TRN_DIR)
+                and not path.startswith("<")):
+            line = frame.f_lineno
+            source = linecache.getline(path, line).strip()
+            where = f" at {os.path.relpath(path)}:{line}: `{source}`"
+            break
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    kind = type(error).__name__
+    lowered = message.lower()
+    if ("data-dependent" in lowered or "_local_scalar_dense" in lowered
+            or "item()" in lowered or "nonzero" in lowered
+            or "dynamic" in lowered or "boolean value of tensor" in lowered):
+        return (f"the step depends on tensor values{where} (Python control flow, "
+                ".item() or a data-dependent shape); trn compiles one static graph "
+                f"per input shape: compute it with tensor ops instead ({kind}: "
+                f"{message})")
+    return f"tracing the step failed{where}: {kind}: {message}"

@@ -1,0 +1,222 @@
+"""FX graph (from `make_fx`) to a `trn` step graph in MLIR text.
+
+Walks the graph node by node (placeholders become function arguments, each
+aten call goes to its handler in `_aten.py`, the output node becomes the
+return) and keeps the user's source line of every node as the op's location,
+in the manner of torch-mlir's FX importer.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.fx
+
+from . import _aten
+from ._mlir import GraphBuilder, Value, element_type
+from .errors import UnsupportedOpError
+
+
+@dataclass
+class ArgSpec:
+    """How one placeholder becomes a function argument."""
+    name: str
+    role: str
+
+
+@dataclass
+class ResultSpec:
+    """How one output becomes a function result; `aliases` is the index of
+    the argument it updates in place."""
+    name: str
+    role: str
+    aliases: Optional[int] = None
+
+
+@dataclass
+class Graph:
+    """A translated step graph."""
+    text: str
+    ops: int
+    uses_rng: bool
+    arguments: List[Tuple[ArgSpec, Tuple[int, ...], str]] = field(default_factory=list)
+    results: List[Tuple[ResultSpec, Tuple[int, ...], str]] = field(default_factory=list)
+
+
+def user_frame(node: torch.fx.Node) -> Optional[Tuple[str, int, str, str]]:
+    """(file, line, function, source) of the user's code that made `node`."""
+    return node.meta.get("trn_frame")
+
+
+def describe_location(node: torch.fx.Node) -> str:
+    frame = user_frame(node)
+    if frame is None:
+        return "in the backward or optimizer part of the step (no user line)"
+    path, line, function, source = frame
+    where = f"at {os.path.relpath(path) if not path.startswith('..') else path}:{line}"
+    if function:
+        where += f" in {function}()"
+    if source:
+        where += f": `{source}`"
+    return where
+
+
+def _mlir_location(node: torch.fx.Node) -> str:
+    target = _target_name(node)
+    frame = user_frame(node)
+    escaped = target.replace('"', "")
+    if frame is None:
+        return f'loc("{escaped}")'
+    path = frame[0].replace("\\", "/").replace('"', "")
+    return f'loc("{escaped}"("{path}":{frame[1]}:0))'
+
+
+def _target_name(node: torch.fx.Node) -> str:
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        return f"aten.{target.__name__}" if "." in target.__name__ else str(target)
+    return getattr(target, "__name__", str(target))
+
+
+def _describe_value(x: Any) -> str:
+    if isinstance(x, Value):
+        return f"{x.element}[{', '.join(map(str, x.shape))}]"
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(_describe_value(v) for v in x) + "]"
+    return repr(x)
+
+
+def _packet(target: Any) -> Any:
+    return getattr(target, "overloadpacket", target)
+
+
+def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
+              results: Sequence[ResultSpec], name: str = "step",
+              seed_index: Optional[int] = None) -> Graph:
+    """Translates `gm` into a graph whose arguments follow `args` (one per
+    placeholder) and whose results follow `results` (one per output). The
+    argument at `seed_index`, the last one, is dropped when no op uses it."""
+    builder = GraphBuilder()
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(args):
+        raise AssertionError(f"{len(placeholders)} placeholders, {len(args)} specs")
+    if seed_index is not None and seed_index != len(args) - 1:
+        raise AssertionError("the seed must be the last argument")
+
+    env: Dict[torch.fx.Node, Any] = {}
+    arguments: List[Tuple[ArgSpec, Tuple[int, ...], str]] = []
+    seed: Optional[Value] = None
+    for index, (node, spec) in enumerate(zip(placeholders, args)):
+        meta = node.meta.get("tensor_meta")
+        element = element_type(meta.dtype)
+        if element is None:
+            raise UnsupportedOpError(
+                f"input '{spec.name}' has dtype {meta.dtype}, which trn does not "
+                "support (float32, bfloat16, float16, int64, int32, bool); "
+                "convert it before the step")
+        value = builder.argument(index, meta.shape, element)
+        env[node] = value
+        arguments.append((spec, value.shape, element))
+        if index == seed_index:
+            seed = value
+
+    ctx = _aten.Context(builder, seed)
+    outputs: List[Any] = []
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            continue
+        builder.location = _mlir_location(node)
+        if node.op == "output":
+            outputs = list(torch.fx.node.map_arg(node.args[0], lambda n: env[n]))
+            continue
+        if node.op == "get_attr":
+            env[node] = _constant(builder, gm, node)
+            continue
+        if node.op != "call_function":
+            raise UnsupportedOpError(f"FX node kind '{node.op}' is not supported")
+        node_args = torch.fx.node.map_arg(node.args, lambda n: env[n])
+        node_kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+        if node.target is operator.getitem:
+            env[node] = node_args[0][node_args[1]]
+            continue
+        handler = _aten.HANDLERS.get(_packet(node.target))
+        if handler is None:
+            raise UnsupportedOpError(
+                f"unsupported PyTorch op {_target_name(node)} (inputs "
+                f"{_describe_value(list(node_args))}) {describe_location(node)}; "
+                "docs/frontend.md lists the supported ops")
+        ctx.node = node
+        try:
+            env[node] = handler(ctx, *node_args, **node_kwargs)
+        except _aten.TranslationError as error:
+            raise UnsupportedOpError(
+                f"{_target_name(node)} (inputs {_describe_value(list(node_args))}) "
+                f"{describe_location(node)}: {error}") from None
+        except (ValueError, KeyError, IndexError, TypeError, AssertionError) as error:
+            raise UnsupportedOpError(
+                f"internal error translating {_target_name(node)} (inputs "
+                f"{_describe_value(list(node_args))}) {describe_location(node)}: "
+                f"{type(error).__name__}: {error}; please report it") from None
+
+    if len(outputs) != len(results):
+        raise AssertionError(f"{len(outputs)} outputs, {len(results)} specs")
+    kept_args = arguments
+    if seed_index is not None and not builder.uses_rng:
+        kept_args = arguments[:-1]
+    arg_attrs = []
+    for index, (spec, shape, element) in enumerate(kept_args):
+        arg_attrs.append((builder.argument(index, shape, element),
+                          {"trn.name": spec.name, "trn.role": spec.role}))
+    result_attrs = []
+    result_list = []
+    for value, spec in zip(outputs, results):
+        if not isinstance(value, Value):
+            raise AssertionError(f"output '{spec.name}' is {value!r}")
+        if spec.aliases is not None:
+            # An updated input keeps its type (e.g. a bf16 parameter).
+            target = arguments[spec.aliases]
+            value = builder.broadcast_to(builder.convert(value, target[2]), target[1])
+        attrs: Dict[str, object] = {"trn.name": spec.name, "trn.role": spec.role}
+        if spec.aliases is not None:
+            attrs["trn.aliases"] = spec.aliases
+        result_attrs.append((value, attrs))
+        result_list.append((spec, value.shape, value.element))
+    text = builder.function(name, arg_attrs, result_attrs)
+    return Graph(text=text, ops=builder.ops, uses_rng=builder.uses_rng,
+                 arguments=kept_args, results=result_list)
+
+
+def _constant(builder: GraphBuilder, gm: torch.fx.GraphModule,
+              node: torch.fx.Node) -> Value:
+    tensor = getattr(gm, node.target)
+    if not isinstance(tensor, torch.Tensor):
+        raise UnsupportedOpError(f"constant '{node.target}' is a "
+                                 f"{type(tensor).__name__}, not a tensor")
+    element = element_type(tensor.dtype)
+    if element is None:
+        if tensor.dtype == torch.float64:
+            tensor, element = tensor.float(), "f32"
+        else:
+            raise UnsupportedOpError(
+                f"a constant tensor of dtype {tensor.dtype} captured "
+                f"{describe_location(node)} is not supported")
+    if tensor.numel() > 1 << 20:
+        raise UnsupportedOpError(
+            f"a constant tensor of {tensor.numel()} elements captured "
+            f"{describe_location(node)}; register it as a buffer instead")
+    if tensor.device.type == "meta" or _is_fake(tensor):
+        raise UnsupportedOpError(
+            f"a tensor created outside the step {describe_location(node)} has no "
+            "values under fake tracing; register it as a buffer of the model")
+    values = tensor.detach().cpu().reshape(-1)
+    if tensor.dtype == torch.bfloat16 or tensor.dtype == torch.float16:
+        values = values.float()
+    return builder.dense(values.tolist(), tuple(tensor.shape), element)
+
+
+def _is_fake(tensor: torch.Tensor) -> bool:
+    return type(tensor).__name__ == "FakeTensor"

@@ -1,0 +1,26 @@
+"""Errors raised by the trn frontend. Each message is one line that names the
+problem and what to do about it."""
+
+
+class TrnError(Exception):
+    """Base class of every error trn raises on purpose."""
+
+
+class UnsupportedOpError(TrnError):
+    """The step uses something trn cannot translate: an aten op outside the
+    supported set, a data-dependent shape, Python control flow on a tensor
+    value. The message names the op, its input shapes and the user's line."""
+
+
+class CompileError(TrnError):
+    """The compiler rejected the graph (the message is its diagnostic)."""
+
+
+class DeviceError(TrnError):
+    """The simulated NeuronCore could not load or run a compiled step."""
+
+
+class ExtractionStop(SystemExit):
+    """Raised in extraction mode after the last step to extract: ends the
+    training script with exit status 0 (a SystemExit, so `except Exception`
+    in the script does not swallow it)."""
