@@ -90,6 +90,13 @@ def _describe_value(x: Any) -> str:
     return repr(x)
 
 
+def _functional_packet(target: Any) -> Any:
+    name = getattr(getattr(target, "overloadpacket", None), "__name__", "")
+    if name.endswith("_") and not name.endswith("__"):
+        return getattr(torch.ops.aten, name[:-1], None)
+    return None
+
+
 def _packet(target: Any) -> Any:
     return getattr(target, "overloadpacket", target)
 
@@ -144,6 +151,14 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
             env[node] = node_args[0][node_args[1]]
             continue
         handler = _aten.HANDLERS.get(_packet(node.target))
+        inplace_of = None
+        if handler is None:
+            # An in-place op (autograd formulas use a few: fill_, sub_, mul_):
+            # the functional op, then the mutated input names the new value.
+            functional = _functional_packet(node.target)
+            if functional is not None and isinstance(node.args[0], torch.fx.Node):
+                handler = _aten.HANDLERS.get(functional)
+                inplace_of = node.args[0]
         if handler is None:
             raise UnsupportedOpError(
                 f"unsupported PyTorch op {_target_name(node)} (inputs "
@@ -152,6 +167,8 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
         ctx.node = node
         try:
             env[node] = handler(ctx, *node_args, **node_kwargs)
+            if inplace_of is not None:
+                env[inplace_of] = env[node]
         except _aten.TranslationError as error:
             raise UnsupportedOpError(
                 f"{_target_name(node)} (inputs {_describe_value(list(node_args))}) "

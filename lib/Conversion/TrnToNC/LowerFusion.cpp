@@ -110,14 +110,24 @@ LogicalResult FusionLowering::addSource(Value bodyValue, Value input,
 
 LogicalResult FusionLowering::analyse() {
   Block &body = fusion.getBody().front();
-  // S is the largest shape in the body.
+  // S is the largest shape in the body: the highest rank, and among shapes
+  // of that rank the most elements (a [rows, 1] column broadcast to
+  // [rows, n] has the rank of S but is not S).
+  int64_t elements = 0;
   for (Operation &op : body) {
     SmallVector<Type> types(op.getOperandTypes());
     llvm::append_range(types, op.getResultTypes());
-    for (Type valueType : types)
-      if (auto type = dyn_cast<RankedTensorType>(valueType))
-        if (type.getRank() > static_cast<int64_t>(shape.size()))
-          shape.assign(type.getShape().begin(), type.getShape().end());
+    for (Type valueType : types) {
+      auto type = dyn_cast<RankedTensorType>(valueType);
+      if (!type)
+        continue;
+      int64_t rank = type.getRank(), current = shape.size();
+      if (rank > current ||
+          (rank == current && type.getNumElements() > elements)) {
+        shape.assign(type.getShape().begin(), type.getShape().end());
+        elements = type.getNumElements();
+      }
+    }
   }
   if (shape.empty())
     return fail(fusion, "a group of rank-0 values is not lowered");
