@@ -13,7 +13,7 @@ packages=(
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   libtbb-dev libxxhash-dev libzstd-dev zstd
   libgtest-dev libgmock-dev
-  pybind11-dev python3-dev python3-torch python3-numpy
+  pybind11-dev python3-dev python3-torch python3-numpy python3-pytest
   libopenmpi-dev openmpi-bin
   libopenblas-dev
   nlohmann-json3-dev libzip-dev zlib1g-dev

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up (utils/setup.sh), builds, then runs every test: the lit
-# suite (check-trn) and the GoogleTest suite (ctest). Ends with a line
+# suite (check-trn), the GoogleTest suite (ctest) and the Python frontend's
+# pytest suite (test/python). Ends with a line
 # "N passed, N failed" and exits non-zero if anything failed.
 set -uo pipefail
 
@@ -28,11 +29,19 @@ say "running GoogleTest tests (test/unit, via ctest)"
 (cd "$build_dir" && ctest -j"$jobs" --output-on-failure --output-junit "$results/ctest.xml")
 ctest_status=$?
 
-/usr/bin/python3 - "$results" "$lit_status" "$ctest_status" <<'PY'
+say "running the Python frontend tests (test/python, pytest)"
+# A private compile cache, so the tests neither depend on nor fill the user's.
+pytest_cache=$(mktemp -d)
+(cd "$root" && TRN_CACHE_DIR="$pytest_cache" /usr/bin/python3 -m pytest -q \
+  -p no:cacheprovider --junitxml="$results/pytest.xml" test/python)
+pytest_status=$?
+rm -rf "$pytest_cache"
+
+/usr/bin/python3 - "$results" "$lit_status" "$ctest_status" "$pytest_status" <<'PY'
 import sys, pathlib, xml.etree.ElementTree as ET
 results, statuses = pathlib.Path(sys.argv[1]), sys.argv[2:]
 passed = failed = 0
-for name in ("lit.xml", "ctest.xml"):
+for name in ("lit.xml", "ctest.xml", "pytest.xml"):
     path = results / name
     if not path.exists():
         print(f"[test] {name} missing: the runner did not finish", file=sys.stderr)

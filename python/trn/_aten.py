@@ -886,3 +886,16 @@ def native_dropout_backward(ctx: Context, grad: Value, mask: Value, scale: float
     scaled = b.binary("mul", grad, b.splat(scale, grad.shape, grad.element))
     return b.select(ctx.operand(mask, grad.shape, "i1"), scaled,
                     b.splat(0.0, grad.shape, grad.element))
+
+
+@handles(aten.bernoulli)
+def bernoulli(ctx: Context, x: Value, p: Any = 0.5, generator: Any = None) -> Value:
+    """Dropout as nn.Dropout traces it: empty_like().bernoulli_(1 - p)."""
+    if not isinstance(p, numbers.Number):
+        raise TranslationError("bernoulli with a tensor of probabilities is not "
+                               "supported")
+    if ctx.seed is None:
+        raise TranslationError("random numbers need a seed input")
+    keep = ctx.b.rng_bernoulli(ctx.seed, ctx.next_stream, float(p), x.shape)
+    ctx.next_stream += 1
+    return ctx.b.convert(keep, ctx.out_element())

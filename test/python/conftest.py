@@ -1,0 +1,36 @@
+"""Shared fixtures of the frontend tests: a private compile cache, the
+examples directory and a runner for the example scripts."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+PYTHON = "/usr/bin/python3"
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("trn-cache"))
+
+
+def run_example(script: str, *args: str, env: dict = None, check: bool = True
+                ) -> subprocess.CompletedProcess:
+    """Runs examples/<script> with Debian's Python; returns the process."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.run([PYTHON, str(EXAMPLES / script), *args], env=full_env,
+                          capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{script} {' '.join(args)} exited {proc.returncode}:\n"
+                             f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def losses(path: Path) -> list:
+    return json.loads(Path(path).read_text())["losses"]
