@@ -220,6 +220,11 @@ def pow_(ctx: Context, x: Any, y: Any) -> Value:
     return _elementwise(ctx, "pow", x, y)
 
 
+@handles(aten.sgn)
+def sgn(ctx: Context, x: Value) -> Value:
+    return _elementwise(ctx, "sign", x)
+
+
 @handles(aten.maximum)
 def maximum(ctx: Context, x: Any, y: Any) -> Value:
     return _elementwise(ctx, "max", x, y)
@@ -509,7 +514,14 @@ def slice_backward(ctx: Context, grad: Value, input_sizes: Sequence[int],
     dim = _dim(dim, len(input_sizes))
     lo, hi = _slice_bounds(input_sizes[dim], start, end)
     if step != 1:
-        raise TranslationError("the gradient of a strided slice is not supported")
+        # Scatter the rows back to start, start + step, ...
+        b = ctx.b
+        count = grad.shape[dim]
+        index = b.iota((count,), 0, "i32")
+        index = b.binary("add", b.binary("mul", index, b.splat(step, (count,), "i32")),
+                         b.splat(lo, (count,), "i32"))
+        zeros_ = b.splat(0.0, tuple(input_sizes), grad.element)
+        return b.scatter_add(zeros_, index, grad, dim)
     low = [0] * grad.rank
     high = [0] * grad.rank
     low[dim], high[dim] = lo, input_sizes[dim] - hi
@@ -604,6 +616,15 @@ def repeat(ctx: Context, x: Value, repeats: Sequence[int]) -> Value:
 @handles(aten.index_select)
 def index_select(ctx: Context, x: Value, dim: int, index: Value) -> Value:
     return ctx.b.gather(x, index, _dim(dim, x.rank))
+
+
+@handles(aten.index_add)
+def index_add(ctx: Context, x: Value, dim: int, index: Value, source: Value,
+              alpha: Any = 1) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    source = _scaled(ctx, source, alpha, source.shape, element)
+    return ctx.b.scatter_add(ctx.b.convert(x, element), index, source,
+                             _dim(dim, x.rank))
 
 
 @handles(aten.embedding)
