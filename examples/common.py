@@ -78,6 +78,8 @@ def parse_args(description: str, config_cls: Type, presets: Dict[str, dict],
     out.add_argument("--resume", metavar="DIR", help="continue from DIR's checkpoint if there is one")
     out.add_argument("--checkpoint-freq", type=int, default=0, metavar="N", help="also save every N steps")
     out.add_argument("--losses-out", metavar="FILE", help='write {"losses": [...], "steps": [...]} as JSON')
+    out.add_argument("--stats-out", metavar="FILE",
+                     help="write the last step's simulated device statistics as JSON (--device trn)")
     out.add_argument("--params-out", metavar="FILE", help="torch.save the final state_dict (cpu, float32)")
     out.add_argument("--quiet", action="store_true", help="no per-step lines")
     args = p.parse_args(argv)
@@ -219,7 +221,7 @@ def train(args: argparse.Namespace, model: torch.nn.Module, loss_fn: LossFn,
         except ModuleNotFoundError as e:
             if e.name != "trn":
                 raise
-            fail("--device trn needs the trn Python package (build it and put python/ on PYTHONPATH)")
+            fail("--device trn needs the trn Python package: run utils/setup.sh")
         # The optimizer update runs inside the compiled step, where the scheduler cannot see it.
         warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler.step()` before"))
         # Wrapped after loading the checkpoint, so the device starts from the restored state.
@@ -278,6 +280,9 @@ def train(args: argparse.Namespace, model: torch.nn.Module, loss_fn: LossFn,
     if args.losses_out:
         with open(args.losses_out, "w") as f:
             json.dump({"losses": losses, "steps": steps}, f)
+    if args.stats_out and step is not None and not dry_run:
+        with open(args.stats_out, "w") as f:
+            json.dump(step.last_stats, f)
     if args.params_out and not dry_run:
         torch.save({k: v.detach().to("cpu", torch.float32) for k, v in model.state_dict().items()},
                    args.params_out)
