@@ -13,7 +13,8 @@ from lit.llvm.subst import ToolSubst
 config.name = "TRN"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test", ".py"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "fixtures"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "fixtures",
+                   "python"]  # test/python is the pytest suite (utils/test.sh)
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.trn_obj_root, "test")
 

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -63,6 +64,10 @@ constexpr const char *kArtifactFile = "artifact.bin";
 constexpr const char *kGraphFile = "graph.mlir.zst";
 constexpr const char *kMetadataFile = "flags.json";
 constexpr const char *kLogFile = "compile.log";
+/// The manifest is read before anything says how large it is. It holds a
+/// record per file and one diagnostic line, so this is far beyond any real
+/// one; a larger file is corrupt.
+constexpr uint64_t kMaxManifestBytes = uint64_t(64) << 20;
 constexpr const char *kLastUsedFile = "last_used";
 constexpr const char *kQuarantineReasonFile = "QUARANTINE_REASON.txt";
 
@@ -99,12 +104,16 @@ std::string checksumOf(std::string_view bytes) {
   return digestHex(XXH3_128bits(bytes.data(), bytes.size()));
 }
 
-/// Streams a file through XXH3-128 without holding it in memory.
-int hashFileAt(int dirFd, const char *name, int64_t &size,
-               std::string &digest) {
-  FileDescriptor fd(openat(dirFd, name, O_RDONLY | O_CLOEXEC));
-  if (!fd.valid())
-    return errno;
+/// Streams a regular file through XXH3-128 without holding it in memory.
+/// Returns 0, an errno value or an error of openRegularFileAt.
+int hashFileAt(int dirFd, const char *name, int64_t &size, std::string &digest,
+               std::string *problem) {
+  // Regular files only: an entry's FIFO or device would hang the hash.
+  int raw = -1;
+  if (int err = openRegularFileAt(
+          dirFd, name, std::numeric_limits<uint64_t>::max(), raw, problem))
+    return err;
+  FileDescriptor fd(raw);
   XXH3_state_t *hashState = XXH3_createState();
   if (!hashState)
     return ENOMEM;
@@ -147,6 +156,17 @@ struct FileRecord {
   int64_t size = 0;
   std::string xxh3;
 };
+
+/// What an entry file may hold when read whole: the size its record gives.
+uint64_t recordedSize(const FileRecord &record) {
+  return static_cast<uint64_t>(std::max<int64_t>(record.size, 0));
+}
+
+std::string largerThanRecorded(const std::string &name,
+                               const FileRecord &record) {
+  return name + " is larger than the " + std::to_string(recordedSize(record)) +
+         " bytes the manifest records";
+}
 
 struct Manifest {
   int format = kFormatVersion;
@@ -354,10 +374,14 @@ void loadEntryChecked(LoadedEntry &out, const std::string &path,
   fstat(out.dirFd.get(), &out.dirInfo);
   int dir = out.dirFd.get();
 
+  std::string problem;
   auto fileProblem = [&](const std::string &name, int err) {
     if (isVanished(err)) {
       out.state = LoadState::Corrupt;
       out.problem = name + " is missing";
+    } else if (err == kNotRegularFile || err == kFileTooLarge) {
+      out.state = LoadState::Corrupt;
+      out.problem = problem;
     } else {
       out.state = LoadState::Unreadable;
       out.problem = "cannot read " + name + ": " + errnoText(err);
@@ -365,7 +389,8 @@ void loadEntryChecked(LoadedEntry &out, const std::string &path,
   };
 
   std::string manifestText;
-  if (int err = readFileAt(dir, kManifestFile, manifestText))
+  if (int err = readFileAt(dir, kManifestFile, manifestText, kMaxManifestBytes,
+                           &problem))
     return fileProblem(kManifestFile, err);
   switch (parseManifest(manifestText, out.manifest, out.problem)) {
   case ManifestProblem::Corrupt:
@@ -390,12 +415,16 @@ void loadEntryChecked(LoadedEntry &out, const std::string &path,
     std::string digest;
     bool hash = level == VerifyLevel::Everything || name == kMetadataFile;
     if (name == kMetadataFile) {
-      if (int err = readFileAt(dir, name.c_str(), metadataText))
+      if (int err = readFileAt(dir, name.c_str(), metadataText,
+                               recordedSize(record), &problem)) {
+        if (err == kFileTooLarge)
+          problem = largerThanRecorded(name, record);
         return fileProblem(name, err);
+      }
       size = static_cast<int64_t>(metadataText.size());
       digest = checksumOf(metadataText);
     } else if (hash) {
-      if (int err = hashFileAt(dir, name.c_str(), size, digest))
+      if (int err = hashFileAt(dir, name.c_str(), size, digest, &problem))
         return fileProblem(name, err);
     } else {
       struct stat info;
@@ -607,11 +636,18 @@ struct CacheAccess {
       return Result<std::string>::failure(
           "cache entry " + entry.path + " has no " + what +
           " (it records a failed compile; see trn-cache show)");
-    std::string data;
-    if (int err = readFileAt(loaded.dirFd.get(), name, data)) {
+    std::string data, problem;
+    // No more than the manifest records: a file that is not a regular file
+    // or has grown is corrupt, and is never read whole.
+    if (int err = readFileAt(loaded.dirFd.get(), name, data,
+                             recordedSize(record->second), &problem)) {
       loaded.state = LoadState::Corrupt;
       loaded.problem = std::string(name) + ": " + errnoText(err);
-      if (!isVanished(err))
+      if (err == kNotRegularFile)
+        loaded.problem = problem;
+      else if (err == kFileTooLarge)
+        loaded.problem = largerThanRecorded(name, record->second);
+      else if (!isVanished(err))
         return Result<std::string>::failure("cannot read " + entry.path + "/" +
                                             name + ": " + errnoText(err));
     } else if (static_cast<int64_t>(data.size()) != record->second.size) {
@@ -849,8 +885,13 @@ Result<Cache> Cache::open(CacheOptions options) {
                         "--cache-dir");
 
     std::string markerPath = joinPath(root, kMarkerFile);
-    std::string markerText;
-    int markerErr = readFile(markerPath, markerText);
+    std::string markerText, markerProblem;
+    int markerErr =
+        readFile(markerPath, markerText, kMaxSmallFileBytes, &markerProblem);
+    if (markerErr == kNotRegularFile || markerErr == kFileTooLarge)
+      return R::failure(markerProblem +
+                        "; it is not a valid trn cache marker: if this is a "
+                        "trn cache, delete the marker and it is rewritten");
     if (markerErr == 0) {
       json marker = json::parse(markerText, nullptr, false);
       if (!marker.is_object() || !marker.contains("format") ||

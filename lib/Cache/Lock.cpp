@@ -90,7 +90,10 @@ std::optional<std::string> ownerGoneReason(const LockOwner &owner) {
 
 LockSnapshot readLock(const std::string &lockPath) {
   LockSnapshot snapshot;
-  FileDescriptor fd(open(lockPath.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO in the lock's place must not hang the reader; it
+  // reads as an empty lock file.
+  FileDescriptor fd(
+      open(lockPath.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   // open() rather than stat(): on NFS it revalidates the attributes
   // (close-to-open), so the heartbeat seen here is fresh.
   if (!fd.valid() || fstat(fd.get(), &snapshot.info) != 0)

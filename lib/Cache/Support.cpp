@@ -2,6 +2,8 @@
 
 #include "Support.h"
 
+#include "trnrt/File.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/random.h>
@@ -174,36 +176,40 @@ std::string uniqueSuffix() {
   return host + "." + std::to_string(getpid()) + "." + randomHex(8);
 }
 
-static int readAll(int fd, std::string &out) {
-  out.clear();
-  struct stat info;
-  if (fstat(fd, &info) == 0 && info.st_size > 0)
-    out.reserve(static_cast<size_t>(info.st_size));
-  char buffer[1 << 16];
-  while (true) {
-    ssize_t got = read(fd, buffer, sizeof(buffer));
-    if (got < 0) {
-      if (errno == EINTR)
-        continue;
-      return errno;
-    }
-    if (got == 0)
-      return 0;
-    out.append(buffer, static_cast<size_t>(got));
-  }
+/// A failed trnrt read as the cache reports it: errno, or one of our codes.
+static int readErrorCode(const trnrt::ReadFailure &failure,
+                         const std::string &error, std::string *problem) {
+  if (failure.kind == trnrt::ReadFailure::Open ||
+      failure.kind == trnrt::ReadFailure::Read)
+    return failure.err ? failure.err : EIO;
+  if (problem)
+    *problem = error;
+  return failure.kind == trnrt::ReadFailure::NotRegular ? kNotRegularFile
+                                                        : kFileTooLarge;
 }
 
-int readFile(const std::string &path, std::string &out) {
-  return readFileAt(AT_FDCWD, path.c_str(), out);
+int readFile(const std::string &path, std::string &out, uint64_t maxBytes,
+             std::string *problem) {
+  return readFileAt(AT_FDCWD, path.c_str(), out, maxBytes, problem);
 }
 
-int readFileAt(int dirFd, const char *name, std::string &out) {
-  int fd = openat(dirFd, name, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return errno;
-  int err = readAll(fd, out);
-  close(fd);
-  return err;
+int readFileAt(int dirFd, const char *name, std::string &out, uint64_t maxBytes,
+               std::string *problem) {
+  std::string error;
+  trnrt::ReadFailure failure;
+  if (trnrt::readRegularFile(name, maxBytes, out, error, &failure, dirFd))
+    return 0;
+  return readErrorCode(failure, error, problem);
+}
+
+int openRegularFileAt(int dirFd, const char *name, uint64_t maxBytes, int &fd,
+                      std::string *problem) {
+  std::string error;
+  trnrt::ReadFailure failure;
+  fd = trnrt::openRegularFile(name, maxBytes, error, &failure, dirFd);
+  if (fd >= 0)
+    return 0;
+  return readErrorCode(failure, error, problem);
 }
 
 int writeNewFileAt(int dirFd, const char *name, std::string_view data,

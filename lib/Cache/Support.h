@@ -58,9 +58,30 @@ std::string randomHex(int bytes);
 /// `<host>.<pid>.<random>`, usable in a file name and unique across hosts.
 std::string uniqueSuffix();
 
-/// Reads a whole file; returns 0 or an errno value.
-int readFile(const std::string &path, std::string &out);
-int readFileAt(int dirFd, const char *name, std::string &out);
+/// What readFile, readFileAt and openRegularFileAt return, besides errno
+/// values, for a file that is not a regular file (a FIFO would block the
+/// reader and a device, say a link to /dev/zero, never end) or that is over
+/// the caller's limit. Inside an entry either is corruption, not an I/O
+/// error.
+constexpr int kNotRegularFile = -1;
+constexpr int kFileTooLarge = -2;
+/// The limit of the small files read whole (the marker, /proc files).
+constexpr uint64_t kMaxSmallFileBytes = uint64_t(1) << 20;
+
+/// Reads a whole regular file of at most `maxBytes` bytes
+/// (trnrt::readRegularFile). Returns 0, an errno value, kNotRegularFile or
+/// kFileTooLarge; for the last two `problem` gets the one-line reason, which
+/// names `path`.
+int readFile(const std::string &path, std::string &out,
+             uint64_t maxBytes = kMaxSmallFileBytes,
+             std::string *problem = nullptr);
+int readFileAt(int dirFd, const char *name, std::string &out, uint64_t maxBytes,
+               std::string *problem = nullptr);
+/// Opens a regular file of at most `maxBytes` bytes for streaming
+/// (trnrt::openRegularFile): returns 0 with `fd` set, or an error as
+/// readFileAt does.
+int openRegularFileAt(int dirFd, const char *name, uint64_t maxBytes, int &fd,
+                      std::string *problem = nullptr);
 /// Creates `name` in `dirFd` exclusively, writes `data`, optionally fsyncs,
 /// and closes (close errors count: NFS reports write errors there).
 int writeNewFileAt(int dirFd, const char *name, std::string_view data,

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "trnrt/Artifact.h"
+#include "trnrt/File.h"
 #include "trnrt/Target.h"
 
 #include <oneapi/tbb/parallel_for.h>
@@ -1965,60 +1966,23 @@ bool writeArtifactFile(const std::string &path, const Program &program,
   return true;
 }
 
-bool readArtifactFile(const std::string &path, Program &program,
-                      ArtifactInfo &info, std::string &error,
-                      const ArtifactReadOptions &options) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = path + ": cannot open: " + errnoText(errno);
-    return false;
-  }
-  struct stat status;
-  if (fstat(fd, &status) != 0) {
-    error = path + ": cannot stat: " + errnoText(errno);
-    close(fd);
-    return false;
-  }
-  if (!S_ISREG(status.st_mode)) {
-    error = path + ": not a regular file";
-    close(fd);
-    return false;
-  }
+uint64_t maxArtifactFileBytes(const ArtifactReadOptions &options) {
   // Stored sections are never larger than their raw bytes, so a valid file is
   // at most the header, a full table and maxRawBytes.
   uint64_t limit = kHeaderSize + kMaxSections * kSectionEntrySize;
-  limit += std::min(options.maxRawBytes,
-                    std::numeric_limits<uint64_t>::max() - limit);
-  uint64_t fileSize = uint64_t(status.st_size);
-  if (fileSize > limit || fileSize > std::numeric_limits<size_t>::max()) {
-    error = path + formatString(": %" PRIu64
-                                " bytes is over the reader's limit of %" PRIu64,
-                                fileSize, limit);
-    close(fd);
+  return limit + std::min(options.maxRawBytes,
+                          std::numeric_limits<uint64_t>::max() - limit);
+}
+
+bool readArtifactFile(const std::string &path, Program &program,
+                      ArtifactInfo &info, std::string &error,
+                      const ArtifactReadOptions &options) {
+  // A directory, a device or a FIFO is refused before anything is read.
+  std::string bytes;
+  if (!readRegularFile(path, maxArtifactFileBytes(options), bytes, error))
     return false;
-  }
-  std::vector<uint8_t> bytes(static_cast<size_t>(fileSize));
-  size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t n = read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      error = path + ": read failed: " + errnoText(errno);
-      close(fd);
-      return false;
-    }
-    if (n == 0)
-      break;
-    got += size_t(n);
-  }
-  close(fd);
-  if (got != bytes.size()) {
-    error = path + ": the file shrank while being read";
-    return false;
-  }
-  if (!readArtifact(bytes.data(), bytes.size(), program, info, error,
-                    options)) {
+  if (!readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
+                    bytes.size(), program, info, error, options)) {
     error = path + ": " + error;
     return false;
   }

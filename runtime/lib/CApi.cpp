@@ -9,11 +9,11 @@
 #include "trnrt/trnrt.h"
 
 #include "trnrt/Artifact.h"
+#include "trnrt/File.h"
 #include "trnrt/IsaValidate.h"
 #include "trnrt/Simulator.h"
 #include "trnrt/Target.h"
 
-#include <fstream>
 #include <memory>
 #include <new>
 #include <string>
@@ -134,15 +134,22 @@ trnrt_status trnrt_load_file(trnrt_runtime *runtime, const char *path,
                              trnrt_model **model) {
   if (!runtime || !path || !model)
     return fail(TRNRT_INVALID_ARGUMENT, "runtime, path and model are required");
+  // A file that cannot be read at all (missing, a directory, a device, a
+  // FIFO) is an I/O error; one over the format's size limit is a bad
+  // artifact, as is anything readArtifact refuses.
+  std::string bytes, error;
+  ReadFailure failure;
+  if (!readRegularFile(path, maxArtifactFileBytes(), bytes, error, &failure))
+    return fail(failure.kind == ReadFailure::TooLarge ? TRNRT_BAD_ARTIFACT
+                                                      : TRNRT_IO_ERROR,
+                error);
   auto *loaded = new (std::nothrow) trnrt_model();
   if (!loaded)
     return fail(TRNRT_OUT_OF_MEMORY, "cannot allocate the model");
-  std::string error;
-  if (!readArtifactFile(path, loaded->program, loaded->info, error)) {
+  if (!readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
+                    bytes.size(), loaded->program, loaded->info, error)) {
     delete loaded;
-    bool missing = error.find("No such file") != std::string::npos ||
-                   error.find("cannot open") != std::string::npos;
-    return fail(missing ? TRNRT_IO_ERROR : TRNRT_BAD_ARTIFACT, error);
+    return fail(TRNRT_BAD_ARTIFACT, std::string(path) + ": " + error);
   }
   return finishLoad(loaded, model);
 }

@@ -19,6 +19,7 @@
 #include "trn/Dialect/Trn/Utils/GraphHash.h"
 #include "trn/Driver/Pipeline.h"
 #include "trn/InitAll.h"
+#include "trn/Support/InputFile.h"
 
 #include "trnrt/Artifact.h"
 #include "trnrt/Simulator.h"
@@ -830,18 +831,21 @@ struct Graph {
 /// Reads and parses the graph; on failure returns the one-line message.
 std::optional<std::string> loadGraph(const std::string &path,
                                      MLIRContext &context, Graph &graph) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false);
+  // A directory, /dev/zero or a FIFO is refused unread; files and stdin stop
+  // at kMaxInputFileBytes.
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      mlir::trn::readInputFile(path, error);
   if (!file)
-    return "cannot read '" + path + "': " + file.getError().message();
-  if (isBytecode(**file))
+    return error;
+  if (isBytecode(*file))
     return "'" + path +
            "' is MLIR bytecode, which trn does not read (LLVM 19's reader "
            "does not validate it); pass the textual form";
-  graph.text = (*file)->getBuffer().str();
+  graph.text = file->getBuffer().str();
 
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   DiagnosticCollector diagnostics(&context);
   graph.module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!graph.module)

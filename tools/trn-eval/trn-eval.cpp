@@ -11,6 +11,7 @@
 
 #include "trn/Eval/Evaluator.h"
 #include "trn/InitAll.h"
+#include "trn/Support/InputFile.h"
 
 #include "trnrt/Npy.h"
 
@@ -21,7 +22,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
@@ -185,8 +185,10 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
+  // A directory, /dev/zero or a FIFO is refused unread; files and stdin stop
+  // at kMaxInputFileBytes.
   std::string errorMessage;
-  auto file = openInputFile(inputFile, &errorMessage);
+  auto file = mlir::trn::readInputFile(inputFile, errorMessage);
   if (!file)
     return fail(errorMessage);
   // LLVM 19's bytecode reader does not validate corrupt input; trn reads text.

@@ -5,11 +5,13 @@
 //
 // Bytecode input is refused: LLVM 19's bytecode reader does not validate what
 // it reads (its checks are assertions, compiled out in Debian's build), so a
-// corrupt file can crash it. trn's graphs are exchanged as text.
+// corrupt file can crash it. trn's graphs are exchanged as text. The input is
+// read with trn's bounded reader (trn/Support/InputFile.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "trn/InitAll.h"
+#include "trn/Support/InputFile.h"
 
 #include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -32,9 +34,11 @@ int main(int argc, char **argv) {
     return mlir::asMainReturnCode(
         mlir::MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
 
+  // Read here rather than by MlirOptMain: a directory, /dev/zero or a FIFO
+  // is refused unread, and files and stdin stop at kMaxInputFileBytes.
   std::string errorMessage;
   std::unique_ptr<llvm::MemoryBuffer> input =
-      mlir::openInputFile(inputFilename, &errorMessage);
+      mlir::trn::readInputFile(inputFilename, errorMessage);
   if (!input) {
     llvm::errs() << "trn-opt: error: " << errorMessage << "\n";
     return 1;

@@ -2,8 +2,10 @@
 
 #include "CheckAgainst.h"
 
+#include "trn/Dialect/Trn/Utils/Precision.h"
 #include "trn/Eval/Evaluator.h"
 #include "trn/InitAll.h"
+#include "trn/Support/InputFile.h"
 
 #include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -12,7 +14,6 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <cmath>
@@ -20,7 +21,6 @@
 using namespace mlir;
 using mlir::trn::eval::Tensor;
 
-namespace {
 double toleranceFor(trnrt::DType dtype) {
   switch (dtype) {
   case trnrt::DType::F32:
@@ -37,6 +37,7 @@ double toleranceFor(trnrt::DType dtype) {
   }
 }
 
+namespace {
 std::string nameOf(func::FuncOp function, unsigned index, bool result) {
   auto name = result
                   ? function.getResultAttrOfType<StringAttr>(index, "trn.name")
@@ -50,6 +51,7 @@ std::string nameOf(func::FuncOp function, unsigned index, bool result) {
 bool checkAgainstGraph(const std::string &graphPath,
                        const std::vector<NamedTensor> &inputs,
                        const std::vector<NamedTensor> &outputs,
+                       const CheckOptions &options,
                        std::vector<OutputComparison> &comparisons,
                        std::string &error) {
   DialectRegistry registry;
@@ -62,12 +64,17 @@ bool checkAgainstGraph(const std::string &graphPath,
       diagnostics = diag.str();
     return success();
   });
-  std::string openError;
-  auto file = openInputFile(graphPath, &openError);
-  if (!file) {
-    error = openError;
+  FailureOr<mlir::trn::AutoCastAssumption> autoCast = mlir::trn::parseAutoCast(
+      &context, options.autoCast, options.autoCastType);
+  if (failed(autoCast)) {
+    error = "the artifact records an unknown auto-cast '" + options.autoCast +
+            "' to '" + options.autoCastType + "'";
     return false;
   }
+  // A directory, /dev/zero or a FIFO is refused unread.
+  auto file = mlir::trn::readInputFile(graphPath, error);
+  if (!file)
+    return false;
   if (isBytecode(*file)) {
     error = graphPath + " is MLIR bytecode; pass the textual graph";
     return false;
@@ -135,7 +142,28 @@ bool checkAgainstGraph(const std::string &graphPath,
     }
     OutputComparison comparison;
     comparison.name = name;
-    comparison.tolerance = toleranceFor(reference.dtype);
+    if (options.rtol) {
+      comparison.tolerance = *options.rtol;
+      comparison.toleranceReason = "--rtol";
+    } else if (!trnrt::isFloatDType(reference.dtype)) {
+      comparison.toleranceReason =
+          std::string(trnrt::dtypeName(reference.dtype)) + ", exact";
+    } else {
+      // The least precise step that led to the output, not its own type,
+      // bounds how closely the device can match: an f32 gradient of bf16
+      // matmuls is only as good as bf16.
+      Value result = function.front().getTerminator()->getOperand(i);
+      mlir::trn::ComputePrecision precision =
+          mlir::trn::computePrecision(result, *autoCast);
+      trnrt::DType computed = reference.dtype;
+      if (precision.type)
+        computed = mlir::trn::eval::dtypeOf(precision.type).value_or(computed);
+      comparison.tolerance = toleranceFor(computed);
+      comparison.toleranceReason =
+          std::string("computed in ") + trnrt::dtypeName(computed);
+      if (precision.byAutoCast)
+        comparison.toleranceReason += " by --auto-cast " + options.autoCast;
+    }
     double scale = 0;
     bool finite = true;
     for (int64_t e = 0; e < reference.numElements(); ++e) {

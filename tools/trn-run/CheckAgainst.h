@@ -12,6 +12,7 @@
 
 #include "trnrt/Numerics.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,22 +23,44 @@ struct NamedTensor {
   std::vector<double> values;
 };
 
+struct CheckOptions {
+  /// The --auto-cast and --auto-cast-type the artifact was compiled with, as
+  /// its normalised flags record them ("none", "matmul", "all"; "bf16",
+  /// "fp8_e4m3"): the graph as written does not show the cast.
+  std::string autoCast = "none";
+  std::string autoCastType = "bf16";
+  /// --rtol: the tolerance of every float output, instead of the precision
+  /// rule.
+  std::optional<double> rtol;
+};
+
 struct OutputComparison {
   std::string name;
   double maxAbsError = 0, maxRelError = 0, tolerance = 0;
+  /// Why this tolerance: "computed in bf16", "f32 throughout", "--rtol",
+  /// "i32: exact".
+  std::string toleranceReason;
   bool passed = false;
 };
+
+/// The tolerance of a value computed in `dtype`: f32 1e-4, f16 1e-3, bf16
+/// 2e-2, f8 0.25 (about 2.5 ulps of a tensor's largest element), integers 0.
+double toleranceFor(trnrt::DType dtype);
 
 /// Evaluates `graphPath` (its only function, or @main) with `inputs` bound
 /// by argument name (trn.name, else arg<i>) and compares each result (by
 /// trn.name, else result<i>) with the same-named entry of `outputs`. The
-/// error of an output is max |run - reference| / max(max |reference|, tiny);
-/// it passes when that is within the tolerance of its dtype (f32 1e-4, f16
-/// 1e-3, bf16 2e-2, f8 0.25, integers exact). Returns false with `error` when
-/// the comparison cannot be made (unreadable graph, missing names, shapes).
+/// error of an output is max |run - reference| / max(max |reference|, tiny).
+/// A float output passes when that is within the tolerance of the least
+/// precise float type it is computed in (trn::computePrecision: its backward
+/// slice in the graph, `trn.matmul_type` marks, and `options`' auto-cast),
+/// or within `options.rtol` when given; integer outputs must match exactly.
+/// Returns false with `error` when the comparison cannot be made (unreadable
+/// graph, missing names, shapes, an unknown auto-cast).
 bool checkAgainstGraph(const std::string &graphPath,
                        const std::vector<NamedTensor> &inputs,
                        const std::vector<NamedTensor> &outputs,
+                       const CheckOptions &options,
                        std::vector<OutputComparison> &comparisons,
                        std::string &error);
 

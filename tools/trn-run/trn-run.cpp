@@ -3,7 +3,7 @@
 //   trn-run ARTIFACT [--inputs in.npz | --random SEED | --zeros]
 //           [--outputs out.npz] [--profile trace.json] [--iterations N]
 //           [--threads N] [--profile-summary] [--profile-top N]
-//           [--poison] [--json]
+//           [--check-against GRAPH.mlir [--rtol X]] [--poison] [--json]
 //
 // Loads a trn artifact, binds its inputs by name from an .npz (or random or
 // zero values), runs it on the simulator, writes its outputs to an .npz, and
@@ -11,6 +11,8 @@
 // --profile writes a Chrome-trace/Perfetto timeline: one track per engine
 // and DMA queue, one slice per instruction. --profile-summary prints a
 // neuron-profile-style summary instead of the short report.
+// --check-against compares every output with the reference evaluator, at the
+// tolerance of the least precise type the output is computed in.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,8 +28,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -39,16 +44,16 @@ using namespace trnrt;
 
 namespace {
 
-int fail(const std::string &message) {
+int fail(const std::string &message, int status = 1) {
   std::cerr << "trn-run: error: " << message << "\n";
-  return 1;
+  return status;
 }
 
 const char *kUsage =
     R"(usage: trn-run ARTIFACT [--inputs in.npz | --random SEED | --zeros]
                [--outputs out.npz] [--profile trace.json] [--iterations N]
                [--threads N] [--profile-summary] [--profile-top N]
-               [--check-against GRAPH.mlir] [--poison] [--json]
+               [--check-against GRAPH.mlir [--rtol X]] [--poison] [--json]
 
 Runs a trn artifact on the simulated NeuronCore and reports device time,
 engine utilisation, MFU and DMA traffic.
@@ -67,15 +72,20 @@ engine utilisation, MFU and DMA traffic.
   --threads N        host threads the simulator may use (default 0: every
                      core; results are bit-identical for every N)
   --check-against G  evaluate the trn graph G on the same inputs with the
-                     reference evaluator and compare every output (tolerance
-                     by dtype: f32 1e-4, f16 1e-3, bf16 2e-2 relative to the
-                     output's largest value); exit status 1 if any differs
+                     reference evaluator and compare every output; exit
+                     status 1 if any differs. The error is relative to the
+                     output's largest value; the tolerance is that of the
+                     least precise type the output is computed in (anywhere
+                     in the graph that leads to it, --auto-cast included):
+                     f32 1e-4, f16 1e-3, bf16 2e-2, f8 0.25; integers exact
+  --rtol X           with --check-against: tolerance X for every output
   --poison           fill fresh memory with NaN to catch reads of unwritten data
   --json             print the statistics as JSON
 )";
 
 struct Options {
   std::string artifact, inputs, outputs, profile, checkAgainst;
+  std::optional<double> rtol;
   long long randomSeed = -1;
   bool zeros = false, poison = false, json = false, profileSummary = false;
   long long profileTop = 10;
@@ -105,6 +115,21 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
                text + "'";
       return std::nullopt;
     };
+    auto positive =
+        [&](std::optional<double> &out) -> std::optional<std::string> {
+      std::string text;
+      if (auto problem = value(text))
+        return problem;
+      char *end = nullptr;
+      errno = 0;
+      double number = std::strtod(text.c_str(), &end);
+      // strtod also takes "nan", "inf" and values that underflow to 0.
+      if (text.empty() || *end || errno == ERANGE || !std::isfinite(number) ||
+          !(number > 0))
+        return arg + " needs a positive finite number, got '" + text + "'";
+      out = number;
+      return std::nullopt;
+    };
     std::optional<std::string> problem;
     if (arg == "-h" || arg == "--help")
       options.artifact = "--help";
@@ -116,6 +141,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       problem = value(options.profile);
     else if (arg == "--check-against")
       problem = value(options.checkAgainst);
+    else if (arg == "--rtol")
+      problem = positive(options.rtol);
     else if (arg == "--random")
       problem = integer(options.randomSeed, 0);
     else if (arg == "--iterations")
@@ -148,6 +175,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
     return "no artifact given (see trn-run --help)";
   if (profileTopGiven && !options.profileSummary)
     return "--profile-top needs --profile-summary";
+  if (options.rtol && options.checkAgainst.empty())
+    return "--rtol needs --check-against";
   int sources =
       !options.inputs.empty() + (options.randomSeed >= 0) + options.zeros;
   if (sources > 1)
@@ -160,6 +189,41 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   for (size_t i = 0; i < shape.size(); ++i)
     text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
+}
+
+/// `name=value` pairs joined by ';', as an artifact's "normalized_flags".
+std::map<std::string, std::string> parseFlags(const std::string &text) {
+  std::map<std::string, std::string> flags;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(';', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string pair = text.substr(start, end - start);
+    size_t equals = pair.find('=');
+    if (equals != std::string::npos)
+      flags[pair.substr(0, equals)] = pair.substr(equals + 1);
+    start = end + 1;
+  }
+  return flags;
+}
+
+/// 2e-2, 1e-4, 0.25: a tolerance as one would write it.
+std::string toleranceText(double tolerance) {
+  char text[32];
+  if (tolerance != 0 && (tolerance < 1e-2 || tolerance >= 1e4)) {
+    std::snprintf(text, sizeof(text), "%.2e", tolerance);
+    // 1.00e-04 -> 1e-4, 2.50e-03 -> 2.5e-3.
+    std::string mantissa(text, std::strchr(text, 'e'));
+    while (mantissa.back() == '0')
+      mantissa.pop_back();
+    if (mantissa.back() == '.')
+      mantissa.pop_back();
+    int exponent = std::atoi(std::strchr(text, 'e') + 1);
+    return mantissa + "e" + std::to_string(exponent);
+  }
+  std::snprintf(text, sizeof(text), "%.3g", tolerance);
+  return text;
 }
 
 int64_t elementCount(const std::vector<int64_t> &shape) {
@@ -208,9 +272,11 @@ bool writeProfile(const std::string &path, const SimulationStats &stats,
 } // namespace
 
 int main(int argc, char **argv) {
+  // A bad command line exits 2, as in trn-cc and trn-cache, so that scripts
+  // can tell a typo from a failed run or check.
   Options options;
   if (auto problem = parseArgs(argc, argv, options))
-    return fail(*problem);
+    return fail(*problem, 2);
   if (options.artifact == "--help") {
     std::cout << kUsage;
     return 0;
@@ -325,15 +391,26 @@ int main(int argc, char **argv) {
         return fail(error);
       produced.push_back(std::move(tensor));
     }
+    CheckOptions checkOptions;
+    checkOptions.rtol = options.rtol;
+    // The graph as written does not show trn-cc's --auto-cast; the artifact
+    // records it in its normalised flags.
+    auto recorded = info.report.find("normalized_flags");
+    std::map<std::string, std::string> flags = parseFlags(
+        recorded == info.report.end() ? std::string() : recorded->second);
+    if (flags.count("auto-cast"))
+      checkOptions.autoCast = flags["auto-cast"];
+    if (flags.count("auto-cast-type"))
+      checkOptions.autoCastType = flags["auto-cast-type"];
     std::vector<OutputComparison> comparisons;
     if (!checkAgainstGraph(options.checkAgainst, boundInputs, produced,
-                           comparisons, error))
+                           checkOptions, comparisons, error))
       return fail(error);
     for (const OutputComparison &c : comparisons) {
-      std::printf(
-          "check %-24s max abs %.3g, max rel %.3g (tolerance %.3g): %s\n",
-          c.name.c_str(), c.maxAbsError, c.maxRelError, c.tolerance,
-          c.passed ? "ok" : "DIFFERS");
+      std::printf("check %-24s max abs %.3g, max rel %.3g, rtol %s (%s): %s\n",
+                  c.name.c_str(), c.maxAbsError, c.maxRelError,
+                  toleranceText(c.tolerance).c_str(), c.toleranceReason.c_str(),
+                  c.passed ? "ok" : "DIFFERS");
       checkFailed |= !c.passed;
     }
     std::printf("check against %s: %s\n", options.checkAgainst.c_str(),

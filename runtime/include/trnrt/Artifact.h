@@ -124,7 +124,14 @@ bool readArtifact(const uint8_t *data, size_t size, Program &program,
                   ArtifactInfo &info, std::string &error,
                   const ArtifactReadOptions &options = {});
 
-/// readArtifact of a file; errors are prefixed with the path.
+/// The largest file readArtifactFile accepts with `options`: the header, a
+/// full section table and maxRawBytes (stored sections are never larger than
+/// their raw bytes).
+uint64_t maxArtifactFileBytes(const ArtifactReadOptions &options = {});
+
+/// readArtifact of a file; errors are prefixed with the path. Anything but a
+/// regular file of at most maxArtifactFileBytes (a directory, a device, a
+/// FIFO) is refused before it is read (trnrt/File.h).
 bool readArtifactFile(const std::string &path, Program &program,
                       ArtifactInfo &info, std::string &error,
                       const ArtifactReadOptions &options = {});

@@ -80,7 +80,10 @@ trnrt_status trnrt_init(trnrt_runtime **runtime);
 void trnrt_close(trnrt_runtime *runtime);
 
 /* Loads and validates an artifact (every hardware rule, and that its
- * semaphores let it complete), then lays it out on a simulated core. */
+ * semaphores let it complete), then lays it out on a simulated core. A path
+ * that is not a regular file (a directory, a device, a FIFO) is refused
+ * unread with TRNRT_IO_ERROR; a file over the format's size limit (4 GiB of
+ * sections, docs/artifact-format.md) with TRNRT_BAD_ARTIFACT. */
 trnrt_status trnrt_load_file(trnrt_runtime *runtime, const char *path,
                              trnrt_model **model);
 trnrt_status trnrt_load_memory(trnrt_runtime *runtime, const void *data,

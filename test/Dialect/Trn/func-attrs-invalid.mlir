@@ -12,7 +12,7 @@ func.func @unknown_arg_role(%a: tensor<4xf32> {trn.role = "weights"}) {
 
 // A result-only role is not valid on an argument.
 // expected-error @+1 {{argument 1 has invalid trn.role (expected one of "parameter", "optimizer_state", "gradient", "hyperparameter", "data", "label", "seed", "constant")}}
-func.func @result_role_on_arg(%a: tensor<4xf32>, %b: tensor<4xf32> {trn.role = "gradient"}) {
+func.func @result_role_on_arg(%a: tensor<4xf32>, %b: tensor<4xf32> {trn.role = "loss"}) {
   return
 }
 

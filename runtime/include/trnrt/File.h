@@ -1,0 +1,77 @@
+//===- File.h - Bounded reads of input files --------------------*- C++ -*-===//
+//
+// Every trn tool reads its graph, kernel or artifact through these functions
+// (the MLIR tools through trn/Support/InputFile.h, which wraps them). A path
+// that is not a regular file is refused before a byte is read: a directory,
+// a character device such as /dev/zero (which never ends), a FIFO (whose
+// open would wait for a writer), a socket. What is read, from a file or from
+// standard input, stops at a limit the caller gives, so no input can make a
+// tool read or allocate without bound. Errors are one line naming the path.
+// No MLIR or LLVM dependency; no exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRNRT_FILE_H
+#define TRNRT_FILE_H
+
+#include <fcntl.h>
+
+#include <cstdint>
+#include <string>
+
+namespace trnrt {
+
+/// Why a read failed, for callers that act on the kind (the C API's status
+/// codes, the compile cache's "vanished" and "corrupt"); the message says the
+/// same in words.
+struct ReadFailure {
+  enum Kind {
+    Open,       ///< the path cannot be opened or stat'ed (`err`)
+    NotRegular, ///< a directory, device, FIFO or socket
+    TooLarge,   ///< more bytes than the caller's limit
+    Read,       ///< read(2) failed (`err`)
+  } kind = Open;
+  int err = 0; ///< errno of the failed call, for Open and Read
+};
+
+/// "a directory", "a character device", "a FIFO", ...: what a file of mode
+/// `mode` (stat's st_mode) is, for messages.
+const char *fileKindName(unsigned mode);
+
+/// `bytes` as "4 GiB" or "16 MiB" when it is a whole number of them, else as
+/// "1234 bytes".
+std::string formatByteSize(uint64_t bytes);
+
+/// Opens `path` (relative to `dirFd` unless absolute, as openat(2)) for
+/// reading if it is a regular file of at most `maxBytes` bytes. Anything else
+/// is refused without being opened, and the open itself cannot block (a FIFO
+/// swapped in meanwhile is caught by a second check). Returns the descriptor,
+/// which the caller closes, or -1 with a one-line `error`:
+///   cannot read 'PATH': No such file or directory
+///   PATH is not a regular file (a character device)
+///   PATH is 5368709120 bytes, over the limit of 4 GiB
+int openRegularFile(const std::string &path, uint64_t maxBytes,
+                    std::string &error, ReadFailure *failure = nullptr,
+                    int dirFd = AT_FDCWD);
+
+/// Reads `fd` to its end into `out` (replacing it), failing once more than
+/// `maxBytes` bytes arrive: a file that grows while it is read and a stream
+/// both stop at the limit. `name` names the input in messages. `sizeHint`
+/// (a regular file's size) lets the buffer be allocated once.
+bool readToEnd(int fd, const std::string &name, uint64_t maxBytes,
+               std::string &out, std::string &error,
+               ReadFailure *failure = nullptr, uint64_t sizeHint = 0);
+
+/// openRegularFile, then readToEnd.
+bool readRegularFile(const std::string &path, uint64_t maxBytes,
+                     std::string &out, std::string &error,
+                     ReadFailure *failure = nullptr, int dirFd = AT_FDCWD);
+
+/// Reads standard input to its end, at most `maxBytes` bytes. It may be a
+/// file, a pipe or a terminal; messages call it "standard input".
+bool readStandardInput(uint64_t maxBytes, std::string &out, std::string &error,
+                       ReadFailure *failure = nullptr);
+
+} // namespace trnrt
+
+#endif // TRNRT_FILE_H
