@@ -5,7 +5,8 @@ graph but neither compiles nor runs it: each distinct graph is written once
 next to the manifest (TRN_GRAPH_MANIFEST) as `<key>.mlir`, one JSON line per
 step call is appended to the manifest, the step returns a zero loss so the
 script's own logic keeps running, and after TRN_EXTRACT_MAX_STEPS step calls
-(default: once two calls in a row brought no new graph) the script ends with
+(default: once two optimizer steps in a row -- accumulation windows --
+brought no new graph) the script ends with
 exit status 0 and a message.
 
 Several processes may append to one manifest: each record is one write(2) of
@@ -64,7 +65,8 @@ class Extractor:
                 raise TrnError(f"{ENV_MAX_STEPS}={raw!r} must be a positive "
                                "integer")
         self.steps = 0
-        self.calls_without_new_graph = 0
+        self.updates_without_new_graph = 0
+        self.window_brought_new_graph = False
         self.seen_keys: set = set()
 
     def record(self, key: str, text: str, record: Dict[str, Any]) -> bool:
@@ -90,17 +92,24 @@ class Extractor:
             os.close(fd)
         return new
 
-    def finish_step(self, brought_new_graph: bool) -> None:
-        """Counts a step call; ends the script when extraction is done."""
+    def finish_step(self, brought_new_graph: bool, update: bool) -> None:
+        """Counts a step call (`update`: it ended an accumulation window);
+        ends the script when extraction is done."""
         self.steps += 1
-        self.calls_without_new_graph = (0 if brought_new_graph
-                                        else self.calls_without_new_graph + 1)
+        self.window_brought_new_graph |= brought_new_graph
+        if update:
+            self.updates_without_new_graph = (
+                0 if self.window_brought_new_graph
+                else self.updates_without_new_graph + 1)
+            self.window_brought_new_graph = False
         if self.max_steps is not None:
             done = self.steps >= self.max_steps
             why = f"{self.max_steps} step calls ({ENV_MAX_STEPS})"
         else:
-            done = self.calls_without_new_graph >= 2
-            why = "two step calls in a row brought no new graph"
+            # Whole optimizer steps, so that the micro-steps of a long
+            # accumulation window do not end it before its update graph.
+            done = self.updates_without_new_graph >= 2
+            why = "two optimizer steps in a row brought no new graph"
         if done:
             sys.stdout.flush()
             print(f"trn: extraction done after {self.steps} step calls ({why}): "

@@ -96,10 +96,10 @@ class CompiledStep:
         if not isinstance(grad_accum, int) or grad_accum < 1:
             raise TrnError(f"grad_accum must be a positive integer, got {grad_accum!r}")
         if max_grad_norm is not None and not (
-                isinstance(max_grad_norm, (int, float)) and max_grad_norm > 0
+                isinstance(max_grad_norm, (int, float)) and max_grad_norm >= 0
                 and math.isfinite(max_grad_norm)):
-            raise TrnError(f"max_grad_norm must be a positive number or None, got "
-                           f"{max_grad_norm!r}")
+            raise TrnError(f"max_grad_norm must be a positive number (0 or None: no "
+                           f"clipping), got {max_grad_norm!r}")
         if sync not in ("step", "manual"):
             raise TrnError(f"sync must be 'step' or 'manual', got {sync!r}")
         if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
@@ -125,6 +125,7 @@ class CompiledStep:
         # Device-homed tensors whose host copy is older (synced lazily).
         self._stale_on_host: set = set()
         self._updates = self._initial_update_count()
+        self._optimizer_state_id = id(optimizer.state)
         self.last_stats: Dict[str, Any] = {}
         self.last_executable: Optional[_Executable] = None
 
@@ -155,6 +156,7 @@ class CompiledStep:
 
     def _initial_update_count(self) -> int:
         """Optimizer steps already taken (a resumed optimizer has state)."""
+        self._optimizer_state_id = id(self.optimizer.state)
         for group in self.optimizer.param_groups:
             for p in group["params"]:
                 state = self.optimizer.state.get(p, {})
@@ -164,6 +166,11 @@ class CompiledStep:
                 if "momentum_buffer" in state and state["momentum_buffer"] is not None:
                     return 1
         return 0
+
+    def _refresh_update_count(self) -> None:
+        if id(self.optimizer.state) != self._optimizer_state_id:
+            # optimizer.load_state_dict() replaced the state: its step counts.
+            self._updates = self._initial_update_count()
 
     # -- the tensors a step reads and writes ------------------------------
 
@@ -346,6 +353,7 @@ class CompiledStep:
                 raise TrnError(f"step input #{i} has dtype {t.dtype}, which trn does "
                                "not support (float32, bfloat16, float16, int64, "
                                "int32, bool)")
+        self._refresh_update_count()
         update = (self._micro + 1) % self.grad_accum == 0
         exe, new = self._executable(batch, update)
         self.last_executable = exe
@@ -444,6 +452,7 @@ class CompiledStep:
         device into the model and optimizer (what `model.state_dict()` and
         `optimizer.state_dict()` then return). Idempotent and cheap when
         nothing changed; with sync="step" (the default) every call does it."""
+        self._refresh_update_count()
         trainable = self._trainable()
         if not trainable:
             return
@@ -454,25 +463,36 @@ class CompiledStep:
                 keys = plan.state_keys(group)
                 if any(self._home.get(f"{k}.{name}") is not None for k in keys):
                     state = self.optimizer.state[p]
+                    copied = False
                     for key in keys:
                         if state.get(key) is None:
                             state[key] = torch.zeros_like(p.detach())
-                        self._pull(f"{key}.{name}", state[key])
-                    if plan.kind != "sgd":
+                            self._host_version[f"{key}.{name}"] = _version_of(state[key])
+                        copied |= self._pull(f"{key}.{name}", state[key])
+                    if copied and plan.kind != "sgd":
                         state["step"] = torch.tensor(float(self._updates))
                 if f"grad_accum.{name}" in self._home:
                     if f"grad_accum.{name}" not in self._accums:
-                        self._accums[f"grad_accum.{name}"] = torch.zeros_like(p.detach())
+                        accum = torch.zeros_like(p.detach())
+                        self._accums[f"grad_accum.{name}"] = accum
+                        self._host_version[f"grad_accum.{name}"] = _version_of(accum)
                     self._pull(f"grad_accum.{name}", self._accums[f"grad_accum.{name}"])
 
-    def _pull(self, name: str, target: torch.Tensor) -> None:
+    def _pull(self, name: str, target: torch.Tensor) -> bool:
+        """Copies `name` into `target` if the device holds a newer value."""
         home = self._home.get(name)
         if home is None or name not in self._stale_on_host:
-            return
+            return False
+        if self._host_version.get(name) != _version_of(target):
+            # PyTorch wrote it since (load_state_dict): the host copy wins.
+            self._home[name] = None
+            self._stale_on_host.discard(name)
+            return False
         data = home.program.read(name, _nbytes(target.shape, target.dtype))
         target.copy_(from_bytes(data, target.shape, target.dtype))
         self._host_version[name] = _version_of(target)
         self._stale_on_host.discard(name)
+        return True
 
     # -- compile without running ------------------------------------------
 
@@ -524,7 +544,7 @@ class CompiledStep:
         if update:
             self._updates += 1
         loss_dtype = torch_dtype(exe.graph.results[0][2])
-        extractor.finish_step(first)
+        extractor.finish_step(first, update)
         return torch.zeros((), dtype=loss_dtype)
 
 

@@ -146,6 +146,10 @@ def trace(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tensor
     name the user's line (data-dependent control flow, .item(), ...)."""
     try:
         with _locating_tracer():
+            if fake and os.environ.get("TRN_TRACE_META") == "1":
+                # Meta tensors run PyTorch's meta kernels (C++), no fake mode.
+                meta_inputs = [t.to("meta") for t in inputs]
+                return proxy_tensor.make_fx(step)(*meta_inputs)
             if fake:
                 from torch._subclasses.fake_tensor import FakeTensorMode
                 mode = FakeTensorMode(allow_fallback_kernels=False)

@@ -117,6 +117,7 @@ def test_python_control_flow_on_tensor_values_is_refused(cache_dir):
     ({"grad_accum": 0}, "grad_accum must be a positive integer"),
     ({"flags": "--auto-cast sometimes"}, "bad compile flags"),
     ({"max_grad_norm": -1.0}, "max_grad_norm"),
+    ({"max_grad_norm": float("nan")}, "max_grad_norm"),
     ({"sync": "never"}, "sync must be"),
 ])
 def test_bad_arguments(kwargs, text):
@@ -160,13 +161,15 @@ def _extract(tmp_path, script, *args, max_steps=None):
 
 
 def test_extraction_writes_manifest_and_stops(tmp_path):
-    proc, manifest, lines = _extract(tmp_path, "gpt.py", "--grad-accum", "2")
+    proc, manifest, lines = _extract(tmp_path, "gpt.py", "--grad-accum", "3")
     assert "extraction done" in proc.stderr
-    # Micro-step and update graphs alternate; two calls without a new graph
-    # end it after 4 calls.
-    assert len(lines) == 4
+    # Micro-step, micro-step, update: two optimizer steps that bring no new
+    # graph end it after three windows (9 calls), the update graph included.
+    assert len(lines) == 9
     keys = {line["key"] for line in lines}
     assert len(keys) == 2
+    assert [line["graph_name"] for line in lines[:3]] == [
+        "train_micro_step", "train_micro_step", "train_step"]
     for line in lines:
         assert Path(line["graph"]).is_file()
         assert line["graph"] == str(manifest.parent / f"{line['key']}.mlir")
@@ -202,3 +205,26 @@ def test_extraction_of_a_meta_preset(tmp_path):
                               "--layers", "1", "--seq", "256", max_steps=1)
     assert len(lines) == 1
     assert lines[0]["inputs"][0]["shape"] == [1, 256]
+
+
+def test_state_loaded_after_wrapping_wins(cache_dir):
+    """optimizer/model.load_state_dict after compile_step: the next steps
+    continue from the loaded state, as they would in PyTorch."""
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(11))
+    model = OpModel(torch.tanh)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.05)
+    step = trn.compile_step(model, opt, _loss, cache_dir=cache_dir, sync="manual",
+                            max_grad_norm=0)
+    for _ in range(3):
+        step(x)
+    step.sync()
+    saved_model = {k: v.clone() for k, v in model.state_dict().items()}
+    saved_opt = __import__("copy").deepcopy(opt.state_dict())
+    later = [step(x).item() for _ in range(2)]
+    step(x)  # the device moves on; the host copy is stale (sync="manual")
+    model.load_state_dict(saved_model)
+    opt.load_state_dict(saved_opt)
+    step.sync()  # must not overwrite what was just loaded
+    assert torch.equal(model.w, saved_model["w"])
+    again = [step(x).item() for _ in range(2)]
+    assert again == pytest.approx(later, rel=1e-6)
