@@ -1,8 +1,11 @@
-"""Functional forms of torch.optim's SGD, Adam and AdamW, traced into the step.
+"""torch.optim's SGD, Adam and AdamW (and gradient clipping) as trn ops.
 
-The update follows PyTorch 1.13's single-tensor implementations formula by
-formula (same order of operations, so the same roundings in f32), with two
-differences that keep one graph valid for every step: the learning rate of
+The update is written straight into the step graph after the traced forward
+and backward (tracing it through make_fx cost half the trace time of a large
+model for ops whose form is fixed). It follows PyTorch 1.13's single-tensor
+implementations formula by formula (same order of operations, so the same
+roundings; scalars in f32), with two differences that keep one graph valid
+for every step: the learning rate of
 each parameter group and the step count are graph inputs (tensors), so a
 scheduler or the passing steps never retrace; and SGD's first momentum step
 (`buf = grad`) is a select on the step count instead of a Python branch.
@@ -15,10 +18,11 @@ changing one retraces.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple, Union
 
 import torch
 
+from ._mlir import GraphBuilder, Value
 from .errors import TrnError
 
 
@@ -97,66 +101,114 @@ def plan_for(optimizer: torch.optim.Optimizer,
     return OptimizerPlan(kind, tuple(groups), tuple(param_group))
 
 
-def apply_update(plan: OptimizerPlan, params: Sequence[torch.Tensor],
-                 grads: Sequence[torch.Tensor],
-                 states: Sequence[Sequence[torch.Tensor]],
-                 lrs: Sequence[torch.Tensor], step: torch.Tensor
-                 ) -> Tuple[List[torch.Tensor], List[List[torch.Tensor]]]:
+class _Emitter:
+    """Elementwise helpers over the GraphBuilder: a Python number or a 0-dim
+    value is converted to a tensor's element type and broadcast to its shape,
+    as PyTorch's type promotion does when the traced update multiplied a
+    tensor by a Python float or a 0-dim lr."""
+
+    def __init__(self, builder: GraphBuilder) -> None:
+        self.b = builder
+
+    def like(self, x: Union[Value, float], ref: Value) -> Value:
+        if isinstance(x, Value):
+            return self.b.broadcast_to(self.b.convert(x, ref.element), ref.shape)
+        return self.b.splat(x, ref.shape, ref.element)
+
+    def op(self, name: str, x: Union[Value, float], y: Union[Value, float]) -> Value:
+        ref = x if isinstance(x, Value) and (not isinstance(y, Value) or x.rank >= y.rank) else y
+        return self.b.binary(name, self.like(x, ref), self.like(y, ref))
+
+    def add(self, x, y) -> Value:
+        return self.op("add", x, y)
+
+    def sub(self, x, y) -> Value:
+        return self.op("sub", x, y)
+
+    def mul(self, x, y) -> Value:
+        return self.op("mul", x, y)
+
+    def div(self, x, y) -> Value:
+        return self.op("div", x, y)
+
+    def unary(self, name: str, x: Value) -> Value:
+        return self.b.unary(name, x)
+
+
+def emit_clip(builder: GraphBuilder, grads: Sequence[Value], max_norm: float
+              ) -> List[Value]:
+    """torch.nn.utils.clip_grad_norm_ (2-norm): norms in f32, one global
+    coefficient clamped to 1."""
+    e = _Emitter(builder)
+    total = None
+    for g in grads:
+        gf = builder.convert(g, "f32")
+        norm = e.unary("sqrt", builder.reduce("sum", e.mul(gf, gf), range(gf.rank)))
+        square = e.mul(norm, norm)
+        total = square if total is None else e.add(total, square)
+    total = e.unary("sqrt", total)
+    coef = e.div(builder.splat(max_norm, (), "f32"), e.add(total, 1e-6))
+    coef = builder.binary("min", coef, builder.splat(1.0, (), "f32"))
+    return [e.mul(g, coef) for g in grads]
+
+
+def emit_update(builder: GraphBuilder, plan: OptimizerPlan, params: Sequence[Value],
+                grads: Sequence[Value], states: Sequence[Sequence[Value]],
+                lrs: Sequence[Value], step: Value
+                ) -> Tuple[List[Value], List[List[Value]]]:
     """New parameters and states; `step` is this update's 1-based count."""
-    new_params: List[torch.Tensor] = []
-    new_states: List[List[torch.Tensor]] = []
+    e = _Emitter(builder)
+    new_params: List[Value] = []
+    new_states: List[List[Value]] = []
     for param, grad, state, group in zip(params, grads, states, plan.param_group):
         hyper, lr = plan.groups[group], lrs[group]
+        grad = builder.convert(grad, param.element)
         if plan.kind == "sgd":
-            p, s = _sgd(param, grad, state, hyper, lr, step)
+            p, s = _sgd(e, param, grad, state, hyper, lr, step)
         else:
-            p, s = _adam(param, grad, state, hyper, lr, step,
+            p, s = _adam(e, param, grad, state, hyper, lr, step,
                          decoupled=plan.kind == "adamw")
         new_params.append(p)
         new_states.append(s)
     return new_params, new_states
 
 
-def _sgd(param, grad, state, h: GroupHyper, lr, step):
-    d_p = -grad if h.maximize else grad
+def _sgd(e: _Emitter, param, grad, state, h: GroupHyper, lr, step):
+    b = e.b
+    d_p = e.unary("neg", grad) if h.maximize else grad
     if h.weight_decay != 0:
-        d_p = d_p.add(param, alpha=h.weight_decay)
+        d_p = e.add(d_p, e.mul(param, h.weight_decay))
     new_state = []
     if h.momentum != 0:
         (buf,) = state
-        updated = buf * h.momentum + d_p * (1 - h.dampening)
-        buf = torch.where(step == 1, d_p, updated)
+        updated = e.add(e.mul(buf, h.momentum), e.mul(d_p, 1 - h.dampening))
+        first = b.compare("eq", step, b.splat(1.0, (), step.element))
+        buf = b.select(b.broadcast_to(first, d_p.shape), d_p, updated)
         new_state.append(buf)
-        d_p = d_p.add(buf, alpha=h.momentum) if h.nesterov else buf
-    return param + d_p * (-lr), new_state
+        d_p = e.add(d_p, e.mul(buf, h.momentum)) if h.nesterov else buf
+    return e.add(param, e.mul(d_p, e.unary("neg", lr))), new_state
 
 
-def _adam(param, grad, state, h: GroupHyper, lr, step, decoupled: bool):
-    grad = -grad if h.maximize else grad
+def _adam(e: _Emitter, param, grad, state, h: GroupHyper, lr, step, decoupled: bool):
+    b = e.b
+    grad = e.unary("neg", grad) if h.maximize else grad
     beta1, beta2 = h.betas
     if decoupled:
-        param = param * (1 - lr * h.weight_decay)
+        param = e.mul(param, e.sub(1.0, e.mul(lr, h.weight_decay)))
     elif h.weight_decay != 0:
-        grad = grad.add(param, alpha=h.weight_decay)
+        grad = e.add(grad, e.mul(param, h.weight_decay))
     exp_avg, exp_avg_sq = state[0], state[1]
-    exp_avg = exp_avg * beta1 + grad * (1 - beta1)
-    exp_avg_sq = exp_avg_sq * beta2 + grad * grad * (1 - beta2)
-    bias_correction1 = 1 - torch.pow(beta1, step)
-    bias_correction2 = 1 - torch.pow(beta2, step)
-    step_size = lr / bias_correction1
-    bias_correction2_sqrt = torch.sqrt(bias_correction2)
+    exp_avg = e.add(e.mul(exp_avg, beta1), e.mul(grad, 1 - beta1))
+    exp_avg_sq = e.add(e.mul(exp_avg_sq, beta2), e.mul(e.mul(grad, grad), 1 - beta2))
+    bias_correction1 = e.sub(1.0, e.op("pow", beta1, step))
+    bias_correction2 = e.sub(1.0, e.op("pow", beta2, step))
+    step_size = e.div(lr, bias_correction1)
+    bias_correction2_sqrt = e.unary("sqrt", bias_correction2)
     new_state = [exp_avg, exp_avg_sq]
     second = exp_avg_sq
     if h.amsgrad:
-        second = torch.maximum(state[2], exp_avg_sq)
+        second = b.binary("max", state[2], exp_avg_sq)
         new_state.append(second)
-    denom = torch.sqrt(second) / bias_correction2_sqrt + h.eps
-    return param + (exp_avg / denom) * (-step_size), new_state
-
-
-def clip_grad_norm(grads: List[torch.Tensor], max_norm: float) -> List[torch.Tensor]:
-    """torch.nn.utils.clip_grad_norm_ (2-norm) as a pure function."""
-    norms = [torch.sqrt(torch.sum(g.float() * g.float())) for g in grads]
-    total = torch.sqrt(sum(n * n for n in norms))
-    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
-    return [g * coef.to(g.dtype) for g in grads]
+    denom = e.add(e.div(e.unary("sqrt", second), bias_correction2_sqrt), h.eps)
+    update = e.mul(e.div(exp_avg, denom), e.unary("neg", step_size))
+    return e.add(param, update), new_state

@@ -243,9 +243,10 @@ class CompiledStep:
             states=sum(len(k) for k in state_keys) if update else 0,
             accums=len(trainable) if accumulate else 0,
             lrs=len(plan.groups) if update else 0, batch=len(batch))
+        state_counts = [len(k) for k in state_keys] if update else [0] * len(trainable)
         step_fn = _trace.build_step_function(
             self.model, self.loss_fn, param_names, [n for n, _ in others], layout,
-            plan if update else None, update, self.max_grad_norm)
+            state_counts, update)
 
         args: List[_translate.ArgSpec] = []
         inputs: List[torch.Tensor] = []
@@ -294,8 +295,14 @@ class CompiledStep:
 
         fake = any(t.device.type == "meta" for t in inputs) or self.extracting
         gm = _trace.trace(step_fn, inputs, fake=fake)
+        epilogue = None
+        if update:
+            lr_names = [_lr_name(i, len(plan.groups)) for i in range(len(plan.groups))]
+            epilogue = self._update_epilogue(plan, param_names, state_keys, lr_names,
+                                             accum_names)
         graph = _translate.translate(gm, args, results, name="train_step" if update
-                                     else "train_micro_step", seed_index=len(args) - 1)
+                                     else "train_micro_step", seed_index=len(args) - 1,
+                                     epilogue=epilogue)
         trace_seconds = time.perf_counter() - start
         key = self._key(graph.text)
         exe = _Executable(graph=graph, key=key, signature=signature,
@@ -303,6 +310,33 @@ class CompiledStep:
         for spec, shape, element in graph.arguments:
             exe.inputs[spec.name] = (shape, torch_dtype(element))
         return exe
+
+    def _update_epilogue(self, plan: _optim.OptimizerPlan, param_names: List[str],
+                         state_keys: List[List[str]], lr_names: List[str],
+                         accum_names: List[str]) -> _translate.Epilogue:
+        """Writes clipping and the optimizer update after the traced
+        forward and backward, whose outputs are the loss and the gradients."""
+        max_grad_norm = self.max_grad_norm
+
+        def epilogue(builder, args, outputs):
+            loss, grads = outputs[0], list(outputs[1:])
+            if max_grad_norm:
+                grads = _optim.emit_clip(builder, grads, max_grad_norm)
+            params = [args[n] for n in param_names]
+            states = [[args[f"{k}.{n}"] for k in keys]
+                      for n, keys in zip(param_names, state_keys)]
+            new_params, new_states = _optim.emit_update(
+                builder, plan, params, grads, states, [args[n] for n in lr_names],
+                args["step"])
+            results = [loss] + new_params
+            for s in new_states:
+                results.extend(s)
+            for name in accum_names:
+                a = args[name]
+                results.append(builder.splat(0.0, a.shape, a.element))
+            return results
+
+        return epilogue
 
     def _key(self, text: str) -> str:
         try:

@@ -27,7 +27,6 @@ import torch.fx
 from torch.fx.experimental import proxy_tensor
 from torch.nn.utils import stateless
 
-from . import _optim
 from .errors import TrnError, UnsupportedOpError
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -57,14 +56,45 @@ class _LocatingTracer(proxy_tensor.PythonKeyTracer):
         return proxy
 
 
+def _create_name(self, candidate: str, obj: Optional[Any]) -> str:
+    """torch.fx's _Namespace.create_name without its quadratic search: 1.13
+    scans `mul_1`, `mul_2`, ... from 1 for every new `mul` node (seconds on a
+    20k-node step), here each base name remembers where its search ended."""
+    if obj is not None and obj in self._obj_to_name:
+        return self._obj_to_name[obj]
+    candidate = self._illegal_char_regex.sub("_", candidate)
+    if candidate[0].isdigit():
+        candidate = f"_{candidate}"
+    match = self._name_suffix_regex.match(candidate)
+    base, num = (candidate, 0) if match is None else (match.group(1),
+                                                      int(match.group(2)))
+    hints = self.__dict__.setdefault("_trn_next_suffix", {})
+    if candidate in self._used_names or self._is_illegal_name(candidate, obj):
+        num = max(num, hints.get(base, 0))
+        candidate = f"{base}_{num}"
+        while candidate in self._used_names or self._is_illegal_name(candidate, obj):
+            num += 1
+            candidate = f"{base}_{num}"
+        hints[base] = num
+    self._used_names.setdefault(candidate, 0)
+    if obj is None:
+        self._unassociated_names.add(candidate)
+    else:
+        self._obj_to_name[obj] = candidate
+    return candidate
+
+
 @contextlib.contextmanager
 def _locating_tracer():
     saved = proxy_tensor.PythonKeyTracer
+    saved_create_name = torch.fx.graph._Namespace.create_name
     proxy_tensor.PythonKeyTracer = _LocatingTracer
+    torch.fx.graph._Namespace.create_name = _create_name
     try:
         yield
     finally:
         proxy_tensor.PythonKeyTracer = saved
+        torch.fx.graph._Namespace.create_name = saved_create_name
 
 
 @dataclass
@@ -80,26 +110,27 @@ class StepLayout:
 
 def build_step_function(model: torch.nn.Module, loss_fn: Callable[..., Any],
                         param_names: Sequence[str], other_names: Sequence[str],
-                        layout: StepLayout, plan: Optional[_optim.OptimizerPlan],
-                        update: bool, max_grad_norm: Optional[float]
-                        ) -> Callable[..., List[torch.Tensor]]:
+                        layout: StepLayout, state_counts: Sequence[int],
+                        update: bool) -> Callable[..., List[torch.Tensor]]:
     """The pure step function over flat inputs (see the module docstring).
 
-    With `update`, it applies the optimizer (to the accumulated gradients,
-    when there are accumulators, then zeroes them); without, it only adds
-    this micro-step's gradients to the accumulators.
+    It returns the loss and the gradients, added to the accumulators when
+    there are any. The optimizer update of an `update` step is not traced:
+    `_optim.emit_update` writes it into the graph after the traced part, from
+    the inputs the function takes (states, learning rates, step count) and
+    the gradients it returns.
     """
-    state_counts = ([len(plan.state_keys(g)) for g in plan.param_group]
-                    if plan else [0] * layout.params)
 
     def step(*flat: torch.Tensor) -> List[torch.Tensor]:
         it = iter(flat)
         params = [next(it) for _ in range(layout.params)]
         others = [next(it) for _ in range(layout.others)]
-        states = [[next(it) for _ in range(n)] for n in state_counts]
+        for count in state_counts:
+            for _ in range(count):
+                next(it)
         accums = [next(it) for _ in range(layout.accums)]
-        lrs = [next(it) for _ in range(layout.lrs)]
-        step_count = next(it) if update else None
+        for _ in range(layout.lrs + (1 if update else 0)):
+            next(it)
         batch = [next(it) for _ in range(layout.batch)]
         params = [p.detach().requires_grad_() for p in params]
         tensors = dict(zip(param_names, params))
@@ -118,18 +149,7 @@ def build_step_function(model: torch.nn.Module, loss_fn: Callable[..., Any],
                  for g, p in zip(grads, params)]
         if accums:
             grads = [a + g for a, g in zip(accums, grads)]
-        if not update:
-            return [loss.detach()] + [g.detach() for g in grads]
-        if max_grad_norm is not None:
-            grads = _optim.clip_grad_norm(grads, max_grad_norm)
-        new_params, new_states = _optim.apply_update(plan, [p.detach() for p in params],
-                                                     [g.detach() for g in grads],
-                                                     states, lrs, step_count)
-        outputs = [loss.detach()] + new_params
-        for s in new_states:
-            outputs.extend(s)
-        outputs.extend(torch.zeros_like(a) for a in accums)
-        return outputs
+        return [loss.detach()] + [g.detach() for g in grads]
 
     return step
 
@@ -146,10 +166,15 @@ def trace(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tensor
     name the user's line (data-dependent control flow, .item(), ...)."""
     try:
         with _locating_tracer():
-            if fake and os.environ.get("TRN_TRACE_META") == "1":
-                # Meta tensors run PyTorch's meta kernels (C++), no fake mode.
-                meta_inputs = [t.to("meta") for t in inputs]
-                return proxy_tensor.make_fx(step)(*meta_inputs)
+            if fake and any(t.device.type == "meta" for t in inputs):
+                # A model too large to materialise: trace on meta tensors,
+                # whose kernels are PyTorch's C++ meta functions (a third
+                # faster than fake tensors); a step that mixes in CPU
+                # constants falls back to fake tensors.
+                try:
+                    return proxy_tensor.make_fx(step)(*[t.to("meta") for t in inputs])
+                except (RuntimeError, NotImplementedError):
+                    pass
             if fake:
                 from torch._subclasses.fake_tensor import FakeTensorMode
                 mode = FakeTensorMode(allow_fallback_kernels=False)

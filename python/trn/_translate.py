@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.fx
@@ -101,12 +101,18 @@ def _packet(target: Any) -> Any:
     return getattr(target, "overloadpacket", target)
 
 
+Epilogue = Callable[[GraphBuilder, Dict[str, Value], List[Value]], List[Value]]
+
+
 def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
               results: Sequence[ResultSpec], name: str = "step",
-              seed_index: Optional[int] = None) -> Graph:
+              seed_index: Optional[int] = None,
+              epilogue: Optional[Epilogue] = None) -> Graph:
     """Translates `gm` into a graph whose arguments follow `args` (one per
-    placeholder) and whose results follow `results` (one per output). The
-    argument at `seed_index`, the last one, is dropped when no op uses it."""
+    placeholder) and whose results follow `results`. The results are the FX
+    graph's outputs, or what `epilogue(builder, arguments by name, outputs)`
+    makes of them (the optimizer update). The argument at `seed_index`, the
+    last one, is dropped when no op uses it."""
     builder = GraphBuilder()
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(args):
@@ -179,6 +185,11 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
                 f"{_describe_value(list(node_args))}) {describe_location(node)}: "
                 f"{type(error).__name__}: {error}; please report it") from None
 
+    if epilogue is not None:
+        builder.location = 'loc("optimizer")'
+        by_name = {spec.name: builder.argument(i, shape, element)
+                   for i, (spec, shape, element) in enumerate(arguments)}
+        outputs = epilogue(builder, by_name, outputs)
     if len(outputs) != len(results):
         raise AssertionError(f"{len(outputs)} outputs, {len(results)} specs")
     kept_args = arguments
