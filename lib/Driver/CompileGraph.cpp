@@ -26,21 +26,45 @@
 using namespace mlir;
 namespace cache = mlir::trn::cache;
 
-namespace {
-
-int64_t peakMemoryBytes() {
+int64_t mlir::trn::peakMemoryBytes() {
   struct rusage usage = {};
   if (getrusage(RUSAGE_SELF, &usage) != 0)
     return 0;
   return static_cast<int64_t>(usage.ru_maxrss) * 1024; // Linux: KiB
 }
 
-std::string hostName() {
+std::string mlir::trn::hostName() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0)
     return "unknown";
   return name;
 }
+
+mlir::trn::CompileOptions
+mlir::trn::compileOptionsFromFlags(const cache::NormalizedFlags &flags) {
+  const std::map<std::string, std::string> &values = flags.values;
+  CompileOptions options;
+  options.target = values.at("target");
+  options.optLevel = std::stoi(values.at("opt-level"));
+  options.autoCast = values.at("auto-cast");
+  options.autoCastType = values.at("auto-cast-type");
+  return options;
+}
+
+bool mlir::trn::serializeProgram(const trnrt::Program &program,
+                                 const cache::CacheKey &key,
+                                 const cache::NormalizedFlags &flags,
+                                 std::vector<uint8_t> &artifact,
+                                 std::string &error) {
+  trnrt::ArtifactInfo info;
+  info.compilerVersion = cache::compilerVersion();
+  info.cacheKey = key.dirName();
+  info.report["graph_hash"] = key.graph.hex();
+  info.report["normalized_flags"] = flags.canonical();
+  return trnrt::writeArtifact(program, info, artifact, error);
+}
+
+namespace {
 
 /// A context with every trn dialect, set up as trn-cc sets it up.
 struct CompilerContext {
@@ -77,16 +101,6 @@ std::optional<std::string> parseGraph(const std::string &text,
            " functions; a graph is one func.func";
   functionName = functions.front().getSymName().str();
   return std::nullopt;
-}
-
-mlir::trn::CompileOptions optionsOf(const cache::NormalizedFlags &flags) {
-  const std::map<std::string, std::string> &values = flags.values;
-  mlir::trn::CompileOptions options;
-  options.target = values.at("target");
-  options.optLevel = std::stoi(values.at("opt-level"));
-  options.autoCast = values.at("auto-cast");
-  options.autoCastType = values.at("auto-cast-type");
-  return options;
 }
 
 } // namespace
@@ -140,15 +154,10 @@ mlir::trn::compileGraph(const mlir::trn::GraphCompileRequest &request) {
     auto start = std::chrono::steady_clock::now();
     DiagnosticCollector diagnostics(&compiler.context);
     FailureOr<trnrt::Program> program =
-        compileToProgram(*module, optionsOf(*flags));
+        compileToProgram(*module, compileOptionsFromFlags(*flags));
     if (mlir::succeeded(program)) {
-      trnrt::ArtifactInfo info;
-      info.compilerVersion = cache::compilerVersion();
-      info.cacheKey = key.dirName();
-      info.report["graph_hash"] = key.graph.hex();
-      info.report["normalized_flags"] = flags->canonical();
       std::string error;
-      if (trnrt::writeArtifact(*program, info, output.artifact, error)) {
+      if (serializeProgram(*program, key, *flags, output.artifact, error)) {
         succeeded = true;
       } else {
         output.failure = cache::FailureKind::CompileError;

@@ -17,6 +17,8 @@
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
 #include "trn/Dialect/Trn/Utils/GraphHash.h"
+#include "trn/Driver/CompileGraph.h"
+#include "trn/Driver/Diagnostics.h"
 #include "trn/Driver/Pipeline.h"
 #include "trn/InitAll.h"
 #include "trn/Support/InputFile.h"
@@ -475,76 +477,7 @@ std::optional<std::string> writeFileAtomically(const std::string &path,
 // Diagnostics
 //===----------------------------------------------------------------------===//
 
-/// "file:line:col: message" (or just the message when the location has no
-/// file position): one line per diagnostic, whatever the location nesting.
-std::string formatDiagnostic(Diagnostic &diagnostic, bool withSeverity) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (auto fileLoc =
-          diagnostic.getLocation()->findInstanceOf<FileLineColLoc>()) {
-    os << fileLoc.getFilename().getValue();
-    // Line 0 is the file as a whole (the implicit module), not a position.
-    if (fileLoc.getLine() != 0)
-      os << ":" << fileLoc.getLine() << ":" << fileLoc.getColumn();
-    os << ": ";
-  }
-  if (withSeverity) {
-    switch (diagnostic.getSeverity()) {
-    case DiagnosticSeverity::Error:
-      os << "error: ";
-      break;
-    case DiagnosticSeverity::Warning:
-      os << "warning: ";
-      break;
-    case DiagnosticSeverity::Note:
-      os << "note: ";
-      break;
-    case DiagnosticSeverity::Remark:
-      os << "remark: ";
-      break;
-    }
-  }
-  std::string message = diagnostic.str();
-  // Keep each diagnostic on one line (messages may embed IR or newlines).
-  for (char &c : message)
-    if (c == '\n')
-      c = ' ';
-  os << message;
-  return text;
-}
-
-/// Collects every diagnostic (notes included) while it is alive.
-class DiagnosticCollector {
-public:
-  explicit DiagnosticCollector(MLIRContext *context)
-      : handler(context, [this](Diagnostic &diagnostic) {
-          record(diagnostic);
-          for (Diagnostic &note : diagnostic.getNotes())
-            record(note);
-          return success();
-        }) {}
-
-  /// The first error, without severity: what the cache records and what
-  /// the user sees.
-  const std::string &firstError() const { return firstErrorText; }
-  /// Every diagnostic, one per line, with severities: the compile log.
-  const std::string &log() const { return logText; }
-  const std::vector<std::string> &warnings() const { return warningLines; }
-
-private:
-  void record(Diagnostic &diagnostic) {
-    logText += formatDiagnostic(diagnostic, /*withSeverity=*/true) + "\n";
-    if (diagnostic.getSeverity() == DiagnosticSeverity::Error &&
-        firstErrorText.empty())
-      firstErrorText = formatDiagnostic(diagnostic, /*withSeverity=*/false);
-    if (diagnostic.getSeverity() == DiagnosticSeverity::Warning)
-      warningLines.push_back(formatDiagnostic(diagnostic, false));
-  }
-
-  std::string firstErrorText, logText;
-  std::vector<std::string> warningLines;
-  ScopedDiagnosticHandler handler;
-};
+using mlir::trn::DiagnosticCollector;
 
 //===----------------------------------------------------------------------===//
 // Reports
@@ -802,19 +735,8 @@ std::string reportJson(const ReportContext &context,
 // Compiling
 //===----------------------------------------------------------------------===//
 
-int64_t peakMemoryBytes() {
-  struct rusage usage = {};
-  if (getrusage(RUSAGE_SELF, &usage) != 0)
-    return 0;
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024; // Linux: KiB
-}
-
-std::string hostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0)
-    return "unknown";
-  return name;
-}
+using mlir::trn::hostName;
+using mlir::trn::peakMemoryBytes;
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -864,12 +786,8 @@ std::optional<std::string> loadGraph(const std::string &path,
 }
 
 mlir::trn::CompileOptions compileOptionsOf(const Options &options) {
-  const std::map<std::string, std::string> &values = options.flags.values;
-  mlir::trn::CompileOptions compile;
-  compile.target = values.at("target");
-  compile.optLevel = std::stoi(values.at("opt-level"));
-  compile.autoCast = values.at("auto-cast");
-  compile.autoCastType = values.at("auto-cast-type");
+  mlir::trn::CompileOptions compile =
+      mlir::trn::compileOptionsFromFlags(options.flags);
   compile.printIRAfterAll = options.printIR;
   return compile;
 }
@@ -898,15 +816,9 @@ CompileAttempt runCompile(ModuleOp module, const Options &options,
       mlir::trn::compileToProgram(module, compileOptions);
   if (succeeded(program)) {
     TimingScope serializeTiming = timing.nest("serialize artifact");
-    trnrt::ArtifactInfo info;
-    info.compilerVersion = cache::compilerVersion();
-    info.cacheKey = key.dirName();
-    // Only what is a function of the key: the artifact of a key is the same
-    // bytes whoever compiles it.
-    info.report["graph_hash"] = key.graph.hex();
-    info.report["normalized_flags"] = options.flags.canonical();
     std::string error;
-    if (trnrt::writeArtifact(*program, info, attempt.artifact, error))
+    if (mlir::trn::serializeProgram(*program, key, options.flags,
+                                    attempt.artifact, error))
       attempt.program = std::move(*program);
     else
       attempt.diagnostic = "internal compiler error: the program cannot be "

@@ -10,12 +10,31 @@
 #ifndef TRN_DRIVER_COMPILEGRAPH_H
 #define TRN_DRIVER_COMPILEGRAPH_H
 
+#include "trn/Cache/Key.h"
+#include "trn/Driver/Pipeline.h"
+#include "trnrt/Isa.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace mlir::trn {
+
+/// The codegen options the normalised flags of a cache key decide.
+CompileOptions compileOptionsFromFlags(const cache::NormalizedFlags &flags);
+
+/// Serialises a compiled program as the artifact of `key`: only what is a
+/// function of the key goes in, so a key's artifact is the same bytes
+/// whoever compiles it. False with `error` if the writer refuses it.
+bool serializeProgram(const trnrt::Program &program, const cache::CacheKey &key,
+                      const cache::NormalizedFlags &flags,
+                      std::vector<uint8_t> &artifact, std::string &error);
+
+/// This process's peak resident memory (cache metadata, reports).
+int64_t peakMemoryBytes();
+/// The host name recorded in cache metadata.
+std::string hostName();
 
 struct GraphCompileRequest {
   std::string graphText;
