@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 
@@ -210,6 +211,22 @@ mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
       stats.dmaInstructions += queue.size();
     stats.hbmBytes = program->hbmBytes;
     stats.exported = true;
+  }
+
+  // A step larger than the core's HBM is the user's problem to solve (by
+  // partitioning or a smaller batch), not a compiler bug: say so plainly.
+  if (program->hbmBytes > target->hbmBytesPerCore) {
+    auto gib = [](uint64_t bytes) {
+      return llvm::formatv("{0:F1} GiB", static_cast<double>(bytes) /
+                                             static_cast<double>(1ull << 30))
+          .str();
+    };
+    return kernel.emitError("the step needs ")
+           << gib(program->hbmBytes) << " of device memory (HBM) for its "
+           << "inputs, outputs and intermediates, more than the "
+           << gib(target->hbmBytesPerCore) << " of one " << target->name
+           << " core; reduce the batch size or sequence length, or partition "
+              "the model over more cores";
   }
 
   // The lowering must only produce programs the hardware accepts and that

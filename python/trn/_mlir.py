@@ -104,6 +104,7 @@ class GraphBuilder:
         self._constants: Dict[Tuple[str, str], Value] = {}
         self.location = 'loc(unknown)'
         self.ops = 0
+        self.elements = 0  # summed over every op's results: the work to lower
         self.uses_rng = False
 
     # -- emission ---------------------------------------------------------
@@ -121,6 +122,7 @@ class GraphBuilder:
         lhs = ", ".join(v.name for v in values)
         self._lines.append(f"    {lhs} = {body} {self.location}")
         self.ops += 1
+        self.elements += sum(v.numel() for v in values)
         return values
 
     def emit1(self, body: str, shape: Sequence[int], element: str) -> Value:

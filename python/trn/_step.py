@@ -566,6 +566,7 @@ class CompiledStep:
                        for spec, shape, element in exe.graph.arguments
                        if spec.role in ("data", "label")],
             "ops": exe.graph.ops,
+            "elements": exe.graph.elements,
             "trace_seconds": round(exe.trace_seconds, 4),
             "estimated_compile_seconds": _estimate_compile_seconds(exe.graph),
             "estimated_compile_memory_bytes": _estimate_compile_memory(exe.graph),
@@ -609,21 +610,16 @@ def _call_site() -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def _graph_bytes(graph: _translate.Graph) -> int:
-    total = 0
-    for _, shape, element in list(graph.arguments) + list(graph.results):
-        total += math.prod(shape) * torch.empty((), dtype=torch_dtype(element)).element_size()
-    return total
-
-
+# Compile-cost estimates for scheduling (longest first, under a memory
+# budget), fitted on trn-cc compiles of ten example graphs from 4e6 to 3e9
+# result elements (2-core build machine, 2026-11-24; docs/frontend.md): both
+# grow with the elements the ops produce, which is what the lowering tiles.
 def _estimate_compile_seconds(graph: _translate.Graph) -> float:
-    """A rough guess for scheduling (longest first), from the op count and the
-    bytes the step touches; see docs/frontend.md."""
-    return round(0.05 + 2e-4 * graph.ops + 5e-10 * _graph_bytes(graph), 3)
+    return round(0.08 + 5e-10 * graph.elements + 2e-5 * graph.ops, 3)
 
 
 def _estimate_compile_memory(graph: _translate.Graph) -> int:
-    return int(200e6 + 20e3 * graph.ops + 0.02 * _graph_bytes(graph))
+    return int(100e6 + 0.85 * graph.elements)
 
 
 def self_extracting_or_native_ok() -> bool:

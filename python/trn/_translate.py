@@ -43,6 +43,7 @@ class Graph:
     text: str
     ops: int
     uses_rng: bool
+    elements: int
     arguments: List[Tuple[ArgSpec, Tuple[int, ...], str]] = field(default_factory=list)
     results: List[Tuple[ResultSpec, Tuple[int, ...], str]] = field(default_factory=list)
 
@@ -215,6 +216,7 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
         result_list.append((spec, value.shape, value.element))
     text = builder.function(name, arg_attrs, result_attrs)
     return Graph(text=text, ops=builder.ops, uses_rng=builder.uses_rng,
+                 elements=builder.elements,
                  arguments=kept_args, results=result_list)
 
 
