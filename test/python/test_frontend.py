@@ -58,17 +58,7 @@ OPS = {
 }
 
 
-# Translated correctly (the reference evaluator agrees) but the backend emits
-# an activation the trn1 validator rejects; strict, so a fix is noticed.
-BACKEND_GAPS = {
-    "div_reciprocal": "the backend folds a bias into a Scalar Engine reciprocal, "
-                      "which trn1 does not take (internal compiler error)",
-}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(reason=BACKEND_GAPS[n], strict=True))
-    if n in BACKEND_GAPS else n for n in sorted(OPS)])
+@pytest.mark.parametrize("name", sorted(OPS))
 def test_op_translation_matches_pytorch(name, cache_dir):
     fn = OPS[name]
     x = torch.randn(4, 8, generator=torch.Generator().manual_seed(7))

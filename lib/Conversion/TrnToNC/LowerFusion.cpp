@@ -362,7 +362,12 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
         !op->getResult(0).hasOneUse())
       return false;
     Operation *user = *op->getResult(0).getUsers().begin();
-    if (!activationFor(user) || elementTypeOf(user->getResult(0)) != resultType)
+    std::optional<ActivationFunc> userFunc = activationFor(user);
+    if (!userFunc || elementTypeOf(user->getResult(0)) != resultType)
+      return false;
+    // trn1's Scalar Engine computes reciprocal without a bias (docs/isa.md):
+    // an add or subtract before it stays a Vector Engine op.
+    if (alu != AluOp::multiply && *userFunc == ActivationFunc::reciprocal)
       return false;
     bool lhsFull = in[0].form == Form::Full, rhsFull = in[1].form == Form::Full;
     if (lhsFull == rhsFull || (alu == AluOp::subtract && !lhsFull))
