@@ -311,7 +311,8 @@ def to_copy(ctx: Context, x: Value, **kwargs: Any) -> Value:
     return ctx.b.convert(x, ctx.out_element())
 
 
-@handles(*_packets("clone", "detach", "alias", "lift_fresh_copy", "contiguous"))
+@handles(*_packets("clone", "detach", "alias", "lift_fresh", "lift_fresh_copy",
+                   "contiguous"))
 def identity(ctx: Context, x: Value, *args: Any, **kwargs: Any) -> Value:
     return x
 

@@ -27,6 +27,7 @@ import torch.fx
 from torch.fx.experimental import proxy_tensor
 from torch.nn.utils import stateless
 
+from . import _record
 from .errors import TrnError, UnsupportedOpError
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -161,9 +162,25 @@ def _describe(value: Any) -> str:
 
 
 def trace(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tensor],
-          fake: bool) -> torch.fx.GraphModule:
-    """make_fx of `step`; Python-level failures become one-line errors that
-    name the user's line (data-dependent control flow, .item(), ...)."""
+          fake: bool) -> Any:
+    """The recorded graph of `step` (`_record`, on meta tensors), or, when a
+    op has no meta kernel, make_fx's; Python-level failures become one-line
+    errors that name the user's line (data-dependent control flow, .item())."""
+    try:
+        return _record.record(step, inputs, _find_user_frame)
+    except _record._DataDependent as error:
+        frame = error.frame
+        where = (f" at {os.path.relpath(frame[0])}:{frame[1]}: `{frame[3]}`"
+                 if frame else "")
+        raise UnsupportedOpError(
+            f"the step depends on tensor values{where} (Python control flow, "
+            ".item() or a data-dependent shape through "
+            f"{error.func}); trn compiles one static graph per input shape: "
+            "compute it with tensor ops instead") from None
+    except TrnError:
+        raise
+    except Exception:  # noqa: BLE001 - an op without a meta kernel: make_fx
+        pass
     try:
         with _locating_tracer():
             if fake and any(t.device.type == "meta" for t in inputs):

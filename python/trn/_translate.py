@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.fx
 
-from . import _aten
+from . import _aten, _record
 from ._mlir import GraphBuilder, Value, element_type
 from .errors import UnsupportedOpError
 
@@ -115,7 +115,8 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
     makes of them (the optimizer update). The argument at `seed_index`, the
     last one, is dropped when no op uses it."""
     builder = GraphBuilder()
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    nodes = gm.graph.nodes if isinstance(gm, torch.fx.GraphModule) else gm.nodes
+    placeholders = [n for n in nodes if n.op == "placeholder"]
     if len(placeholders) != len(args):
         raise AssertionError(f"{len(placeholders)} placeholders, {len(args)} specs")
     if seed_index is not None and seed_index != len(args) - 1:
@@ -125,7 +126,7 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
     arguments: List[Tuple[ArgSpec, Tuple[int, ...], str]] = []
     seed: Optional[Value] = None
     for index, (node, spec) in enumerate(zip(placeholders, args)):
-        meta = node.meta.get("tensor_meta")
+        meta = node.meta.get("tensor_meta") or node.meta["val"]
         element = element_type(meta.dtype)
         if element is None:
             raise UnsupportedOpError(
@@ -140,20 +141,20 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
 
     ctx = _aten.Context(builder, seed)
     outputs: List[Any] = []
-    for node in gm.graph.nodes:
+    for node in nodes:
         if node.op == "placeholder":
             continue
         builder.location = _mlir_location(node)
         if node.op == "output":
-            outputs = list(torch.fx.node.map_arg(node.args[0], lambda n: env[n]))
+            outputs = list(_map_nodes(node.args[0], env))
             continue
         if node.op == "get_attr":
             env[node] = _constant(builder, gm, node)
             continue
         if node.op != "call_function":
             raise UnsupportedOpError(f"FX node kind '{node.op}' is not supported")
-        node_args = torch.fx.node.map_arg(node.args, lambda n: env[n])
-        node_kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+        node_args = _map_nodes(node.args, env)
+        node_kwargs = _map_nodes(node.kwargs, env)
         if node.target is operator.getitem:
             env[node] = node_args[0][node_args[1]]
             continue
@@ -163,7 +164,8 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
             # An in-place op (autograd formulas use a few: fill_, sub_, mul_):
             # the functional op, then the mutated input names the new value.
             functional = _functional_packet(node.target)
-            if functional is not None and isinstance(node.args[0], torch.fx.Node):
+            if functional is not None and isinstance(node.args[0], (torch.fx.Node,
+                                                                    _record.Node)):
                 handler = _aten.HANDLERS.get(functional)
                 inplace_of = node.args[0]
         if handler is None:
@@ -220,9 +222,21 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
                  arguments=kept_args, results=result_list)
 
 
-def _constant(builder: GraphBuilder, gm: torch.fx.GraphModule,
-              node: torch.fx.Node) -> Value:
-    tensor = getattr(gm, node.target)
+def _map_nodes(value: Any, env: Dict[Any, Any]) -> Any:
+    """`value` with every graph node (FX or recorded) replaced by its value."""
+    if isinstance(value, (list, tuple)):
+        mapped = [_map_nodes(v, env) for v in value]
+        return mapped if isinstance(value, list) else tuple(mapped)
+    if isinstance(value, dict):
+        return {k: _map_nodes(v, env) for k, v in value.items()}
+    if isinstance(value, (torch.fx.Node, _record.Node)):
+        return env[value]
+    return value
+
+
+def _constant(builder: GraphBuilder, gm: Any, node: Any) -> Value:
+    tensor = (node.meta["constant"] if "constant" in node.meta
+              else getattr(gm, node.target))
     if not isinstance(tensor, torch.Tensor):
         raise UnsupportedOpError(f"constant '{node.target}' is a "
                                  f"{type(tensor).__name__}, not a tensor")
