@@ -218,3 +218,25 @@ def test_state_loaded_after_wrapping_wins(cache_dir):
     assert torch.equal(model.w, saved_model["w"])
     again = [step(x).item() for _ in range(2)]
     assert again == pytest.approx(later, rel=1e-6)
+
+
+def test_make_fx_fallback_traces_the_same_step(cache_dir, monkeypatch):
+    """When the recorder cannot run a step (an op without a meta kernel), the
+    step is traced with make_fx instead, with the same result."""
+    from trn import _record
+
+    def no_meta_kernel(*args, **kwargs):
+        raise NotImplementedError("no meta kernel")
+
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(5))
+    fn = OPS["layer_norm"]
+    recorded = OpModel(fn)
+    step = trn.compile_step(recorded, torch.optim.SGD(recorded.parameters(), lr=0.1),
+                            _loss, cache_dir=cache_dir)
+    first = step(x).item()
+    monkeypatch.setattr(_record, "record", no_meta_kernel)
+    traced = OpModel(fn)
+    step = trn.compile_step(traced, torch.optim.SGD(traced.parameters(), lr=0.1),
+                            _loss, cache_dir=cache_dir)
+    assert step(x).item() == pytest.approx(first, rel=1e-6)
+    assert step.last_executable.graph.ops > 10
