@@ -26,6 +26,15 @@
 using namespace mlir;
 namespace cache = mlir::trn::cache;
 
+void mlir::trn::configureCompilerContext(MLIRContext &context) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  context.disableMultithreading();
+  context.printOpOnDiagnostic(false);
+}
+
 int64_t mlir::trn::peakMemoryBytes() {
   struct rusage usage = {};
   if (getrusage(RUSAGE_SELF, &usage) != 0)
@@ -68,16 +77,7 @@ namespace {
 
 /// A context with every trn dialect, set up as trn-cc sets it up.
 struct CompilerContext {
-  CompilerContext() {
-    DialectRegistry registry;
-    mlir::trn::registerAllDialects(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-    // One graph, one kernel: nothing to run in parallel, and a
-    // single-threaded context uniques attributes without locking.
-    context.disableMultithreading();
-    context.printOpOnDiagnostic(false);
-  }
+  CompilerContext() { mlir::trn::configureCompilerContext(context); }
   MLIRContext context;
 };
 

@@ -917,17 +917,7 @@ int TrnCC::run() {
     if (auto problem = checkWritable(options.reportPath, "--report"))
       return fail(*problem);
 
-  DialectRegistry registry;
-  mlir::trn::registerAllDialects(registry);
-  context.appendDialectRegistry(registry);
-  context.loadAllAvailableDialects();
-  // One graph, one kernel function: the pipeline has nothing to run in
-  // parallel, and a single-threaded context uniques attributes and types
-  // without locking (a kernel has millions of them).
-  context.disableMultithreading();
-  // Diagnostics name the op and its location; a dump of the op (a whole
-  // function for a function-level error) would bloat the cached log.
-  context.printOpOnDiagnostic(false);
+  mlir::trn::configureCompilerContext(context);
   TimingScope parseTiming = timing.nest("parse and verify graph");
   if (auto problem = loadGraph(options.graphPath, context, graph))
     return fail(*problem);

@@ -21,6 +21,12 @@
 
 namespace mlir::trn {
 
+/// Sets `context` up to compile one graph: every trn dialect loaded, no
+/// multithreading (one graph, one kernel: nothing to run in parallel, and a
+/// single-threaded context uniques millions of attributes without locking),
+/// no op dumps in diagnostics (they would bloat the cached log).
+void configureCompilerContext(MLIRContext &context);
+
 /// The codegen options the normalised flags of a cache key decide.
 CompileOptions compileOptionsFromFlags(const cache::NormalizedFlags &flags);
 
