@@ -619,6 +619,36 @@ def index_select(ctx: Context, x: Value, dim: int, index: Value) -> Value:
     return ctx.b.gather(x, index, _dim(dim, x.rank))
 
 
+@handles(aten.index)
+def index(ctx: Context, x: Value, indices: Sequence[Optional[Value]]) -> Value:
+    """x[..., idx, ...] with one integer index tensor (advanced indexing)."""
+    used = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if any(i.element == "i1" for _, i in used):
+        raise TranslationError("indexing with a boolean mask gives a data-dependent "
+                               "shape; keep the shape static, e.g. "
+                               "torch.where(mask, x, 0)")
+    if len(used) != 1:
+        raise TranslationError("indexing with several index tensors is not "
+                               "supported; index one dimension at a time")
+    dim, idx = used[0]
+    return ctx.b.reshape(ctx.b.gather(x, idx, dim), ctx.out_shape())
+
+
+@handles(aten.index_put)
+def index_put(ctx: Context, x: Value, indices: Sequence[Optional[Value]],
+              values: Value, accumulate: bool = False) -> Value:
+    """The gradient of x[idx]: values added at idx (accumulate=True)."""
+    used = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if not accumulate or len(used) != 1 or used[0][1].element == "i1":
+        raise TranslationError("only index_put with accumulate=True and one integer "
+                               "index tensor (the gradient of x[idx]) is supported")
+    dim, idx = used[0]
+    element = ctx.out_element()
+    updates_shape = x.shape[:dim] + idx.shape + x.shape[dim + 1:]
+    updates = ctx.operand(values, updates_shape, element)
+    return ctx.b.scatter_add(ctx.b.convert(x, element), idx, updates, dim)
+
+
 @handles(aten.index_add)
 def index_add(ctx: Context, x: Value, dim: int, index: Value, source: Value,
               alpha: Any = 1) -> Value:

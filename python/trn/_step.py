@@ -28,6 +28,16 @@ from ._mlir import element_type, torch_dtype
 from .errors import CompileError, DeviceError, TrnError
 
 log = logging.getLogger("trn")
+if not log.handlers:
+    # The retrace line and compiler warnings are meant to be seen: print them
+    # to stderr as "trn: ..." unless the application configures the "trn"
+    # logger itself (logging.getLogger("trn").setLevel(logging.WARNING)
+    # silences the retrace lines).
+    _handler = logging.StreamHandler()
+    _handler.setFormatter(logging.Formatter("trn: %(message)s"))
+    log.addHandler(_handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 # Size-preserving integer views for dtypes NumPy lacks.
 _NUMPY_VIEW = {torch.bfloat16: torch.int16, torch.float16: torch.int16}
@@ -192,12 +202,12 @@ class CompiledStep:
 
     # -- signatures and retracing ----------------------------------------
 
-    def _signature(self, batch: Sequence[torch.Tensor], update: bool) -> Tuple:
+    def _signature(self, batch: Sequence[torch.Tensor], kind: str) -> Tuple:
         params = tuple((n, tuple(p.shape), p.dtype) for n, p in self._trainable())
         others = tuple((n, tuple(t.shape), t.dtype) for n, t in self._others())
         plan = _optim.plan_for(self.optimizer, [p for _, p in self._trainable()])
         inputs = tuple((tuple(t.shape), t.dtype) for t in batch)
-        return (("inputs", inputs), ("update", update),
+        return (("inputs", inputs), ("kind", kind),
                 ("training", self.model.training), ("parameters", params),
                 ("buffers", others), ("optimizer", plan),
                 ("accumulate", self.grad_accum > 1))
@@ -214,10 +224,8 @@ class CompiledStep:
                         return (f"input '{label}' changed from {_shape_str(*x)} to "
                                 f"{_shape_str(*y)}")
                 return f"the number of inputs changed from {len(a)} to {len(b)}"
-            if name == "update":
-                return ("this call ends a gradient-accumulation window (optimizer "
-                        "update)" if b else "a micro-step that only accumulates "
-                        "gradients")
+            if name == "kind":
+                return _KIND_REASONS[b]
             if name == "training":
                 return "the model switched to " + ("train()" if b else "eval()")
             if name == "optimizer":
@@ -228,8 +236,9 @@ class CompiledStep:
     # -- building ---------------------------------------------------------
 
     def _build(self, signature: Tuple, batch: Sequence[torch.Tensor],
-               update: bool) -> _Executable:
+               kind: str) -> _Executable:
         start = time.perf_counter()
+        update = kind == "update"
         trainable = self._trainable()
         if not trainable:
             raise TrnError("the model has no trainable parameters")
@@ -237,7 +246,7 @@ class CompiledStep:
         plan = _optim.plan_for(self.optimizer, [p for _, p in trainable])
         param_names = [n for n, _ in trainable]
         state_keys = [plan.state_keys(g) for g in plan.param_group]
-        accumulate = self.grad_accum > 1
+        accumulate = self.grad_accum > 1 and kind != "eval"
         layout = _trace.StepLayout(
             params=len(trainable), others=len(others),
             states=sum(len(k) for k in state_keys) if update else 0,
@@ -246,7 +255,7 @@ class CompiledStep:
         state_counts = [len(k) for k in state_keys] if update else [0] * len(trainable)
         step_fn = _trace.build_step_function(
             self.model, self.loss_fn, param_names, [n for n, _ in others], layout,
-            state_counts, update)
+            state_counts, update, with_grads=kind != "eval")
 
         args: List[_translate.ArgSpec] = []
         inputs: List[torch.Tensor] = []
@@ -300,9 +309,8 @@ class CompiledStep:
             lr_names = [_lr_name(i, len(plan.groups)) for i in range(len(plan.groups))]
             epilogue = self._update_epilogue(plan, param_names, state_keys, lr_names,
                                              accum_names)
-        graph = _translate.translate(gm, args, results, name="train_step" if update
-                                     else "train_micro_step", seed_index=len(args) - 1,
-                                     epilogue=epilogue)
+        graph = _translate.translate(gm, args, results, name=_GRAPH_NAMES[kind],
+                                     seed_index=len(args) - 1, epilogue=epilogue)
         trace_seconds = time.perf_counter() - start
         key = self._key(graph.text)
         exe = _Executable(graph=graph, key=key, signature=signature,
@@ -350,7 +358,7 @@ class CompiledStep:
                                    use_cache=True, retry_failed=self.retry_failed,
                                    source_name="<trn step>")
         for warning in result["warnings"]:
-            log.warning("trn: %s", warning)
+            log.warning("%s", warning)
         if not result["ok"]:
             raise CompileError(f"compiling the step graph {result['key'] or ''} "
                                f"failed: {result['error']}")
@@ -364,20 +372,40 @@ class CompiledStep:
 
     # -- running ----------------------------------------------------------
 
-    def _executable(self, batch: Sequence[torch.Tensor], update: bool) -> Tuple[_Executable, bool]:
-        signature = self._signature(batch, update)
+    def _executable(self, batch: Sequence[torch.Tensor], kind: str
+                    ) -> Tuple[_Executable, bool]:
+        signature = self._signature(batch, kind)
         exe = self._executables.get(signature)
         new = exe is None
         if new:
             if self._last_signature is not None:
-                log.info("trn: tracing a new step graph: %s",
+                log.info("tracing a new step graph: %s",
                          self._why_retrace(self._last_signature, signature))
-            exe = self._build(signature, batch, update)
+            exe = self._build(signature, batch, kind)
             self._executables[signature] = exe
         self._last_signature = signature
         return exe, new
 
     def __call__(self, *batch: torch.Tensor) -> torch.Tensor:
+        """One training micro-step; returns its loss (see compile_step)."""
+        self._refresh_update_count()
+        update = (self._micro + 1) % self.grad_accum == 0
+        loss = self._run(batch, "update" if update else "micro")
+        if not self.extracting:
+            self._micro = (self._micro + 1) % self.grad_accum
+            if update:
+                self._updates += 1
+            if self.sync_mode == "step":
+                self.sync()
+        return loss
+
+    def evaluate(self, *batch: torch.Tensor) -> torch.Tensor:
+        """The loss of `batch` with the current parameters, forward only, on
+        the device: nothing is updated. The model's train()/eval() mode is
+        the caller's (call model.eval() first, as in PyTorch)."""
+        return self._run(batch, "eval")
+
+    def _run(self, batch: Sequence[torch.Tensor], kind: str) -> torch.Tensor:
         for i, t in enumerate(batch):
             if not isinstance(t, torch.Tensor):
                 label = self.batch_names[i] if i < len(self.batch_names) else f"#{i}"
@@ -387,12 +415,10 @@ class CompiledStep:
                 raise TrnError(f"step input #{i} has dtype {t.dtype}, which trn does "
                                "not support (float32, bfloat16, float16, int64, "
                                "int32, bool)")
-        self._refresh_update_count()
-        update = (self._micro + 1) % self.grad_accum == 0
-        exe, new = self._executable(batch, update)
+        exe, new = self._executable(batch, kind)
         self.last_executable = exe
         if self.extracting:
-            return self._extract(exe, new, batch, update)
+            return self._extract(exe, new, kind)
         if exe.program is None:
             if any(p.device.type == "meta" for p in self.model.parameters()):
                 raise TrnError("the model's parameters are on the meta device, so "
@@ -400,7 +426,9 @@ class CompiledStep:
                                "extract with TRN_EXTRACT_GRAPHS_ONLY=1 "
                                "(trn-parallel-compile) or call step.compile(*batch)")
             self._compile(exe)
-        self._upload(exe, batch, update)
+        # An evaluation reads the parameters without taking them over, so the
+        # training graphs keep them in place.
+        self._upload(exe, batch, claim=kind != "eval")
         try:
             stats = exe.program.run()
         except _native().DeviceError as error:
@@ -411,14 +439,8 @@ class CompiledStep:
                 self._home[spec.name] = exe
                 self._stale_on_host.add(spec.name)
         shape, dtype = (), exe.graph.results[0][2]
-        loss = from_bytes(exe.program.read("loss", _nbytes(shape, torch_dtype(dtype))),
+        return from_bytes(exe.program.read("loss", _nbytes(shape, torch_dtype(dtype))),
                           shape, torch_dtype(dtype))
-        self._micro = (self._micro + 1) % self.grad_accum
-        if update:
-            self._updates += 1
-        if self.sync_mode == "step":
-            self.sync()
-        return loss
 
     def _host_tensors(self) -> Dict[str, torch.Tensor]:
         """Name -> the PyTorch tensor that holds each state on the host."""
@@ -437,7 +459,8 @@ class CompiledStep:
         tensors.update(self._accums)
         return tensors
 
-    def _upload(self, exe: _Executable, batch: Sequence[torch.Tensor], update: bool) -> None:
+    def _upload(self, exe: _Executable, batch: Sequence[torch.Tensor],
+                claim: bool = True) -> None:
         host = self._host_tensors()
         trainable = dict(self._trainable())
         program = exe.program
@@ -473,7 +496,8 @@ class CompiledStep:
                     tensor = self._fresh_state(name, trainable)
                 program.write(name, to_bytes(tensor))
                 self._host_version[name] = _version_of(tensor)
-            self._home[name] = exe
+            if claim:
+                self._home[name] = exe
 
     def _fresh_state(self, name: str, trainable: Dict[str, torch.Tensor]) -> torch.Tensor:
         """Zeros for a state PyTorch has not created yet (moments, buffers,
@@ -528,19 +552,20 @@ class CompiledStep:
         self._stale_on_host.discard(name)
         return True
 
+    def _next_kind(self) -> str:
+        return "update" if (self._micro + 1) % self.grad_accum == 0 else "micro"
+
     # -- compile without running ------------------------------------------
 
     def lower(self, *batch: torch.Tensor) -> str:
         """The trn graph (MLIR text) of the step these inputs would run."""
-        update = (self._micro + 1) % self.grad_accum == 0
-        exe, _ = self._executable(batch, update)
+        exe, _ = self._executable(batch, self._next_kind())
         return exe.graph.text
 
     def compile(self, *batch: torch.Tensor) -> Dict[str, Any]:
         """Traces and compiles (through the cache) without running; works for
         models on the meta device. Returns key, cache status and timings."""
-        update = (self._micro + 1) % self.grad_accum == 0
-        exe, _ = self._executable(batch, update)
+        exe, _ = self._executable(batch, self._next_kind())
         result = _native().compile(exe.graph.text, self.flags, cache_dir=self.cache_dir,
                                    retry_failed=self.retry_failed,
                                    source_name="<trn step>")
@@ -552,15 +577,14 @@ class CompiledStep:
 
     # -- extraction -------------------------------------------------------
 
-    def _extract(self, exe: _Executable, new: bool, batch: Sequence[torch.Tensor],
-                 update: bool) -> torch.Tensor:
+    def _extract(self, exe: _Executable, new: bool, kind: str) -> torch.Tensor:
         extractor = _extract.extractor()
         site = _call_site()
         record = {
             "flags": self.flags,
             "script": os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "",
             "call_site": site,
-            "graph_name": "train_step" if update else "train_micro_step",
+            "graph_name": _GRAPH_NAMES[kind],
             "inputs": [{"name": spec.name, "role": spec.role, "shape": list(shape),
                         "dtype": element}
                        for spec, shape, element in exe.graph.arguments
@@ -575,12 +599,24 @@ class CompiledStep:
                                        os.environ.get("OMPI_COMM_WORLD_RANK", "0"))),
         }
         first = extractor.record(exe.key, exe.graph.text, record)
+        loss = torch.zeros((), dtype=torch_dtype(exe.graph.results[0][2]))
+        if kind == "eval":
+            return loss  # recorded; evaluation does not count as a step
+        update = kind == "update"
         self._micro = (self._micro + 1) % self.grad_accum
         if update:
             self._updates += 1
-        loss_dtype = torch_dtype(exe.graph.results[0][2])
         extractor.finish_step(first, update)
-        return torch.zeros((), dtype=loss_dtype)
+        return loss
+
+
+_GRAPH_NAMES = {"update": "train_step", "micro": "train_micro_step",
+                "eval": "eval_step"}
+_KIND_REASONS = {
+    "update": "this call ends a gradient-accumulation window (optimizer update)",
+    "micro": "a micro-step that only accumulates gradients",
+    "eval": "an evaluation step (forward only)",
+}
 
 
 def _version_of(tensor: torch.Tensor) -> Tuple[int, int]:

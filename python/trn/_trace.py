@@ -112,11 +112,12 @@ class StepLayout:
 def build_step_function(model: torch.nn.Module, loss_fn: Callable[..., Any],
                         param_names: Sequence[str], other_names: Sequence[str],
                         layout: StepLayout, state_counts: Sequence[int],
-                        update: bool) -> Callable[..., List[torch.Tensor]]:
+                        update: bool, with_grads: bool = True
+                        ) -> Callable[..., List[torch.Tensor]]:
     """The pure step function over flat inputs (see the module docstring).
 
     It returns the loss and the gradients, added to the accumulators when
-    there are any. The optimizer update of an `update` step is not traced:
+    there are any (`with_grads=False`: the loss alone, forward only). The optimizer update of an `update` step is not traced:
     `_optim.emit_update` writes it into the graph after the traced part, from
     the inputs the function takes (states, learning rates, step count) and
     the gradients it returns.
@@ -133,11 +134,18 @@ def build_step_function(model: torch.nn.Module, loss_fn: Callable[..., Any],
         for _ in range(layout.lrs + (1 if update else 0)):
             next(it)
         batch = [next(it) for _ in range(layout.batch)]
-        params = [p.detach().requires_grad_() for p in params]
+        if with_grads:
+            params = [p.detach().requires_grad_() for p in params]
         tensors = dict(zip(param_names, params))
         tensors.update(zip(other_names, others))
-        with stateless._reparametrize_module(model, tensors):
+        with stateless._reparametrize_module(model, tensors), \
+                torch.set_grad_enabled(with_grads):
             loss = loss_fn(model, *batch)
+        if not with_grads:
+            if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                raise TrnError("loss_fn must return a scalar tensor (the loss), "
+                               f"got {_describe(loss)}")
+            return [loss.reshape(())]
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
             raise TrnError("loss_fn must return a scalar tensor (the loss), got "
                            f"{_describe(loss)}")

@@ -50,6 +50,7 @@ OPS = {
     + torch.stack(h.unbind(0), 0),
     "slice_select": lambda h: h[:, 1:7].sum(1) + h[2].sum() + h[:, -1] + h[0:3:2].sum(0).sum(),
     "index_select_repeat": lambda h: h.index_select(0, torch.tensor([0, 3, 3, 1])).repeat(2, 1),
+    "advanced_index": lambda h: h[torch.tensor([3, 0, 0])] * 2,
     "expand_bmm": lambda h: torch.bmm(h.unsqueeze(0).expand(3, 4, 8),
                                       h.t().unsqueeze(0).expand(3, 8, 4)),
     "cross_entropy": lambda h: F.cross_entropy(h, torch.tensor([1, 0, 7, -100]),
@@ -240,3 +241,34 @@ def test_make_fx_fallback_traces_the_same_step(cache_dir, monkeypatch):
                             _loss, cache_dir=cache_dir)
     assert step(x).item() == pytest.approx(first, rel=1e-6)
     assert step.last_executable.graph.ops > 10
+
+
+def test_evaluate_runs_forward_only_with_device_parameters(cache_dir):
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(2))
+    ref, dev = OpModel(torch.tanh), OpModel(torch.tanh)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    step = trn.compile_step(dev, torch.optim.SGD(dev.parameters(), lr=0.1), _loss,
+                            cache_dir=cache_dir, sync="manual")
+    step(x)
+    loss = _loss(ref, x)
+    loss.backward()
+    ref_opt.step()
+    with torch.no_grad():
+        expected = _loss(ref, x).item()
+    before = dict(step._home)
+    assert step.evaluate(x).item() == pytest.approx(expected, rel=1e-5)
+    assert step.evaluate(x).item() == pytest.approx(expected, rel=1e-5)  # no update
+    assert step._home == before
+    graph = step.last_executable.graph
+    assert graph.text.startswith("func.func @eval_step(")
+    assert all(spec.aliases is None for spec, _, _ in graph.results)
+
+
+def test_data_dependent_shape_is_refused(cache_dir):
+    model = OpModel(lambda h: h[h > 0].sum().reshape(1, 1))
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                            _loss, cache_dir=cache_dir)
+    with pytest.raises(trn.UnsupportedOpError) as info:
+        step(torch.randn(4, 8))
+    assert "boolean mask gives a data-dependent shape" in str(info.value)
+    assert "h[h > 0]" in str(info.value)
