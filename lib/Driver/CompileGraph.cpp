@@ -73,6 +73,62 @@ bool mlir::trn::serializeProgram(const trnrt::Program &program,
   return trnrt::writeArtifact(program, info, artifact, error);
 }
 
+mlir::trn::CompileAttempt
+mlir::trn::compileModule(ModuleOp module, const cache::CacheKey &key,
+                         const cache::NormalizedFlags &flags,
+                         const CompileOptions &options) {
+  CompileAttempt attempt;
+  auto start = std::chrono::steady_clock::now();
+  DiagnosticCollector diagnostics(module.getContext());
+  FailureOr<trnrt::Program> program = compileToProgram(module, options);
+  if (succeeded(program)) {
+    std::optional<TimingScope> serializeTiming;
+    if (options.timing)
+      serializeTiming.emplace(options.timing->nest("serialize artifact"));
+    std::string error;
+    if (serializeProgram(*program, key, flags, attempt.artifact, error))
+      attempt.program = std::move(*program);
+    else
+      attempt.diagnostic = "internal compiler error: the program cannot be "
+                           "serialised: " +
+                           error +
+                           "; this is a trn bug, please report it with the "
+                           "graph";
+  } else {
+    attempt.diagnostic = diagnostics.firstError().empty()
+                             ? "the compile failed without a diagnostic"
+                             : diagnostics.firstError();
+  }
+  attempt.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  attempt.log = diagnostics.log();
+  attempt.warnings = diagnostics.warnings();
+  return attempt;
+}
+
+cache::CompileOutput mlir::trn::cacheOutputOf(
+    const CompileAttempt &attempt, const std::vector<std::string> &codegenArgs,
+    const cache::NormalizedFlags &flags, const std::string &graphName) {
+  cache::CompileOutput output;
+  output.log = attempt.log;
+  if (attempt.program) {
+    output.artifact = attempt.artifact;
+  } else {
+    output.failure = cache::FailureKind::CompileError;
+    output.diagnostic = attempt.diagnostic;
+  }
+  output.metadata.flags = codegenArgs;
+  output.metadata.normalizedFlags = flags.canonical();
+  output.metadata.target = flags.values.at("target");
+  output.metadata.compilerVersion = cache::compilerVersion();
+  output.metadata.host = hostName();
+  output.metadata.graphName = graphName;
+  output.metadata.compileSeconds = attempt.seconds;
+  output.metadata.peakMemoryBytes = peakMemoryBytes();
+  return output;
+}
+
 namespace {
 
 /// A context with every trn dialect, set up as trn-cc sets it up.
@@ -146,46 +202,18 @@ mlir::trn::compileGraph(const mlir::trn::GraphCompileRequest &request) {
   result.key = key.dirName();
 
   // The compile itself: runs at most once, under the key's lock.
-  std::string diagnostic, log;
   bool compiled = false, succeeded = false;
+  std::string diagnostic;
   auto compile = [&]() {
     compiled = true;
-    cache::CompileOutput output;
-    auto start = std::chrono::steady_clock::now();
-    DiagnosticCollector diagnostics(&compiler.context);
-    FailureOr<trnrt::Program> program =
-        compileToProgram(*module, compileOptionsFromFlags(*flags));
-    if (mlir::succeeded(program)) {
-      std::string error;
-      if (serializeProgram(*program, key, *flags, output.artifact, error)) {
-        succeeded = true;
-      } else {
-        output.failure = cache::FailureKind::CompileError;
-        output.diagnostic = "internal compiler error: the program cannot be "
-                            "serialised: " +
-                            error + "; this is a trn bug, please report it";
-      }
-    } else {
-      output.failure = cache::FailureKind::CompileError;
-      output.diagnostic = diagnostics.firstError().empty()
-                              ? "the compile failed without a diagnostic"
-                              : diagnostics.firstError();
-    }
-    diagnostic = output.diagnostic;
-    result.warnings = diagnostics.warnings();
-    result.compileSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    output.log = diagnostics.log();
-    output.metadata.flags = request.codegenArgs;
-    output.metadata.normalizedFlags = flags->canonical();
-    output.metadata.target = flags->values.at("target");
-    output.metadata.compilerVersion = cache::compilerVersion();
-    output.metadata.host = hostName();
-    output.metadata.graphName = result.graphName;
-    output.metadata.compileSeconds = result.compileSeconds;
-    output.metadata.peakMemoryBytes = peakMemoryBytes();
-    return output;
+    CompileAttempt attempt =
+        compileModule(*module, key, *flags, compileOptionsFromFlags(*flags));
+    succeeded = attempt.program.has_value();
+    diagnostic = attempt.diagnostic;
+    result.warnings = attempt.warnings;
+    result.compileSeconds = attempt.seconds;
+    return cacheOutputOf(attempt, request.codegenArgs, *flags,
+                         result.graphName);
   };
 
   if (!request.useCache) {

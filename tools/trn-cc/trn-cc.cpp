@@ -735,7 +735,6 @@ std::string reportJson(const ReportContext &context,
 // Compiling
 //===----------------------------------------------------------------------===//
 
-using mlir::trn::hostName;
 using mlir::trn::peakMemoryBytes;
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
@@ -792,47 +791,17 @@ mlir::trn::CompileOptions compileOptionsOf(const Options &options) {
   return compile;
 }
 
-/// The outcome of running the pipeline once.
-struct CompileAttempt {
-  std::optional<trnrt::Program> program;
-  std::vector<uint8_t> artifact; ///< serialised, when `program` is set
-  std::string diagnostic;        ///< first error, when it failed
-  std::string log;
-  std::vector<std::string> warnings;
-  double seconds = 0;
-};
+using mlir::trn::CompileAttempt;
 
 /// `timing` (--timing) gets the pipeline's phases and passes nested in it.
 CompileAttempt runCompile(ModuleOp module, const Options &options,
                           const cache::CacheKey &key, TimingScope &timing) {
-  CompileAttempt attempt;
-  auto start = std::chrono::steady_clock::now();
-  DiagnosticCollector diagnostics(module.getContext());
   mlir::trn::CompileOptions compileOptions = compileOptionsOf(options);
   compileOptions.timing = &timing;
   mlir::trn::CompileStats stats;
   compileOptions.stats = &stats;
-  FailureOr<trnrt::Program> program =
-      mlir::trn::compileToProgram(module, compileOptions);
-  if (succeeded(program)) {
-    TimingScope serializeTiming = timing.nest("serialize artifact");
-    std::string error;
-    if (mlir::trn::serializeProgram(*program, key, options.flags,
-                                    attempt.artifact, error))
-      attempt.program = std::move(*program);
-    else
-      attempt.diagnostic = "internal compiler error: the program cannot be "
-                           "serialised: " +
-                           error +
-                           "; this is a trn bug, please report it "
-                           "with the graph";
-  } else {
-    attempt.diagnostic = diagnostics.firstError().empty()
-                             ? "the compile failed without a diagnostic"
-                             : diagnostics.firstError();
-  }
-  attempt.seconds = secondsSince(start);
-  attempt.log = diagnostics.log();
+  CompileAttempt attempt =
+      mlir::trn::compileModule(module, key, options.flags, compileOptions);
   if (options.timing && stats.exported) {
     // With the timing report: what the time was spent on.
     const auto &e = stats.engineInstructions;
@@ -856,7 +825,6 @@ CompileAttempt runCompile(ModuleOp module, const Options &options,
        << " B per partition, HBM " << summary.hbmBytes << " B\n";
     attempt.log += line;
   }
-  attempt.warnings = diagnostics.warnings();
   return attempt;
 }
 
@@ -1020,23 +988,8 @@ int TrnCC::compile() {
     compiled = true;
     TimingScope compileTiming = timing.nest("compile");
     attempt = runCompile(*graph.module, options, key, compileTiming);
-    cache::CompileOutput output;
-    output.log = attempt.log;
-    output.metadata.flags = options.codegenArgs;
-    output.metadata.normalizedFlags = options.flags.canonical();
-    output.metadata.target = options.flags.values.at("target");
-    output.metadata.compilerVersion = cache::compilerVersion();
-    output.metadata.host = hostName();
-    output.metadata.graphName = graph.name;
-    output.metadata.compileSeconds = attempt.seconds;
-    output.metadata.peakMemoryBytes = peakMemoryBytes();
-    if (attempt.program) {
-      output.artifact = attempt.artifact;
-    } else {
-      output.failure = cache::FailureKind::CompileError;
-      output.diagnostic = attempt.diagnostic;
-    }
-    return output;
+    return mlir::trn::cacheOutputOf(attempt, options.codegenArgs, options.flags,
+                                    graph.name);
   };
   cache::CompileResult result =
       store->getOrCompile(key, graph.text, compileStep);

@@ -10,12 +10,14 @@
 #ifndef TRN_DRIVER_COMPILEGRAPH_H
 #define TRN_DRIVER_COMPILEGRAPH_H
 
+#include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
 #include "trn/Driver/Pipeline.h"
 #include "trnrt/Isa.h"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,29 @@ CompileOptions compileOptionsFromFlags(const cache::NormalizedFlags &flags);
 bool serializeProgram(const trnrt::Program &program, const cache::CacheKey &key,
                       const cache::NormalizedFlags &flags,
                       std::vector<uint8_t> &artifact, std::string &error);
+
+/// The outcome of running the pipeline once on a graph.
+struct CompileAttempt {
+  std::optional<trnrt::Program> program; ///< set on success
+  std::vector<uint8_t> artifact;         ///< serialised, when `program` is set
+  std::string diagnostic;                ///< the first error, on failure
+  std::string log;                       ///< every diagnostic, one per line
+  std::vector<std::string> warnings;
+  double seconds = 0;
+};
+
+/// Runs the pipeline on `module` (in place) with `options` and serialises
+/// the program as `key`'s artifact; errors are collected, not printed.
+CompileAttempt compileModule(ModuleOp module, const cache::CacheKey &key,
+                             const cache::NormalizedFlags &flags,
+                             const CompileOptions &options);
+
+/// What the cache stores for an attempt: the artifact or the deterministic
+/// failure, the log, and the metadata (flags as given, host, peak memory).
+cache::CompileOutput cacheOutputOf(const CompileAttempt &attempt,
+                                   const std::vector<std::string> &codegenArgs,
+                                   const cache::NormalizedFlags &flags,
+                                   const std::string &graphName);
 
 /// This process's peak resident memory (cache metadata, reports).
 int64_t peakMemoryBytes();
