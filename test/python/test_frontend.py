@@ -272,3 +272,28 @@ def test_data_dependent_shape_is_refused(cache_dir):
         step(torch.randn(4, 8))
     assert "boolean mask gives a data-dependent shape" in str(info.value)
     assert "h[h > 0]" in str(info.value)
+
+
+def test_parameter_groups_with_their_own_lr_and_weight_decay(cache_dir):
+    """Biases without weight decay and a higher lr, as training scripts do:
+    one learning-rate input per group, each group's hyper-parameters."""
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(4))
+
+    def groups(model):
+        return [{"params": [model.w], "weight_decay": 0.1, "lr": 0.01},
+                {"params": [model.b], "weight_decay": 0.0, "lr": 0.05}]
+
+    ref, dev = OpModel(torch.tanh), OpModel(torch.tanh)
+    ref_opt = torch.optim.AdamW(groups(ref))
+    dev_opt = torch.optim.AdamW(groups(dev))
+    step = trn.compile_step(dev, dev_opt, _loss, cache_dir=cache_dir)
+    for i in range(4):
+        dev_opt.param_groups[1]["lr"] = ref_opt.param_groups[1]["lr"] = 0.05 / (i + 1)
+        expected = _loss(ref, x)
+        ref_opt.zero_grad()
+        expected.backward()
+        ref_opt.step()
+        assert step(x).item() == pytest.approx(expected.item(), rel=1e-5)
+    for a, b in zip(ref.parameters(), dev.parameters()):
+        assert (a - b).norm() <= 1e-5 * a.norm()
+    assert "lr.1" in step.last_executable.graph.text
