@@ -12,9 +12,10 @@ examples on the simulator against eager PyTorch on the CPU.
 --config gpt3-23b` and `examples/llama.py --config llama3-70b` with `--device
 trn` in extraction mode (TRN_EXTRACT_GRAPHS_ONLY=1, TRN_GRAPH_MANIFEST in a
 temporary directory, TRN_EXTRACT_MAX_STEPS=1): the model is built on the meta
-device and its first training step (forward, backward, AdamW) is traced with
-fake tensors and translated to a `trn` graph, which is written but not
-compiled. Reports the manifest's `trace_seconds` (make_fx and translation,
+device and its first training step (forward and backward recorded on meta
+tensors, the AdamW update written as trn ops) is translated to a `trn`
+graph, which is written but not compiled. Reports the manifest's
+`trace_seconds` (tracing and translation,
 target <= 5 s) and `ops`, the size of the graph file and the wall time of the
 whole process (Python and torch start-up, building the model, tracing,
 translating, hashing the graph for its cache key). `--layers N` passes
@@ -232,7 +233,7 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
     if preset_results:
-        print("\n(a) trace + translate of the full-size presets (fake tensors, extraction mode, "
+        print("\n(a) trace + translate of the full-size presets (meta tensors, extraction mode, "
               "first step: forward, backward, AdamW)")
         if args.layers:
             print(f"    layers overridden with --layers {args.layers} (not the full presets)")
