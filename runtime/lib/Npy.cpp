@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "trnrt/Npy.h"
+
+#include "trnrt/File.h"
 #include "trnrt/Numerics.h"
 
 #include <zip.h>
@@ -415,34 +417,17 @@ std::vector<uint8_t> fortranToCOrder(const std::vector<uint8_t> &data,
 
 std::string errnoMessage() { return std::strerror(errno); }
 
+/// Inputs and outputs of a step are at most a core's HBM; .npy/.npz files
+/// larger than this are refused before they are read (docs/cli.md).
+constexpr uint64_t kMaxNpyFileBytes = uint64_t(64) << 30;
+
 bool readWholeFile(const std::string &path, std::vector<uint8_t> &out,
                    std::string &error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = path + ": cannot open: " + errnoMessage();
+  // Bounded, and a FIFO or device is refused without being opened.
+  std::string bytes;
+  if (!readRegularFile(path, kMaxNpyFileBytes, bytes, error))
     return false;
-  }
-  struct stat status;
-  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
-    error = path + ": not a regular file";
-    ::close(fd);
-    return false;
-  }
-  out.resize(size_t(status.st_size));
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      error = path + ": read failed: " +
-              (n < 0 ? errnoMessage() : "file shrank while reading");
-      ::close(fd);
-      return false;
-    }
-    done += size_t(n);
-  }
-  ::close(fd);
+  out.assign(bytes.begin(), bytes.end());
   return true;
 }
 
@@ -839,6 +824,11 @@ bool writeNpy(const std::string &path, const NpyArray &array,
 bool readNpz(const std::string &path,
              std::vector<std::pair<std::string, NpyArray>> &out,
              std::string &error) {
+  // libzip would open a FIFO (and wait) or a device: check the path first.
+  int checked = openRegularFile(path, kMaxNpyFileBytes, error);
+  if (checked < 0)
+    return false;
+  ::close(checked);
   int openError = 0;
   ZipArchive archive(zip_open(path.c_str(), ZIP_RDONLY, &openError));
   if (!archive) {
