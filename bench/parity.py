@@ -51,7 +51,6 @@ def run(python: str, script: str, args: list, env: dict) -> None:
 def compare(python: str, work: pathlib.Path, example: str, mode: str, steps: int,
             cache: str) -> dict:
     common, trn_only = MODES[mode]
-    out = {}
     for device in ("cpu", "trn"):
         args = ["--device", device, "--steps", str(steps), "--quiet",
                 "--losses-out", str(work / f"{device}.json"),

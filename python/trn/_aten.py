@@ -652,7 +652,7 @@ def index_put(ctx: Context, x: Value, indices: Sequence[Optional[Value]],
 @handles(aten.index_add)
 def index_add(ctx: Context, x: Value, dim: int, index: Value, source: Value,
               alpha: Any = 1) -> Value:
-    shape, element = ctx.out_shape(), ctx.out_element()
+    element = ctx.out_element()
     source = _scaled(ctx, source, alpha, source.shape, element)
     return ctx.b.scatter_add(ctx.b.convert(x, element), index, source,
                              _dim(dim, x.rank))

@@ -17,7 +17,7 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -85,7 +85,6 @@ class _Executable:
     compile_seconds: float = 0.0
     trace_seconds: float = 0.0
     uses_rng: bool = False
-    inputs: Dict[str, Tuple[Tuple[int, ...], torch.dtype]] = field(default_factory=dict)
 
 
 class CompiledStep:
@@ -146,7 +145,7 @@ class CompiledStep:
             raise TrnError(f"flags must be a string such as '--auto-cast matmul', "
                            f"got {type(flags).__name__}")
         tokens = shlex.split(os.environ.get("TRN_CC_FLAGS", "")) + shlex.split(flags)
-        if not self_extracting_or_native_ok():
+        if not _native_available():
             return tokens
         try:
             _native().normalize_flags(tokens)
@@ -313,11 +312,8 @@ class CompiledStep:
                                      seed_index=len(args) - 1, epilogue=epilogue)
         trace_seconds = time.perf_counter() - start
         key = self._key(graph.text)
-        exe = _Executable(graph=graph, key=key, signature=signature,
-                          trace_seconds=trace_seconds, uses_rng=graph.uses_rng)
-        for spec, shape, element in graph.arguments:
-            exe.inputs[spec.name] = (shape, torch_dtype(element))
-        return exe
+        return _Executable(graph=graph, key=key, signature=signature,
+                           trace_seconds=trace_seconds, uses_rng=graph.uses_rng)
 
     def _update_epilogue(self, plan: _optim.OptimizerPlan, param_names: List[str],
                          state_keys: List[List[str]], lr_names: List[str],
@@ -658,7 +654,7 @@ def _estimate_compile_memory(graph: _translate.Graph) -> int:
     return int(100e6 + 0.85 * graph.elements)
 
 
-def self_extracting_or_native_ok() -> bool:
+def _native_available() -> bool:
     """Flags are checked by the native extension when it is importable."""
     try:
         _native()

@@ -4,7 +4,6 @@ examples directory and a runner for the example scripts."""
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
