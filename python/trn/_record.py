@@ -98,7 +98,9 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in _VALUE_READS:
-            raise _DataDependent(func, self.frame_of())
+            shapes = [f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}"
+                      for t in _tensors_in(args)]
+            raise _DataDependent(func, self.frame_of(), shapes)
         tensor_of = lambda x: self.node_for(x) if isinstance(x, torch.Tensor) else x
         node_args = _map(args, tensor_of)
         node_kwargs = _map(kwargs, tensor_of)
@@ -123,10 +125,17 @@ class _Recorder(TorchDispatchMode):
 
 
 class _DataDependent(Exception):
-    def __init__(self, func: Any, frame: Any) -> None:
+    def __init__(self, func: Any, frame: Any, shapes: List[str]) -> None:
         super().__init__(f"{func} reads a tensor's value")
         self.func = func
         self.frame = frame
+        self.shapes = shapes
+
+
+def _tensors_in(value: Any) -> List[torch.Tensor]:
+    found: List[torch.Tensor] = []
+    _map(value, lambda x: found.append(x) if isinstance(x, torch.Tensor) else None)
+    return found
 
 
 def _nodes_in(value: Any) -> List[Node]:

@@ -182,9 +182,9 @@ def trace(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tensor
                  if frame else "")
         raise UnsupportedOpError(
             f"the step depends on tensor values{where} (Python control flow, "
-            ".item() or a data-dependent shape through "
-            f"{error.func}); trn compiles one static graph per input shape: "
-            "compute it with tensor ops instead") from None
+            f".item() or a data-dependent shape: {error.func} of "
+            f"{', '.join(error.shapes)}); trn compiles one static graph per "
+            "input shape: compute it with tensor ops instead") from None
     except TrnError:
         raise
     except Exception:  # noqa: BLE001 - an op without a meta kernel: make_fx
