@@ -129,7 +129,7 @@ class CompiledStep:
         self._last_signature: Optional[Tuple] = None
         self._micro = 0
         self._home: Dict[str, Optional[_Executable]] = {}
-        self._host_version: Dict[str, int] = {}
+        self._host_version: Dict[str, Tuple[int, int]] = {}
         self._accums: Dict[str, torch.Tensor] = {}
         # Device-homed tensors whose host copy is older (synced lazily).
         self._stale_on_host: set = set()
@@ -150,7 +150,10 @@ class CompiledStep:
         try:
             _native().normalize_flags(tokens)
         except ValueError as error:
-            raise TrnError(f"bad compile flags {' '.join(tokens)!r}: {error}") from None
+            source = (f" (TRN_CC_FLAGS={os.environ['TRN_CC_FLAGS']!r} then flags="
+                      f"{flags!r})" if os.environ.get("TRN_CC_FLAGS") else "")
+            raise TrnError(f"bad compile flags {' '.join(tokens)!r}{source}: "
+                           f"{error}") from None
         return tokens
 
     @staticmethod
