@@ -168,6 +168,15 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
                                                                     _record.Node)):
                 handler = _aten.HANDLERS.get(functional)
                 inplace_of = node.args[0]
+                if inplace_of.op == "placeholder":
+                    # A buffer updated by the forward (running statistics):
+                    # the new value would be lost, so refuse it.
+                    raise UnsupportedOpError(
+                        f"{_target_name(node)} {describe_location(node)} updates "
+                        f"the step input '{args[placeholders.index(inplace_of)].name}' "
+                        "in place (e.g. a buffer of running statistics); trn does "
+                        "not carry such updates yet: compute the value without "
+                        "assigning it to the module")
         if handler is None:
             raise UnsupportedOpError(
                 f"unsupported PyTorch op {_target_name(node)} (inputs "

@@ -297,3 +297,21 @@ def test_parameter_groups_with_their_own_lr_and_weight_decay(cache_dir):
     for a, b in zip(ref.parameters(), dev.parameters()):
         assert (a - b).norm() <= 1e-5 * a.norm()
     assert "lr.1" in step.last_executable.graph.text
+
+
+def test_buffer_updated_in_place_is_refused(cache_dir):
+    class Counting(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3))
+            self.register_buffer("seen", torch.zeros(()))
+
+        def forward(self, x):
+            self.seen.add_(1)
+            return (x * self.w).sum()
+
+    model = Counting()
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                            lambda m, x: m(x), cache_dir=cache_dir)
+    with pytest.raises(trn.UnsupportedOpError, match="updates the step input 'seen'"):
+        step(torch.ones(3))
