@@ -19,11 +19,9 @@ import dataclasses
 import functools
 import json
 import os
-import re
 import sys
 import tempfile
 import time
-import warnings
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type
 
 import torch
@@ -222,8 +220,6 @@ def train(args: argparse.Namespace, model: torch.nn.Module, loss_fn: LossFn,
             if e.name != "trn":
                 raise
             fail("--device trn needs the trn Python package: run utils/setup.sh")
-        # The optimizer update runs inside the compiled step, where the scheduler cannot see it.
-        warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler.step()` before"))
         # Wrapped after loading the checkpoint, so the device starts from the restored state.
         step = trn.compile_step(model, optimizer, loss_fn, flags=args.flags, cache_dir=args.cache_dir,
                                 grad_accum=args.grad_accum, max_grad_norm=args.max_grad_norm or None)

@@ -394,6 +394,10 @@ class CompiledStep:
             self._micro = (self._micro + 1) % self.grad_accum
             if update:
                 self._updates += 1
+                # What optimizer.step() would count: LR schedulers read it
+                # (and warn about being stepped before the optimizer if not).
+                if hasattr(self.optimizer, "_step_count"):
+                    self.optimizer._step_count += 1
             if self.sync_mode == "step":
                 self.sync()
         return loss
