@@ -71,3 +71,31 @@ func.func @attention(%q: tensor<2x100x16xf32>, %k: tensor<2x100x16xf32>, %v: ten
   %ob, %lseb = trn.attention %x, %x, %x, scale = 0.25 : (tensor<64x16xbf16>, tensor<64x16xbf16>, tensor<64x16xbf16>) -> (tensor<64x16xbf16>, tensor<64xf32>)
   return %o, %lse, %dq, %dk, %dv, %ob : tensor<2x100x8xf32>, tensor<2x100xf32>, tensor<2x100x16xf32>, tensor<2x100x16xf32>, tensor<2x100x8xf32>, tensor<64x16xbf16>
 }
+
+// -----
+
+// all: the optimizer update (what depends on an optimizer state or a
+// hyper-parameter) stays f32, the gradient computation goes to bf16.
+// ALL-LABEL: func.func @sgd_momentum
+// ALL: %[[G:.*]] = trn.mul {{.*}} : tensor<8xbf16>
+// ALL: %[[GF:.*]] = trn.convert %[[G]] : tensor<8xbf16> -> tensor<8xf32>
+// ALL: %[[BUF:.*]] = trn.mul %arg1, {{.*}} : tensor<8xf32>
+// ALL: trn.add %[[BUF]], %[[GF]] : tensor<8xf32>
+// ALL: trn.mul {{.*}} : tensor<8xf32>
+// ALL-NOT: bf16
+// ALL: return
+func.func @sgd_momentum(%p: tensor<8xf32> {trn.role = "parameter"},
+                        %buf: tensor<8xf32> {trn.role = "optimizer_state"},
+                        %lr: tensor<f32> {trn.role = "hyperparameter"},
+                        %x: tensor<8xf32> {trn.role = "data"})
+    -> (tensor<8xf32> {trn.role = "parameter", trn.aliases = 0 : i64},
+        tensor<8xf32> {trn.role = "optimizer_state", trn.aliases = 1 : i64}) {
+  %g = trn.mul %p, %x : tensor<8xf32>
+  %m = trn.constant dense<0.9> : tensor<8xf32>
+  %decayed = trn.mul %buf, %m : tensor<8xf32>
+  %newbuf = trn.add %decayed, %g : tensor<8xf32>
+  %lrb = trn.broadcast_in_dim %lr, dims = [] : (tensor<f32>) -> tensor<8xf32>
+  %step = trn.mul %newbuf, %lrb : tensor<8xf32>
+  %newp = trn.sub %p, %step : tensor<8xf32>
+  return %newp, %newbuf : tensor<8xf32>, tensor<8xf32>
+}

@@ -4,11 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "trn/Dialect/Trn/IR/TrnDialect.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
 #include "trn/Dialect/Trn/Utils/FlashAttention.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::trn {
 #define GEN_PASS_DEF_TRNAUTOCAST
@@ -28,6 +30,27 @@ bool isF32Tensor(Type type) {
 RankedTensorType withElementType(Type type, Type element) {
   return RankedTensorType::get(cast<RankedTensorType>(type).getShape(),
                                element);
+}
+
+/// The ops that transitively use an argument whose trn.role is
+/// "optimizer_state" or "hyperparameter".
+llvm::DenseSet<Operation *> optimizerUpdateOps(func::FuncOp function) {
+  llvm::DenseSet<Operation *> ops;
+  SmallVector<Value> worklist;
+  for (BlockArgument argument : function.getArguments()) {
+    auto role = function.getArgAttrOfType<StringAttr>(
+        argument.getArgNumber(), TrnDialect::getRoleAttrName());
+    if (role && (role.getValue() == "optimizer_state" ||
+                 role.getValue() == "hyperparameter"))
+      worklist.push_back(argument);
+  }
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers())
+      if (ops.insert(user).second)
+        llvm::append_range(worklist, user->getResults());
+  }
+  return ops;
 }
 
 struct TrnAutoCastPass : mlir::trn::impl::TrnAutoCastBase<TrnAutoCastPass> {
@@ -53,6 +76,12 @@ struct TrnAutoCastPass : mlir::trn::impl::TrnAutoCastBase<TrnAutoCastPass> {
                          "mode=matmul with fp8_e4m3");
       return signalPassFailure();
     }
+
+    // The optimizer update stays f32 under mode=all: in bf16 a weight loses
+    // every step smaller than 2^-8 of itself, and Adam's bias correction
+    // 1 - 0.999^t rounds to 0 (0.999 is 1 in bf16). The update is what
+    // depends on an optimizer state or a hyper-parameter (lr, step count).
+    llvm::DenseSet<Operation *> update = optimizerUpdateOps(function);
 
     OpBuilder builder(context);
     auto narrow = [&](Operation *op, OpOperand &operand) {
@@ -80,7 +109,7 @@ struct TrnAutoCastPass : mlir::trn::impl::TrnAutoCastBase<TrnAutoCastPass> {
       }
       if (mode != "all" || !op->hasTrait<OpTrait::Elementwise>() ||
           isa<ConvertOp>(op) || op->getNumResults() != 1 ||
-          !isF32Tensor(op->getResult(0).getType()))
+          !isF32Tensor(op->getResult(0).getType()) || update.contains(op))
         return;
       for (OpOperand &operand : op->getOpOperands())
         if (isF32Tensor(operand.get().getType()))

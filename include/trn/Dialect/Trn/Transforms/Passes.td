@@ -156,7 +156,10 @@ def TrnAutoCast : Pass<"trn-auto-cast", "::mlir::func::FuncOp"> {
     every f32 elementwise op in bf16: its f32 operands are converted to bf16
     and its result back to f32, which canonicalization then removes between
     consecutive ops. Reductions, statistics and the graph's inputs and
-    outputs stay f32. Conversions round to nearest even (fp8_e4m3
+    outputs stay f32, and so does the optimizer update: every op that
+    depends on an argument of role `optimizer_state` or `hyperparameter`
+    (in bf16 a weight would lose every step smaller than 2^-8 of itself, and
+    Adam's bias correction 1 - 0.999^t would round to 0). Conversions round to nearest even (fp8_e4m3
     saturates). An `attention` or `attention_grad` op with f32 operands
     (kept whole for the backend's flash-style kernels) gets the attribute
     `trn.matmul_type = bf16` when `type` is bf16: its kernel then loads the
