@@ -951,3 +951,100 @@ def bernoulli(ctx: Context, x: Value, p: Any = 0.5, generator: Any = None) -> Va
     keep = ctx.b.rng_bernoulli(ctx.seed, ctx.next_stream, float(p), x.shape)
     ctx.next_stream += 1
     return ctx.b.convert(keep, ctx.out_element())
+
+
+# ---------------------------------------------------------------------------
+# More activations and statistics users write by hand
+# ---------------------------------------------------------------------------
+
+@handles(aten.leaky_relu)
+def leaky_relu(ctx: Context, x: Value, negative_slope: float = 0.01) -> Value:
+    b = ctx.b
+    positive = b.compare("gt", x, b.splat(0.0, x.shape, x.element))
+    return b.select(positive, x, b.binary("mul", x, b.splat(negative_slope, x.shape,
+                                                             x.element)))
+
+
+@handles(aten.leaky_relu_backward)
+def leaky_relu_backward(ctx: Context, grad: Value, x: Value, negative_slope: float,
+                        self_is_result: bool = False) -> Value:
+    b = ctx.b
+    positive = b.compare("gt", x, b.splat(0.0, x.shape, x.element))
+    return b.select(positive, grad, b.binary("mul", grad, b.splat(
+        negative_slope, grad.shape, grad.element)))
+
+
+@handles(aten.hardtanh)
+def hardtanh(ctx: Context, x: Value, min_val: float = -1.0, max_val: float = 1.0
+             ) -> Value:
+    return clamp(ctx, x, min_val, max_val)
+
+
+@handles(aten.hardtanh_backward)
+def hardtanh_backward(ctx: Context, grad: Value, x: Value, min_val: float,
+                      max_val: float) -> Value:
+    b = ctx.b
+    inside = b.binary("and", b.compare("gt", x, b.splat(min_val, x.shape, x.element)),
+                      b.compare("lt", x, b.splat(max_val, x.shape, x.element)))
+    return b.select(inside, grad, b.splat(0.0, grad.shape, grad.element))
+
+
+@handles(aten.softplus)
+def softplus(ctx: Context, x: Value, beta: float = 1.0, threshold: float = 20.0
+             ) -> Value:
+    # log1p(exp(beta * x)) / beta, and x where beta * x > threshold.
+    b = ctx.b
+    bx = b.binary("mul", x, b.splat(beta, x.shape, x.element))
+    soft = b.binary("div", b.unary("log1p", b.unary("exp", bx)),
+                    b.splat(beta, x.shape, x.element))
+    linear = b.compare("gt", bx, b.splat(threshold, x.shape, x.element))
+    return b.select(linear, x, soft)
+
+
+@handles(aten.softplus_backward)
+def softplus_backward(ctx: Context, grad: Value, x: Value, beta: float,
+                      threshold: float) -> Value:
+    b = ctx.b
+    bx = b.binary("mul", x, b.splat(beta, x.shape, x.element))
+    scaled = b.binary("mul", grad, b.unary("sigmoid", bx))
+    linear = b.compare("gt", bx, b.splat(threshold, x.shape, x.element))
+    return b.select(linear, grad, scaled)
+
+
+def _variance(ctx: Context, x: Value, dims: Any, correction: float) -> Value:
+    b = ctx.b
+    dims = _dims(dims, x.rank)
+    count = math.prod(x.shape[d] for d in dims)
+    element = ctx.out_element()
+    x = b.convert(x, element)
+    total = b.reduce("sum", x, dims)
+    mean_ = b.binary("div", total, b.splat(count, total.shape, element))
+    kept = [d for d in range(x.rank) if d not in dims]
+    centred = b.binary("sub", x, b.broadcast_in_dim(mean_, x.shape, kept))
+    squares = b.reduce("sum", b.binary("mul", centred, centred), dims)
+    return b.binary("div", squares, b.splat(max(count - correction, 0), squares.shape,
+                                            element))
+
+
+def _correction(unbiased: Any, correction: Any) -> float:
+    if correction is not None:
+        return float(correction)
+    return 1.0 if unbiased is None or unbiased is True else 0.0
+
+
+@handles(aten.var)
+def var(ctx: Context, x: Value, dims: Any = None, unbiased: Any = None,
+        keepdim: bool = False, correction: Any = None) -> Value:
+    if isinstance(dims, bool):  # var(x, unbiased)
+        dims, unbiased = None, dims
+    result = _variance(ctx, x, dims, _correction(unbiased, correction))
+    return ctx.b.reshape(result, ctx.out_shape())
+
+
+@handles(aten.std)
+def std(ctx: Context, x: Value, dims: Any = None, unbiased: Any = None,
+        keepdim: bool = False, correction: Any = None) -> Value:
+    if isinstance(dims, bool):
+        dims, unbiased = None, dims
+    result = _variance(ctx, x, dims, _correction(unbiased, correction))
+    return ctx.b.reshape(ctx.b.unary("sqrt", result), ctx.out_shape())

@@ -56,6 +56,10 @@ OPS = {
     "cross_entropy": lambda h: F.cross_entropy(h, torch.tensor([1, 0, 7, -100]),
                                                reduction="none") + h.sum(1),
     "to_bf16_and_back": lambda h: h.to(torch.bfloat16).to(torch.float32) * h,
+    "leaky_relu_hardtanh_softplus": lambda h: F.leaky_relu(h, 0.1) + F.relu6(h * 4)
+    + F.hardtanh(h) + F.softplus(h * 3, beta=2.0, threshold=2.0),
+    "var_std": lambda h: (h - h.mean(1, keepdim=True)) / (h.var(1, keepdim=True) + 1).sqrt()
+    + h.std(0) + h.var(unbiased=False),
 }
 
 
