@@ -12,6 +12,7 @@
 #include "Interpreter.h"
 
 #include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trnrt/Random.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -131,41 +132,6 @@ std::optional<DType> mlir::trn::eval::dtypeOf(Type type) {
   if (type.isSignlessInteger(64))
     return DType::I64;
   return std::nullopt;
-}
-
-//===----------------------------------------------------------------------===//
-// Philox4x32-10
-//===----------------------------------------------------------------------===//
-
-uint32_t mlir::trn::eval::philoxWord(uint64_t seed, uint32_t stream,
-                                     uint64_t index) {
-  constexpr uint32_t kMul0 = 0xD2511F53, kMul1 = 0xCD9E8D57;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9, kWeyl1 = 0xBB67AE85;
-  uint32_t key0 = static_cast<uint32_t>(seed);
-  uint32_t key1 = static_cast<uint32_t>(seed >> 32);
-  uint32_t c0 = static_cast<uint32_t>(index),
-           c1 = static_cast<uint32_t>(index >> 32);
-  uint32_t c2 = stream, c3 = 0;
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      key0 += kWeyl0;
-      key1 += kWeyl1;
-    }
-    uint64_t product0 = uint64_t(kMul0) * c0;
-    uint64_t product1 = uint64_t(kMul1) * c2;
-    uint32_t hi0 = product0 >> 32, lo0 = static_cast<uint32_t>(product0);
-    uint32_t hi1 = product1 >> 32, lo1 = static_cast<uint32_t>(product1);
-    c0 = hi1 ^ c1 ^ key0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ key1;
-    c3 = lo0;
-  }
-  return c0;
-}
-
-double mlir::trn::eval::detail::philoxUniform(uint64_t seed, uint32_t stream,
-                                              uint64_t index) {
-  return (philoxWord(seed, stream, index) >> 8) * 0x1p-24;
 }
 
 LogicalResult Interpreter::checkResultSizes(Operation *op) {
@@ -536,7 +502,8 @@ LogicalResult Interpreter::evalOp(Operation *op) {
         double high = o.getHigh().convertToDouble();
         Tensor out = make(o.getResult());
         for (int64_t i = 0, e = out.numElements(); i < e; ++i)
-          out.setDouble(i, low + (high - low) * philoxUniform(seed, stream, i));
+          out.setDouble(i, low + (high - low) *
+                                     trnrt::philoxUniform(seed, stream, i));
         return set(o.getResult(), std::move(out));
       })
       .Case([&](RngBernoulliOp o) {
@@ -545,7 +512,8 @@ LogicalResult Interpreter::evalOp(Operation *op) {
         double p = o.getP().convertToDouble();
         Tensor out = make(o.getResult());
         for (int64_t i = 0, e = out.numElements(); i < e; ++i)
-          out.setDouble(i, philoxUniform(seed, stream, i) < p ? 1.0 : 0.0);
+          out.setDouble(i,
+                        trnrt::philoxUniform(seed, stream, i) < p ? 1.0 : 0.0);
         return set(o.getResult(), std::move(out));
       })
       // Shape ops.

@@ -20,8 +20,6 @@ namespace mlir::trn::eval::detail {
 using namespace mlir;
 namespace trnops = mlir::trn;
 
-double philoxUniform(uint64_t seed, uint32_t stream, uint64_t index);
-
 //===----------------------------------------------------------------------===//
 // Index helpers
 //===----------------------------------------------------------------------===//

@@ -466,6 +466,24 @@ LogicalResult Exporter::emit(Operation *op) {
         append(o, Engine::GpSimd, 0, std::move(inst));
         return success();
       })
+      .Case([&](RngOp o) {
+        inst.opcode = trnrt::Opcode::Rng;
+        inst.rngStream = static_cast<uint32_t>(o.getStream());
+        inst.base = o.getBase();
+        inst.channelMultiplier = o.getChannelMultiplier();
+        inst.steps.assign(o.getSteps().begin(), o.getSteps().end());
+        if (std::optional<int64_t> keepBelow = o.getKeepBelow()) {
+          inst.bernoulli = true;
+          inst.value = static_cast<float>(*keepBelow);
+        } else {
+          inst.scalar0.immediate = o.getLow().convertToFloat();
+          inst.scalar1.immediate = o.getHigh().convertToFloat();
+        }
+        if (failed(operands(o.getDst(), {o.getSeed()})))
+          return failure();
+        append(o, Engine::Vector, 0, std::move(inst));
+        return success();
+      })
       .Case([&](AffineSelectOp o) {
         inst.opcode = trnrt::Opcode::AffineSelect;
         inst.compare = static_cast<trnrt::CompareOp>(o.getCompare());

@@ -71,7 +71,7 @@ constexpr unsigned kNumDTypes = unsigned(DType::I64) + 1;
 constexpr unsigned kNumAluOps = unsigned(AluOp::BitwiseOr) + 1;
 constexpr unsigned kNumActivationFuncs = unsigned(ActivationFunc::Negate) + 1;
 constexpr unsigned kNumCompareOps = unsigned(CompareOp::Ge) + 1;
-constexpr unsigned kNumOpcodes = unsigned(Opcode::Recv) + 1;
+constexpr unsigned kNumOpcodes = unsigned(kLastOpcode) + 1;
 constexpr unsigned kNumTensorKinds = unsigned(HbmTensor::Kind::Scratch) + 1;
 
 // Instruction fields, in encoding order. A field is encoded only when it
@@ -98,6 +98,7 @@ enum InstructionField : unsigned {
   kFieldCompare,
   kFieldIndices,
   kFieldMeshAxes,
+  kFieldRngStream,
   kNumInstructionFields,
 };
 constexpr const char *kInstructionFieldNames[kNumInstructionFields] = {
@@ -105,7 +106,8 @@ constexpr const char *kInstructionFieldNames[kNumInstructionFields] = {
     "flags",     "func",    "scale",   "bias",
     "reduceDst", "op0",     "op1",     "scalar0",
     "scalar1",   "value",   "base",    "channelMultiplier",
-    "steps",     "compare", "indices", "meshAxes"};
+    "steps",     "compare", "indices", "meshAxes",
+    "rngStream"};
 constexpr uint32_t kKnownFieldMask = (1u << kNumInstructionFields) - 1;
 
 // Bits of the instruction's flags field.
@@ -115,7 +117,9 @@ constexpr uint8_t kFlagReverse0 = 1u << 2;
 constexpr uint8_t kFlagReverse1 = 1u << 3;
 constexpr uint8_t kFlagNegate = 1u << 4;
 constexpr uint8_t kFlagIndirect = 1u << 5;
-constexpr uint8_t kKnownInstructionFlags = (1u << 6) - 1;
+constexpr uint8_t kFlagBernoulli = 1u << 6;
+constexpr unsigned kNumInstructionFlags = 7;
+constexpr uint8_t kKnownInstructionFlags = (1u << kNumInstructionFlags) - 1;
 
 // Smallest encodings, used to bound counts by the bytes that remain.
 constexpr size_t kMinApBytes = 28;
@@ -575,7 +579,8 @@ uint8_t instructionFlags(const Instruction &inst) {
          (inst.accumulateRow ? kFlagAccumulateRow : 0) |
          (inst.reverse0 ? kFlagReverse0 : 0) |
          (inst.reverse1 ? kFlagReverse1 : 0) | (inst.negate ? kFlagNegate : 0) |
-         (inst.indirect ? kFlagIndirect : 0);
+         (inst.indirect ? kFlagIndirect : 0) |
+         (inst.bernoulli ? kFlagBernoulli : 0);
 }
 
 /// Compares field `field` of two instructions.
@@ -591,11 +596,11 @@ bool equalField(const Instruction &a, const Instruction &b, unsigned field,
   case kFieldSrcs:
     return equalVectors(a.srcs, b.srcs, diff, equalAp) || nested(diff, "srcs");
   case kFieldFlags: {
-    static const char *const kNames[] = {"accumulate", "accumulateRow",
-                                         "reverse0",   "reverse1",
-                                         "negate",     "indirect"};
+    static const char *const kNames[kNumInstructionFlags] = {
+        "accumulate", "accumulateRow", "reverse0", "reverse1",
+        "negate",     "indirect",      "bernoulli"};
     uint8_t x = instructionFlags(a), y = instructionFlags(b);
-    for (unsigned bit = 0; bit < 6; ++bit)
+    for (unsigned bit = 0; bit < kNumInstructionFlags; ++bit)
       if (((x >> bit) & 1) != ((y >> bit) & 1))
         return differ(diff, kNames[bit], (x >> bit) & 1, (y >> bit) & 1);
     return true;
@@ -635,6 +640,9 @@ bool equalField(const Instruction &a, const Instruction &b, unsigned field,
   case kFieldMeshAxes:
     return a.meshAxes == b.meshAxes ||
            differ(diff, "meshAxes", a.meshAxes, b.meshAxes);
+  case kFieldRngStream:
+    return a.rngStream == b.rngStream ||
+           differ(diff, "rngStream", a.rngStream, b.rngStream);
   default:
     return true;
   }
@@ -790,6 +798,8 @@ void encodeInstruction(ByteWriter &w, const Instruction &inst) {
     encodeAp(w, inst.indices);
   if (has(kFieldMeshAxes))
     w.u32(inst.meshAxes);
+  if (has(kFieldRngStream))
+    w.u32(inst.rngStream);
 }
 
 std::vector<uint8_t> encodeStream(const std::vector<Instruction> &stream) {
@@ -1120,6 +1130,7 @@ bool decodeInstruction(Cursor &c, Instruction &inst) {
     inst.reverse1 = flags & kFlagReverse1;
     inst.negate = flags & kFlagNegate;
     inst.indirect = flags & kFlagIndirect;
+    inst.bernoulli = flags & kFlagBernoulli;
   }
   uint8_t byte;
   if (has(kFieldFunc)) {
@@ -1175,6 +1186,8 @@ bool decodeInstruction(Cursor &c, Instruction &inst) {
   if (has(kFieldIndices) && !decodeAp(c, inst.indices))
     return c.within("indices");
   if (has(kFieldMeshAxes) && !c.u32(inst.meshAxes))
+    return false;
+  if (has(kFieldRngStream) && !c.u32(inst.rngStream))
     return false;
 
   std::string problem;

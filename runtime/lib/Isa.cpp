@@ -91,6 +91,8 @@ const char *opcodeName(Opcode opcode) {
     return "send";
   case Opcode::Recv:
     return "recv";
+  case Opcode::Rng:
+    return "rng";
   }
   return "?";
 }
@@ -321,6 +323,7 @@ bool opcodeRunsOn(Opcode opcode, Engine engine) {
     return engine == Engine::Vector || engine == Engine::GpSimd;
   case Opcode::BnStats:
   case Opcode::BnAggr:
+  case Opcode::Rng:
     return engine == Engine::Vector;
   case Opcode::Iota:
   case Opcode::AffineSelect:
@@ -355,6 +358,7 @@ const char *opcodeEngines(Opcode opcode) {
     return "the vector or gpsimd stream";
   case Opcode::BnStats:
   case Opcode::BnAggr:
+  case Opcode::Rng:
     return "the vector stream";
   case Opcode::Iota:
   case Opcode::AffineSelect:
@@ -452,6 +456,7 @@ private:
   bool checkMemset();
   bool checkIota();
   bool checkAffineSelect();
+  bool checkRng();
   bool checkDmaCopy();
   bool checkCollective();
 
@@ -710,7 +715,7 @@ bool InstructionChecker::checkAtMostOnePsumInput(
 bool InstructionChecker::run() {
   if (uint8_t(engine) > uint8_t(Engine::Dma))
     return fail("unknown engine ", unsigned(engine));
-  if (uint8_t(inst.opcode) > uint8_t(Opcode::Recv)) {
+  if (uint8_t(inst.opcode) > uint8_t(kLastOpcode)) {
     error = cat("unknown opcode ", unsigned(inst.opcode));
     return false;
   }
@@ -744,6 +749,8 @@ bool InstructionChecker::run() {
     return checkIota();
   case Opcode::AffineSelect:
     return checkAffineSelect();
+  case Opcode::Rng:
+    return checkRng();
   case Opcode::DmaCopy:
     return checkDmaCopy();
   case Opcode::Nop:
@@ -1038,6 +1045,41 @@ bool InstructionChecker::checkAffineSelect() {
   if (inst.steps.size() != dst.dims.size())
     return fail("has ", inst.steps.size(), " steps for ", dst.dims.size(),
                 " free dims of dst (one step per free dim)");
+  return true;
+}
+
+bool InstructionChecker::checkRng() {
+  if (!checkSourceCount(1, "seed"))
+    return false;
+  const AccessPattern &seed = inst.srcs[0], &dst = inst.dst;
+  if (!checkOperand(seed, "seed", readableMemories()) ||
+      !checkOperand(dst, "dst", writableMemories()))
+    return false;
+  if (seed.dtype != DType::I32 || seed.freeElements() != 2)
+    return fail("seed is ", dtypeName(seed.dtype), " with ",
+                seed.freeElements(),
+                " elements per partition (it is 2 int32 words, low then "
+                "high, per partition)");
+  if (seed.numPartitions != dst.numPartitions)
+    return fail("seed has ", seed.numPartitions, " partitions but dst has ",
+                dst.numPartitions, " (every partition reads its own copy)");
+  if (!isFloatDType(dst.dtype) && dst.dtype != DType::I1)
+    return fail("dst dtype ", dtypeName(dst.dtype),
+                " (rng writes floats, or an i1 mask)");
+  if (inst.steps.size() != dst.dims.size())
+    return fail("has ", inst.steps.size(), " steps for ", dst.dims.size(),
+                " free dims of dst (one step per free dim)");
+  if (inst.bernoulli) {
+    if (!(inst.value >= 0.0f && inst.value <= 16777216.0f) ||
+        inst.value != float(int64_t(inst.value)))
+      return fail("Bernoulli threshold ", inst.value,
+                  " is not an integer in [0, 2^24]");
+  } else {
+    if (!inst.scalar0.isImmediate || !inst.scalar1.isImmediate)
+      return fail("uniform bounds are immediates (scalar0 low, scalar1 high)");
+    if (dst.dtype == DType::I1)
+      return fail("a uniform draw cannot be written as i1");
+  }
   return true;
 }
 

@@ -124,6 +124,7 @@ bool allowedOn(Engine engine, Opcode opcode) {
     return engine == Engine::Vector || engine == Engine::GpSimd;
   case Opcode::BnStats:
   case Opcode::BnAggr:
+  case Opcode::Rng:
     return engine == Engine::Vector;
   case Opcode::Iota:
   case Opcode::AffineSelect:
@@ -344,7 +345,7 @@ bool Scheduler::prepare() {
       core.currentInst = &inst;
       if (isCollective(inst.opcode))
         return core.fail("collectives are not supported yet by the simulator");
-      if (unsigned(inst.opcode) > unsigned(Opcode::Recv))
+      if (unsigned(inst.opcode) > unsigned(kLastOpcode))
         return core.fail("unknown opcode");
       if (!allowedOn(stream.engine, inst.opcode))
         return core.fail(std::string("cannot run on the ") +

@@ -9,6 +9,8 @@
 
 #include "SimulatorImpl.h"
 
+#include "trnrt/Random.h"
+
 #include <algorithm>
 #include <cblas.h>
 #include <cmath>
@@ -648,6 +650,8 @@ bool SimulatorCoreBase::execute(Engine engine, const Instruction &inst,
     return execIota(inst, result);
   case Opcode::AffineSelect:
     return execAffineSelect(inst, result);
+  case Opcode::Rng:
+    return execRng(inst, result);
   case Opcode::DmaCopy:
     return inst.indirect ? execIndirectDma(inst, result)
                          : execDmaCopy(inst, result);
@@ -1425,6 +1429,49 @@ bool SimulatorCoreBase::execAffineSelect(const Instruction &inst,
   result.shape.freeElements = dst.freeElements;
   result.shape.stridePenalty = anyStridePenalty(target, {&src, &dst});
   result.shape.maxElementBytes = maxElementBytes({&src, &dst});
+  noteWrite(dst, result);
+  return true;
+}
+
+bool SimulatorCoreBase::execRng(const Instruction &inst, ExecResult &result) {
+  TileView seedView, dst;
+  if (!operand(inst.srcs[0], "seed (srcs[0])", seedView) ||
+      !operand(inst.dst, "dst", dst))
+    return false;
+  if (inst.steps.size() != inst.dst.dims.size())
+    return fail("rng has " + std::to_string(inst.steps.size()) + " steps for " +
+                std::to_string(inst.dst.dims.size()) + " free dims of dst");
+  if (seedView.dtype != DType::I32 || seedView.freeElements != 2 ||
+      seedView.partitions != dst.partitions)
+    return fail("rng seed is not [P, 2] int32 over dst's partitions");
+  const int64_t count = dst.totalElements();
+  ensureSize(intB, seedView.totalElements());
+  int64_t *seedWords = intB.data();
+  decodeTileInt(seedView, seedWords);
+  ensureSize(bufA, count);
+  float *out = bufA.data();
+  const double low = inst.scalar0.immediate, high = inst.scalar1.immediate;
+  const uint32_t threshold = uint32_t(inst.value);
+  // The counter is int64 (no wrap): element indices of large tensors pass
+  // 2^31. Each partition reads its own copy of the seed.
+  forEachLogicalIndex(
+      inst.dst, inst.steps, [&](unsigned p, int64_t index, int64_t freePart) {
+        uint64_t seed = uint64_t(uint32_t(seedWords[2 * p])) |
+                        uint64_t(uint32_t(seedWords[2 * p + 1])) << 32;
+        uint64_t counter = uint64_t(inst.base) +
+                           uint64_t(p) * uint64_t(inst.channelMultiplier) +
+                           uint64_t(freePart);
+        uint32_t draw = philoxUniform24(seed, inst.rngStream, counter);
+        out[index] =
+            inst.bernoulli
+                ? (draw < threshold ? 1.0f : 0.0f)
+                : float(roundToDType(low + (high - low) * (draw * 0x1p-24),
+                                     dst.dtype));
+      });
+  encodeTile(out, dst);
+  result.shape.freeElements = dst.freeElements;
+  result.shape.stridePenalty = anyStridePenalty(target, {&seedView, &dst});
+  result.shape.maxElementBytes = dst.elementBytes;
   noteWrite(dst, result);
   return true;
 }

@@ -294,6 +294,7 @@ private:
   bool execMemset(const Instruction &inst, ExecResult &result);
   bool execIota(const Instruction &inst, ExecResult &result);
   bool execAffineSelect(const Instruction &inst, ExecResult &result);
+  bool execRng(const Instruction &inst, ExecResult &result);
   bool execDmaCopy(const Instruction &inst, ExecResult &result);
   bool execIndirectDma(const Instruction &inst, ExecResult &result);
   /// makeView plus the engine's reach (compute engines: SBUF and PSUM,

@@ -319,3 +319,60 @@ def test_buffer_updated_in_place_is_refused(cache_dir):
                             lambda m, x: m(x), cache_dir=cache_dir)
     with pytest.raises(trn.UnsupportedOpError, match="updates the step input 'seen'"):
         step(torch.ones(3))
+
+
+def _philox_word(seed: int, stream: int, index: int) -> int:
+    """Philox4x32-10 word 0 (docs/isa.md, rng), written out independently
+    of the C++ one so that the test checks the device's masks bit for bit."""
+    mask = 0xFFFFFFFF
+    key0, key1 = seed & mask, (seed >> 32) & mask
+    c0, c1, c2, c3 = index & mask, (index >> 32) & mask, stream, 0
+    for round_ in range(10):
+        if round_:
+            key0, key1 = (key0 + 0x9E3779B9) & mask, (key1 + 0xBB67AE85) & mask
+        p0, p1 = 0xD2511F53 * c0, 0xCD9E8D57 * c2
+        c0, c1, c2, c3 = ((p1 >> 32) ^ c1 ^ key0, p1 & mask,
+                          (p0 >> 32) ^ c3 ^ key1, p0 & mask)
+    return c0
+
+
+class DropoutModel(torch.nn.Module):
+    def __init__(self, p: float):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.arange(1.0, 65.0).reshape(8, 8))
+        self.drop = torch.nn.Dropout(p)
+
+    def forward(self, x):
+        return self.drop(self.w * x)
+
+
+def test_dropout_masks_are_philox_and_shared_by_forward_and_backward(cache_dir):
+    p = 0.25
+    model = DropoutModel(p)
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    step = trn.compile_step(model, opt, lambda m, x: m(x).sum(), cache_dir=cache_dir)
+    x = torch.ones(8, 8)
+    masks = []
+    for call in range(2):
+        torch.manual_seed(100 + call)
+        seed = int(torch.randint(0, 2 ** 62, (), dtype=torch.int64))
+        torch.manual_seed(100 + call)
+        before = model.w.detach().clone()
+        loss = step(x)
+        # Element i is kept when its 24-bit draw is below (1 - p) * 2^24.
+        keep = torch.tensor([(_philox_word(seed, 0, i) >> 8) < (1 - p) * 2 ** 24
+                             for i in range(64)]).reshape(8, 8)
+        scale = 1 / (1 - p)
+        # Forward: the kept weights, scaled; backward: the same mask, so SGD
+        # with lr 1 moves exactly the kept weights by the scale.
+        assert loss.item() == pytest.approx((before * keep).sum().item() * scale, rel=1e-6)
+        moved = before - model.w.detach()
+        assert torch.allclose(moved, keep.float() * scale)
+        masks.append(keep)
+    assert 0 < masks[0].sum() < 64
+    assert not torch.equal(masks[0], masks[1]), "a fresh seed every step"
+    # eval(): dropout is the identity and draws no seed.
+    model.eval()
+    state = torch.get_rng_state()
+    assert step.evaluate(x).item() == pytest.approx((model.w.detach() * x).sum().item())
+    assert torch.equal(state, torch.get_rng_state())

@@ -82,6 +82,8 @@ inline Instruction everyField(Opcode opcode, int salt) {
   inst.compare = CompareOp::Ne;
   inst.indices = ap(Memory::Sbuf, DType::I64, 0, 128, 64, {{1, 1}});
   inst.meshAxes = 0x80000005u;
+  inst.rngStream = 0xFFFFFFFEu;
+  inst.bernoulli = true;
   return inst;
 }
 
@@ -143,7 +145,7 @@ inline Program makeFullProgram() {
     }
   };
   program.dmaQueues.resize(16);
-  for (unsigned op = 0; op <= unsigned(Opcode::Recv); ++op) {
+  for (unsigned op = 0; op <= unsigned(kLastOpcode); ++op) {
     Opcode opcode = Opcode(op);
     int engine = engineOf(opcode);
     auto &stream =

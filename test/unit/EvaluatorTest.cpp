@@ -4,6 +4,7 @@
 #include "trn/Eval/Evaluator.h"
 
 #include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trnrt/Random.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -241,13 +242,24 @@ TEST_F(EvaluatorTest, RngIsCounterBasedAndStreamsDiffer) {
   EXPECT_EQ(agree, 1000);
   EXPECT_NE(u0, u1);
   // Counter-based: element i depends only on (seed, stream, i).
-  EXPECT_EQ(u0[7], (philoxWord(42, 0, 7) >> 8) * 0x1p-24);
+  EXPECT_EQ(u0[7], (trnrt::philoxWord(42, 0, 7) >> 8) * 0x1p-24);
 }
 
 TEST(Philox, KnownAnswer) {
   // Random123's published known-answer test for philox4x32-10 with zero key
   // and counter gives 0x6627e8d5 as the first word.
-  EXPECT_EQ(philoxWord(0, 0, 0), 0x6627e8d5u);
+  EXPECT_EQ(trnrt::philoxWord(0, 0, 0), 0x6627e8d5u);
+}
+
+TEST(Philox, BernoulliThresholdIsExact) {
+  // u < p over the 2^24 grid equals u24 < threshold, also for a p that is
+  // not a float (0.9f < 0.9, so the grid point 0.9f is kept).
+  for (double p : {0.0, 0.1, 0.5, 0.9, 1.0 / 3.0, 0.999999, 1.0, 1.5, -0.5}) {
+    uint32_t threshold = trnrt::bernoulliThreshold24(p);
+    for (uint32_t k : {0u, 1u, 1677721u, 1677722u, 8388607u, 8388608u,
+                       15099494u, 15099495u, 16777215u})
+      EXPECT_EQ(k * 0x1p-24 < p, k < threshold) << "p=" << p << " k=" << k;
+  }
 }
 
 TEST(StoreValue, IntegerSaturationAndNaN) {

@@ -139,10 +139,11 @@ TEST(IsaNames, EnginesAndOpcodes) {
   EXPECT_STREQ(opcodeName(Opcode::AffineSelect), "affine_select");
   EXPECT_STREQ(opcodeName(Opcode::DmaCopy), "dma_copy");
   EXPECT_STREQ(opcodeName(Opcode::Recv), "recv");
+  EXPECT_STREQ(opcodeName(Opcode::Rng), "rng");
   EXPECT_STREQ(opcodeName(Opcode(200)), "?");
   // Every opcode has its own name.
-  for (unsigned a = 0; a <= unsigned(Opcode::Recv); ++a)
-    for (unsigned b = a + 1; b <= unsigned(Opcode::Recv); ++b)
+  for (unsigned a = 0; a <= unsigned(kLastOpcode); ++a)
+    for (unsigned b = a + 1; b <= unsigned(kLastOpcode); ++b)
       EXPECT_STRNE(opcodeName(Opcode(a)), opcodeName(Opcode(b)));
   EXPECT_STREQ(memoryName(Memory::Psum), "PSUM");
   EXPECT_STREQ(aluOpName(AluOp::IsGreaterEqual), "is_ge");
@@ -1120,6 +1121,45 @@ TEST(IsaValidate, IotaAndAffineSelect) {
   EXPECT_EQ(check(mask, Engine::GpSimd),
             "affine_select: dst has 128 elements per partition but on_true has "
             "64");
+}
+
+TEST(IsaValidate, Rng) {
+  Instruction rng = make(Opcode::Rng, sbuf(DType::F32, 128, 64),
+                         {sbuf(DType::I32, 128, 2, 1024)});
+  rng.steps = {1};
+  rng.scalar1.immediate = 1.0f;
+  EXPECT_EQ(check(rng, Engine::Vector), "");
+  EXPECT_EQ(check(rng, Engine::GpSimd),
+            "rng: cannot run on the gpsimd engine (it runs on the vector "
+            "stream)");
+  Instruction narrowSeed = rng;
+  narrowSeed.srcs[0] = sbuf(DType::I32, 64, 2, 1024);
+  EXPECT_EQ(check(narrowSeed, Engine::Vector),
+            "rng: seed has 64 partitions but dst has 128 (every partition "
+            "reads its own copy)");
+  Instruction floatSeed = rng;
+  floatSeed.srcs[0] = sbuf(DType::F32, 128, 2, 1024);
+  EXPECT_EQ(check(floatSeed, Engine::Vector),
+            "rng: seed is f32 with 2 elements per partition (it is 2 int32 "
+            "words, low then high, per partition)");
+  Instruction intDst = rng;
+  intDst.dst.dtype = DType::I32;
+  EXPECT_EQ(check(intDst, Engine::Vector),
+            "rng: dst dtype i32 (rng writes floats, or an i1 mask)");
+  Instruction mask = rng;
+  mask.dst.dtype = DType::I1;
+  EXPECT_EQ(check(mask, Engine::Vector),
+            "rng: a uniform draw cannot be written as i1");
+  mask.bernoulli = true;
+  mask.value = 16777216.0f;
+  EXPECT_EQ(check(mask, Engine::Vector), "");
+  mask.value = 0.5f;
+  EXPECT_EQ(check(mask, Engine::Vector),
+            "rng: Bernoulli threshold 0.5 is not an integer in [0, 2^24]");
+  Instruction columnBound = rng;
+  columnBound.scalar0.isImmediate = false;
+  EXPECT_EQ(check(columnBound, Engine::Vector),
+            "rng: uniform bounds are immediates (scalar0 low, scalar1 high)");
 }
 
 //===----------------------------------------------------------------------===//

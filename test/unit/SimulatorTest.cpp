@@ -11,6 +11,7 @@
 
 #include "ProgramBuilder.h"
 
+#include "trnrt/Random.h"
 #include "trnrt/Simulator.h"
 
 #include <gtest/gtest.h>
@@ -893,6 +894,54 @@ TEST(SimulatorTest, MemsetIotaAffineSelect) {
                {5, 6, 15, 16, 105, 106, 115, 116, 205, 206, 215, 216});
   expectValues(o.outputs["iotaf"], {-1, 2, -3, 0});
   expectValues(o.outputs["mask"], {1, -1e4, -1e4, 1, 1, -1e4, 1, 1, 1});
+}
+
+TEST(SimulatorTest, RngDrawsPhiloxAtEachElementsCounter) {
+  // Every partition holds the seed 0x14b294c806b76eed as (low, high) words;
+  // element [p, i] draws at counter base + p * cm + i.
+  const uint64_t seed = 0x14b294c806b76eedull;
+  const uint32_t low = uint32_t(seed), high = uint32_t(seed >> 32);
+  Builder b;
+  b.tensor("seed", DType::I32, {3, 2});
+  b.tensor("mask", DType::I1, {3, 5}, HbmTensor::Kind::Output);
+  b.tensor("u", DType::BF16, {3, 5}, HbmTensor::Kind::Output);
+  AccessPattern seedTile = sbuf(DType::I32, 3, 2);
+  b.dma(seedTile, b.hbm("seed"));
+  Instruction mask = make(Opcode::Rng, sbuf(DType::I1, 3, 5, 64), {seedTile});
+  mask.rngStream = 9;
+  mask.base = 40;
+  mask.channelMultiplier = 7;
+  mask.steps = {1};
+  mask.bernoulli = true;
+  mask.value = float(bernoulliThreshold24(0.3));
+  b.add(kVectorStream, mask);
+  b.dma(b.hbm("mask"), sbuf(DType::I1, 3, 5, 64));
+  Instruction uniform =
+      make(Opcode::Rng, sbuf(DType::BF16, 3, 5, 128), {seedTile});
+  uniform.rngStream = 2;
+  uniform.channelMultiplier = 5;
+  uniform.steps = {2};
+  uniform.scalar0 = immediate(-2.0f);
+  uniform.scalar1 = immediate(3.0f);
+  b.add(kVectorStream, uniform);
+  b.dma(b.hbm("u"), sbuf(DType::BF16, 3, 5, 128));
+
+  std::vector<double> words;
+  for (int p = 0; p < 3; ++p) {
+    words.push_back(double(int32_t(low)));
+    words.push_back(double(int32_t(high)));
+  }
+  Outcome o = run(b, {{"seed", words}});
+  ASSERT_TRUE(o.ok) << o.error;
+  std::vector<double> wantMask, wantUniform;
+  for (int p = 0; p < 3; ++p)
+    for (int i = 0; i < 5; ++i) {
+      wantMask.push_back(philoxUniform(seed, 9, 40 + 7 * p + i) < 0.3);
+      wantUniform.push_back(roundToDType(
+          -2.0 + 5.0 * philoxUniform(seed, 2, 5 * p + 2 * i), DType::BF16));
+    }
+  expectValues(o.outputs["mask"], wantMask);
+  expectValues(o.outputs["u"], wantUniform);
 }
 
 //===----------------------------------------------------------------------===//

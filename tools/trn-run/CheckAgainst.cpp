@@ -115,8 +115,13 @@ bool checkAgainstGraph(const std::string &graphPath,
       return false;
     }
     Tensor tensor = Tensor::zeros(*dtype, tensorType.getShape());
-    for (size_t e = 0; e < it->values.size(); ++e)
-      tensor.setDouble(e, it->values[e]);
+    if (!it->ints.empty()) {
+      for (size_t e = 0; e < it->ints.size(); ++e)
+        tensor.setInt(e, it->ints[e]);
+    } else {
+      for (size_t e = 0; e < it->values.size(); ++e)
+        tensor.setDouble(e, it->values[e]);
+    }
     arguments.push_back(std::move(tensor));
   }
   FailureOr<std::vector<Tensor>> results =

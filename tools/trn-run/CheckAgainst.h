@@ -21,6 +21,9 @@ struct NamedTensor {
   trnrt::DType dtype = trnrt::DType::F32;
   std::vector<int64_t> shape;
   std::vector<double> values;
+  /// i64 tensors: the exact values (doubles hold only 53 bits; a Philox
+  /// seed uses all 64).
+  std::vector<int64_t> ints;
 };
 
 struct CheckOptions {

@@ -328,6 +328,20 @@ int main(int argc, char **argv) {
         return fail(options.inputs + ": entry '" + input.name +
                     "' holds floats but the input is " +
                     dtypeName(input.dtype) + "; pass integers");
+      if (input.dtype == DType::I64 && array.kind != 'f') {
+        // Exact: a double would round an i64 (a seed) beyond 2^53.
+        std::vector<int64_t> ints(count);
+        for (int64_t i = 0; i < count; ++i)
+          ints[i] = array.getInt64(i);
+        if (!simulator.writeTensorBytes(input.name, ints.data(),
+                                        ints.size() * sizeof(int64_t), error))
+          return fail(error);
+        if (!options.checkAgainst.empty())
+          boundInputs.push_back(
+              {input.name, input.dtype, input.shape, {}, std::move(ints)});
+        provided.erase(it);
+        continue;
+      }
       for (int64_t i = 0; i < count; ++i)
         values[i] = array.getDouble(i);
       provided.erase(it);
@@ -359,10 +373,20 @@ int main(int argc, char **argv) {
   if (!options.outputs.empty()) {
     std::vector<std::pair<std::string, NpyArray>> arrays;
     for (const ArtifactTensorInfo &output : info.outputs) {
+      NpyArray array;
+      if (output.dtype == DType::I64) {
+        std::vector<uint8_t> bytes;
+        if (!simulator.readTensorBytes(output.name, bytes, error))
+          return fail(error);
+        std::vector<int64_t> ints(bytes.size() / sizeof(int64_t));
+        std::memcpy(ints.data(), bytes.data(), ints.size() * sizeof(int64_t));
+        array = NpyArray::fromInt64s(output.shape, ints, 'i', 8);
+        arrays.emplace_back(output.name, std::move(array));
+        continue;
+      }
       std::vector<double> values;
       if (!simulator.readTensor(output.name, values, error))
         return fail(error);
-      NpyArray array;
       if (output.dtype == DType::I32 || output.dtype == DType::I64 ||
           output.dtype == DType::I1) {
         std::vector<int64_t> ints(values.begin(), values.end());

@@ -68,10 +68,6 @@ std::optional<DType> dtypeOf(mlir::Type elementType);
 mlir::FailureOr<std::vector<Tensor>> evaluate(mlir::func::FuncOp function,
                                               llvm::ArrayRef<Tensor> inputs);
 
-/// The Philox4x32-10 word 0 that trn.rng_uniform/rng_bernoulli draw for
-/// element `index` of stream `stream` under `seed` (exposed for tests).
-uint32_t philoxWord(uint64_t seed, uint32_t stream, uint64_t index);
-
 } // namespace mlir::trn::eval
 
 #endif // TRN_EVAL_EVALUATOR_H

@@ -170,6 +170,8 @@ private:
                              int64_t cols, Value out, int64_t outBase);
   LogicalResult lowerConstant(trn::ConstantOp op);
   LogicalResult lowerIota(trn::IotaOp op);
+  /// trn.rng_uniform and trn.rng_bernoulli (LowerRandom.cpp).
+  LogicalResult lowerRandom(Operation *op);
   LogicalResult lowerConvertI64(trn::ConvertOp op);
   LogicalResult lowerGather(trn::GatherOp op);
   LogicalResult lowerScatterAdd(trn::ScatterAddOp op);

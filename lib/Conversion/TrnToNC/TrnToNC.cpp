@@ -1115,6 +1115,8 @@ LogicalResult Lowering::lower(Operation *op) {
       })
       .Case([&](trn::ReduceOp o) { return lowerReduce(o); })
       .Case([&](trn::IotaOp o) { return lowerIota(o); })
+      .Case<trn::RngUniformOp, trn::RngBernoulliOp>(
+          [&](Operation *o) { return lowerRandom(o); })
       .Case([&](trn::GatherOp o) { return lowerGather(o); })
       .Case([&](trn::ScatterAddOp o) { return lowerScatterAdd(o); })
       .Case([&](trn::FusionOp o) { return lowerFusion(o); })

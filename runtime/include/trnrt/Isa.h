@@ -150,7 +150,11 @@ enum class Opcode : uint8_t {
   ReduceScatter,
   Send,
   Recv,
+  // Vector Engine, appended so that earlier opcodes keep their encoding.
+  Rng, ///< dst[p, i...] = Philox draw at index base + p*cm + sum(step*i)
 };
+/// The highest opcode value (validators and the artifact reader refuse more).
+inline constexpr Opcode kLastOpcode = Opcode::Rng;
 const char *opcodeName(Opcode opcode);
 
 /// Synchronisation attached to every instruction.
@@ -195,6 +199,14 @@ struct Instruction {
   AccessPattern indices;
   // Collectives.
   uint32_t meshAxes = 0; ///< bitmask of mesh axes the collective spans
+  // Rng: srcs[0] is the seed, [P, 2] int32 (low, high word) on every
+  // partition of dst; base, channelMultiplier and steps give each element's
+  // int64 counter. Bernoulli: dst = (draw >> 8) < value ? 1 : 0 (value an
+  // integer threshold in [0, 2^24]); otherwise uniform: dst = low + (high -
+  // low) * (draw >> 8) * 2^-24 with low and high the immediates of
+  // scalar0 and scalar1, computed in double and rounded once.
+  uint32_t rngStream = 0;
+  bool bernoulli = false;
 };
 
 /// Scratch tensors whose name starts with this hold SBUF tiles the compiler

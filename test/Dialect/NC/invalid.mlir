@@ -538,3 +538,59 @@ func.func @f(%t: !nc.tile<sbuf, 128x64xf32>) {
 func.func @f() attributes {nc.spills = 1 : i64} {
   return
 }
+
+// -----
+
+func.func @f(%m: !nc.tile<sbuf, 128x64xi1>, %seed: !nc.tile<sbuf, 64x2xi32>) {
+  // expected-error @+1 {{seed must be [128, 2] i32 (low and high word on every partition of dst), got '!nc.tile<sbuf, 64x2xi32>'}}
+  nc.rng %m, %seed, stream = 0, base = 0, channel_multiplier = 64, steps = [1] {keep_below = 8388608 : i64} : !nc.tile<sbuf, 128x64xi1>, !nc.tile<sbuf, 64x2xi32>
+  return
+}
+
+// -----
+
+func.func @f(%m: !nc.tile<sbuf, 128x64xi1>, %seed: !nc.tile<sbuf, 128x2xi32>) {
+  // expected-error @+1 {{an i1 result needs keep_below (a uniform draw is not a mask)}}
+  nc.rng %m, %seed, stream = 0, base = 0, channel_multiplier = 64, steps = [1] : !nc.tile<sbuf, 128x64xi1>, !nc.tile<sbuf, 128x2xi32>
+  return
+}
+
+// -----
+
+func.func @f(%m: !nc.tile<sbuf, 128x64xf32>, %seed: !nc.tile<sbuf, 128x2xi32>) {
+  // expected-error @+1 {{keep_below 16777217 is outside [0, 2^24]}}
+  nc.rng %m, %seed, stream = 0, base = 0, channel_multiplier = 64, steps = [1] {keep_below = 16777217 : i64} : !nc.tile<sbuf, 128x64xf32>, !nc.tile<sbuf, 128x2xi32>
+  return
+}
+
+// -----
+
+func.func @f(%m: !nc.tile<sbuf, 128x64xi32>, %seed: !nc.tile<sbuf, 128x2xi32>) {
+  // expected-error @+1 {{writes floats or an i1 mask, not 'i32'}}
+  nc.rng %m, %seed, stream = 0, base = 0, channel_multiplier = 64, steps = [1] : !nc.tile<sbuf, 128x64xi32>, !nc.tile<sbuf, 128x2xi32>
+  return
+}
+
+// -----
+
+func.func @f(%m: !nc.tile<sbuf, 128x8x8xf32>, %seed: !nc.tile<sbuf, 128x2xi32>) {
+  // expected-error @+1 {{needs one step per free dimension (2), got 1}}
+  nc.rng %m, %seed, stream = 0, base = 0, channel_multiplier = 64, steps = [1] : !nc.tile<sbuf, 128x8x8xf32>, !nc.tile<sbuf, 128x2xi32>
+  return
+}
+
+// -----
+
+func.func @f(%m: !nc.tile<sbuf, 128x64xf32>, %seed: !nc.tile<sbuf, 128x2xi32>) {
+  // expected-error @+1 {{stream 4294967296 does not fit the 32-bit counter word}}
+  nc.rng %m, %seed, stream = 4294967296, base = 0, channel_multiplier = 64, steps = [1] : !nc.tile<sbuf, 128x64xf32>, !nc.tile<sbuf, 128x2xi32>
+  return
+}
+
+// -----
+
+func.func @f(%m: !nc.tile<sbuf, 128x64xf32>, %seed: !nc.tile<hbm, 128x2xi32>) {
+  // expected-error @+1 {{every operand must be in SBUF or PSUM (only DMA moves HBM data)}}
+  nc.rng %m, %seed, stream = 0, base = 0, channel_multiplier = 64, steps = [1] : !nc.tile<sbuf, 128x64xf32>, !nc.tile<hbm, 128x2xi32>
+  return
+}

@@ -52,6 +52,11 @@ func.func @vector_ops() {
   nc.bn_aggr %mv, %st : !nc.tile<sbuf, 64x2xf32>, !nc.tile<sbuf, 64x6xf32>
   // CHECK: nc.iota {{.*}}, base = 0, channel_multiplier = 256, steps = [1]
   nc.iota %i, base = 0, channel_multiplier = 256, steps = [1] : !nc.tile<sbuf, 64x256xi32>
+  %seed = nc.alloc : !nc.tile<sbuf, 64x2xi32>
+  // CHECK: nc.rng {{.*}}, stream = 3, base = 512, channel_multiplier = 256, steps = [1] {keep_below = 15099495 : i64}
+  nc.rng %pred, %seed, stream = 3, base = 512, channel_multiplier = 256, steps = [1] {keep_below = 15099495 : i64} : !nc.tile<sbuf, 64x256xi1>, !nc.tile<sbuf, 64x2xi32>
+  // CHECK: nc.rng {{.*}} {high = 3.000000e+00 : f32, low = -2.000000e+00 : f32}
+  nc.rng %y, %seed, stream = 0, base = 0, channel_multiplier = 256, steps = [1] {low = -2.0 : f32, high = 3.0 : f32} : !nc.tile<sbuf, 64x256xbf16>, !nc.tile<sbuf, 64x2xi32>
   // CHECK: nc.affine_select ge
   nc.affine_select ge %x, %x, base = 0, channel_multiplier = 1, steps = [-1], fill = -3.0e+38 : !nc.tile<sbuf, 64x256xf32>, !nc.tile<sbuf, 64x256xf32>
   // CHECK: nc.activation exp {{.*}} bias_column {{.*}} row_sum

@@ -461,6 +461,40 @@ LogicalResult MemsetOp::verify() {
   return checkVectorLikeEngine(*this, getEngine(), {getDst()});
 }
 
+LogicalResult RngOp::verify() {
+  if (failed(
+          checkVectorLikeEngine(*this, Engine::vector, {getDst(), getSeed()})))
+    return failure();
+  TileType dst = tileOf(getDst()), seed = tileOf(getSeed());
+  if (seed.getPartitions() != dst.getPartitions() ||
+      seed.getFreeElements() != 2 ||
+      !seed.getElementType().isSignlessInteger(32))
+    return emitOpError() << "seed must be [" << dst.getPartitions()
+                         << ", 2] i32 (low and high word on every partition "
+                            "of dst), got "
+                         << seed;
+  Type element = dst.getElementType();
+  bool mask = element.isSignlessInteger(1);
+  if (!mask && !isa<FloatType>(element))
+    return emitOpError() << "writes floats or an i1 mask, not " << element;
+  if (getSteps().size() != dst.getFreeShape().size())
+    return emitOpError() << "needs one step per free dimension ("
+                         << dst.getFreeShape().size() << "), got "
+                         << getSteps().size();
+  if (getStream() > int64_t(UINT32_MAX))
+    return emitOpError() << "stream " << getStream()
+                         << " does not fit the 32-bit counter word";
+  if (std::optional<int64_t> keepBelow = getKeepBelow()) {
+    if (*keepBelow < 0 || *keepBelow > (int64_t(1) << 24))
+      return emitOpError() << "keep_below " << *keepBelow
+                           << " is outside [0, 2^24]";
+  } else if (mask) {
+    return emitOpError() << "an i1 result needs keep_below (a uniform draw "
+                            "is not a mask)";
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // GpSimd
 //===----------------------------------------------------------------------===//

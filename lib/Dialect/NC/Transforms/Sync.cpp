@@ -220,7 +220,7 @@ int64_t mlir::nc::streamOf(Operation *op) {
     return vectorLike(o.getEngine());
   if (auto o = dyn_cast<MemsetOp>(op))
     return vectorLike(o.getEngine());
-  if (isa<SelectOp, BnStatsOp, BnAggrOp>(op))
+  if (isa<SelectOp, BnStatsOp, BnAggrOp, RngOp>(op))
     return 1;
   if (isa<IotaOp, AffineSelectOp>(op))
     return 3;

@@ -232,6 +232,34 @@ def NC_MemsetOp : NC_Op<"memset"> {
   let hasVerifier = 1;
 }
 
+def NC_RngOp : NC_Op<"rng"> {
+  let summary = "counter-based random numbers (Philox4x32-10) on the Vector Engine";
+  let description = [{
+    Element `[p, i...]` draws `u` = the top 24 bits of Philox4x32-10 word 0
+    with key = the 64-bit seed (`seed` holds its low and high words as two
+    i32 on every partition of `dst`) and counter = (c mod 2^32, c / 2^32,
+    `stream`, 0), where `c = base + p * channel_multiplier + sum(steps * i)`
+    in 64 bits. With `keep_below = T` it writes `u < T ? 1 : 0` (dropout
+    masks; T = ceil(p * 2^24) makes this exactly `u * 2^-24 < p`), otherwise
+    `low + (high - low) * u * 2^-24` rounded once to the element type.
+    These are the values trn.rng_bernoulli and trn.rng_uniform define for
+    the element whose row-major index is `c`.
+  }];
+  let arguments = (ins NC_Dst:$dst, NC_Src:$seed,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$stream,
+                       I64Attr:$base, I64Attr:$channel_multiplier,
+                       DenseI64ArrayAttr:$steps,
+                       OptionalAttr<I64Attr>:$keep_below,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$low,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$high);
+  let assemblyFormat = [{
+    $dst `,` $seed `,` `stream` `=` $stream `,` `base` `=` $base `,`
+    `channel_multiplier` `=` $channel_multiplier `,` `steps` `=` $steps
+    attr-dict `:` type($dst) `,` type($seed)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // GpSimd
 //===----------------------------------------------------------------------===//
