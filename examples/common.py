@@ -278,7 +278,7 @@ def train(args: argparse.Namespace, model: torch.nn.Module, loss_fn: LossFn,
             json.dump({"losses": losses, "steps": steps}, f)
     if args.stats_out and step is not None and not dry_run:
         with open(args.stats_out, "w") as f:
-            json.dump(step.last_stats, f)
+            json.dump(dict(step.last_stats, graphs=step.graphs()), f)
     if args.params_out and not dry_run:
         torch.save({k: v.detach().to("cpu", torch.float32) for k, v in model.state_dict().items()},
                    args.params_out)

@@ -508,6 +508,15 @@ class CompiledStep:
         param = trainable[name.split(".", 1)[1]]
         return torch.zeros_like(param.detach(), memory_format=torch.contiguous_format)
 
+    def graphs(self) -> List[Dict[str, Any]]:
+        """The step graphs this step has traced so far: key, kind, and how
+        each was obtained ("hit", "miss": compiled in this process, or ""
+        while extracting)."""
+        return [{"key": exe.key, "kind": dict(exe.signature)["kind"],
+                 "cache_status": exe.cache_status,
+                 "compile_seconds": exe.compile_seconds}
+                for exe in self._executables.values()]
+
     def sync(self) -> None:
         """Copies parameters, optimizer states and accumulators from the
         device into the model and optimizer (what `model.state_dict()` and
@@ -609,6 +618,8 @@ class CompiledStep:
         self._micro = (self._micro + 1) % self.grad_accum
         if update:
             self._updates += 1
+            if hasattr(self.optimizer, "_step_count"):
+                self.optimizer._step_count += 1  # as in a real run
         extractor.finish_step(first, update)
         return loss
 

@@ -88,6 +88,7 @@ output and cache:
   -o, --output FILE                the artifact (compile)
   --cache-dir DIR                  cache root (default: $TRN_CACHE_DIR, else /var/tmp/trn-compile-cache)
   --no-cache                       compile without reading or writing the cache
+  --cache-only                     compile into the cache, write no artifact (no -o)
   --retry-failed                   recompile a graph whose cached compile failed
   --lock-timeout DURATION          longest wait for another process compiling the same graph (default 1h)
   --report FILE                    write the compile report as JSON
@@ -113,6 +114,7 @@ enum class FlagRole {
   Output,
   CacheDir,
   NoCache,
+  CacheOnly,
   RetryFailed,
   LockTimeout,
   Report,
@@ -148,6 +150,7 @@ const std::vector<FlagSpec> &flagSpecs() {
       {"output", true, FlagRole::Output},
       {"cache-dir", true, FlagRole::CacheDir},
       {"no-cache", false, FlagRole::NoCache},
+      {"cache-only", false, FlagRole::CacheOnly},
       {"retry-failed", false, FlagRole::RetryFailed},
       {"lock-timeout", true, FlagRole::LockTimeout},
       {"report", true, FlagRole::Report},
@@ -197,6 +200,7 @@ struct Options {
   std::string reportPath;
   std::optional<double> lockTimeoutSeconds;
   bool noCache = false;
+  bool cacheOnly = false;
   bool retryFailed = false;
   bool printIR = false;
   bool timing = false;
@@ -315,6 +319,9 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
     case FlagRole::NoCache:
       options.noCache = true;
       break;
+    case FlagRole::CacheOnly:
+      options.cacheOnly = true;
+      break;
     case FlagRole::RetryFailed:
       options.retryFailed = true;
       break;
@@ -391,8 +398,13 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
       return "unexpected argument '" + positionals[2] +
              "'; compile takes one graph";
     options.graphPath = positionals[1];
-    if (options.outputPath.empty())
-      return std::string("compile needs an output: -o OUT");
+    if (options.cacheOnly && !options.outputPath.empty())
+      return std::string("--cache-only compiles into the cache and writes no "
+                         "artifact; drop -o");
+    if (options.cacheOnly && options.noCache)
+      return std::string("--cache-only and --no-cache exclude each other");
+    if (options.outputPath.empty() && !options.cacheOnly)
+      return std::string("compile needs an output: -o OUT (or --cache-only)");
     if (options.outputPath == "-")
       return std::string("-o - would write a binary artifact to stdout; name "
                          "a file");
@@ -878,7 +890,7 @@ int TrnCC::run() {
     timing = timingManager.getRootScope();
   }
   // Fail before any work on outputs that cannot be written.
-  if (options.mode == Options::Mode::Compile)
+  if (options.mode == Options::Mode::Compile && !options.cacheOnly)
     if (auto problem = checkWritable(options.outputPath, "-o"))
       return fail(*problem);
   if (!options.reportPath.empty())
@@ -1053,12 +1065,14 @@ int TrnCC::compile() {
       statusLine += " (compiled by another process; waited " +
                     formatSeconds(result.waitedSeconds) + ")";
   }
-  llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()),
-                       bytes.size());
-  TimingScope writeTiming = timing.nest("write artifact");
-  if (auto problem = writeFileAtomically(options.outputPath, text))
-    return fail(*problem);
-  writeTiming.stop();
+  if (!options.cacheOnly) {
+    llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()),
+                         bytes.size());
+    TimingScope writeTiming = timing.nest("write artifact");
+    if (auto problem = writeFileAtomically(options.outputPath, text))
+      return fail(*problem);
+    writeTiming.stop();
+  }
   status(statusLine);
   note("entry " + report.entryPath);
   return finish(program, report);

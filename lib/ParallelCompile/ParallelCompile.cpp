@@ -1,0 +1,850 @@
+//===- ParallelCompile.cpp - trace-then-compile before training -----------===//
+//
+// The parent stays small and single-threaded: it runs the training command,
+// reads the manifest, asks the cache which graphs it already holds, and then
+// polls worker processes (`trn-cc compile --cache-only`, one per graph, each
+// in its own process group) every few milliseconds. A worker that crashes,
+// is killed or passes its timeout loses only its own graph. The cache does
+// the publishing and the per-key locking, so two tools (or two nodes)
+// compiling the same graph compile it once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/ParallelCompile/ParallelCompile.h"
+
+#include "trn/Cache/Cache.h"
+#include "trn/Cache/Key.h"
+#include "trn/ParallelCompile/Manifest.h"
+#include "trn/ParallelCompile/Process.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <pwd.h>
+#include <sched.h>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace mlir::trn::parallel {
+
+namespace cache = mlir::trn::cache;
+
+namespace {
+
+constexpr const char *kTool = "trn-parallel-compile";
+/// Memory assumed for a graph whose manifest record has no estimate.
+constexpr int64_t kDefaultGraphMemory = int64_t(512) << 20;
+constexpr double kPollSeconds = 0.02;
+
+void say(const std::string &message) {
+  std::cerr << kTool << ": " << message << "\n";
+}
+
+std::string formatSeconds(double seconds) {
+  char text[32];
+  if (seconds < 60)
+    std::snprintf(text, sizeof(text), "%.1f s", seconds);
+  else if (seconds < 3600)
+    std::snprintf(text, sizeof(text), "%dm%02ds", int(seconds) / 60,
+                  int(seconds) % 60);
+  else
+    std::snprintf(text, sizeof(text), "%dh%02dm", int(seconds) / 3600,
+                  int(seconds) % 3600 / 60);
+  return text;
+}
+
+std::string formatBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), unit ? "%.1f %s" : "%.0f %s", value,
+                units[unit]);
+  return text;
+}
+
+bool makeDirectories(const std::string &path, std::string &error) {
+  std::string partial;
+  std::stringstream parts(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/')
+    partial = "/";
+  while (std::getline(parts, part, '/')) {
+    if (part.empty())
+      continue;
+    partial += part + "/";
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      error = "cannot create " + partial + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    error = path + " is not a directory";
+    return false;
+  }
+  return true;
+}
+
+std::string absolutePath(const std::string &path) {
+  if (path.empty() || path[0] == '/')
+    return path;
+  char buffer[4096];
+  if (!getcwd(buffer, sizeof(buffer)))
+    return path;
+  return std::string(buffer) + "/" + path;
+}
+
+std::string runId() {
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
+  return std::string(stamp) + "-" + std::to_string(getpid());
+}
+
+/// Every manifest*.jsonl in `directory`, oldest name first.
+std::vector<std::string> manifestsIn(const std::string &directory) {
+  std::vector<std::string> found;
+  if (DIR *dir = opendir(directory.c_str())) {
+    while (dirent *entry = readdir(dir)) {
+      std::string name = entry->d_name;
+      if (name.rfind("manifest", 0) == 0 && name.size() > 6 &&
+          name.substr(name.size() - 6) == ".jsonl")
+        found.push_back(directory + "/" + name);
+    }
+    closedir(dir);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph states and the summary
+//===----------------------------------------------------------------------===//
+
+enum class Status {
+  Pending,
+  Running,
+  Compiled,      ///< compiled by this run
+  Cached,        ///< already in the cache (or compiled meanwhile by another)
+  CachedFailure, ///< a failed compile in the cache, not retried
+  Failed,
+};
+
+struct GraphJob {
+  GraphRecord record;
+  Status status = Status::Pending;
+  std::string reason; ///< why it failed
+  bool transient = false;
+  int attempts = 0;
+  double seconds = 0; ///< compile wall time (last attempt)
+  int64_t peakMemoryBytes = 0;
+  std::string logPath;
+  std::string reportPath;
+  // While running.
+  std::optional<Child> child;
+  bool timedOut = false;
+};
+
+const char *statusName(Status status) {
+  switch (status) {
+  case Status::Pending:
+    return "pending";
+  case Status::Running:
+    return "running";
+  case Status::Compiled:
+    return "compiled";
+  case Status::Cached:
+    return "cached";
+  case Status::CachedFailure:
+    return "failed (cached)";
+  case Status::Failed:
+    return "failed";
+  }
+  return "?";
+}
+
+/// One progress line, redrawn on a terminal, printed every few seconds
+/// otherwise.
+class Progress {
+public:
+  Progress(bool quiet, size_t total) : quiet(quiet), total(total) {
+    terminal = isatty(STDERR_FILENO);
+    start = monotonicSeconds();
+  }
+  void update(size_t done, size_t running, size_t failed, size_t cached,
+              double etaSeconds, bool force = false) {
+    if (quiet)
+      return;
+    double now = monotonicSeconds();
+    double interval = terminal ? 0.2 : 5.0;
+    if (!force && now - lastPrint < interval)
+      return;
+    lastPrint = now;
+    std::ostringstream line;
+    if (terminal) {
+      constexpr int kWidth = 24;
+      int filled = total ? int(kWidth * done / total) : kWidth;
+      line << "\r[" << std::string(filled, '#')
+           << std::string(kWidth - filled, '.') << "] ";
+    } else {
+      line << kTool << ": ";
+    }
+    line << done << "/" << total << " graphs, " << running << " running, "
+         << failed << " failed, " << cached << " cached, elapsed "
+         << formatSeconds(now - start);
+    if (etaSeconds >= 0 && done < total)
+      line << ", ETA " << formatSeconds(etaSeconds);
+    std::string text = line.str();
+    if (terminal) {
+      // Pad over a longer previous line.
+      if (text.size() < lastWidth)
+        text += std::string(lastWidth - text.size(), ' ');
+      lastWidth = text.size();
+      std::cerr << text << std::flush;
+    } else {
+      std::cerr << text << "\n";
+    }
+  }
+  /// Ends a terminal progress line before other output.
+  void finish() {
+    if (!quiet && terminal && lastWidth)
+      std::cerr << "\n";
+    lastWidth = 0;
+  }
+
+private:
+  bool quiet;
+  size_t total;
+  bool terminal = false;
+  double start = 0, lastPrint = -1e9;
+  size_t lastWidth = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// The run
+//===----------------------------------------------------------------------===//
+
+class Runner {
+public:
+  explicit Runner(const Options &options) : options(options) {}
+  int run();
+
+private:
+  int collect(const std::string &manifest, bool &scriptFailed);
+  int compile(std::vector<GraphRecord> graphs);
+  int analyze(const std::vector<GraphRecord> &graphs);
+  int maintenance();
+  bool readManifests(const std::vector<std::string> &paths,
+                     std::vector<GraphRecord> &graphs);
+  bool startJob(GraphJob &job);
+  void finishJob(GraphJob &job, const ExitStatus &exit, cache::Cache &store);
+  int summarize(std::vector<GraphJob> &jobs, double wallSeconds);
+  std::string compilerPath() const;
+
+  const Options &options;
+  std::string workdir, graphsDir, logsDir, cacheRoot;
+  std::string scriptStatus; ///< how the training command ended, for JSON
+};
+
+std::string Runner::compilerPath() const {
+  return options.compiler.empty() ? executableDirectory() + "/trn-cc"
+                                  : options.compiler;
+}
+
+int Runner::run() {
+  if (options.command == Command::Clean ||
+      options.command == Command::ClearLocks)
+    return maintenance();
+
+  workdir = absolutePath(options.workdir.empty() ? defaultWorkdir()
+                                                 : options.workdir);
+  graphsDir = workdir + "/graphs";
+  logsDir = workdir + "/logs";
+  std::string error;
+  if (!makeDirectories(graphsDir, error) || !makeDirectories(logsDir, error)) {
+    say("error: workdir: " + error + " (choose another with --workdir)");
+    return 1;
+  }
+  cacheRoot = cache::resolveRoot(options.cacheDir);
+
+  std::vector<std::string> manifests;
+  bool scriptFailed = false;
+  if (options.command == Command::CollectAndCompile ||
+      options.command == Command::Collect ||
+      (options.command == Command::Analyze &&
+       !options.trainingCommand.empty())) {
+    std::string manifest = graphsDir + "/manifest-" + runId() + ".jsonl";
+    if (int status = collect(manifest, scriptFailed))
+      return status;
+    manifests.push_back(manifest);
+  } else if (!options.manifest.empty()) {
+    manifests.push_back(absolutePath(options.manifest));
+  } else {
+    manifests = manifestsIn(graphsDir);
+    if (manifests.empty()) {
+      say("error: no manifest in " + graphsDir +
+          "; run 'trn-parallel-compile --command collect -- <training "
+          "command>' first, or pass --manifest FILE");
+      return 1;
+    }
+  }
+
+  std::vector<GraphRecord> graphs;
+  if (!readManifests(manifests, graphs))
+    return 1;
+  if (graphs.empty()) {
+    say("error: the training command traced no graph (" + manifests.front() +
+        " is empty): does it wrap its training step with trn.compile_step?");
+    return 1;
+  }
+  if (options.command == Command::Collect) {
+    say("collected " + std::to_string(graphs.size()) + " graphs into " +
+        manifests.front() +
+        "; 'trn-parallel-compile --command compile' compiles them");
+    return scriptFailed ? 1 : 0;
+  }
+  if (options.command == Command::Analyze)
+    return analyze(graphs);
+  int status = compile(std::move(graphs));
+  return scriptFailed && status == 0 ? 1 : status;
+}
+
+bool Runner::readManifests(const std::vector<std::string> &paths,
+                           std::vector<GraphRecord> &graphs) {
+  for (const std::string &path : paths) {
+    std::string error;
+    if (access(path.c_str(), F_OK) != 0)
+      continue; // the command ended before its first step call
+    if (!readManifest(path, graphs, error)) {
+      say("error: " + error);
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Runs the training command in extraction mode. Its output is written to a
+/// log and echoed (unless --quiet) by following that log, so the tail is at
+/// hand when the command fails.
+int Runner::collect(const std::string &manifest, bool &scriptFailed) {
+  if (options.trainingCommand.empty()) {
+    say("error: no training command: trn-parallel-compile [options] -- "
+        "<command ...>");
+    return 2;
+  }
+  std::string log =
+      logsDir + "/collect-" + manifest.substr(manifest.rfind("manifest-") + 9);
+  log = log.substr(0, log.size() - 6) + ".log";
+  std::vector<std::string> env = {"TRN_EXTRACT_GRAPHS_ONLY=1",
+                                  "TRN_GRAPH_MANIFEST=" + manifest,
+                                  "TRN_CACHE_DIR=" + cacheRoot};
+  if (options.maxSteps > 0)
+    env.push_back("TRN_EXTRACT_MAX_STEPS=" + std::to_string(options.maxSteps));
+  if (!options.flags.empty())
+    env.push_back("TRN_CC_FLAGS=" + options.flags);
+  // The script's own output is line-buffered into the log even when Python
+  // writes to a file.
+  env.push_back("PYTHONUNBUFFERED=1");
+  if (!options.quiet)
+    say("collecting graphs: running the training command in extraction mode "
+        "(log " +
+        log + ")");
+  std::string error;
+  std::optional<Child> child = Child::start(options.trainingCommand, env, log,
+                                            /*stdinNull=*/false, error);
+  if (!child) {
+    say("error: " + error);
+    return 1;
+  }
+  std::ifstream follow;
+  auto echo = [&]() {
+    if (options.quiet)
+      return;
+    if (!follow.is_open()) {
+      follow.open(log, std::ios::binary);
+      if (!follow.is_open())
+        return;
+    }
+    char buffer[8192];
+    while (follow.read(buffer, sizeof(buffer)) || follow.gcount() > 0) {
+      std::cout.write(buffer, follow.gcount());
+      if (follow.gcount() < std::streamsize(sizeof(buffer)))
+        break;
+    }
+    follow.clear();
+    std::cout.flush();
+  };
+  std::optional<ExitStatus> exit;
+  while (!(exit = child->poll())) {
+    echo();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  echo();
+  scriptStatus = exit->describe();
+  if (exit->success())
+    return 0;
+  std::string tail = tailOfFile(log, 15);
+  say("error: the training command failed (" + exit->describe() +
+      "); the last lines of its output (" + log + "):");
+  std::istringstream lines(tail);
+  for (std::string line; std::getline(lines, line);)
+    std::cerr << "  | " << line << "\n";
+  if (!options.ignoreScriptError)
+    return 1;
+  say("--ignore-script-error: compiling the graphs collected before it "
+      "failed");
+  scriptFailed = true;
+  return 0;
+}
+
+int Runner::maintenance() {
+  std::vector<std::string> argv = {
+      executableDirectory() + "/trn-cache",
+      options.command == Command::Clean ? "clean" : "clear-locks"};
+  if (!options.cacheDir.empty()) {
+    argv.push_back("--cache-dir");
+    argv.push_back(options.cacheDir);
+  }
+  for (const std::string &arg : options.maintenanceArgs)
+    argv.push_back(arg);
+  std::string error;
+  std::optional<Child> child =
+      Child::start(argv, {}, /*logPath=*/"", /*stdinNull=*/false, error);
+  if (!child) {
+    say("error: " + error);
+    return 1;
+  }
+  ExitStatus exit = child->wait();
+  return exit.exited ? exit.code : 1;
+}
+
+bool Runner::startJob(GraphJob &job) {
+  ++job.attempts;
+  std::string stem = logsDir + "/" + job.record.key;
+  job.logPath = stem + ".log";
+  job.reportPath = stem + ".report.json";
+  std::remove(job.reportPath.c_str());
+  std::vector<std::string> argv = {
+      compilerPath(), "compile", job.record.graphPath, "--cache-only",
+      "--cache-dir",  cacheRoot, "--report",           job.reportPath};
+  if (options.retryFailed)
+    argv.push_back("--retry-failed");
+  for (const std::string &flag : job.record.flags)
+    argv.push_back(flag);
+  // A worker with many threads would fight its neighbours for the cores.
+  std::vector<std::string> env = {"OMP_NUM_THREADS=1",
+                                  "OPENBLAS_NUM_THREADS=1"};
+  std::string error;
+  job.child = Child::start(argv, env, job.logPath, /*stdinNull=*/true, error);
+  job.timedOut = false;
+  if (!job.child) {
+    job.status = Status::Failed;
+    job.reason = error;
+    job.transient = false;
+    return false;
+  }
+  job.status = Status::Running;
+  return true;
+}
+
+/// Classifies a finished worker (docs/parallel-compile.md, "Failures").
+void Runner::finishJob(GraphJob &job, const ExitStatus &exit,
+                       cache::Cache &store) {
+  job.child.reset();
+  job.seconds = exit.seconds;
+  job.peakMemoryBytes = exit.peakMemoryBytes;
+  job.transient = false;
+  if (exit.success()) {
+    job.status = Status::Compiled;
+    std::ifstream in(job.reportPath);
+    nlohmann::json report =
+        nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (report.is_object() && report.value("cache", "") == "hit")
+      job.status = Status::Cached; // another process compiled it meanwhile
+    if (report.is_object() && report.contains("compile_seconds") &&
+        report["compile_seconds"].is_number() && job.status == Status::Compiled)
+      job.seconds = report["compile_seconds"].get<double>();
+    return;
+  }
+  job.status = Status::Failed;
+  std::string tail = tailOfFile(job.logPath, 1);
+  const std::string prefix = "trn-cc: error: ";
+  if (tail.rfind(prefix, 0) == 0)
+    tail = tail.substr(prefix.size());
+  if (!exit.exited) {
+    if (job.timedOut) {
+      job.reason = "timeout: still compiling after " +
+                   formatSeconds(options.timeoutPerGraph) +
+                   " (--timeout-per-graph)";
+    } else if (exit.signal == SIGKILL || exit.signal == SIGTERM ||
+               exit.signal == SIGINT || exit.signal == SIGHUP) {
+      job.reason = "killed by " + signalName(exit.signal) +
+                   (exit.signal == SIGKILL ? " (out of memory?)" : "");
+      job.transient = true;
+    } else {
+      job.reason = "compiler crashed (" + signalName(exit.signal) +
+                   "): a trn-cc bug; please report it with the graph file";
+    }
+    return;
+  }
+  if (exit.code == 2) {
+    job.reason = "bad compile flags: " + tail;
+    return;
+  }
+  // Exit status 1: a compile error leaves a failed entry in the cache;
+  // anything else (I/O, a lock, a full disk) may pass on a retry.
+  std::optional<cache::CacheKey> key = cache::CacheKey::parse(job.record.key);
+  std::optional<cache::Entry> entry =
+      key ? store.lookup(*key) : std::optional<cache::Entry>();
+  if (entry && entry->status == cache::EntryStatus::Failed) {
+    job.reason = "compile error: " +
+                 (entry->diagnostic.empty() ? tail : entry->diagnostic);
+    return;
+  }
+  job.reason = tail.empty() ? exit.describe() : tail;
+  job.transient = true;
+}
+
+int Runner::compile(std::vector<GraphRecord> graphs) {
+  double start = monotonicSeconds();
+  cache::CacheOptions cacheOptions;
+  cacheOptions.root = cacheRoot;
+  std::vector<std::string> warnings;
+  cacheOptions.warn = [&](const std::string &message) {
+    warnings.push_back(message);
+  };
+  cache::Result<cache::Cache> store = cache::Cache::open(cacheOptions);
+  if (!store) {
+    say("error: " + store.error);
+    return 1;
+  }
+  std::vector<GraphJob> jobs;
+  for (GraphRecord &record : graphs) {
+    GraphJob job;
+    job.record = std::move(record);
+    jobs.push_back(std::move(job));
+  }
+
+  // What the cache already holds.
+  for (GraphJob &job : jobs) {
+    std::optional<cache::CacheKey> key = cache::CacheKey::parse(job.record.key);
+    if (!key) {
+      job.status = Status::Failed;
+      job.reason = "the manifest's key is malformed";
+      continue;
+    }
+    if (std::optional<cache::Entry> entry = store->lookup(*key)) {
+      if (entry->status == cache::EntryStatus::Done) {
+        job.status = Status::Cached;
+        job.seconds = entry->metadata.compileSeconds;
+        continue;
+      }
+      if (!options.retryFailed) {
+        job.status = Status::CachedFailure;
+        job.reason = "compile error (cached; --retry-failed recompiles): " +
+                     entry->diagnostic;
+        continue;
+      }
+    }
+    if (access(job.record.graphPath.c_str(), R_OK) != 0) {
+      job.status = Status::Failed;
+      job.reason = "graph file " + job.record.graphPath + " is missing";
+    }
+  }
+  for (const std::string &warning : warnings)
+    say("warning: " + warning);
+
+  // Longest first: the last graph to start should be a short one.
+  std::vector<size_t> queue;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (jobs[i].status == Status::Pending)
+      queue.push_back(i);
+  std::stable_sort(queue.begin(), queue.end(), [&](size_t a, size_t b) {
+    return jobs[a].record.estimatedSeconds > jobs[b].record.estimatedSeconds;
+  });
+  std::deque<size_t> pending(queue.begin(), queue.end());
+
+  int64_t budget = memoryBudgetBytes();
+  int parallel = options.numParallel > 0 ? options.numParallel
+                                         : std::max(1, availableCpus());
+  auto memoryOf = [&](const GraphJob &job) {
+    return job.record.estimatedMemoryBytes > 0 ? job.record.estimatedMemoryBytes
+                                               : kDefaultGraphMemory;
+  };
+  double estimatedTotal = 0;
+  for (size_t index : pending)
+    estimatedTotal += jobs[index].record.estimatedSeconds;
+  if (!options.quiet) {
+    size_t cached = jobs.size() - pending.size();
+    say(std::to_string(jobs.size()) +
+        " graphs: " + std::to_string(pending.size()) + " to compile, " +
+        std::to_string(cached) + " already cached or failed before; " +
+        std::to_string(parallel) + " workers, memory budget " +
+        formatBytes(budget) + ", cache " + store->versionDir());
+  }
+
+  Progress progress(options.quiet, jobs.size());
+  std::vector<size_t> running;
+  int64_t memoryInUse = 0;
+  double estimatedDone = 0, actualDone = 0;
+  auto counts = [&](size_t &done, size_t &failed, size_t &cached) {
+    done = failed = cached = 0;
+    for (const GraphJob &job : jobs) {
+      bool finished =
+          job.status != Status::Pending && job.status != Status::Running;
+      done += finished;
+      failed +=
+          job.status == Status::Failed || job.status == Status::CachedFailure;
+      cached += job.status == Status::Cached;
+    }
+  };
+  auto report = [&](bool force) {
+    size_t done, failed, cached;
+    counts(done, failed, cached);
+    double eta = -1;
+    if (estimatedDone > 0) {
+      double remaining = 0;
+      for (size_t index : pending)
+        remaining += jobs[index].record.estimatedSeconds;
+      for (size_t index : running)
+        remaining += jobs[index].record.estimatedSeconds / 2;
+      eta = remaining * (actualDone / estimatedDone) / parallel;
+    }
+    progress.update(done, running.size(), failed, cached, eta, force);
+  };
+
+  while (!pending.empty() || !running.empty()) {
+    // Start what fits: the worker count and the memory budget (one worker
+    // always runs, whatever its estimate).
+    while (!pending.empty() && int(running.size()) < parallel) {
+      GraphJob &next = jobs[pending.front()];
+      if (!running.empty() && memoryInUse + memoryOf(next) > budget)
+        break;
+      size_t index = pending.front();
+      pending.pop_front();
+      if (startJob(next)) {
+        running.push_back(index);
+        memoryInUse += memoryOf(next);
+      }
+    }
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(int(kPollSeconds * 1000)));
+    for (size_t i = 0; i < running.size();) {
+      GraphJob &job = jobs[running[i]];
+      if (options.timeoutPerGraph > 0 && !job.timedOut &&
+          job.child->elapsedSeconds() > options.timeoutPerGraph) {
+        job.timedOut = true;
+        job.child->killGroup(SIGKILL);
+      }
+      std::optional<ExitStatus> exit = job.child->poll();
+      if (!exit) {
+        ++i;
+        continue;
+      }
+      memoryInUse -= memoryOf(job);
+      finishJob(job, *exit, *store);
+      if (job.status == Status::Compiled) {
+        estimatedDone += job.record.estimatedSeconds;
+        actualDone += job.seconds;
+      }
+      if (job.status == Status::Failed && job.transient &&
+          job.attempts <= options.retries) {
+        progress.finish();
+        if (!options.quiet)
+          say("retrying " + job.record.key + " (attempt " +
+              std::to_string(job.attempts + 1) + "): " + job.reason);
+        job.status = Status::Pending;
+        pending.push_front(running[i]);
+      }
+      running.erase(running.begin() + i);
+    }
+    report(false);
+  }
+  report(true);
+  progress.finish();
+  (void)estimatedTotal;
+  return summarize(jobs, monotonicSeconds() - start);
+}
+
+int Runner::summarize(std::vector<GraphJob> &jobs, double wallSeconds) {
+  size_t compiled = 0, cached = 0, failed = 0;
+  double sequential = 0;
+  for (const GraphJob &job : jobs) {
+    compiled += job.status == Status::Compiled;
+    cached += job.status == Status::Cached;
+    failed +=
+        job.status == Status::Failed || job.status == Status::CachedFailure;
+    if (job.status == Status::Compiled || job.status == Status::Failed)
+      sequential += job.seconds;
+  }
+  // The anchor's three lines, then what it does not say.
+  say("Total graphs: " + std::to_string(jobs.size()));
+  say("Total successful compilations: " + std::to_string(compiled));
+  say("Total failed compilations: " + std::to_string(failed));
+  say("Already cached: " + std::to_string(cached));
+  std::ostringstream timing;
+  timing << "wall time " << formatSeconds(wallSeconds)
+         << "; compiling one by one would take " << formatSeconds(sequential);
+  say(timing.str());
+  if (failed) {
+    std::cerr << "failed graphs:\n";
+    for (const GraphJob &job : jobs) {
+      if (job.status != Status::Failed && job.status != Status::CachedFailure)
+        continue;
+      std::cerr << "  " << job.record.key << "  " << job.record.graphName;
+      if (!job.record.inputSummary.empty())
+        std::cerr << " (" << job.record.inputSummary << ")";
+      std::cerr << "\n    reason: " << job.reason << "\n";
+      if (!job.logPath.empty())
+        std::cerr << "    log:    " << job.logPath << "\n";
+      std::cerr << "    graph:  " << job.record.graphPath << "\n";
+    }
+  }
+
+  if (!options.jsonPath.empty()) {
+    nlohmann::json out;
+    out["command"] = commandName(options.command);
+    out["cache_dir"] = cacheRoot;
+    out["workdir"] = workdir;
+    if (!scriptStatus.empty())
+      out["training_command"] = scriptStatus;
+    out["summary"] = {{"graphs", jobs.size()},
+                      {"compiled", compiled},
+                      {"cached", cached},
+                      {"failed", failed},
+                      {"wall_seconds", wallSeconds},
+                      {"sequential_seconds", sequential}};
+    nlohmann::json records = nlohmann::json::array();
+    for (const GraphJob &job : jobs) {
+      nlohmann::json record = {
+          {"key", job.record.key},
+          {"graph", job.record.graphPath},
+          {"graph_name", job.record.graphName},
+          {"status", statusName(job.status)},
+          {"seconds", job.seconds},
+          {"peak_memory_bytes", job.peakMemoryBytes},
+          {"attempts", job.attempts},
+          {"estimated_seconds", job.record.estimatedSeconds},
+          {"estimated_memory_bytes", job.record.estimatedMemoryBytes}};
+      if (!job.reason.empty())
+        record["reason"] = job.reason;
+      if (!job.logPath.empty())
+        record["log"] = job.logPath;
+      records.push_back(std::move(record));
+    }
+    out["graphs"] = std::move(records);
+    std::string temp = options.jsonPath + ".tmp." + std::to_string(getpid());
+    std::ofstream file(temp);
+    file << out.dump(2) << "\n";
+    file.close();
+    if (!file || std::rename(temp.c_str(), options.jsonPath.c_str()) != 0) {
+      std::remove(temp.c_str());
+      say("error: cannot write --json " + options.jsonPath);
+      return 1;
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+int Runner::analyze(const std::vector<GraphRecord> &graphs) {
+  // Item 5 of the issue: estimates from the manifest. The per-core HBM
+  // need and unsupported ops come with the next step of this tool.
+  int64_t ops = 0, memory = 0;
+  double seconds = 0;
+  for (const GraphRecord &graph : graphs) {
+    ops += graph.ops;
+    seconds += graph.estimatedSeconds;
+    memory = std::max(memory, graph.estimatedMemoryBytes);
+    std::cout << graph.key << "  " << graph.graphName << "  " << graph.ops
+              << " ops  ~" << formatSeconds(graph.estimatedSeconds) << "  ~"
+              << formatBytes(graph.estimatedMemoryBytes) << "\n";
+  }
+  std::cout << graphs.size() << " graphs, " << ops
+            << " ops, estimated compile time " << formatSeconds(seconds)
+            << " one by one, largest compile memory " << formatBytes(memory)
+            << "\n";
+  return 0;
+}
+
+} // namespace
+
+const char *commandName(Command command) {
+  switch (command) {
+  case Command::CollectAndCompile:
+    return "collect-and-compile";
+  case Command::Collect:
+    return "collect";
+  case Command::Compile:
+    return "compile";
+  case Command::Analyze:
+    return "analyze";
+  case Command::Clean:
+    return "clean";
+  case Command::ClearLocks:
+    return "clear-locks";
+  }
+  return "?";
+}
+
+std::optional<Command> parseCommand(const std::string &name) {
+  for (Command command :
+       {Command::CollectAndCompile, Command::Collect, Command::Compile,
+        Command::Analyze, Command::Clean, Command::ClearLocks})
+    if (name == commandName(command))
+      return command;
+  return std::nullopt;
+}
+
+std::string defaultWorkdir() {
+  const char *tmp = std::getenv("TMPDIR");
+  std::string base = tmp && *tmp ? tmp : "/tmp";
+  std::string user;
+  if (struct passwd *entry = getpwuid(getuid()))
+    user = entry->pw_name;
+  else
+    user = std::to_string(getuid());
+  return base + "/trn-parallel-compile-" + user;
+}
+
+int64_t memoryBudgetBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string name;
+  int64_t value = 0;
+  std::string unit;
+  while (in >> name >> value >> unit)
+    if (name == "MemAvailable:")
+      return value * 1024 / 10 * 9;
+  return int64_t(4) << 30;
+}
+
+int availableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  return std::max(1, int(std::thread::hardware_concurrency()));
+}
+
+int run(const Options &options) { return Runner(options).run(); }
+
+} // namespace mlir::trn::parallel
