@@ -58,7 +58,9 @@ void say(const std::string &message) {
 
 std::string formatSeconds(double seconds) {
   char text[32];
-  if (seconds < 60)
+  if (seconds < 10)
+    std::snprintf(text, sizeof(text), "%.2f s", seconds);
+  else if (seconds < 60)
     std::snprintf(text, sizeof(text), "%.1f s", seconds);
   else if (seconds < 3600)
     std::snprintf(text, sizeof(text), "%dm%02ds", int(seconds) / 60,
