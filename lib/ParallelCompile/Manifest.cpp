@@ -56,6 +56,7 @@ bool parseRecord(const json &object, const std::string &manifestDir,
       !text("graph_name", record.graphName, false) ||
       !text("script", record.script, false) ||
       !text("call_site", record.callSite, false) ||
+      !text("input_summary", record.inputSummary, false) ||
       !number("ops", record.ops) || !number("elements", record.elements) ||
       !number("estimated_compile_seconds", record.estimatedSeconds) ||
       !number("estimated_compile_memory_bytes", record.estimatedMemoryBytes))

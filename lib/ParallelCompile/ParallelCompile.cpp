@@ -14,6 +14,7 @@
 
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
+#include "trn/ParallelCompile/Cluster.h"
 #include "trn/ParallelCompile/Manifest.h"
 #include "trn/ParallelCompile/Process.h"
 
@@ -186,6 +187,51 @@ const char *statusName(Status status) {
   return "?";
 }
 
+std::optional<Status> statusFromName(const std::string &name) {
+  for (Status status : {Status::Pending, Status::Running, Status::Compiled,
+                        Status::Cached, Status::CachedFailure, Status::Failed})
+    if (name == statusName(status))
+      return status;
+  return std::nullopt;
+}
+
+/// A graph's outcome as --json and the job's results files write it.
+nlohmann::json jobRecord(const GraphJob &job) {
+  nlohmann::json record = {
+      {"key", job.record.key},
+      {"graph", job.record.graphPath},
+      {"graph_name", job.record.graphName},
+      {"status", statusName(job.status)},
+      {"seconds", job.seconds},
+      {"peak_memory_bytes", job.peakMemoryBytes},
+      {"attempts", job.attempts},
+      {"estimated_seconds", job.record.estimatedSeconds},
+      {"estimated_memory_bytes", job.record.estimatedMemoryBytes}};
+  if (!job.reason.empty())
+    record["reason"] = job.reason;
+  if (!job.logPath.empty())
+    record["log"] = job.logPath;
+  return record;
+}
+
+/// Reads back what jobRecord wrote (the record's other fields come from the
+/// job's manifests).
+bool fromJobRecord(const nlohmann::json &record, GraphJob &job) {
+  if (!record.is_object())
+    return false;
+  std::optional<Status> status =
+      statusFromName(record.value("status", std::string()));
+  if (!status)
+    return false;
+  job.status = *status;
+  job.reason = record.value("reason", std::string());
+  job.logPath = record.value("log", std::string());
+  job.seconds = record.value("seconds", 0.0);
+  job.peakMemoryBytes = record.value("peak_memory_bytes", int64_t(0));
+  job.attempts = record.value("attempts", 0);
+  return true;
+}
+
 /// One progress line, redrawn on a terminal, printed every few seconds
 /// otherwise.
 class Progress {
@@ -254,7 +300,13 @@ public:
 
 private:
   int collect(const std::string &manifest, bool &scriptFailed);
+  /// Compiles `graphs` (those the cache lacks); fills `jobs`. False when
+  /// the cache cannot be opened (after saying why).
+  bool compileGraphs(std::vector<GraphRecord> graphs,
+                     std::vector<GraphJob> &jobs, double &wallSeconds);
   int compile(std::vector<GraphRecord> graphs);
+  /// The multi-task path: publish, meet, split, compile, gather.
+  int compileAsJob(std::vector<GraphRecord> graphs, bool scriptFailed);
   int analyze(const std::vector<GraphRecord> &graphs);
   int maintenance();
   bool readManifests(const std::vector<std::string> &paths,
@@ -267,6 +319,12 @@ private:
   const Options &options;
   std::string workdir, graphsDir, logsDir, cacheRoot;
   std::string scriptStatus; ///< how the training command ended, for JSON
+  TaskIdentity task;
+  std::optional<JobDirectory> job;
+  /// Runs in every polling loop (the job's heartbeat).
+  std::function<void()> tick;
+  /// Prefix of this task's messages in a multi-task job.
+  std::string taskLabel;
 };
 
 std::string Runner::compilerPath() const {
@@ -289,6 +347,32 @@ int Runner::run() {
     return 1;
   }
   cacheRoot = cache::resolveRoot(options.cacheDir);
+  if (!detectTask(task, error)) {
+    say("error: " + error);
+    return 1;
+  }
+  bool asJob = task.multi() && (options.command == Command::CollectAndCompile ||
+                                options.command == Command::Compile);
+  if (asJob) {
+    // The job directory lives in the cache root, which must exist first.
+    cache::CacheOptions cacheOptions;
+    cacheOptions.root = cacheRoot;
+    cache::Result<cache::Cache> store = cache::Cache::open(cacheOptions);
+    if (!store) {
+      say("error: " + store.error);
+      return 1;
+    }
+    job.emplace(cacheRoot, task);
+    if (!job->create(error)) {
+      say("error: " + error);
+      return 1;
+    }
+    tick = [this] { job->heartbeat(); };
+    taskLabel = "task " + std::to_string(task.rank) + ": ";
+    if (!options.quiet)
+      say(taskLabel + "this is " + task.describe() + "; the tasks meet in " +
+          job->path());
+  }
 
   std::vector<std::string> manifests;
   bool scriptFailed = false;
@@ -297,8 +381,13 @@ int Runner::run() {
       (options.command == Command::Analyze &&
        !options.trainingCommand.empty())) {
     std::string manifest = graphsDir + "/manifest-" + runId() + ".jsonl";
-    if (int status = collect(manifest, scriptFailed))
-      return status;
+    if (int status = collect(manifest, scriptFailed)) {
+      // In a job the others wait for this task's graphs: it publishes what
+      // it has and the job fails together.
+      if (!asJob || status == 2)
+        return status;
+      scriptFailed = true;
+    }
     manifests.push_back(manifest);
   } else if (!options.manifest.empty()) {
     manifests.push_back(absolutePath(options.manifest));
@@ -315,6 +404,8 @@ int Runner::run() {
   std::vector<GraphRecord> graphs;
   if (!readManifests(manifests, graphs))
     return 1;
+  if (asJob)
+    return compileAsJob(std::move(graphs), scriptFailed);
   if (graphs.empty()) {
     say("error: the training command traced no graph (" + manifests.front() +
         " is empty): does it wrap its training step with trn.compile_step?");
@@ -400,6 +491,8 @@ int Runner::collect(const std::string &manifest, bool &scriptFailed) {
   std::optional<ExitStatus> exit;
   while (!(exit = child->poll())) {
     echo();
+    if (tick)
+      tick();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   echo();
@@ -529,6 +622,15 @@ void Runner::finishJob(GraphJob &job, const ExitStatus &exit,
 }
 
 int Runner::compile(std::vector<GraphRecord> graphs) {
+  std::vector<GraphJob> jobs;
+  double wallSeconds = 0;
+  if (!compileGraphs(std::move(graphs), jobs, wallSeconds))
+    return 1;
+  return summarize(jobs, wallSeconds);
+}
+
+bool Runner::compileGraphs(std::vector<GraphRecord> graphs,
+                           std::vector<GraphJob> &jobs, double &wallSeconds) {
   double start = monotonicSeconds();
   cache::CacheOptions cacheOptions;
   cacheOptions.root = cacheRoot;
@@ -539,9 +641,8 @@ int Runner::compile(std::vector<GraphRecord> graphs) {
   cache::Result<cache::Cache> store = cache::Cache::open(cacheOptions);
   if (!store) {
     say("error: " + store.error);
-    return 1;
+    return false;
   }
-  std::vector<GraphJob> jobs;
   for (GraphRecord &record : graphs) {
     GraphJob job;
     job.record = std::move(record);
@@ -599,7 +700,7 @@ int Runner::compile(std::vector<GraphRecord> graphs) {
     estimatedTotal += jobs[index].record.estimatedSeconds;
   if (!options.quiet) {
     size_t cached = jobs.size() - pending.size();
-    say(std::to_string(jobs.size()) +
+    say(taskLabel + std::to_string(jobs.size()) +
         " graphs: " + std::to_string(pending.size()) + " to compile, " +
         std::to_string(cached) + " already cached or failed before; " +
         std::to_string(parallel) + " workers, memory budget " +
@@ -652,6 +753,8 @@ int Runner::compile(std::vector<GraphRecord> graphs) {
     }
     std::this_thread::sleep_for(
         std::chrono::milliseconds(int(kPollSeconds * 1000)));
+    if (tick)
+      tick();
     for (size_t i = 0; i < running.size();) {
       GraphJob &job = jobs[running[i]];
       if (options.timeoutPerGraph > 0 && !job.timedOut &&
@@ -686,7 +789,8 @@ int Runner::compile(std::vector<GraphRecord> graphs) {
   report(true);
   progress.finish();
   (void)estimatedTotal;
-  return summarize(jobs, monotonicSeconds() - start);
+  wallSeconds = monotonicSeconds() - start;
+  return true;
 }
 
 int Runner::summarize(std::vector<GraphJob> &jobs, double wallSeconds) {
@@ -738,23 +842,8 @@ int Runner::summarize(std::vector<GraphJob> &jobs, double wallSeconds) {
                       {"wall_seconds", wallSeconds},
                       {"sequential_seconds", sequential}};
     nlohmann::json records = nlohmann::json::array();
-    for (const GraphJob &job : jobs) {
-      nlohmann::json record = {
-          {"key", job.record.key},
-          {"graph", job.record.graphPath},
-          {"graph_name", job.record.graphName},
-          {"status", statusName(job.status)},
-          {"seconds", job.seconds},
-          {"peak_memory_bytes", job.peakMemoryBytes},
-          {"attempts", job.attempts},
-          {"estimated_seconds", job.record.estimatedSeconds},
-          {"estimated_memory_bytes", job.record.estimatedMemoryBytes}};
-      if (!job.reason.empty())
-        record["reason"] = job.reason;
-      if (!job.logPath.empty())
-        record["log"] = job.logPath;
-      records.push_back(std::move(record));
-    }
+    for (const GraphJob &job : jobs)
+      records.push_back(jobRecord(job));
     out["graphs"] = std::move(records);
     std::string temp = options.jsonPath + ".tmp." + std::to_string(getpid());
     std::ofstream file(temp);
@@ -767,6 +856,118 @@ int Runner::summarize(std::vector<GraphJob> &jobs, double wallSeconds) {
     }
   }
   return failed ? 1 : 0;
+}
+
+/// How long a task may stay silent before the others give up on it: its
+/// heartbeat is rewritten every 2 s, and NFS may cache attributes for 60 s.
+constexpr double kTaskLeaseSeconds = 120;
+
+int Runner::compileAsJob(std::vector<GraphRecord> graphs, bool scriptFailed) {
+  std::string error;
+  auto fail = [&](const std::string &message) {
+    say("error: " + taskLabel + message);
+    return 1;
+  };
+  if (!job->publishCollected(graphs, scriptFailed, scriptStatus, error))
+    return fail(error);
+  if (!options.quiet)
+    say(taskLabel + "published " + std::to_string(graphs.size()) +
+        " graphs; waiting for the other tasks' graphs");
+  if (!job->waitForAll("manifest.jsonl", kTaskLeaseSeconds, tick, error))
+    return fail(error);
+  std::vector<GraphRecord> all;
+  std::map<int, std::string> failedCommands;
+  if (!job->readCollected(all, failedCommands, error))
+    return fail(error);
+
+  bool ok = true;
+  if (!failedCommands.empty() && !options.ignoreScriptError) {
+    for (const auto &[rank, status] : failedCommands)
+      say(taskLabel + "the training command of task " + std::to_string(rank) +
+          " failed (" + status +
+          "): nothing is compiled (--ignore-script-error compiles what was "
+          "collected)");
+    ok = false;
+  } else if (all.empty()) {
+    say(taskLabel + "error: no task's training command traced a graph: does "
+                    "it wrap its training step with trn.compile_step?");
+    ok = false;
+  }
+
+  // Each graph to one task, the same split on every task.
+  std::vector<GraphJob> mine;
+  double wallSeconds = 0;
+  if (ok) {
+    std::vector<int> owner = assignGraphs(all, task.size);
+    std::vector<GraphRecord> share;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (owner[i] == task.rank)
+        share.push_back(all[i]);
+    if (!compileGraphs(std::move(share), mine, wallSeconds))
+      ok = false;
+  }
+  nlohmann::json results = {{"ok", ok},
+                            {"wall_seconds", wallSeconds},
+                            {"graphs", nlohmann::json::array()}};
+  for (const GraphJob &graph : mine)
+    results["graphs"].push_back(jobRecord(graph));
+  if (!job->publishText("results.json", results.dump() + "\n", error))
+    return fail(error);
+  if (!job->waitForAll("results.json", kTaskLeaseSeconds, tick, error))
+    return fail(error);
+
+  // Every task reads every result: each exits with the job's status.
+  std::map<std::string, size_t> indexOf;
+  for (size_t i = 0; i < all.size(); ++i)
+    indexOf.emplace(all[i].key, i);
+  std::vector<GraphJob> everything;
+  double jobWall = 0;
+  bool jobOk = true;
+  for (int rank = 0; rank < task.size; ++rank) {
+    std::string text;
+    if (!job->readText(rank, "results.json", text, error))
+      return fail(error);
+    nlohmann::json theirs =
+        nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!theirs.is_object() || !theirs["graphs"].is_array())
+      return fail("task " + std::to_string(rank) + "'s results are unreadable");
+    jobOk = jobOk && theirs.value("ok", false);
+    jobWall = std::max(jobWall, theirs.value("wall_seconds", 0.0));
+    for (const nlohmann::json &record : theirs["graphs"]) {
+      GraphJob graph;
+      auto it = indexOf.find(record.value("key", std::string()));
+      if (it == indexOf.end() || !fromJobRecord(record, graph))
+        return fail("task " + std::to_string(rank) +
+                    "'s results name a graph no task collected");
+      graph.record = all[it->second];
+      if (task.size > 1 && rank != task.rank && !graph.reason.empty())
+        graph.reason = "(task " + std::to_string(rank) + ") " + graph.reason;
+      everything.push_back(std::move(graph));
+    }
+  }
+  int status = 0;
+  if (task.rank == 0 && jobOk) {
+    status = summarize(everything, jobWall);
+  } else {
+    for (const GraphJob &graph : everything)
+      if (graph.status == Status::Failed ||
+          graph.status == Status::CachedFailure)
+        status = 1;
+    if (task.rank != 0 && !options.quiet)
+      say(taskLabel + "compiled its share of the job's " +
+          std::to_string(everything.size()) +
+          " graphs; task 0 prints the job's summary");
+  }
+  if (!jobOk || !failedCommands.empty())
+    status = 1;
+  if (!jobOk && task.rank == 0)
+    say("the job failed: see the tasks' messages above");
+
+  // Rank 0 removes the job directory once every task has read the results.
+  job->publishText("done", "", error);
+  if (task.rank == 0 && job->waitForAll("done", 30, tick, error))
+    job->remove();
+  return status;
 }
 
 int Runner::analyze(const std::vector<GraphRecord> &graphs) {

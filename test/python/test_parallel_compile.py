@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-import trn
 from trn import _trn
 from conftest import EXAMPLES, PYTHON, ROOT
 
@@ -155,7 +154,7 @@ def test_failures_lose_only_their_graph(tmp_path):
 def test_training_command_failure(tmp_path):
     script = tmp_path / "train.py"
     # A script that traces one step and then fails.
-    script.write_text(f"""
+    script.write_text("""
 import torch, trn
 model = torch.nn.Linear(4, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -180,3 +179,77 @@ def test_no_graph_traced(tmp_path):
                     "--", PYTHON, "-c", "print('hello')")
     assert proc.returncode == 1
     assert "traced no graph" in proc.stderr
+
+
+def _job_command(tmp_path: Path, tool_args: list) -> list:
+    return [TOOL, "--cache-dir", str(tmp_path / "cache"), "--workdir", str(tmp_path / "work"),
+            "--json", str(tmp_path / "job.json"), "-j", "1", *tool_args, "--",
+            PYTHON, str(EXAMPLES / "gpt.py"), "--device", "trn", "--steps", "20",
+            "--grad-accum", "2"]
+
+
+def _check_job(tmp_path: Path, proc: subprocess.CompletedProcess, tasks: int) -> None:
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    output = proc.stdout + proc.stderr
+    # Rank 0 prints the job's summary, once.
+    assert output.count("Total graphs: 2") == 1
+    assert "Total successful compilations: 2" in output
+    assert output.count("task 0 prints the job's summary") == tasks - 1
+    data = report(tmp_path / "job.json")
+    # Each graph compiled exactly once in the whole job.
+    assert sorted(g["status"] for g in data["graphs"]) == ["compiled", "compiled"]
+    listing = subprocess.run([str(BIN / "trn-cache"), "list", "--json",
+                              "--cache-dir", str(tmp_path / "cache")],
+                             capture_output=True, text=True)
+    assert listing.returncode == 0
+    assert len(json.loads(listing.stdout)) == 2
+    # The job directory is gone once every task read the results.
+    assert not list((tmp_path / "cache" / "jobs").iterdir())
+
+
+def test_mpirun_tasks_split_the_graphs(tmp_path):
+    env = dict(os.environ, OMPI_MCA_btl_tcp_if_include="lo",
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env.pop("TRN_CC_FLAGS", None)
+    proc = subprocess.run(["mpirun", "--oversubscribe", "-np", "4",
+                           *_job_command(tmp_path, [])],
+                          env=env, capture_output=True, text=True, timeout=600)
+    _check_job(tmp_path, proc, 4)
+
+
+def test_mpirun_one_failing_task_fails_every_task(tmp_path):
+    # Task 2's training command fails: every task exits non-zero, nothing
+    # hangs.
+    script = tmp_path / "train.sh"
+    script.write_text(f"""#!/bin/sh
+if [ "$OMPI_COMM_WORLD_RANK" = 2 ]; then echo "rank 2 ran out of data" >&2; exit 3; fi
+exec {PYTHON} {EXAMPLES / 'gpt.py'} --device trn --steps 20
+""")
+    script.chmod(0o755)
+    wrapper = tmp_path / "task.sh"
+    # Each task's own exit status, whatever mpirun reports.
+    wrapper.write_text(f"""#!/bin/sh
+{TOOL} --cache-dir {tmp_path / 'cache'} --workdir {tmp_path / 'work'} -q -- {script}
+echo "exit $OMPI_COMM_WORLD_RANK $?" > {tmp_path}/status.$OMPI_COMM_WORLD_RANK
+""")
+    wrapper.chmod(0o755)
+    env = dict(os.environ, OMPI_MCA_btl_tcp_if_include="lo",
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.run(["mpirun", "--oversubscribe", "-np", "4", str(wrapper)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    statuses = sorted((tmp_path / f"status.{r}").read_text().split()[2] for r in range(4))
+    assert statuses == ["1", "1", "1", "1"], proc.stderr[-3000:]
+    assert "the training command of task 2 failed (exit status 3)" in proc.stderr
+
+
+def test_srun_tasks_split_the_graphs(tmp_path):
+    from slurm_cluster import SlurmCluster, SlurmUnavailable
+    try:
+        cluster = SlurmCluster(tmp_path).__enter__()
+    except SlurmUnavailable as why:
+        pytest.skip(f"no Slurm here: {why}")
+    try:
+        proc = cluster.run(["srun", "-n", "4", *_job_command(tmp_path, [])])
+        _check_job(tmp_path, proc, 4)
+    finally:
+        cluster.stop()
