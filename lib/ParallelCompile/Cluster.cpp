@@ -225,6 +225,7 @@ bool JobDirectory::publishCollected(const std::vector<GraphRecord> &graphs,
         {"elements", graph.elements},
         {"estimated_compile_seconds", graph.estimatedSeconds},
         {"estimated_compile_memory_bytes", graph.estimatedMemoryBytes},
+        {"hbm_bytes_estimate", graph.hbmBytesEstimate},
         {"input_summary", graph.inputSummary},
         {"script", graph.script},
         {"call_site", graph.callSite}};

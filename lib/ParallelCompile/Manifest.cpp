@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -59,7 +60,8 @@ bool parseRecord(const json &object, const std::string &manifestDir,
       !text("input_summary", record.inputSummary, false) ||
       !number("ops", record.ops) || !number("elements", record.elements) ||
       !number("estimated_compile_seconds", record.estimatedSeconds) ||
-      !number("estimated_compile_memory_bytes", record.estimatedMemoryBytes))
+      !number("estimated_compile_memory_bytes", record.estimatedMemoryBytes) ||
+      !number("hbm_bytes_estimate", record.hbmBytesEstimate))
     return false;
   if (record.key.rfind("MODULE_", 0) != 0 ||
       record.key.find('/') != std::string::npos) {
@@ -112,7 +114,7 @@ bool parseRecord(const json &object, const std::string &manifestDir,
 } // namespace
 
 bool readManifest(const std::string &path, std::vector<GraphRecord> &graphs,
-                  std::string &error) {
+                  std::string &error, std::vector<ProblemRecord> *problems) {
   std::ifstream in(path);
   if (!in) {
     error = "cannot read the manifest " + path;
@@ -131,6 +133,23 @@ bool readManifest(const std::string &path, std::vector<GraphRecord> &graphs,
     std::string why;
     if (object.is_discarded())
       why = "not valid JSON";
+    if (why.empty() && object.is_object() && object.contains("unsupported")) {
+      const json &message = object["unsupported"];
+      if (!message.is_string()) {
+        error = path + ":" + std::to_string(lineNumber) +
+                ": bad manifest record: \"unsupported\" is not a string";
+        return false;
+      }
+      if (problems && std::none_of(problems->begin(), problems->end(),
+                                   [&](const ProblemRecord &seen) {
+                                     return seen.message ==
+                                            message.get<std::string>();
+                                   }))
+        problems->push_back(
+            {message.get<std::string>(), object.value("graph_name", ""),
+             object.value("call_site", ""), object.value("script", "")});
+      continue;
+    }
     if (!why.empty() || !parseRecord(object, manifestDir, record, why)) {
       error = path + ":" + std::to_string(lineNumber) +
               ": bad manifest record: " + why;

@@ -17,6 +17,7 @@
 #include "trn/ParallelCompile/Cluster.h"
 #include "trn/ParallelCompile/Manifest.h"
 #include "trn/ParallelCompile/Process.h"
+#include "trnrt/Target.h"
 
 #include <nlohmann/json.hpp>
 
@@ -307,10 +308,12 @@ private:
   int compile(std::vector<GraphRecord> graphs);
   /// The multi-task path: publish, meet, split, compile, gather.
   int compileAsJob(std::vector<GraphRecord> graphs, bool scriptFailed);
-  int analyze(const std::vector<GraphRecord> &graphs);
+  int analyze(const std::vector<GraphRecord> &graphs,
+              const std::vector<ProblemRecord> &problems);
   int maintenance();
   bool readManifests(const std::vector<std::string> &paths,
-                     std::vector<GraphRecord> &graphs);
+                     std::vector<GraphRecord> &graphs,
+                     std::vector<ProblemRecord> &problems);
   bool startJob(GraphJob &job);
   void finishJob(GraphJob &job, const ExitStatus &exit, cache::Cache &store);
   int summarize(std::vector<GraphJob> &jobs, double wallSeconds);
@@ -402,10 +405,13 @@ int Runner::run() {
   }
 
   std::vector<GraphRecord> graphs;
-  if (!readManifests(manifests, graphs))
+  std::vector<ProblemRecord> problems;
+  if (!readManifests(manifests, graphs, problems))
     return 1;
   if (asJob)
     return compileAsJob(std::move(graphs), scriptFailed);
+  if (options.command == Command::Analyze)
+    return analyze(graphs, problems);
   if (graphs.empty()) {
     say("error: the training command traced no graph (" + manifests.front() +
         " is empty): does it wrap its training step with trn.compile_step?");
@@ -417,19 +423,18 @@ int Runner::run() {
         "; 'trn-parallel-compile --command compile' compiles them");
     return scriptFailed ? 1 : 0;
   }
-  if (options.command == Command::Analyze)
-    return analyze(graphs);
   int status = compile(std::move(graphs));
   return scriptFailed && status == 0 ? 1 : status;
 }
 
 bool Runner::readManifests(const std::vector<std::string> &paths,
-                           std::vector<GraphRecord> &graphs) {
+                           std::vector<GraphRecord> &graphs,
+                           std::vector<ProblemRecord> &problems) {
   for (const std::string &path : paths) {
     std::string error;
     if (access(path.c_str(), F_OK) != 0)
       continue; // the command ended before its first step call
-    if (!readManifest(path, graphs, error)) {
+    if (!readManifest(path, graphs, error, &problems)) {
       say("error: " + error);
       return false;
     }
@@ -456,6 +461,8 @@ int Runner::collect(const std::string &manifest, bool &scriptFailed) {
     env.push_back("TRN_EXTRACT_MAX_STEPS=" + std::to_string(options.maxSteps));
   if (!options.flags.empty())
     env.push_back("TRN_CC_FLAGS=" + options.flags);
+  if (options.command == Command::Analyze)
+    env.push_back("TRN_ANALYZE=1"); // record unsupported ops, go on
   // The script's own output is line-buffered into the log even when Python
   // writes to a file.
   env.push_back("PYTHONUNBUFFERED=1");
@@ -970,24 +977,104 @@ int Runner::compileAsJob(std::vector<GraphRecord> graphs, bool scriptFailed) {
   return status;
 }
 
-int Runner::analyze(const std::vector<GraphRecord> &graphs) {
-  // Item 5 of the issue: estimates from the manifest. The per-core HBM
-  // need and unsupported ops come with the next step of this tool.
-  int64_t ops = 0, memory = 0;
+/// The target a graph's flags name (default trn1), for its HBM size.
+const trnrt::Target &targetOf(const GraphRecord &graph) {
+  for (size_t i = 0; i < graph.flags.size(); ++i) {
+    std::string name;
+    if (graph.flags[i].rfind("--target=", 0) == 0)
+      name = graph.flags[i].substr(9);
+    else if (graph.flags[i] == "--target" && i + 1 < graph.flags.size())
+      name = graph.flags[i + 1];
+    if (const trnrt::Target *target = trnrt::lookupTarget(name))
+      return *target;
+  }
+  return trnrt::trn1Target();
+}
+
+/// `--command analyze`: what the manifest says, in seconds, without
+/// compiling (docs/parallel-compile.md, "analyze").
+int Runner::analyze(const std::vector<GraphRecord> &graphs,
+                    const std::vector<ProblemRecord> &problems) {
+  if (graphs.empty() && problems.empty()) {
+    say("error: the training command traced no graph: does it wrap its "
+        "training step with trn.compile_step?");
+    return 1;
+  }
+  int64_t ops = 0, largestCompileMemory = 0, largestHbm = 0;
   double seconds = 0;
+  size_t overHbm = 0;
+  nlohmann::json records = nlohmann::json::array();
+  std::printf("%-18s %-14s %8s %12s %12s %24s\n", "graph", "key", "ops",
+              "compile", "compile mem", "HBM per NeuronCore");
   for (const GraphRecord &graph : graphs) {
+    const trnrt::Target &target = targetOf(graph);
     ops += graph.ops;
     seconds += graph.estimatedSeconds;
-    memory = std::max(memory, graph.estimatedMemoryBytes);
-    std::cout << graph.key << "  " << graph.graphName << "  " << graph.ops
-              << " ops  ~" << formatSeconds(graph.estimatedSeconds) << "  ~"
-              << formatBytes(graph.estimatedMemoryBytes) << "\n";
+    largestCompileMemory =
+        std::max(largestCompileMemory, graph.estimatedMemoryBytes);
+    largestHbm = std::max(largestHbm, graph.hbmBytesEstimate);
+    bool fits = uint64_t(graph.hbmBytesEstimate) <= target.hbmBytesPerCore;
+    overHbm += !fits;
+    char hbm[64];
+    std::snprintf(hbm, sizeof(hbm), "%s of %s%s",
+                  formatBytes(graph.hbmBytesEstimate).c_str(),
+                  formatBytes(int64_t(target.hbmBytesPerCore)).c_str(),
+                  fits ? "" : " (!)");
+    std::printf("%-18s %-14s %8lld %12s %12s %24s\n", graph.graphName.c_str(),
+                graph.key.substr(0, 14).c_str(), (long long)graph.ops,
+                formatSeconds(graph.estimatedSeconds).c_str(),
+                formatBytes(graph.estimatedMemoryBytes).c_str(), hbm);
+    records.push_back(
+        {{"key", graph.key},
+         {"graph", graph.graphPath},
+         {"graph_name", graph.graphName},
+         {"ops", graph.ops},
+         {"estimated_compile_seconds", graph.estimatedSeconds},
+         {"estimated_compile_memory_bytes", graph.estimatedMemoryBytes},
+         {"hbm_bytes_estimate", graph.hbmBytesEstimate},
+         {"hbm_bytes_per_core", target.hbmBytesPerCore},
+         {"fits", fits},
+         {"target", target.name}});
   }
   std::cout << graphs.size() << " graphs, " << ops
-            << " ops, estimated compile time " << formatSeconds(seconds)
-            << " one by one, largest compile memory " << formatBytes(memory)
-            << "\n";
-  return 0;
+            << " ops; compiling them one by one: ~" << formatSeconds(seconds)
+            << "; largest compile memory ~" << formatBytes(largestCompileMemory)
+            << "; largest HBM need ~" << formatBytes(largestHbm)
+            << " per NeuronCore\n";
+  if (overHbm)
+    std::cout << overHbm
+              << " graphs need more HBM than one NeuronCore has (!): they "
+                 "cannot run unpartitioned; partition them (tensor or "
+                 "pipeline parallelism) or shrink the batch\n";
+  if (!problems.empty()) {
+    std::cout << problems.size()
+              << " step calls could not be traced (the script went on past "
+                 "them):\n";
+    for (const ProblemRecord &problem : problems)
+      std::cout << "  " << problem.graphName << ": " << problem.message << "\n";
+  }
+  if (!options.jsonPath.empty()) {
+    nlohmann::json out = {{"command", "analyze"}, {"graphs", records}};
+    nlohmann::json unsupported = nlohmann::json::array();
+    for (const ProblemRecord &problem : problems)
+      unsupported.push_back({{"graph_name", problem.graphName},
+                             {"message", problem.message},
+                             {"call_site", problem.callSite}});
+    out["unsupported"] = std::move(unsupported);
+    out["summary"] = {{"graphs", graphs.size()},
+                      {"ops", ops},
+                      {"estimated_compile_seconds", seconds},
+                      {"largest_hbm_bytes", largestHbm},
+                      {"over_hbm", overHbm},
+                      {"unsupported", problems.size()}};
+    std::ofstream file(options.jsonPath);
+    file << out.dump(2) << "\n";
+    if (!file) {
+      say("error: cannot write --json " + options.jsonPath);
+      return 1;
+    }
+  }
+  return problems.empty() && overHbm == 0 ? 0 : 1;
 }
 
 } // namespace

@@ -27,6 +27,7 @@ from .errors import ExtractionStop, TrnError
 ENV_ENABLE = "TRN_EXTRACT_GRAPHS_ONLY"
 ENV_MANIFEST = "TRN_GRAPH_MANIFEST"
 ENV_MAX_STEPS = "TRN_EXTRACT_MAX_STEPS"
+ENV_ANALYZE = "TRN_ANALYZE"
 
 
 def enabled() -> bool:
@@ -37,6 +38,12 @@ def enabled() -> bool:
         raise TrnError(f"{ENV_ENABLE}={value!r} is not understood; set it to 1 "
                        "(extract graphs only) or 0")
     return True
+
+
+def analyzing() -> bool:
+    """`trn-parallel-compile --command analyze` sets TRN_ANALYZE=1: an
+    unsupported op is recorded in the manifest instead of ending the script."""
+    return os.environ.get(ENV_ANALYZE, "") not in ("", "0")
 
 
 class Extractor:
@@ -68,6 +75,7 @@ class Extractor:
         self.updates_without_new_graph = 0
         self.window_brought_new_graph = False
         self.seen_keys: set = set()
+        self.seen_problems: set = set()
 
     def record(self, key: str, text: str, record: Dict[str, Any]) -> bool:
         """Writes the graph (once) and appends the manifest line; returns
@@ -81,7 +89,19 @@ class Extractor:
             with os.fdopen(fd, "w") as out:
                 out.write(text)
             os.replace(temp, graph_path)
-        record = dict(record, key=key, graph=graph_path)
+        self._append(dict(record, key=key, graph=graph_path))
+        return new
+
+    def record_problem(self, message: str, record: Dict[str, Any]) -> bool:
+        """Appends a record of a step that could not be translated (analyze
+        mode); returns whether this process saw the problem first."""
+        new = message not in self.seen_problems
+        self.seen_problems.add(message)
+        if new:
+            self._append(record)
+        return new
+
+    def _append(self, record: Dict[str, Any]) -> None:
         line = (json.dumps(record, sort_keys=True) + "\n").encode()
         fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -90,7 +110,6 @@ class Extractor:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
-        return new
 
     def finish_step(self, brought_new_graph: bool, update: bool) -> None:
         """Counts a step call (`update`: it ended an accumulation window);

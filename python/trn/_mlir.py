@@ -10,6 +10,7 @@ names the PyTorch op and the line. Locations do not enter the cache key.
 from __future__ import annotations
 
 import math
+import re
 import struct
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -72,6 +73,10 @@ def literal(value: float, element: str) -> str:
     return f"{value:.17e}"
 
 
+_ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i64": 8, "i32": 4, "i1": 1}
+_USE = re.compile(r"%[0-9]+\b")
+
+
 @dataclass(frozen=True)
 class Value:
     """An SSA value of the graph being built."""
@@ -90,6 +95,9 @@ class Value:
     def numel(self) -> int:
         return math.prod(self.shape)
 
+    def nbytes(self) -> int:
+        return self.numel() * _ELEMENT_BYTES.get(self.element, 4)
+
 
 def _ints(values: Sequence[int]) -> str:
     return "[" + ", ".join(str(int(v)) for v in values) + "]"
@@ -106,6 +114,12 @@ class GraphBuilder:
         self.ops = 0
         self.elements = 0  # summed over every op's results: the work to lower
         self.uses_rng = False
+        # Liveness of op results (bytes, defining op, last using op), for the
+        # HBM estimate; splat constants become immediates and are left out.
+        self._bytes: Dict[str, int] = {}
+        self._defined: Dict[str, int] = {}
+        self._last_use: Dict[str, int] = {}
+        self._splat_names: set = set()
 
     # -- emission ---------------------------------------------------------
 
@@ -121,6 +135,11 @@ class GraphBuilder:
                   for shape, element in results]
         lhs = ", ".join(v.name for v in values)
         self._lines.append(f"    {lhs} = {body} {self.location}")
+        for used in _USE.findall(body):
+            self._last_use[used] = self.ops
+        for v in values:
+            self._bytes[v.name] = v.nbytes()
+            self._defined[v.name] = self.ops
         self.ops += 1
         self.elements += sum(v.numel() for v in values)
         return values
@@ -148,8 +167,29 @@ class GraphBuilder:
         lines = [f"func.func @{name}(\n{arg_text}) -> ({result_types}) {{"]
         lines.extend(self._lines)
         lines.append(f"    return {returned} : {types} {self.location}")
+        for v, _ in results:
+            self._last_use[v.name] = self.ops  # live until the step ends
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+    def peak_live_bytes(self) -> int:
+        """The largest total size of op results alive at once (a value lives
+        from its op to its last use; results to the end): what the backend
+        needs in HBM scratch if it reuses dead values' space, before its own
+        temporaries."""
+        events: Dict[int, int] = {}
+        for name, size in self._bytes.items():
+            if name in self._splat_names:
+                continue
+            start = self._defined[name]
+            end = max(self._last_use.get(name, start), start)
+            events[start] = events.get(start, 0) + size
+            events[end + 1] = events.get(end + 1, 0) - size
+        live = peak = 0
+        for index in sorted(events):
+            live += events[index]
+            peak = max(peak, live)
+        return peak
 
     def argument(self, index: int, shape: Sequence[int], element: str) -> Value:
         return Value(f"%arg{index}", tuple(int(d) for d in shape), element)
@@ -163,6 +203,7 @@ class GraphBuilder:
         if key not in self._constants:
             self._constants[key] = self.emit1(
                 f"trn.constant dense<{text}> : {ty}", shape, element)
+            self._splat_names.add(self._constants[key].name)
         return self._constants[key]
 
     def dense(self, values: Sequence[float], shape: Sequence[int],

@@ -25,7 +25,7 @@ import torch
 
 from . import _extract, _optim, _trace, _translate
 from ._mlir import element_type, torch_dtype
-from .errors import CompileError, DeviceError, TrnError
+from .errors import CompileError, DeviceError, TrnError, UnsupportedOpError
 
 log = logging.getLogger("trn")
 if not log.handlers:
@@ -418,7 +418,16 @@ class CompiledStep:
                 raise TrnError(f"step input #{i} has dtype {t.dtype}, which trn does "
                                "not support (float32, bfloat16, float16, int64, "
                                "int32, bool)")
-        exe, new = self._executable(batch, kind)
+        if self.extracting and _extract.analyzing():
+            # `trn-parallel-compile --command analyze`: an unsupported op is
+            # recorded (with its line) and the script goes on, so that one
+            # run lists every graph's problem.
+            try:
+                exe, new = self._executable(batch, kind)
+            except UnsupportedOpError as error:
+                return self._record_unsupported(batch, kind, str(error))
+        else:
+            exe, new = self._executable(batch, kind)
         self.last_executable = exe
         if self.extracting:
             return self._extract(exe, new, kind)
@@ -589,6 +598,26 @@ class CompiledStep:
 
     # -- extraction -------------------------------------------------------
 
+    def _record_unsupported(self, batch: Sequence[torch.Tensor], kind: str,
+                            message: str) -> torch.Tensor:
+        extractor = _extract.extractor()
+        record = {
+            "unsupported": message,
+            "script": os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "",
+            "call_site": _call_site(),
+            "graph_name": _GRAPH_NAMES[kind],
+            "flags": self.flags,
+            "pid": os.getpid(),
+        }
+        first = extractor.record_problem(message, record)
+        update = kind == "update"
+        if kind != "eval":
+            self._micro = (self._micro + 1) % self.grad_accum
+            if update:
+                self._updates += 1
+            extractor.finish_step(first, update)
+        return torch.zeros((), dtype=torch.float32)
+
     def _extract(self, exe: _Executable, new: bool, kind: str) -> torch.Tensor:
         extractor = _extract.extractor()
         site = _call_site()
@@ -606,6 +635,7 @@ class CompiledStep:
             "trace_seconds": round(exe.trace_seconds, 4),
             "estimated_compile_seconds": _estimate_compile_seconds(exe.graph),
             "estimated_compile_memory_bytes": _estimate_compile_memory(exe.graph),
+            "hbm_bytes_estimate": exe.graph.argument_bytes + exe.graph.peak_live_bytes,
             "pid": os.getpid(),
             "rank": int(os.environ.get("SLURM_PROCID",
                                        os.environ.get("OMPI_COMM_WORLD_RANK", "0"))),

@@ -8,6 +8,7 @@ in the manner of torch-mlir's FX importer.
 
 from __future__ import annotations
 
+import math
 import operator
 import os
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ import torch
 import torch.fx
 
 from . import _aten, _record
-from ._mlir import GraphBuilder, Value, element_type
+from ._mlir import _ELEMENT_BYTES, GraphBuilder, Value, element_type
 from .errors import UnsupportedOpError
 
 
@@ -45,6 +46,10 @@ class Graph:
     uses_rng: bool
     elements: int
     arguments: List[Tuple[ArgSpec, Tuple[int, ...], str]] = field(default_factory=list)
+    # Bytes of the arguments and of the largest set of op results alive at
+    # once: an estimate of the HBM the compiled step lays out.
+    argument_bytes: int = 0
+    peak_live_bytes: int = 0
     results: List[Tuple[ResultSpec, Tuple[int, ...], str]] = field(default_factory=list)
 
 
@@ -226,9 +231,13 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
         result_attrs.append((value, attrs))
         result_list.append((spec, value.shape, value.element))
     text = builder.function(name, arg_attrs, result_attrs)
+    argument_bytes = sum(math.prod(shape) * _ELEMENT_BYTES.get(element, 4)
+                         for _, shape, element in kept_args)
     return Graph(text=text, ops=builder.ops, uses_rng=builder.uses_rng,
                  elements=builder.elements,
-                 arguments=kept_args, results=result_list)
+                 arguments=kept_args, results=result_list,
+                 argument_bytes=argument_bytes,
+                 peak_live_bytes=builder.peak_live_bytes())
 
 
 def _map_nodes(value: Any, env: Dict[Any, Any]) -> Any:

@@ -253,3 +253,53 @@ def test_srun_tasks_split_the_graphs(tmp_path):
         _check_job(tmp_path, proc, 4)
     finally:
         cluster.stop()
+
+
+def test_analyze_estimates_without_compiling(tmp_path):
+    proc = run_tool("--command", "analyze", "--cache-dir", str(tmp_path / "cache"),
+                    "--workdir", str(tmp_path / "w"), "-q", "--json", str(tmp_path / "a.json"),
+                    "--", PYTHON, str(EXAMPLES / "gpt.py"), "--device", "trn",
+                    "--steps", "20", "--grad-accum", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "2 graphs" in proc.stdout
+    data = json.loads((tmp_path / "a.json").read_text())
+    assert sorted(g["graph_name"] for g in data["graphs"]) == ["train_micro_step", "train_step"]
+    assert all(g["fits"] and 0 < g["hbm_bytes_estimate"] < 1 << 30 for g in data["graphs"])
+    assert not list(tmp_path.rglob("MODULE_*.trnart"))  # nothing compiled
+    assert not (tmp_path / "cache").exists()
+
+
+def test_analyze_names_unsupported_ops_and_goes_on(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("""
+import torch, trn
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(4, 4))
+    def forward(self, x):
+        return torch.special.i0(x @ self.w).sum()
+model = Model()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+step = trn.compile_step(model, opt, lambda m, x: m(x))
+for i in range(5):
+    step(torch.ones(3, 4))
+    print("step", i, "done")
+""")
+    proc = run_tool("--command", "analyze", "--cache-dir", str(tmp_path / "cache"),
+                    "--workdir", str(tmp_path / "w"), "--", PYTHON, str(script))
+    assert proc.returncode == 1, proc.stderr
+    assert "step 1 done" in proc.stdout  # the script went on
+    assert "1 step calls could not be traced" in proc.stdout
+    assert "i0" in proc.stdout and "train.py:8" in proc.stdout
+
+
+def test_analyze_flags_a_model_too_large_for_one_core(tmp_path):
+    proc = run_tool("--command", "analyze", "--cache-dir", str(tmp_path / "cache"),
+                    "--workdir", str(tmp_path / "w"), "-q", "--json", str(tmp_path / "a.json"),
+                    "--", PYTHON, str(EXAMPLES / "gpt.py"), "--config", "gpt3-23b",
+                    "--device", "trn", "--steps", "3")
+    assert proc.returncode == 1
+    assert "need more HBM than one NeuronCore has" in proc.stdout
+    graph = json.loads((tmp_path / "a.json").read_text())["graphs"][0]
+    assert not graph["fits"] and graph["hbm_bytes_estimate"] > 16 << 30

@@ -27,17 +27,29 @@ struct GraphRecord {
   int64_t elements = 0;
   double estimatedSeconds = 0;
   int64_t estimatedMemoryBytes = 0;
+  /// Arguments plus the largest set of values alive at once (0: unknown).
+  int64_t hbmBytesEstimate = 0;
   /// "input_ids i64[4, 16], labels i64[4, 16]" (data and label inputs).
   std::string inputSummary;
   int64_t calls = 0; ///< step calls that produced this graph
 };
 
+/// A step call that could not be translated (analyze mode records it and
+/// lets the script go on).
+struct ProblemRecord {
+  std::string message; ///< names the op, its input shapes and the line
+  std::string graphName, callSite, script;
+};
+
 /// Reads `path`; appends the graphs it lists (de-duplicated by key, first
-/// record wins, in first-seen order) to `graphs`. False with a one-line
-/// `error` naming the file and line for an unreadable file or a record that
-/// is not a JSON object with at least "key" and "graph".
+/// record wins, in first-seen order) to `graphs`, and the problem records
+/// (de-duplicated by message) to `problems` when given. False with a
+/// one-line `error` naming the file and line for an unreadable file or a
+/// record that is not a JSON object with at least "key" and "graph" (or
+/// "unsupported").
 bool readManifest(const std::string &path, std::vector<GraphRecord> &graphs,
-                  std::string &error);
+                  std::string &error,
+                  std::vector<ProblemRecord> *problems = nullptr);
 
 } // namespace mlir::trn::parallel
 
