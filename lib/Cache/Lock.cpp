@@ -110,9 +110,24 @@ LockSnapshot readLock(const std::string &lockPath) {
   return snapshot;
 }
 
+/// Whether `snapshot` is the lock file of the acquisition that drew `nonce`.
+/// A lock's identity is its nonce, never its inode number: FUSE filesystems
+/// (sshfs, object-store mounts) give one file other inode numbers under
+/// another name, through another mount or after the kernel forgot it.
+static bool holdsNonce(const LockSnapshot &snapshot, const std::string &nonce) {
+  return snapshot.exists && snapshot.owner && !nonce.empty() &&
+         snapshot.owner->nonce == nonce;
+}
+
+static bool sameHeartbeat(const struct stat &a, const struct stat &b) {
+  return a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
+         a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
+}
+
 double LeaseWatch::quietSeconds(const LockSnapshot &snapshot) {
-  std::string current = std::to_string(snapshot.info.st_ino) + ":" +
-                        std::to_string(snapshot.info.st_mtim.tv_sec) + "." +
+  // The content (with its nonce) names the acquisition; the inode number
+  // is left out because it is not stable on FUSE.
+  std::string current = std::to_string(snapshot.info.st_mtim.tv_sec) + "." +
                         std::to_string(snapshot.info.st_mtim.tv_nsec) + ":" +
                         snapshot.content;
   double now = steadySeconds();
@@ -146,16 +161,18 @@ void HeldLock::startHeartbeat(double seconds,
 }
 
 bool HeldLock::stillOurs() const {
-  struct stat mine, current;
-  return fstat(fd.get(), &mine) == 0 && stat(lockPath.c_str(), &current) == 0 &&
-         sameFile(mine, current);
+  return holdsNonce(readLock(lockPath), owner.nonce);
 }
 
 void HeldLock::beat() {
-  // The lock file and our descriptor are one inode: touching the
-  // descriptor moves the lock's mtime (the server's clock on NFS).
+  // The lock file and our descriptor are one file: touching the descriptor
+  // moves the lock's mtime (the server's clock on NFS). The path is touched
+  // too while it holds our nonce, in case a filesystem gave the name a copy.
   futimens(fd.get(), nullptr);
-  if (!warnedLost && !stillOurs()) {
+  bool ours = stillOurs();
+  if (ours)
+    utimensat(AT_FDCWD, lockPath.c_str(), nullptr, 0);
+  if (!warnedLost && !ours) {
     warnedLost = true;
     if (warn)
       warn("lost the lock on " + keyName +
@@ -179,14 +196,12 @@ void HeldLock::release() {
   if (!stillOurs())
     return; // taken over while we were stalled: the lock is someone else's
   // Move the lock aside before deleting it so that a lock someone else
-  // created after taking ours over is never deleted by mistake.
+  // created after taking ours over is never deleted by mistake: once moved,
+  // the file is ours alone to read, and its nonce says whose it is.
   std::string aside = joinPath(tmpDir, keyName + ".release." + uniqueSuffix());
   if (rename(lockPath.c_str(), aside.c_str()) != 0)
     return;
-  struct stat mine, moved;
-  bool ours = fstat(fd.get(), &mine) == 0 && stat(aside.c_str(), &moved) == 0 &&
-              sameFile(mine, moved);
-  if (!ours)
+  if (!holdsNonce(readLock(aside), owner.nonce))
     link(aside.c_str(), lockPath.c_str());
   unlink(aside.c_str());
 }
@@ -233,10 +248,10 @@ LockAttempt tryLock(const std::string &lockPath, const std::string &tmpDir,
   int linked = callLink(tmpPath.c_str(), lockPath.c_str());
   int linkError = linked == 0 ? 0 : errno;
   // On NFS the reply to a successful link can be lost and the retry report
-  // EEXIST: a link count of 2 on our temporary says the link is ours.
-  struct stat info;
-  bool ours = linked == 0 || (stat(tmpPath.c_str(), &info) == 0 &&
-                              info.st_nlink == 2 && linkError == EEXIST);
+  // EEXIST: our nonce in the lock says the link is ours. (open(2)'s recipe
+  // checks the temporary's link count, which FUSE filesystems do not keep.)
+  bool ours = linked == 0 || (linkError == EEXIST &&
+                              holdsNonce(readLock(lockPath), owner.nonce));
   unlink(tmpPath.c_str());
   if (ours) {
     held = std::make_unique<HeldLock>(lockPath, tmpDir, keyName, std::move(fd),
@@ -258,11 +273,16 @@ bool breakLock(const std::string &lockPath, const std::string &tmpDir,
       joinPath(tmpDir, keyName + ".broken-lock." + uniqueSuffix());
   if (rename(lockPath.c_str(), aside.c_str()) != 0)
     return false; // another breaker won, or the owner released it
+  // Only one breaker's rename succeeds, and from then on the moved file is
+  // ours alone under its unique name: nobody can put another file there,
+  // only its holder can still move its mtime (the heartbeat, through its
+  // descriptor). It is exactly the lock we judged if its content is
+  // unchanged (the content holds the nonce, unique to one acquisition) and
+  // so is its heartbeat. Inode numbers are not compared: FUSE filesystems
+  // do not keep them stable, and the nonce identifies the acquisition.
   LockSnapshot moved = readLock(aside);
-  bool unchanged = moved.exists && sameFile(moved.info, judged.info) &&
-                   moved.content == judged.content &&
-                   moved.info.st_mtim.tv_sec == judged.info.st_mtim.tv_sec &&
-                   moved.info.st_mtim.tv_nsec == judged.info.st_mtim.tv_nsec;
+  bool unchanged = moved.exists && moved.content == judged.content &&
+                   sameHeartbeat(moved.info, judged.info);
   if (!unchanged) {
     // We moved a lock that is alive after all: put it back unless a new
     // lock already took the name.

@@ -81,7 +81,8 @@ public:
   /// warns once if another process took the lock over.
   void startHeartbeat(double seconds,
                       std::function<void(const std::string &)> warn);
-  /// Removes the lock if it is still ours.
+  /// Removes the lock if it is still ours: if it holds our nonce (not by
+  /// inode, which FUSE filesystems do not keep stable).
   void release();
 
 private:
@@ -113,8 +114,8 @@ LockAttempt tryLock(const std::string &lockPath, const std::string &tmpDir,
                     int &error);
 
 /// Removes the lock at `lockPath` if it is still exactly the one in
-/// `judged` (same inode, content and heartbeat). It is first renamed to a
-/// unique name, so of several breakers only one wins, and is put back if it
+/// `judged` (same content, hence nonce, and heartbeat). It is first renamed to
+/// a unique name, so of several breakers only one wins, and is put back if it
 /// turns out to be a different, live lock. Returns true if it was removed.
 bool breakLock(const std::string &lockPath, const std::string &tmpDir,
                const std::string &keyName, const LockSnapshot &judged);

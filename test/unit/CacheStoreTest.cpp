@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "CacheTestSupport.h"
+// The lock mechanics themselves (breakLock, readLock) are internal.
+#include "../../lib/Cache/Lock.h"
 
 #include <gtest/gtest.h>
 
@@ -862,6 +864,142 @@ TEST_F(CacheStoreTest, WithoutHardLinksCompilesLocklessAndWarnsOnce) {
       << warnings.all();
   EXPECT_EQ(countNames(cache->versionDir() + "/locks"), 0u);
   EXPECT_EQ(countNames(cache->versionDir() + "/tmp"), 0u);
+}
+
+//===----------------------------------------------------------------------===//
+// Lock identity: the nonce in the lock file, never its inode
+//===----------------------------------------------------------------------===//
+
+/// Replaces `path` by a copy of itself: the same bytes and mtime under a new
+/// inode, as FUSE filesystems (sshfs) present one file under another name.
+void replaceByCopy(const std::string &path) {
+  struct stat before, after;
+  ASSERT_EQ(stat(path.c_str(), &before), 0);
+  std::string copy = path + ".copy";
+  writeText(copy, readText(path));
+  struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(utimensat(AT_FDCWD, copy.c_str(), times, 0), 0);
+  ASSERT_EQ(rename(copy.c_str(), path.c_str()), 0);
+  ASSERT_EQ(stat(path.c_str(), &after), 0);
+  ASSERT_NE(after.st_ino, before.st_ino);
+}
+
+/// Replaces `path` by the lock of another acquisition (another nonce).
+void replaceByOtherLock(const std::string &path, const std::string &nonce) {
+  FakeOwner other;
+  other.host = "node-9";
+  other.bootId = "other-boot";
+  other.nonce = nonce;
+  writeLock(path + ".other", other);
+  ASSERT_EQ(rename((path + ".other").c_str(), path.c_str()), 0);
+}
+
+TEST_F(CacheStoreTest, ReleaseRemovesOurLockEvenUnderAnotherInode) {
+  CacheOptions o = options();
+  o.heartbeatSeconds = 0.02; // heartbeats run while the copy is in place
+  Result<Cache> cache = Cache::open(o);
+  ASSERT_TRUE(cache) << cache.error;
+  CacheKey key = makeKey("copied-lock");
+  std::string lock = lockPath(*cache, key);
+  CompileResult result = cache->getOrCompile(key, "g", [&] {
+    replaceByCopy(lock);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return successOutput("copied-lock");
+  });
+  EXPECT_EQ(result.source, CompileResult::Source::Compiled);
+  EXPECT_FALSE(fs::exists(lock));
+  EXPECT_TRUE(cache->locks().empty());
+  EXPECT_EQ(countNames(cache->versionDir() + "/tmp"), 0u);
+  EXPECT_EQ(warnings.all(), ""); // in particular no "lost the lock"
+}
+
+TEST_F(CacheStoreTest, ALockTakenOverMeanwhileIsLeftToItsNewHolder) {
+  CacheOptions o = options();
+  o.heartbeatSeconds = 0.02;
+  Result<Cache> cache = Cache::open(o);
+  ASSERT_TRUE(cache) << cache.error;
+  CacheKey key = makeKey("taken-over");
+  std::string lock = lockPath(*cache, key);
+  CompileResult result = cache->getOrCompile(key, "g", [&] {
+    replaceByOtherLock(lock, "someone-elses-nonce");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return successOutput("taken-over");
+  });
+  EXPECT_EQ(result.source, CompileResult::Source::Compiled);
+  ASSERT_TRUE(fs::exists(lock));
+  EXPECT_NE(readText(lock).find("someone-elses-nonce"), std::string::npos);
+  EXPECT_EQ(warnings.count("lost the lock on " + key.dirName()), 1u)
+      << warnings.all();
+  EXPECT_EQ(countNames(cache->versionDir() + "/tmp"), 0u);
+}
+
+TEST_F(CacheStoreTest, BreakingAStaleLockJudgesItsContentNotItsInode) {
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  CacheKey key = makeKey("break-by-nonce");
+  std::string lock = lockPath(*cache, key);
+  std::string tmp = cache->versionDir() + "/tmp";
+  FakeOwner dead;
+  dead.pid = deadPid();
+  dead.nonce = "dead-owners-nonce";
+
+  // The lock judged stale, seen again under another inode: removed.
+  writeLock(lock, dead);
+  detail::LockSnapshot judged = detail::readLock(lock);
+  replaceByCopy(lock);
+  EXPECT_TRUE(detail::breakLock(lock, tmp, key.dirName(), judged));
+  EXPECT_FALSE(fs::exists(lock));
+
+  // Another acquisition took the name after the judgement: put back.
+  writeLock(lock, dead);
+  judged = detail::readLock(lock);
+  replaceByOtherLock(lock, "a-new-acquisition");
+  EXPECT_FALSE(detail::breakLock(lock, tmp, key.dirName(), judged));
+  EXPECT_NE(readText(lock).find("a-new-acquisition"), std::string::npos);
+
+  // Its holder heartbeated after the judgement: put back.
+  judged = detail::readLock(lock);
+  backdate(lock, 5);
+  EXPECT_FALSE(detail::breakLock(lock, tmp, key.dirName(), judged));
+  EXPECT_NE(readText(lock).find("a-new-acquisition"), std::string::npos);
+  EXPECT_EQ(countNames(tmp), 0u);
+
+  // Through the store: a dead owner's lock presented as a copy is taken
+  // over at once.
+  writeLock(lock, dead);
+  replaceByCopy(lock);
+  CompileResult result = cache->getOrCompile(
+      key, "g", [] { return successOutput("break-by-nonce"); });
+  EXPECT_EQ(result.source, CompileResult::Source::Compiled);
+  EXPECT_LT(result.waitedSeconds, 1.0);
+  EXPECT_EQ(warnings.count("took over the stale lock"), 1u) << warnings.all();
+  EXPECT_FALSE(fs::exists(lock));
+}
+
+TEST_F(CacheStoreTest, ALostLinkReplyIsRecognisedByOurNonce) {
+  // The link happens but reports EEXIST, as a retransmission does on NFS
+  // after a lost reply; FUSE filesystems also misreport link counts.
+  setLinkFunctionForTesting([](const char *from, const char *to) {
+    if (link(from, to) == 0)
+      errno = EEXIST;
+    return -1;
+  });
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  CacheKey key = makeKey("lost-reply");
+  std::string lock = lockPath(*cache, key);
+  bool sawOurLock = false;
+  CompileResult result = cache->getOrCompile(key, "g", [&] {
+    sawOurLock = readText(lock).find("\"pid\":" + std::to_string(getpid())) !=
+                 std::string::npos;
+    return successOutput("lost-reply");
+  });
+  setLinkFunctionForTesting(nullptr);
+  EXPECT_EQ(result.source, CompileResult::Source::Compiled);
+  EXPECT_TRUE(sawOurLock);
+  EXPECT_LT(result.waitedSeconds, 1.0);
+  EXPECT_EQ(warnings.all(), "");
+  EXPECT_FALSE(fs::exists(lock));
 }
 
 //===----------------------------------------------------------------------===//
