@@ -15,6 +15,7 @@ packages=(
   libgtest-dev libgmock-dev
   pybind11-dev python3-dev python3-torch python3-numpy python3-pytest
   libopenmpi-dev openmpi-bin
+  slurmctld slurmd slurm-client munge
   libopenblas-dev
   nlohmann-json3-dev libzip-dev zlib1g-dev
   clang-format
