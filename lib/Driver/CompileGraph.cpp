@@ -5,6 +5,7 @@
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
 #include "trn/Dialect/Trn/Utils/GraphHash.h"
+#include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/Diagnostics.h"
 #include "trn/Driver/Pipeline.h"
 #include "trn/InitAll.h"
@@ -165,7 +166,7 @@ bool mlir::trn::graphCacheKey(const std::string &graphText,
                               const std::vector<std::string> &codegenArgs,
                               std::string &key, std::string &error) {
   std::optional<cache::NormalizedFlags> flags =
-      cache::normalizeFlags(codegenArgs, error);
+      normalizeFlags(codegenArgs, error);
   if (!flags)
     return false;
   CompilerContext compiler;
@@ -186,7 +187,7 @@ mlir::trn::GraphCompileResult
 mlir::trn::compileGraph(const mlir::trn::GraphCompileRequest &request) {
   GraphCompileResult result;
   std::optional<cache::NormalizedFlags> flags =
-      cache::normalizeFlags(request.codegenArgs, result.error);
+      normalizeFlags(request.codegenArgs, result.error);
   if (!flags)
     return result;
   result.normalizedFlags = flags->canonical();

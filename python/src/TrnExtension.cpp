@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "trn/Cache/Key.h"
+#include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/CompileGraph.h"
 #include "trnrt/trnrt.h"
 
@@ -217,7 +218,7 @@ PYBIND11_MODULE(_trn, m) {
       "normalize_flags",
       [](const std::vector<std::string> &flags) {
         std::string error;
-        auto normalized = mlir::trn::cache::normalizeFlags(flags, error);
+        auto normalized = mlir::trn::normalizeFlags(flags, error);
         if (!normalized)
           throw py::value_error(error);
         return normalized->canonical();

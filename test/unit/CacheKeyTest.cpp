@@ -9,6 +9,7 @@
 #include "trn/Cache/Key.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Utils/GraphHash.h"
+#include "trn/Driver/CompileFlags.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -428,21 +429,21 @@ TEST_F(GraphHashTest, LargeConstantsAreHashedByContent) {
 
 std::string canonicalFlags(const std::vector<std::string> &args) {
   std::string error;
-  auto flags = cache::normalizeFlags(args, error);
+  auto flags = trn::normalizeFlags(args, error);
   EXPECT_TRUE(flags) << error;
   return flags ? flags->canonical() : "<error: " + error + ">";
 }
 
 std::string flagError(const std::vector<std::string> &args) {
   std::string error;
-  auto flags = cache::normalizeFlags(args, error);
+  auto flags = trn::normalizeFlags(args, error);
   EXPECT_FALSE(flags) << flags->canonical();
   return error;
 }
 
 Hash128 flagHash(const std::vector<std::string> &args) {
   std::string error;
-  auto flags = cache::normalizeFlags(args, error);
+  auto flags = trn::normalizeFlags(args, error);
   EXPECT_TRUE(flags) << error;
   return flags ? cache::hashFlags(*flags) : Hash128{};
 }
@@ -636,7 +637,7 @@ TEST(CacheFlagsTest, MeshErrors) {
 
 TEST(CacheFlagsTest, HashCoversAVersionedRecord) {
   std::string error;
-  auto flags = cache::normalizeFlags({}, error);
+  auto flags = trn::normalizeFlags({}, error);
   ASSERT_TRUE(flags);
   std::string record = std::string("trn-flags-v1") + '\0' + flags->canonical() +
                        '\0' + cache::compilerVersion();

@@ -17,6 +17,7 @@
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
 #include "trn/Dialect/Trn/Utils/GraphHash.h"
+#include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/CompileGraph.h"
 #include "trn/Driver/Diagnostics.h"
 #include "trn/Driver/Pipeline.h"
@@ -78,12 +79,10 @@ compile cache. --analyze compiles without writing anything and reports the
 instruction counts, FLOPs, memory peaks and estimated device time.
 
 codegen flags (normalised into the cache key; order and spelling do not matter):
-  --target trn1|trn2               hardware (default trn1)
-  -O0 .. -O3, --opt-level N        optimisation level (default 2)
-  --auto-cast none|matmul|all      cast matmul inputs (or more) down, keep FP32 accumulation
-  --auto-cast-type bf16|fp8_e4m3   the type --auto-cast casts to (default bf16)
-  --dp N                           accepted and ignored: one artifact serves every DP degree
+)";
 
+// After the codegen flags, which come from the shared table.
+const char *kUsageTail = R"(
 output and cache:
   -o, --output FILE                the artifact (compile)
   --cache-dir DIR                  cache root (default: $TRN_CACHE_DIR, else /var/tmp/trn-compile-cache)
@@ -107,8 +106,9 @@ exit status: 0 success, 1 compile error or cache/file error, 2 bad command line
 // Command line
 //===----------------------------------------------------------------------===//
 
-/// What a flag does in trn-cc. Codegen flags go to cache::normalizeFlags;
-/// the others are output-neutral and handled here.
+/// What a flag does in trn-cc. Codegen flags (trn/Driver/CompileFlags.h, the
+/// table every tool shares) go to normalizeFlags; trn-cc's own options are
+/// output-neutral and handled here.
 enum class FlagRole {
   Codegen,
   Output,
@@ -137,16 +137,6 @@ struct FlagSpec {
 
 const std::vector<FlagSpec> &flagSpecs() {
   static const std::vector<FlagSpec> specs = {
-      {"target", true, FlagRole::Codegen},
-      {"opt-level", true, FlagRole::Codegen},
-      {"auto-cast", true, FlagRole::Codegen},
-      {"auto-cast-type", true, FlagRole::Codegen},
-      {"mesh", true, FlagRole::Codegen},
-      {"dp", true, FlagRole::Codegen},
-      {"pp", true, FlagRole::Codegen},
-      {"tp", true, FlagRole::Codegen},
-      {"microbatches", true, FlagRole::Codegen},
-      {"pipeline-schedule", true, FlagRole::Codegen},
       {"output", true, FlagRole::Output},
       {"cache-dir", true, FlagRole::CacheDir},
       {"no-cache", false, FlagRole::NoCache},
@@ -162,15 +152,26 @@ const std::vector<FlagSpec> &flagSpecs() {
       {"json", false, FlagRole::Json},
       {"version", false, FlagRole::Version},
       {"help", false, FlagRole::Help},
-      {"timeout", true, FlagRole::NotForTrnCc},
-      {"jobs", true, FlagRole::NotForTrnCc},
-      {"color", false, FlagRole::NotForTrnCc},
   };
   return specs;
 }
 
+/// trn-cc's own options, then the shared table: its codegen flags, and its
+/// output-neutral flags trn-cc has no use for.
 const FlagSpec *findFlag(llvm::StringRef name) {
   for (const FlagSpec &spec : flagSpecs())
+    if (spec.name == name)
+      return &spec;
+  static std::vector<FlagSpec> shared = [] {
+    std::vector<FlagSpec> specs;
+    for (const mlir::trn::CompileFlagSpec &flag : mlir::trn::compileFlagSpecs())
+      specs.push_back(
+          {llvm::StringRef(flag.name.data(), flag.name.size()),
+           flag.takesValue(),
+           flag.isCodegen() ? FlagRole::Codegen : FlagRole::NotForTrnCc});
+    return specs;
+  }();
+  for (const FlagSpec &spec : shared)
     if (spec.name == name)
       return &spec;
   return nullptr;
@@ -218,7 +219,7 @@ struct Options {
 /// it.
 std::string unknownFlagMessage(const std::string &token, llvm::StringRef name) {
   std::string message;
-  (void)cache::normalizeFlags({token}, message);
+  (void)mlir::trn::normalizeFlags({token}, message);
   if (message.empty() || message.find("did you mean") != std::string::npos)
     return message.empty() ? "unknown flag '" + token + "'" : message;
   // Suggest only what looks like a typo (the cache library's threshold).
@@ -415,7 +416,7 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
 
   std::string error;
   std::optional<cache::NormalizedFlags> flags =
-      cache::normalizeFlags(options.codegenArgs, error);
+      mlir::trn::normalizeFlags(options.codegenArgs, error);
   if (!flags)
     return error;
   // Partitioning flags are part of the key's vocabulary, but this trn-cc has
@@ -1127,7 +1128,7 @@ int main(int argc, char **argv) {
   }
   switch (options.mode) {
   case Options::Mode::Help:
-    llvm::outs() << kUsage;
+    llvm::outs() << kUsage << mlir::trn::codegenFlagsHelp() << kUsageTail;
     return kExitOk;
   case Options::Mode::Version:
     return printVersion();

@@ -9,6 +9,7 @@
 
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
+#include "trn/Driver/CompileFlags.h"
 #include "trn/ParallelCompile/ParallelCompile.h"
 
 #include <cstdlib>
@@ -191,7 +192,7 @@ std::optional<std::string> parse(int argc, char **argv,
       // A codegen flag given directly (normalizeFlags knows it) belongs in
       // --flags.
       std::string flagError;
-      bool isCodegenFlag = cache::normalizeFlags({token}, flagError) ||
+      bool isCodegenFlag = mlir::trn::normalizeFlags({token}, flagError) ||
                            flagError.find("unknown flag") == std::string::npos;
       if (isCodegenFlag)
         message += "; codegen flags go in --flags \"" + token + " ...\"";
@@ -272,7 +273,7 @@ std::optional<std::string> parse(int argc, char **argv,
     combined += (combined.empty() ? "" : " ") + flagsOption;
   if (!combined.empty()) {
     std::string error;
-    if (!cache::normalizeFlags(splitFlags(combined), error))
+    if (!mlir::trn::normalizeFlags(splitFlags(combined), error))
       return "--flags / TRN_CC_FLAGS: " + error;
   }
   options.flags = combined;

@@ -56,7 +56,8 @@ struct CacheKey {
   }
 };
 
-/// Codegen flags after normalisation: every known flag that changes the
+/// Codegen flags after normalisation (trn::normalizeFlags in
+/// trn/Driver/CompileFlags.h makes them): every known flag that changes the
 /// compiler's output, with its value (defaults filled in), sorted by name.
 /// Flags that do not change the output (verbosity, cache dir, report paths,
 /// output path, retry, timeouts) are dropped. The data-parallel degree is
@@ -66,13 +67,6 @@ struct NormalizedFlags {
   /// `name=value` pairs joined by ';', e.g. `auto-cast=none;opt-level=2;...`.
   std::string canonical() const;
 };
-
-/// Normalises command-line style codegen flags: order, spacing, `--a=b` vs
-/// `--a b`, `-O2` vs `--opt-level=2`, and `--mesh dp=2,tp=8` vs `--tp 8 --dp 2`
-/// do not matter. Returns std::nullopt and sets `error` (naming the flag and,
-/// for a misspelling, the closest known flag) for unknown flags or values.
-std::optional<NormalizedFlags>
-normalizeFlags(const std::vector<std::string> &args, std::string &error);
 
 /// The flags hash: XXH3-128 over a versioned record of the normalised flags,
 /// the target and the compiler version.

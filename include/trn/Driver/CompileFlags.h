@@ -1,0 +1,67 @@
+//===- CompileFlags.h - the compile flags, one table ------------*- C++ -*-===//
+//
+// Every flag a compile can be given, in one table read by trn-cc, by
+// trn-parallel-compile (which checks --flags before running anything), by
+// the Python package (through trn._trn.normalize_flags) and by the cache key
+// (normalizeFlags decides what enters it). No MLIR or LLVM: the tools that
+// only run compilers link it too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_DRIVER_COMPILEFLAGS_H
+#define TRN_DRIVER_COMPILEFLAGS_H
+
+#include "trn/Cache/Key.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlir::trn {
+
+enum class FlagKind {
+  Choice,        ///< one of `choices`
+  OptLevel,      ///< 0..3 (also spelled -O0 .. -O3)
+  PositiveInt,   ///< microbatches
+  MeshAxis,      ///< --dp/--pp/--tp: a positive integer for one mesh axis
+  Mesh,          ///< --mesh dp=A,pp=B,tp=C
+  NeutralValue,  ///< output-neutral, takes a value
+  NeutralSwitch, ///< output-neutral, takes no value
+};
+
+struct CompileFlagSpec {
+  std::string_view name; ///< long name without dashes
+  FlagKind kind;
+  /// Key in NormalizedFlags::values; empty for flags the key drops.
+  std::string_view key;
+  std::vector<std::string_view> choices;
+  std::string_view defaultValue;
+  /// One line for --help ("" keeps it out of the codegen help).
+  std::string_view help;
+
+  bool takesValue() const { return kind != FlagKind::NeutralSwitch; }
+  /// Changes (or is validated as part of) the compiled program: what trn-cc
+  /// calls a codegen flag. The others are output-neutral (paths, verbosity).
+  bool isCodegen() const {
+    return kind != FlagKind::NeutralValue && kind != FlagKind::NeutralSwitch;
+  }
+};
+
+/// The table, codegen flags first.
+const std::vector<CompileFlagSpec> &compileFlagSpecs();
+const CompileFlagSpec *findCompileFlag(std::string_view name);
+
+/// The "codegen flags" lines of a tool's --help, from the table.
+std::string codegenFlagsHelp();
+
+/// Normalises command-line style codegen flags: order, spacing, `--a=b` vs
+/// `--a b`, `-O2` vs `--opt-level=2`, and `--mesh dp=2,tp=8` vs `--tp 8 --dp 2`
+/// do not matter. Returns std::nullopt and sets `error` (naming the flag and,
+/// for a misspelling, the closest known flag) for unknown flags or values.
+std::optional<cache::NormalizedFlags>
+normalizeFlags(const std::vector<std::string> &args, std::string &error);
+
+} // namespace mlir::trn
+
+#endif // TRN_DRIVER_COMPILEFLAGS_H
