@@ -46,16 +46,20 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.trn_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
-# tools/trn-cache-sshfs.test mounts one cache twice with sshfs through its own sshd:
-# it runs only where that can work (root, sshd, sshfs, a FUSE mount that is
-# permitted), and says why not otherwise.
+# Tests that mount filesystems run only where that works, and lit says why not
+# elsewhere: tools/trn-cache-sshfs.test mounts one cache twice with sshfs
+# through its own sshd (root, sshd, sshfs, a permitted FUSE mount);
+# tools/trn-cache-read-only-mount.test bind-mounts a cache read-only.
 import tempfile
-with tempfile.TemporaryDirectory(prefix="trn-sshfs-probe-") as probe_dir:
-    probe = subprocess.run([config.trn_python,
-                            os.path.join(config.test_source_root, "tools", "Inputs", "sshfs_cache.py"),
-                            "--probe", probe_dir], capture_output=True, text=True, timeout=60)
-if probe.returncode == 0:
-    config.available_features.add("sshfs")
-else:
-    lit_config.note("tools/trn-cache-sshfs.test is unsupported here: " +
-                    (probe.stdout.strip() or probe.stderr.strip() or "the sshfs probe failed"))
+def probe_feature(feature, test, script):
+    with tempfile.TemporaryDirectory(prefix="trn-probe-") as probe_dir:
+        probe = subprocess.run([config.trn_python,
+                                os.path.join(config.test_source_root, "tools", "Inputs", script),
+                                "--probe", probe_dir], capture_output=True, text=True, timeout=60)
+    if probe.returncode == 0:
+        config.available_features.add(feature)
+    else:
+        lit_config.note(f"{test} is unsupported here: " +
+                        (probe.stdout.strip() or probe.stderr.strip() or "the probe failed"))
+probe_feature("sshfs", "tools/trn-cache-sshfs.test", "sshfs_cache.py")
+probe_feature("read-only-bind-mount", "tools/trn-cache-read-only-mount.test", "read_only_mount.py")

@@ -47,6 +47,8 @@ struct CacheState {
   /// Problems already reported, so that one that cannot be fixed (e.g. a
   /// read-only cache) is not repeated on every lookup.
   std::set<std::string> reported;
+  /// Why the cache is read-only ("" when it is not).
+  std::string readOnlyReason;
 };
 
 } // namespace detail
@@ -503,6 +505,20 @@ struct CacheAccess {
     if (cache.opts.warn)
       cache.opts.warn(message);
   }
+  bool readOnly() const { return cache.opts.readOnly; }
+  /// "cache <root> is read-only (<why>)".
+  std::string readOnlyText() const {
+    return "cache " + cache.opts.root + " is read-only (" +
+           state.readOnlyReason + ")";
+  }
+  /// For maintenance that writes: true (after a warning) if the cache is
+  /// read-only and `what` must not run.
+  bool refusesWrites(const std::string &what) const {
+    if (!readOnly())
+      return false;
+    warn(readOnlyText() + ": " + what + " changes nothing");
+    return true;
+  }
   /// Warns about `message` once per opened cache.
   void warnOnce(const std::string &message) {
     {
@@ -549,6 +565,12 @@ struct CacheAccess {
     std::string destination;
     int error = 0;
     const std::string &path = loaded.entry.path;
+    if (readOnly()) {
+      warnOnce("corrupt cache entry " + path + " (" + loaded.problem + "); " +
+               readOnlyText() + ", so it stays; treating it as a miss");
+      return "cache entry " + path + " is corrupt (" + loaded.problem + "); " +
+             readOnlyText() + ", so it was not moved to the quarantine";
+    }
     switch (
         quarantine(path, loaded.dirInfo, loaded.problem, destination, error)) {
     case QuarantineOutcome::Moved:
@@ -593,7 +615,8 @@ struct CacheAccess {
         loadEntry(entryPath(key), key, VerifyLevel::Everything);
     switch (loaded.state) {
     case LoadState::Ok:
-      touchLastUsed(loaded);
+      if (!readOnly())
+        touchLastUsed(loaded);
       return loaded;
     case LoadState::Missing:
       return std::nullopt;
@@ -834,6 +857,34 @@ static int writeRootFile(const std::string &root, const char *name,
   return 0;
 }
 
+/// Why the cache is read-only when access(W_OK) failed with `err`, or ""
+/// when `err` does not mean that.
+static std::string readOnlyCause(int err) {
+  if (err == EROFS)
+    return "read-only file system";
+  if (err == EACCES || err == EPERM)
+    return "not writable: " + errnoText(err);
+  return "";
+}
+
+/// $TRN_CACHE_READ_ONLY: 1 (or true, yes, on) forces read-only use; 0 (or
+/// false, no, off) and unset or empty do not. Anything else is an error.
+static std::optional<bool> readOnlyFromEnvironment(std::string &error) {
+  const char *env = std::getenv("TRN_CACHE_READ_ONLY");
+  std::string value = env ? env : "";
+  for (char &c : value)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char *on : {"1", "true", "yes", "on"})
+    if (value == on)
+      return true;
+  for (const char *off : {"", "0", "false", "no", "off"})
+    if (value == off)
+      return false;
+  error = "TRN_CACHE_READ_ONLY='" + std::string(env) +
+          "' is neither 1 nor 0 (1 uses the cache without writing to it)";
+  return std::nullopt;
+}
+
 Result<Cache> Cache::open(CacheOptions options) {
   using R = Result<Cache>;
   try {
@@ -855,6 +906,15 @@ Result<Cache> Cache::open(CacheOptions options) {
       options.warn = [](const std::string &message) {
         std::fprintf(stderr, "trn: warning: %s\n", message.c_str());
       };
+    // Read-only when asked (the option, the environment) or, below, when
+    // the OS refuses writes to the root or the version directory.
+    std::string readOnlyReason = options.readOnly ? "opened read-only" : "";
+    std::string envError;
+    std::optional<bool> envReadOnly = readOnlyFromEnvironment(envError);
+    if (!envReadOnly)
+      return R::failure(envError);
+    if (*envReadOnly && readOnlyReason.empty())
+      readOnlyReason = "TRN_CACHE_READ_ONLY=1";
 
     struct stat info;
     if (stat(root.c_str(), &info) != 0) {
@@ -866,6 +926,10 @@ Result<Cache> Cache::open(CacheOptions options) {
         return R::failure("cache directory '" + root +
                           "' does not exist; check --cache-dir or "
                           "TRN_CACHE_DIR (a compile creates it)");
+      if (!readOnlyReason.empty())
+        return R::failure("cache directory '" + root +
+                          "' does not exist, and a read-only cache (" +
+                          readOnlyReason + ") is never created");
       if (int mkErr = makeDirectories(root))
         return R::failure("cannot create cache directory '" + root +
                           "': " + errnoText(mkErr) +
@@ -878,11 +942,20 @@ Result<Cache> Cache::open(CacheOptions options) {
       return R::failure("cache path '" + root +
                         "' is not a directory; point --cache-dir or "
                         "TRN_CACHE_DIR at a directory");
-    if (access(root.c_str(), R_OK | W_OK | X_OK) != 0)
-      return R::failure("cache directory '" + root + "' is not writable (" +
+    if (access(root.c_str(), R_OK | X_OK) != 0)
+      return R::failure("cannot read cache directory '" + root + "' (" +
                         errnoText(errno) +
                         "); fix its permissions or choose another "
                         "--cache-dir");
+    if (readOnlyReason.empty() && access(root.c_str(), W_OK) != 0) {
+      int err = errno;
+      readOnlyReason = readOnlyCause(err);
+      if (readOnlyReason.empty())
+        return R::failure("cache directory '" + root + "' is not writable (" +
+                          errnoText(err) +
+                          "); fix its permissions or choose another "
+                          "--cache-dir");
+    }
 
     std::string markerPath = joinPath(root, kMarkerFile);
     std::string markerText, markerProblem;
@@ -923,7 +996,13 @@ Result<Cache> Cache::open(CacheOptions options) {
               name +
               "', and no trn-cache.json); refusing to use it: choose an "
               "empty or new --cache-dir");
-      if (options.create) {
+      if (!readOnlyReason.empty() && names.empty())
+        return R::failure("cache directory '" + root + "' is read-only (" +
+                          readOnlyReason + ") and holds no trn cache (no " +
+                          kMarkerFile +
+                          "); make it writable or choose another "
+                          "--cache-dir");
+      if (options.create && readOnlyReason.empty()) {
         json marker = {{"format", kFormatVersion},
                        {"created_by", std::string("trn ") + compilerVersion()}};
         if (int err = writeRootFile(root, kMarkerFile, marker.dump(2) + "\n"))
@@ -941,13 +1020,25 @@ Result<Cache> Cache::open(CacheOptions options) {
         return R::failure("'" + versionDir +
                           "' is not a directory; remove it or choose another "
                           "--cache-dir");
-      if (access(versionDir.c_str(), R_OK | W_OK | X_OK) != 0)
-        return R::failure("cache directory '" + versionDir +
-                          "' is not writable (" + errnoText(errno) +
+      if (access(versionDir.c_str(), R_OK | X_OK) != 0)
+        return R::failure("cannot read cache directory '" + versionDir + "' (" +
+                          errnoText(errno) +
                           "); fix its permissions (a cache shared by several "
                           "users needs group write, e.g. umask 002)");
+      if (readOnlyReason.empty() && access(versionDir.c_str(), W_OK) != 0) {
+        int err = errno;
+        readOnlyReason = readOnlyCause(err);
+        if (readOnlyReason.empty())
+          return R::failure("cache directory '" + versionDir +
+                            "' is not writable (" + errnoText(err) +
+                            "); fix its permissions (a cache shared by "
+                            "several users needs group write, e.g. umask "
+                            "002)");
+      }
     }
-    if (cache.opts.create) {
+    cache.opts.readOnly = !readOnlyReason.empty();
+    cache.state->readOnlyReason = readOnlyReason;
+    if (cache.opts.create && !cache.opts.readOnly) {
       for (const std::string &path : {versionDir, joinPath(versionDir, kTmpDir),
                                       joinPath(versionDir, kLocksDir),
                                       joinPath(versionDir, kQuarantineDir)})
@@ -958,6 +1049,10 @@ Result<Cache> Cache::open(CacheOptions options) {
   } catch (const std::exception &error) {
     return R::failure(std::string("cannot open the cache: ") + error.what());
   }
+}
+
+const std::string &Cache::readOnlyReason() const {
+  return state->readOnlyReason;
 }
 
 std::string Cache::versionDir() const {
@@ -1049,6 +1144,10 @@ Result<Entry> CacheAccess::publish(const CacheKey &key,
   using R = Result<Entry>;
   error = 0;
   std::string name = key.dirName();
+  if (readOnly()) {
+    error = EROFS;
+    return R::failure(readOnlyText() + ": not storing " + name);
+  }
   if (output.failure != FailureKind::None && !isCacheable(output.failure))
     return R::failure("not recording " + name +
                       ": a compile that failed with '" +
@@ -1260,7 +1359,8 @@ CacheAccess::getOrCompile(const CacheKey &key, const std::string &graphText,
 
   std::unique_ptr<HeldLock> held;
   double waitStart = steadySeconds();
-  if (!state.lockless) {
+  // A read-only cache takes no lock: creating one would need a write.
+  if (!state.lockless && !readOnly()) {
     std::string tmpDir = dir(kTmpDir), lockFile = lockPath(name);
     makeDirectories(tmpDir);
     makeDirectory(dir(kLocksDir));
@@ -1385,6 +1485,19 @@ CacheAccess::getOrCompile(const CacheKey &key, const std::string &graphText,
                   failureKindName(output.failure) +
                   "); not cached, the next request compiles it again"
             : output.diagnostic;
+    return result;
+  }
+
+  if (readOnly()) {
+    // Compiled, not stored: say so once, and give the result to the caller.
+    warnOnce(readOnlyText() + ": compiled without storing the result");
+    if (output.failure == FailureKind::None) {
+      result.source = CompileResult::Source::Compiled;
+    } else {
+      result.source = CompileResult::Source::Failed;
+      result.failure = output.failure;
+      result.diagnostic = output.diagnostic;
+    }
     return result;
   }
 
@@ -1597,6 +1710,8 @@ std::vector<LockInfo> Cache::locks() {
 std::vector<LockInfo> Cache::clearLocks(bool all) {
   std::vector<LockInfo> removed;
   try {
+    if (CacheAccess(*this).refusesWrites("clearing locks"))
+      return removed;
     std::string tmpDir = joinPath(versionDir(), kTmpDir);
     makeDirectory(tmpDir);
     for (const LockInfo &lock : locks()) {
@@ -1625,6 +1740,8 @@ Cache::CleanReport Cache::clean(bool all, double olderThanSeconds) {
   CleanReport report;
   try {
     CacheAccess access(*this);
+    if (access.refusesWrites("cleaning"))
+      return report;
     int64_t now = nowUnix();
     bool byAge = olderThanSeconds >= 0;
     auto oldEnough = [&](int64_t lastUsed) {
@@ -1715,6 +1832,8 @@ Cache::VerifyReport Cache::verify(bool fix) {
   VerifyReport report;
   try {
     CacheAccess access(*this);
+    if (fix && access.refusesWrites("verify's fix"))
+      fix = false;
     std::string root = versionDir();
     for (const std::string &name : listDirectory(root)) {
       std::optional<CacheKey> key = entryKey(name);
@@ -1759,6 +1878,8 @@ Cache::CleanReport Cache::prune(int64_t maxBytes) {
   CleanReport report;
   try {
     CacheAccess access(*this);
+    if (access.refusesWrites("pruning"))
+      return report;
     std::vector<EntryListing> entries;
     int64_t total = 0;
     for (EntryListing &listing : list()) {

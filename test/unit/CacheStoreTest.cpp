@@ -169,47 +169,80 @@ TEST_F(CacheStoreTest, OpenEmptyDirectoryForMaintenanceCreatesNothing) {
   EXPECT_EQ(countNames(root()), 0u);
 }
 
-TEST_F(CacheStoreTest, OpenUnwritableDirectoryIsAnError) {
+/// Opens the cache as a user who cannot write a 0555 directory: as root, an
+/// unprivileged user in a child process. Returns "OPENED read-only: <why>",
+/// "OPENED" or the error, or std::nullopt if no such user can be had.
+std::optional<std::string> openUnprivileged(const CacheOptions &o) {
+  auto describe = [](Result<Cache> &cache) {
+    if (!cache)
+      return cache.error;
+    return cache->readOnly() ? "OPENED read-only: " + cache->readOnlyReason()
+                             : std::string("OPENED");
+  };
+  if (geteuid() != 0) {
+    if (access(o.root.c_str(), W_OK) == 0)
+      return std::nullopt; // this user can write a 0555 directory
+    Result<Cache> cache = Cache::open(o);
+    return describe(cache);
+  }
+  // Root writes anywhere: ask as an unprivileged user, in a child.
+  int pipeFds[2];
+  if (pipe(pipeFds) != 0)
+    return std::nullopt;
+  pid_t child = fork();
+  if (child == 0) {
+    close(pipeFds[0]);
+    if (setgid(65534) != 0 || setuid(65534) != 0)
+      _exit(3);
+    Result<Cache> cache = Cache::open(o);
+    std::string text = describe(cache);
+    if (write(pipeFds[1], text.data(), text.size()) < 0)
+      _exit(4);
+    _exit(0);
+  }
+  close(pipeFds[1]);
+  std::string message;
+  char buffer[4096];
+  ssize_t got;
+  while ((got = read(pipeFds[0], buffer, sizeof(buffer))) > 0)
+    message.append(buffer, got);
+  close(pipeFds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+    return std::nullopt;
+  return message;
+}
+
+TEST_F(CacheStoreTest, OpenUnwritableDirectoryWithoutACacheIsAnError) {
   std::string dir = scratch / "readonly";
   ASSERT_EQ(mkdir(dir.c_str(), 0555), 0);
   CacheOptions o = options();
   o.root = dir;
   o.warn = nullptr;
-  std::string message;
-  if (geteuid() == 0) {
-    // Root writes anywhere: ask as an unprivileged user, in a child.
-    int pipeFds[2];
-    ASSERT_EQ(pipe(pipeFds), 0);
-    pid_t child = fork();
-    if (child == 0) {
-      close(pipeFds[0]);
-      if (setgid(65534) != 0 || setuid(65534) != 0)
-        _exit(3);
-      Result<Cache> cache = Cache::open(o);
-      std::string text = cache ? "OPENED" : cache.error;
-      if (write(pipeFds[1], text.data(), text.size()) < 0)
-        _exit(4);
-      _exit(0);
-    }
-    close(pipeFds[1]);
-    char buffer[4096];
-    ssize_t got;
-    while ((got = read(pipeFds[0], buffer, sizeof(buffer))) > 0)
-      message.append(buffer, got);
-    close(pipeFds[0]);
-    int status = 0;
-    waitpid(child, &status, 0);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
-      GTEST_SKIP() << "running as root and cannot drop privileges to check "
-                      "an unwritable directory";
-  } else {
-    Result<Cache> cache = Cache::open(o);
-    if (cache)
-      GTEST_SKIP() << "this user can write a 0555 directory";
-    message = cache.error;
+  std::optional<std::string> message = openUnprivileged(o);
+  if (!message)
+    GTEST_SKIP() << "no user here who cannot write a 0555 directory";
+  EXPECT_NE(message->find("is read-only (not writable: Permission denied) "
+                          "and holds no trn cache"),
+            std::string::npos)
+      << *message;
+  EXPECT_NE(message->find(dir), std::string::npos) << *message;
+}
+
+TEST_F(CacheStoreTest, OpenUnwritableCacheIsReadOnly) {
+  {
+    Result<Cache> cache = Cache::open(options());
+    ASSERT_TRUE(cache) << cache.error;
+    ASSERT_TRUE(cache->publish(makeKey("ro"), "g", successOutput("ro")));
+    EXPECT_FALSE(cache->readOnly());
   }
-  EXPECT_NE(message.find("not writable"), std::string::npos) << message;
-  EXPECT_NE(message.find(dir), std::string::npos) << message;
+  ASSERT_EQ(chmod(root().c_str(), 0555), 0);
+  std::optional<std::string> message = openUnprivileged(options());
+  chmod(root().c_str(), 0755);
+  if (!message)
+    GTEST_SKIP() << "no user here who cannot write a 0555 directory";
+  EXPECT_EQ(*message, "OPENED read-only: not writable: Permission denied");
 }
 
 TEST_F(CacheStoreTest, OpenRejectsAHeartbeatNotShorterThanTheLease) {
@@ -864,6 +897,141 @@ TEST_F(CacheStoreTest, WithoutHardLinksCompilesLocklessAndWarnsOnce) {
       << warnings.all();
   EXPECT_EQ(countNames(cache->versionDir() + "/locks"), 0u);
   EXPECT_EQ(countNames(cache->versionDir() + "/tmp"), 0u);
+}
+
+//===----------------------------------------------------------------------===//
+// Read-only caches
+//===----------------------------------------------------------------------===//
+
+/// Sets TRN_CACHE_READ_ONLY for the scope.
+struct ReadOnlyEnvironment {
+  explicit ReadOnlyEnvironment(const char *value) {
+    setenv("TRN_CACHE_READ_ONLY", value, 1);
+  }
+  ~ReadOnlyEnvironment() { unsetenv("TRN_CACHE_READ_ONLY"); }
+};
+
+TEST_F(CacheStoreTest, ReadOnlyCacheServesHitsAndCompilesMissesWithoutWriting) {
+  CacheKey stored = makeKey("ro-stored"), corrupt = makeKey("ro-corrupt"),
+           missing = makeKey("ro-missing");
+  std::string lastUsed, corruptDir;
+  {
+    Result<Cache> writable = Cache::open(options());
+    ASSERT_TRUE(writable) << writable.error;
+    ASSERT_TRUE(writable->publish(stored, "g", successOutput("ro-stored")));
+    ASSERT_TRUE(writable->publish(corrupt, "g", successOutput("ro-corrupt")));
+    lastUsed = entryDir(*writable, stored) + "/last_used";
+    corruptDir = entryDir(*writable, corrupt);
+    flipByte(corruptDir + "/artifact.bin");
+    writeLock(lockPath(*writable, missing), FakeOwner());
+  }
+  backdate(lastUsed, 7200);
+  struct stat before, after;
+  ASSERT_EQ(stat(lastUsed.c_str(), &before), 0);
+
+  ReadOnlyEnvironment readOnly("1");
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  EXPECT_TRUE(cache->readOnly());
+  EXPECT_EQ(cache->readOnlyReason(), "TRN_CACHE_READ_ONLY=1");
+  std::string versionDir = cache->versionDir();
+  auto snapshot = [&] {
+    std::vector<std::string> names;
+    for (const auto &item : fs::recursive_directory_iterator(root()))
+      names.push_back(
+          item.path().string() + " " +
+          std::to_string(
+              fs::last_write_time(item.path()).time_since_epoch().count()));
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  std::vector<std::string> untouched = snapshot();
+
+  // A hit: served, its last use not recorded.
+  std::atomic<int> compiles{0};
+  CompileResult hit = cache->getOrCompile(
+      stored, "g", counting(compiles, successOutput("ro-stored")));
+  EXPECT_EQ(hit.source, CompileResult::Source::Hit);
+  ASSERT_TRUE(hit.entry);
+  EXPECT_EQ(*cache->readArtifact(*hit.entry), artifactFor("ro-stored"));
+  ASSERT_EQ(stat(lastUsed.c_str(), &after), 0);
+  EXPECT_EQ(after.st_mtime, before.st_mtime);
+
+  // Misses compile without a lock (another's lock is not waited for) and
+  // store nothing; the warning comes once.
+  for (CacheKey key : {missing, makeKey("ro-other")}) {
+    CompileResult miss = cache->getOrCompile(
+        key, "g", counting(compiles, successOutput("ro-miss")));
+    EXPECT_EQ(miss.source, CompileResult::Source::Compiled);
+    EXPECT_FALSE(miss.entry);
+    EXPECT_LT(miss.waitedSeconds, 0.5);
+  }
+  EXPECT_EQ(compiles, 2);
+  EXPECT_EQ(warnings.count("cache " + root() +
+                           " is read-only (TRN_CACHE_READ_ONLY=1): compiled "
+                           "without storing the result"),
+            1u)
+      << warnings.all();
+  CompileResult error = cache->getOrCompile(
+      makeKey("ro-error"), "g",
+      counting(compiles, failureOutput(FailureKind::CompileError, "bad op")));
+  EXPECT_EQ(error.source, CompileResult::Source::Failed);
+  EXPECT_EQ(error.failure, FailureKind::CompileError);
+  EXPECT_EQ(error.diagnostic, "bad op");
+  Result<Entry> published =
+      cache->publish(makeKey("ro-publish"), "g", successOutput("p"));
+  ASSERT_FALSE(published);
+  EXPECT_NE(published.error.find("is read-only"), std::string::npos);
+
+  // A corrupt entry is a miss and stays where it is.
+  EXPECT_FALSE(cache->lookup(corrupt));
+  EXPECT_EQ(warnings.count("(artifact.bin checksum mismatch); cache " + root() +
+                           " is read-only"),
+            1u)
+      << warnings.all();
+
+  // Inspection works; maintenance that writes changes nothing and says so.
+  EXPECT_EQ(cache->list().size(), 2u);
+  EXPECT_EQ(cache->locks().size(), 1u);
+  Cache::VerifyReport verified = cache->verify(true);
+  EXPECT_EQ(verified.checked, 2);
+  EXPECT_EQ(verified.corrupt.size(), 1u);
+  EXPECT_EQ(verified.quarantined, 0);
+  EXPECT_EQ(cache->clean(true, -1).removedEntries, 0);
+  EXPECT_EQ(cache->prune(0).removedEntries, 0);
+  EXPECT_TRUE(cache->clearLocks(true).empty());
+  for (const char *what :
+       {"verify's fix", "cleaning", "pruning", "clearing locks"})
+    EXPECT_EQ(warnings.count(std::string(what) + " changes nothing"), 1u)
+        << what << "\n"
+        << warnings.all();
+  EXPECT_EQ(snapshot(), untouched);
+}
+
+TEST_F(CacheStoreTest, ReadOnlyOpenErrors) {
+  {
+    ReadOnlyEnvironment readOnly("maybe");
+    Result<Cache> cache = Cache::open(options());
+    ASSERT_FALSE(cache);
+    EXPECT_EQ(cache.error, "TRN_CACHE_READ_ONLY='maybe' is neither 1 nor 0 "
+                           "(1 uses the cache without writing to it)");
+  }
+  ReadOnlyEnvironment readOnly("yes");
+  Result<Cache> missing = Cache::open(options());
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error.find("does not exist, and a read-only cache "
+                               "(TRN_CACHE_READ_ONLY=1) is never created"),
+            std::string::npos)
+      << missing.error;
+  EXPECT_FALSE(fs::exists(root()));
+  fs::create_directory(root());
+  Result<Cache> empty = Cache::open(options());
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error.find("holds no trn cache"), std::string::npos)
+      << empty.error;
+  EXPECT_EQ(countNames(root()), 0u);
+  setenv("TRN_CACHE_READ_ONLY", "0", 1);
+  EXPECT_TRUE(Cache::open(options()));
 }
 
 //===----------------------------------------------------------------------===//

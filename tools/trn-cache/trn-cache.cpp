@@ -51,6 +51,10 @@ options for every command:
   --cache-dir DIR   the cache root (default: $TRN_CACHE_DIR, else /var/tmp/trn-compile-cache)
   --json            machine-readable output on stdout
   -h, --help        this help
+
+A cache on a read-only mount, or with TRN_CACHE_READ_ONLY=1, is read-only:
+list, stats, show and verify work; clean, clear-locks, prune and verify --fix
+are refused.
 )";
 
 int fail(const std::string &message) {
@@ -391,11 +395,15 @@ int runStats(Cache &cache, const Options &options) {
                 {"oldest_unix", oldest},
                 {"newest_unix", newest},
                 {"locks_held", locks.size() - stale},
-                {"locks_stale", stale}};
+                {"locks_stale", stale},
+                {"read_only", cache.readOnly()},
+                {"read_only_reason", cache.readOnlyReason()}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
   std::cout << "cache:        " << cache.versionDir() << "\n";
+  if (cache.readOnly())
+    std::cout << "read-only:    " << cache.readOnlyReason() << "\n";
   std::cout << "entries:      " << listings.size();
   const char *separator = " (";
   for (const auto &[status, count] : byStatus) {
@@ -580,6 +588,14 @@ int main(int argc, char **argv) {
   Result<Cache> cache = Cache::open(cacheOptions);
   if (!cache)
     return fail(cache.error);
+  // What would change a read-only cache is refused, not silently skipped.
+  bool changes = options.command == "clean" ||
+                 options.command == "clear-locks" ||
+                 options.command == "prune" || options.fix;
+  if (changes && cache->readOnly())
+    return fail("cache " + cacheOptions.root + " is read-only (" +
+                cache->readOnlyReason() + "): '" + options.command +
+                (options.fix ? " --fix" : "") + "' would change it");
 
   const std::string &command = options.command;
   if (command == "list")

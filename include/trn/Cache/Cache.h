@@ -85,6 +85,12 @@ struct CacheOptions {
   /// Create the root (and its marker) if it does not exist. Maintenance
   /// commands open with false so that a typo is an error, not a new cache.
   bool create = true;
+  /// Never write to the cache: hits are served, a miss compiles without a
+  /// lock and without publishing, nothing is touched, quarantined or
+  /// removed. open() also sets it when $TRN_CACHE_READ_ONLY is 1 and when
+  /// the OS says the cache cannot be written (a read-only mount: EROFS;
+  /// EACCES), as for a cluster's shared cache that a CI job fills.
+  bool readOnly = false;
   /// Where diagnostics that are not errors go (corrupt entry quarantined,
   /// waiting for a lock, lockless mode); defaults to stderr.
   std::function<void(const std::string &)> warn;
@@ -156,7 +162,8 @@ struct LockInfo {
 /// Outcome of getOrCompile.
 struct CompileResult {
   enum class Source { Hit, Compiled, CachedFailure, Failed } source;
-  std::optional<Entry> entry; ///< Hit, Compiled, CachedFailure
+  /// Hit, CachedFailure, Compiled (unless the cache is read-only)
+  std::optional<Entry> entry;
   FailureKind failure = FailureKind::None;
   std::string diagnostic;   ///< CachedFailure, Failed
   double waitedSeconds = 0; ///< time spent waiting for another's lock
@@ -177,12 +184,18 @@ struct EntryListing {
 class Cache {
 public:
   /// Opens (and with options.create, creates) the cache at options.root.
-  /// Errors: missing root (create=false), not a directory, unwritable, a
-  /// directory that is not a trn cache (non-empty without our marker), a
-  /// cache written by a newer format version.
+  /// Errors: missing root (create=false), not a directory, unreadable, an
+  /// unwritable directory that holds no cache yet, a directory that is not a
+  /// trn cache (non-empty without our marker), a cache written by a newer
+  /// format version, a $TRN_CACHE_READ_ONLY that is not 0 or 1. A cache
+  /// that cannot be written opens read-only.
   static Result<Cache> open(CacheOptions options);
 
   const CacheOptions &options() const { return opts; }
+  /// Whether this cache is used read-only (CacheOptions::readOnly), and why:
+  /// "TRN_CACHE_READ_ONLY=1", "read-only file system", ...
+  bool readOnly() const { return opts.readOnly; }
+  const std::string &readOnlyReason() const;
   /// `<root>/trncc-<compiler version>`.
   std::string versionDir() const;
 
@@ -201,7 +214,9 @@ public:
   /// lockWaitSeconds, then compiling anyway with a warning naming the
   /// holder), checks again, runs `compile`, and publishes the result when it
   /// is a success or a deterministic failure. The lock is heartbeated while
-  /// `compile` runs and released afterwards.
+  /// `compile` runs and released afterwards. On a read-only cache a miss
+  /// runs `compile` without a lock, publishes nothing and warns once
+  /// (through options.warn); a success is then Compiled without `entry`.
   CompileResult getOrCompile(const CacheKey &key, const std::string &graphText,
                              const std::function<CompileOutput()> &compile);
 
@@ -214,6 +229,8 @@ public:
   // Maintenance (trn-cache). All are safe while other processes use the cache.
   std::vector<EntryListing> list();
   std::vector<LockInfo> locks();
+  // Those that change the cache (clearLocks, clean, verify with `fix`,
+  // prune) change nothing on a read-only cache and warn.
   /// Removes stale locks (all locks with `all`); returns what was removed.
   std::vector<LockInfo> clearLocks(bool all);
   struct CleanReport {
