@@ -1582,6 +1582,38 @@ bool isDirectory(const std::string &path) {
   return lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
+/// An entry directory as list() reports it (its manifest, metadata and file
+/// sizes checked; nothing moved), or std::nullopt if there is none.
+std::optional<EntryListing> listEntry(const std::string &path,
+                                      const CacheKey &key) {
+  LoadedEntry loaded = loadEntry(path, key, VerifyLevel::Sizes);
+  if (loaded.state == LoadState::Missing)
+    return std::nullopt;
+  EntryListing listing;
+  listing.key = key;
+  listing.path = path;
+  // The lock of an entry of a version tree is in that tree's locks/.
+  size_t slash = path.find_last_of('/');
+  std::string tree = slash == std::string::npos ? "." : path.substr(0, slash);
+  std::string lockPath =
+      joinPath(joinPath(tree, kLocksDir), key.dirName() + ".lock");
+  struct stat lockInfo;
+  listing.locked = stat(lockPath.c_str(), &lockInfo) == 0;
+  if (loaded.state == LoadState::Ok) {
+    listing.status = statusName(loaded.entry.status);
+    listing.sizeBytes = loaded.entry.sizeBytes;
+    listing.createdUnix = loaded.manifest.createdUnix;
+    listing.lastUsedUnix = loaded.entry.lastUsedUnix;
+    listing.entry = std::move(loaded.entry);
+  } else {
+    listing.status = "corrupt";
+    listing.problem = loaded.problem;
+    listing.sizeBytes = treeSize(path);
+    listing.createdUnix = listing.lastUsedUnix = mtimeOf(path);
+  }
+  return listing;
+}
+
 LockInfo describeLock(const CacheKey &key, const std::string &path,
                       const LockSnapshot &snapshot, double leaseSeconds) {
   LockInfo lock;
@@ -1626,27 +1658,9 @@ std::vector<EntryListing> Cache::list() {
       std::optional<CacheKey> key = entryKey(name);
       if (!key)
         continue;
-      std::string path = joinPath(root, name);
-      LoadedEntry loaded = loadEntry(path, *key, VerifyLevel::Sizes);
-      if (loaded.state == LoadState::Missing)
-        continue;
-      EntryListing listing;
-      listing.key = *key;
-      listing.path = path;
-      struct stat lockInfo;
-      listing.locked = stat(access.lockPath(name).c_str(), &lockInfo) == 0;
-      if (loaded.state == LoadState::Ok) {
-        listing.status = statusName(loaded.entry.status);
-        listing.sizeBytes = loaded.entry.sizeBytes;
-        listing.createdUnix = loaded.manifest.createdUnix;
-        listing.lastUsedUnix = loaded.entry.lastUsedUnix;
-        listing.entry = std::move(loaded.entry);
-      } else {
-        listing.status = "corrupt";
-        listing.sizeBytes = treeSize(path);
-        listing.createdUnix = listing.lastUsedUnix = mtimeOf(path);
-      }
-      listings.push_back(std::move(listing));
+      if (std::optional<EntryListing> listing =
+              listEntry(joinPath(root, name), *key))
+        listings.push_back(std::move(*listing));
     }
     std::string tmp = access.dir(kTmpDir);
     for (const std::string &name : listDirectory(tmp)) {
@@ -1676,6 +1690,18 @@ std::vector<EntryListing> Cache::list() {
       opts.warn(std::string("listing the cache failed: ") + error.what());
   }
   return listings;
+}
+
+std::optional<EntryListing> Cache::inspect(const CacheKey &key,
+                                           const std::string &path) {
+  try {
+    return listEntry(
+        path.empty() ? joinPath(versionDir(), key.dirName()) : path, key);
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn("inspecting " + key.dirName() + " failed: " + error.what());
+  }
+  return std::nullopt;
 }
 
 std::vector<LockInfo> Cache::locks() {

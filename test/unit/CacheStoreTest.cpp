@@ -1211,6 +1211,38 @@ TEST_F(CacheStoreTest, ListShowsEveryStateAndLocks) {
   EXPECT_TRUE(fs::exists(entryDir(*cache, corrupt)));
 }
 
+TEST_F(CacheStoreTest, InspectReportsOneEntryWithoutSideEffects) {
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  CacheKey done = makeKey("i-done"), corrupt = makeKey("i-corrupt");
+  ASSERT_TRUE(cache->publish(done, "g", successOutput("i-done")));
+  ASSERT_TRUE(cache->publish(corrupt, "g", successOutput("i-corrupt")));
+  flipByte(entryDir(*cache, corrupt) + "/flags.json");
+
+  std::optional<EntryListing> found = cache->inspect(done);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->status, "done");
+  EXPECT_EQ(found->path, entryDir(*cache, done));
+  ASSERT_TRUE(found->entry);
+  EXPECT_EQ(found->entry->metadata.graphName, "i-done");
+  EXPECT_FALSE(cache->inspect(makeKey("i-missing")));
+  std::optional<EntryListing> bad = cache->inspect(corrupt);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, "corrupt");
+  EXPECT_NE(bad->problem.find("flags.json"), std::string::npos) << bad->problem;
+  EXPECT_TRUE(fs::exists(entryDir(*cache, corrupt))); // not quarantined
+
+  // An entry directory elsewhere (another compiler version's tree).
+  std::string elsewhere = root() + "/trncc-0.0.1/" + done.dirName();
+  fs::create_directories(root() + "/trncc-0.0.1");
+  fs::copy(entryDir(*cache, done), elsewhere);
+  std::optional<EntryListing> other = cache->inspect(done, elsewhere);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->path, elsewhere);
+  EXPECT_EQ(other->status, "done");
+  EXPECT_EQ(warnings.all(), "");
+}
+
 TEST_F(CacheStoreTest, ClearLocksRemovesOnlyStaleLocksUnlessAll) {
   Result<Cache> cache = Cache::open(options());
   ASSERT_TRUE(cache) << cache.error;

@@ -2,8 +2,9 @@
 //
 //   trn-cache <command> [--cache-dir DIR] [--json] [options]
 //
-// Commands: list, stats, show KEY, clean, clear-locks, verify, prune. Every
-// command is safe while other processes compile into and read from the cache.
+// Commands: list, stats, show KEY, explain KEY1 KEY2, clean, clear-locks,
+// verify, prune. Every command is safe while other processes compile into and
+// read from the cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +38,13 @@ commands:
   stats         entries by status, bytes, compression ratio, age, locks
   show KEY      one entry: flags, metadata, diagnostic and compile log
                   (KEY may be any unique prefix of MODULE_<graph>+<flags>)
+  explain KEY1 KEY2
+                why two keys differ: the graph (and the first line where the
+                stored graph texts differ), the flags (which normalised flag
+                values), the target, the compiler version. A KEY is
+                MODULE_<graph>+<flags>, <graph>+<flags>, a unique prefix of a
+                key in the cache, or an entry's path. For a key without an
+                entry, says what the keys alone tell; exit status 1 then
   clean         remove failed and incomplete entries and the quarantine
                   --older-than DURATION   only entries unused for that long (30m, 12h, 7d)
                   --all --yes             empty the cache
@@ -177,6 +185,7 @@ const std::map<std::string, std::set<std::string>> kCommandOptions = {
     {"clear-locks", {"--all"}},
     {"verify", {"--fix"}},
     {"prune", {"--max-size"}},
+    {"explain", {}},
 };
 
 std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
@@ -264,7 +273,7 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
   }
   if (options.command.empty())
     return "no command given; one of list, stats, show, clean, clear-locks, "
-           "verify, prune (see trn-cache --help)";
+           "verify, prune, explain (see trn-cache --help)";
   // Reject options that belong to another command, so a mistyped command
   // line never silently does something else.
   const std::set<std::string> &allowed = kCommandOptions.at(options.command);
@@ -281,7 +290,10 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       return name + " is not an option of '" + options.command + "'";
   if (options.command == "show" && options.positional.size() != 1)
     return "show needs exactly one KEY (see trn-cache list)";
-  if (options.command != "show" && !options.positional.empty())
+  if (options.command == "explain" && options.positional.size() != 2)
+    return "explain needs two KEYs: trn-cache explain KEY1 KEY2";
+  if (options.command != "show" && options.command != "explain" &&
+      !options.positional.empty())
     return "unexpected argument '" + options.positional.front() + "'";
   if (options.command == "prune" && !options.maxSize)
     return "prune needs --max-size SIZE (e.g. --max-size 20G)";
@@ -426,18 +438,23 @@ int runStats(Cache &cache, const Options &options) {
   return 0;
 }
 
-int runShow(Cache &cache, const Options &options) {
-  std::string wanted = options.positional.front();
+/// The entries whose key starts with `wanted` (MODULE_ optional), written in
+/// full or in list's short form (16 + 8 hex digits).
+std::vector<EntryListing> entriesMatching(Cache &cache, std::string wanted) {
   if (wanted.rfind("MODULE_", 0) == 0)
     wanted = wanted.substr(7);
   std::vector<EntryListing> matches;
   for (EntryListing &l : cache.list()) {
     std::string name = l.key.graph.hex() + "+" + l.key.flags.hex();
-    // Both the full name and list's short form (16 + 8 hex digits) match.
-    std::string shortName = shortKey(l.key);
-    if (name.rfind(wanted, 0) == 0 || shortName.rfind(wanted, 0) == 0)
+    if (name.rfind(wanted, 0) == 0 || shortKey(l.key).rfind(wanted, 0) == 0)
       matches.push_back(std::move(l));
   }
+  return matches;
+}
+
+int runShow(Cache &cache, const Options &options) {
+  std::vector<EntryListing> matches =
+      entriesMatching(cache, options.positional.front());
   if (matches.empty())
     return fail("no entry matches '" + options.positional.front() + "' in " +
                 cache.versionDir() + " (see trn-cache list)");
@@ -567,6 +584,321 @@ int runVerify(Cache &cache, const Options &options) {
   return bad ? 1 : 0;
 }
 
+//===----------------------------------------------------------------------===//
+// explain
+//===----------------------------------------------------------------------===//
+
+/// A KEY argument of `explain`, resolved.
+struct KeyArgument {
+  CacheKey key;
+  std::string path;                    ///< where its entry is (or would be)
+  std::optional<EntryListing> listing; ///< std::nullopt: no entry there
+  /// "done, graph add_exp, <path>", "no entry at <path>", ...
+  std::string state() const {
+    if (!listing)
+      return "missing: no entry at " + path;
+    if (!listing->entry)
+      return listing->status +
+             (listing->problem.empty() ? "" : " (" + listing->problem + ")") +
+             ", " + path;
+    return listing->status + ", graph " + listing->entry->metadata.graphName +
+           ", " + path;
+  }
+  const EntryMetadata *metadata() const {
+    return listing && listing->entry ? &listing->entry->metadata : nullptr;
+  }
+};
+
+/// Resolves a key, the short `<graph>+<flags>` form, an entry's path or a
+/// unique prefix of a key in the cache; returns the error otherwise.
+std::optional<std::string> resolveKey(Cache &cache, const std::string &text,
+                                      KeyArgument &out) {
+  const std::string expected =
+      "MODULE_<graph>+<flags> or <graph>+<flags> (32 lowercase hex digits "
+      "each), a unique prefix of a key in the cache, or an entry's path";
+  std::string path = text;
+  while (path.size() > 1 && path.back() == '/')
+    path.pop_back();
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos) {
+    std::string name = path.substr(slash + 1);
+    std::optional<CacheKey> key =
+        name.rfind("MODULE_", 0) == 0 ? CacheKey::parse(name) : std::nullopt;
+    if (!key)
+      return "'" + text +
+             "' is not a cache entry's path: its last part is not "
+             "MODULE_<graph>+<flags>";
+    out.key = *key;
+    out.path = path;
+    out.listing = cache.inspect(*key, path);
+    return std::nullopt;
+  }
+  if (std::optional<CacheKey> key = CacheKey::parse(text)) {
+    out.key = *key;
+    out.path = cache.versionDir() + "/" + key->dirName();
+    out.listing = cache.inspect(*key);
+    return std::nullopt;
+  }
+  std::string body = text.rfind("MODULE_", 0) == 0 ? text.substr(7) : text;
+  if (body.empty() ||
+      body.find_first_not_of("0123456789abcdef+") != std::string::npos ||
+      std::count(body.begin(), body.end(), '+') > 1)
+    return "'" + text + "' is not a cache key; give " + expected;
+  std::vector<EntryListing> matches = entriesMatching(cache, text);
+  if (matches.empty())
+    return "no entry in " + cache.versionDir() + " starts with '" + text +
+           "'; for a key that is not in the cache give all of it "
+           "(MODULE_<graph>+<flags>)";
+  if (matches.size() > 1)
+    return "'" + text + "' matches " + std::to_string(matches.size()) +
+           " entries; give more of the key";
+  out.key = matches.front().key;
+  out.path = matches.front().path;
+  out.listing = std::move(matches.front());
+  return std::nullopt;
+}
+
+/// `name=value;...` (NormalizedFlags::canonical()) as a map.
+std::map<std::string, std::string>
+parseNormalizedFlags(const std::string &text) {
+  std::map<std::string, std::string> values;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find(';', begin);
+    std::string item = text.substr(
+        begin, end == std::string::npos ? std::string::npos : end - begin);
+    size_t equals = item.find('=');
+    if (!item.empty())
+      values[item.substr(0, equals)] =
+          equals == std::string::npos ? "" : item.substr(equals + 1);
+    begin = end == std::string::npos ? text.size() : end + 1;
+  }
+  return values;
+}
+
+/// One line of a graph text, trimmed, with its 1-based number.
+struct GraphLine {
+  size_t number;
+  std::string text;
+};
+
+/// The lines that can make two graphs differ: blank and `//` comment lines
+/// and surrounding whitespace are left out.
+std::vector<GraphLine> significantLines(const std::string &text) {
+  std::vector<GraphLine> lines;
+  size_t number = 0, begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos)
+      end = text.size();
+    ++number;
+    std::string line = text.substr(begin, end - begin);
+    size_t first = line.find_first_not_of(" \t\r");
+    if (first != std::string::npos && line.compare(first, 2, "//") != 0)
+      lines.push_back(
+          {number,
+           line.substr(first, line.find_last_not_of(" \t\r") - first + 1)});
+    begin = end + 1;
+  }
+  return lines;
+}
+
+/// At most about 160 characters of `line` around column `column`.
+std::string excerpt(const std::string &line, size_t column) {
+  constexpr size_t kWidth = 160;
+  if (line.size() <= kWidth)
+    return line;
+  size_t begin = column > 60 ? std::min(column - 60, line.size() - kWidth) : 0;
+  return (begin ? "..." : "") + line.substr(begin, kWidth) +
+         (begin + kWidth < line.size() ? "..." : "");
+}
+
+/// Where two stored graph texts first differ, for `explain`.
+struct GraphDifference {
+  std::string error; ///< a graph could not be read
+  bool found = false;
+  size_t lines[2] = {0, 0}; ///< 0: that text has ended
+  std::string texts[2];
+};
+
+GraphDifference compareGraphs(Cache &cache, const KeyArgument (&keys)[2]) {
+  GraphDifference difference;
+  std::vector<GraphLine> lines[2];
+  for (int i = 0; i < 2; ++i) {
+    Result<std::string> text = cache.readGraph(*keys[i].listing->entry);
+    if (!text) {
+      difference.error = text.error;
+      return difference;
+    }
+    lines[i] = significantLines(*text);
+  }
+  size_t common = std::min(lines[0].size(), lines[1].size()), at = 0;
+  while (at < common && lines[0][at].text == lines[1][at].text)
+    ++at;
+  if (at == common && lines[0].size() == lines[1].size())
+    return difference;
+  difference.found = true;
+  size_t column = 0;
+  if (at < common)
+    while (column < lines[0][at].text.size() &&
+           column < lines[1][at].text.size() &&
+           lines[0][at].text[column] == lines[1][at].text[column])
+      ++column;
+  for (int i = 0; i < 2; ++i)
+    if (at < lines[i].size()) {
+      difference.lines[i] = lines[i][at].number;
+      difference.texts[i] = excerpt(lines[i][at].text, column);
+    }
+  return difference;
+}
+
+int runExplain(Cache &cache, const Options &options) {
+  KeyArgument keys[2];
+  for (int i = 0; i < 2; ++i)
+    if (auto problem = resolveKey(cache, options.positional[i], keys[i]))
+      return fail(*problem);
+  bool identical = keys[0].key == keys[1].key;
+  bool graphDiffers = keys[0].key.graph != keys[1].key.graph;
+  bool flagsDiffer = keys[0].key.flags != keys[1].key.flags;
+  const EntryMetadata *m[2] = {keys[0].metadata(), keys[1].metadata()};
+  bool complete = identical || (m[0] && m[1]);
+
+  // What the entries' metadata tell about the flags half.
+  std::vector<std::pair<std::string, std::pair<std::string, std::string>>>
+      flagDifferences;
+  std::optional<std::pair<std::string, std::string>> targets, versions,
+      graphNames;
+  if (m[0] && m[1]) {
+    std::map<std::string, std::string> flags[2] = {
+        parseNormalizedFlags(m[0]->normalizedFlags),
+        parseNormalizedFlags(m[1]->normalizedFlags)};
+    std::set<std::string> names;
+    for (const auto &values : flags)
+      for (const auto &[name, value] : values)
+        names.insert(name);
+    names.erase("target"); // reported on its own line
+    for (const std::string &name : names) {
+      auto value = [&](int i) {
+        auto found = flags[i].find(name);
+        return found == flags[i].end() ? std::string("(unset)") : found->second;
+      };
+      if (value(0) != value(1))
+        flagDifferences.push_back({name, {value(0), value(1)}});
+    }
+    targets = {m[0]->target, m[1]->target};
+    versions = {m[0]->compilerVersion, m[1]->compilerVersion};
+    graphNames = {m[0]->graphName, m[1]->graphName};
+  }
+  GraphDifference graph;
+  if (graphDiffers && m[0] && m[1]) {
+    graph = compareGraphs(cache, keys);
+    if (!graph.error.empty())
+      complete = false;
+  }
+
+  std::string verdict = identical ? "the keys are identical"
+                        : graphDiffers && flagsDiffer
+                            ? "the keys differ in their graph and their flags"
+                            : std::string("the keys differ in their ") +
+                                  (graphDiffers ? "graph" : "flags");
+  auto pairJson =
+      [](const std::optional<std::pair<std::string, std::string>> &values)
+      -> json {
+    if (!values)
+      return nullptr;
+    return json::array({values->first, values->second});
+  };
+  if (options.json) {
+    json entries = json::array();
+    for (const KeyArgument &k : keys)
+      entries.push_back(
+          {{"key", k.key.dirName()},
+           {"path", k.path},
+           {"status", k.listing ? k.listing->status : "missing"},
+           {"graph_name", k.metadata() ? k.metadata()->graphName : ""}});
+    json flagsJson = json::array();
+    for (const auto &[name, values] : flagDifferences)
+      flagsJson.push_back(
+          {{"flag", name}, {"values", {values.first, values.second}}});
+    json out = {{"identical", identical},
+                {"graph_differs", graphDiffers},
+                {"flags_differ", flagsDiffer},
+                {"complete", complete},
+                {"entries", entries},
+                {"flag_differences", flagsJson},
+                {"targets", pairJson(targets)},
+                {"compiler_versions", pairJson(versions)},
+                {"graph_names", pairJson(graphNames)},
+                {"graph_difference", nullptr}};
+    if (!graph.error.empty())
+      out["graph_error"] = graph.error;
+    if (graph.found)
+      out["graph_difference"] = {{"lines", {graph.lines[0], graph.lines[1]}},
+                                 {"texts", {graph.texts[0], graph.texts[1]}}};
+    std::cout << out.dump(2) << "\n";
+    return complete ? 0 : 1;
+  }
+
+  for (int i = 0; i < 2; ++i)
+    std::cout << "key " << i + 1 << ": " << keys[i].key.dirName() << " ("
+              << keys[i].state() << ")\n";
+  std::cout << verdict << "\n";
+  if (identical)
+    return 0;
+  auto sameOrBoth = [](const std::pair<std::string, std::string> &values) {
+    return values.first == values.second
+               ? "same (" + values.first + ")"
+               : values.first + " vs " + values.second;
+  };
+  std::string missing;
+  for (int i = 0; i < 2; ++i)
+    if (!m[i])
+      missing += std::string(missing.empty() ? "" : " and ") + "key " +
+                 std::to_string(i + 1);
+  std::string without =
+      missing + (missing.find(" and ") == std::string::npos ? " has" : " have");
+  std::cout << "graph hash: " << (graphDiffers ? "different" : "same") << "\n";
+  if (graphDiffers && !missing.empty()) {
+    std::cout << "  " << without
+              << " no usable entry, so the graphs cannot be compared\n";
+  } else if (graphDiffers) {
+    std::cout << "  graph name: " << sameOrBoth(*graphNames) << "\n";
+    if (!graph.error.empty()) {
+      std::cout << "  cannot compare the graphs: " << graph.error << "\n";
+    } else if (!graph.found) {
+      std::cout << "  the stored graph texts differ only in comments and "
+                   "blank lines\n";
+    } else {
+      std::cout << "  first difference in the stored graph texts (comments "
+                   "and blank lines skipped):\n";
+      for (int i = 0; i < 2; ++i) {
+        if (graph.lines[i])
+          std::cout << "  key " << i + 1 << ", line " << graph.lines[i] << ": "
+                    << graph.texts[i] << "\n";
+        else
+          std::cout << "  key " << i + 1 << ": no more lines\n";
+      }
+    }
+  }
+  std::cout << "flags hash: " << (flagsDiffer ? "different" : "same") << "\n";
+  if (!flagsDiffer) {
+    std::cout << "  the same normalised flags, target and compiler version\n";
+  } else if (!missing.empty()) {
+    std::cout << "  " << without
+              << " no usable entry, so which of the flags, the target and "
+                 "the compiler version differ cannot be told\n";
+  } else {
+    for (const auto &[name, values] : flagDifferences)
+      std::cout << "  flag " << name << ": " << values.first << " vs "
+                << values.second << "\n";
+    if (flagDifferences.empty())
+      std::cout << "  normalised flags: same\n";
+    std::cout << "  target: " << sameOrBoth(*targets) << "\n";
+    std::cout << "  compiler version: " << sameOrBoth(*versions) << "\n";
+  }
+  return complete ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -604,6 +936,8 @@ int main(int argc, char **argv) {
     return runStats(*cache, options);
   if (command == "show")
     return runShow(*cache, options);
+  if (command == "explain")
+    return runExplain(*cache, options);
   if (command == "clean")
     return printCleanReport(
         cache->clean(options.all, options.olderThan.value_or(-1)), options,

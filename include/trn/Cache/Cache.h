@@ -175,6 +175,7 @@ struct EntryListing {
   std::string path;
   std::string status; ///< "done", "failed", "incomplete" (temp dir), "corrupt"
   std::optional<Entry> entry; ///< for done/failed
+  std::string problem;        ///< for corrupt: why
   int64_t sizeBytes = 0;
   int64_t createdUnix = 0;
   int64_t lastUsedUnix = 0;
@@ -228,6 +229,11 @@ public:
 
   // Maintenance (trn-cache). All are safe while other processes use the cache.
   std::vector<EntryListing> list();
+  /// One entry as list() reports it, without side effects: the one at
+  /// `path` if given (an entry directory, perhaps of another compiler
+  /// version's tree), else `key`'s in versionDir(). std::nullopt if none.
+  std::optional<EntryListing> inspect(const CacheKey &key,
+                                      const std::string &path = "");
   std::vector<LockInfo> locks();
   // Those that change the cache (clearLocks, clean, verify with `fix`,
   // prune) change nothing on a read-only cache and warn.
