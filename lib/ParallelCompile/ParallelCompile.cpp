@@ -684,6 +684,17 @@ bool Runner::compileGraphs(std::vector<GraphRecord> graphs,
   }
   for (const std::string &warning : warnings)
     say("warning: " + warning);
+  // A read-only cache (a shared cache a CI job fills) still answers which
+  // graphs it holds; compiling into it would store nothing.
+  if (store->readOnly())
+    for (GraphJob &job : jobs)
+      if (job.status == Status::Pending) {
+        job.status = Status::Failed;
+        job.reason = "not compiled: the cache is read-only (" +
+                     store->readOnlyReason() +
+                     "), so the result could not be stored; compile into a "
+                     "writable --cache-dir";
+      }
 
   // Longest first: the last graph to start should be a short one.
   std::vector<size_t> queue;

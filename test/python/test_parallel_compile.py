@@ -303,3 +303,18 @@ def test_analyze_flags_a_model_too_large_for_one_core(tmp_path):
     assert "need more HBM than one NeuronCore has" in proc.stdout
     graph = json.loads((tmp_path / "a.json").read_text())["graphs"][0]
     assert not graph["fits"] and graph["hbm_bytes_estimate"] > 16 << 30
+
+
+def test_read_only_cache_answers_but_does_not_compile(tmp_path):
+    cache, work = tmp_path / "cache", tmp_path / "work"
+    command = ["--", PYTHON, str(EXAMPLES / "gpt.py"), "--device", "trn", "--steps", "20"]
+    assert run_tool("--cache-dir", str(cache), "--workdir", str(work), "-q",
+                    *command).returncode == 0
+    read_only = {"TRN_CACHE_READ_ONLY": "1"}
+    proc = run_tool("--cache-dir", str(cache), "--workdir", str(work), "-q", *command,
+                    env=read_only)
+    assert proc.returncode == 0 and "Already cached: 1" in proc.stderr
+    proc = run_tool("--cache-dir", str(cache), "--workdir", str(work), "-q",
+                    *command, "--seq", "8", env=read_only)
+    assert proc.returncode == 1
+    assert "not compiled: the cache is read-only (TRN_CACHE_READ_ONLY=1)" in proc.stderr
