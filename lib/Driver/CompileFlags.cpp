@@ -8,6 +8,8 @@
 
 #include "trn/Driver/CompileFlags.h"
 
+#include "trn/Cache/Text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -16,6 +18,7 @@
 
 namespace mlir::trn {
 
+using cache::editDistance;
 using cache::NormalizedFlags;
 
 const std::vector<CompileFlagSpec> &compileFlagSpecs() {
@@ -114,27 +117,6 @@ std::string_view longNameOfShort(char letter) {
   default:
     return {};
   }
-}
-
-/// Optimal string alignment distance (Levenshtein plus adjacent
-/// transpositions, so `cats` is one edit from `cast`).
-size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1,
-                                     std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i)
-    d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j)
-    d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] =
-          std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
 }
 
 std::string unknownFlagError(std::string_view spelled, std::string_view name) {

@@ -14,6 +14,7 @@
 
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
+#include "trn/Cache/Text.h"
 #include "trn/ParallelCompile/Cluster.h"
 #include "trn/ParallelCompile/Manifest.h"
 #include "trn/ParallelCompile/Process.h"
@@ -70,20 +71,6 @@ std::string formatSeconds(double seconds) {
   else
     std::snprintf(text, sizeof(text), "%dh%02dm", int(seconds) / 3600,
                   int(seconds) % 3600 / 60);
-  return text;
-}
-
-std::string formatBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = double(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), unit ? "%.1f %s" : "%.0f %s", value,
-                units[unit]);
   return text;
 }
 
@@ -722,7 +709,7 @@ bool Runner::compileGraphs(std::vector<GraphRecord> graphs,
         " graphs: " + std::to_string(pending.size()) + " to compile, " +
         std::to_string(cached) + " already cached or failed before; " +
         std::to_string(parallel) + " workers, memory budget " +
-        formatBytes(budget) + ", cache " + store->versionDir());
+        cache::formatSize(budget) + ", cache " + store->versionDir());
   }
 
   Progress progress(options.quiet, jobs.size());
@@ -1028,13 +1015,13 @@ int Runner::analyze(const std::vector<GraphRecord> &graphs,
     overHbm += !fits;
     char hbm[64];
     std::snprintf(hbm, sizeof(hbm), "%s of %s%s",
-                  formatBytes(graph.hbmBytesEstimate).c_str(),
-                  formatBytes(int64_t(target.hbmBytesPerCore)).c_str(),
+                  cache::formatSize(graph.hbmBytesEstimate).c_str(),
+                  cache::formatSize(int64_t(target.hbmBytesPerCore)).c_str(),
                   fits ? "" : " (!)");
     std::printf("%-18s %-14s %8lld %12s %12s %24s\n", graph.graphName.c_str(),
                 graph.key.substr(0, 14).c_str(), (long long)graph.ops,
                 formatSeconds(graph.estimatedSeconds).c_str(),
-                formatBytes(graph.estimatedMemoryBytes).c_str(), hbm);
+                cache::formatSize(graph.estimatedMemoryBytes).c_str(), hbm);
     records.push_back(
         {{"key", graph.key},
          {"graph", graph.graphPath},
@@ -1049,9 +1036,9 @@ int Runner::analyze(const std::vector<GraphRecord> &graphs,
   }
   std::cout << graphs.size() << " graphs, " << ops
             << " ops; compiling them one by one: ~" << formatSeconds(seconds)
-            << "; largest compile memory ~" << formatBytes(largestCompileMemory)
-            << "; largest HBM need ~" << formatBytes(largestHbm)
-            << " per NeuronCore\n";
+            << "; largest compile memory ~"
+            << cache::formatSize(largestCompileMemory) << "; largest HBM need ~"
+            << cache::formatSize(largestHbm) << " per NeuronCore\n";
   if (overHbm)
     std::cout << overHbm
               << " graphs need more HBM than one NeuronCore has (!): they "

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "trn/Cache/Cache.h"
+#include "trn/Cache/Text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -70,23 +71,6 @@ int fail(const std::string &message) {
   return 2;
 }
 
-size_t editDistance(const std::string &a, const std::string &b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string suggest(const std::string &word,
                     const std::vector<std::string> &candidates) {
   std::string best;
@@ -99,20 +83,6 @@ std::string suggest(const std::string &word,
     }
   }
   return best.empty() ? "" : "; did you mean '" + best + "'?";
-}
-
-std::string humanSize(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), unit ? "%.1f %s" : "%.0f %s", value,
-                units[unit]);
-  return text;
 }
 
 std::string humanTime(int64_t unixSeconds) {
@@ -363,7 +333,7 @@ int runList(Cache &cache, const Options &options) {
     std::string status = l.status + (l.locked ? "*" : "");
     std::printf(
         "%-25s  %-10s  %10s  %-16s  %-16s  %s\n", shortKey(l.key).c_str(),
-        status.c_str(), humanSize(l.sizeBytes).c_str(),
+        status.c_str(), formatSize(l.sizeBytes).c_str(),
         humanTime(l.createdUnix).c_str(), humanTime(l.lastUsedUnix).c_str(),
         l.entry ? l.entry->metadata.graphName.c_str() : "");
   }
@@ -423,12 +393,12 @@ int runStats(Cache &cache, const Options &options) {
     separator = ", ";
   }
   std::cout << (byStatus.empty() ? "" : ")") << "\n";
-  std::cout << "size:         " << humanSize(bytes) << "\n";
+  std::cout << "size:         " << formatSize(bytes) << "\n";
   if (storedGraphBytes) {
     char text[64];
     std::snprintf(text, sizeof(text), "%.1fx (%s of graphs in %s)", ratio,
-                  humanSize(graphBytes).c_str(),
-                  humanSize(storedGraphBytes).c_str());
+                  formatSize(graphBytes).c_str(),
+                  formatSize(storedGraphBytes).c_str());
     std::cout << "compression:  " << text << "\n";
   }
   std::cout << "oldest:       " << humanTime(oldest) << "\n";
@@ -503,10 +473,10 @@ int runShow(Cache &cache, const Options &options) {
   std::cout << "compiler:     " << m.compilerVersion << "\n";
   std::cout << "host:         " << m.host << "\n";
   std::printf("compile time: %.3f s\n", m.compileSeconds);
-  std::cout << "peak memory:  " << humanSize(m.peakMemoryBytes) << "\n";
+  std::cout << "peak memory:  " << formatSize(m.peakMemoryBytes) << "\n";
   std::cout << "created:      " << humanTime(m.createdUnix) << "\n";
   std::cout << "last used:    " << humanTime(entry.lastUsedUnix) << "\n";
-  std::cout << "size:         " << humanSize(entry.sizeBytes) << "\n";
+  std::cout << "size:         " << formatSize(entry.sizeBytes) << "\n";
   if (!log)
     return fail(log.error);
   std::cout << "--- compile log ---\n" << *log;
@@ -528,7 +498,7 @@ int printCleanReport(const Cache::CleanReport &report, const Options &options,
   for (const std::string &path : report.removed)
     std::cout << verb << " " << path << "\n";
   std::cout << verb << " " << report.removedEntries << " entries, "
-            << humanSize(report.removedBytes) << "\n";
+            << formatSize(report.removedBytes) << "\n";
   return 0;
 }
 

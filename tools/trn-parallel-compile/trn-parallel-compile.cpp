@@ -9,6 +9,7 @@
 
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
+#include "trn/Cache/Text.h"
 #include "trn/Driver/CompileFlags.h"
 #include "trn/ParallelCompile/ParallelCompile.h"
 
@@ -97,23 +98,6 @@ const std::vector<Spec> &specs() {
   return table;
 }
 
-size_t editDistance(const std::string &a, const std::string &b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t next = std::min({row[j] + 1, row[j - 1] + 1,
-                              diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = row[j];
-      row[j] = next;
-    }
-  }
-  return row[b.size()];
-}
-
 std::optional<int> parseCount(const std::string &text, int minimum) {
   if (text.empty() || text.size() > 9 ||
       text.find_first_not_of("0123456789") != std::string::npos)
@@ -183,7 +167,7 @@ std::optional<std::string> parse(int argc, char **argv,
       const Spec *best = nullptr;
       size_t bestDistance = 3;
       for (const Spec &candidate : specs()) {
-        size_t distance = editDistance(name, candidate.name);
+        size_t distance = cache::editDistance(name, candidate.name);
         if (distance < bestDistance) {
           bestDistance = distance;
           best = &candidate;
