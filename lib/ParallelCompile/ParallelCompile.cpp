@@ -524,8 +524,9 @@ int Runner::maintenance() {
     say("error: " + error);
     return 1;
   }
+  // trn-cache says 2 for any error; here 2 means a bad command line.
   ExitStatus exit = child->wait();
-  return exit.exited ? exit.code : 1;
+  return exit.success() ? 0 : 1;
 }
 
 bool Runner::startJob(GraphJob &job) {
