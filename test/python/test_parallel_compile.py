@@ -318,3 +318,19 @@ def test_read_only_cache_answers_but_does_not_compile(tmp_path):
                     *command, "--seq", "8", env=read_only)
     assert proc.returncode == 1
     assert "not compiled: the cache is read-only (TRN_CACHE_READ_ONLY=1)" in proc.stderr
+
+
+def test_collect_with_max_steps_and_flags(tmp_path):
+    # One step call: the micro-step graph only; --flags reach the script's
+    # keys through TRN_CC_FLAGS.
+    proc = run_tool("--command", "collect", "--max-steps", "1", "--flags", "--auto-cast matmul",
+                    "--cache-dir", str(tmp_path / "cache"), "--workdir", str(tmp_path / "w"),
+                    "--", PYTHON, str(EXAMPLES / "gpt.py"), "--device", "trn", "--steps", "20",
+                    "--grad-accum", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "collected 1 graphs" in proc.stderr
+    manifest = next((tmp_path / "w" / "graphs").glob("manifest-*.jsonl"))
+    record = json.loads(manifest.read_text().splitlines()[0])
+    assert record["graph_name"] == "train_micro_step"
+    assert record["flags"] == ["--auto-cast", "matmul"]
+    assert not (tmp_path / "cache").exists()  # collect compiles nothing
