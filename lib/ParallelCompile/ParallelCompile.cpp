@@ -572,9 +572,8 @@ void Runner::finishJob(GraphJob &job, const ExitStatus &exit,
         nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (report.is_object() && report.value("cache", "") == "hit")
       job.status = Status::Cached; // another process compiled it meanwhile
-    if (report.is_object() && report.contains("compile_seconds") &&
-        report["compile_seconds"].is_number() && job.status == Status::Compiled)
-      job.seconds = report["compile_seconds"].get<double>();
+    // job.seconds stays the worker's wall time (start-up, compile, storing
+    // into the cache): what compiling it one by one would cost too.
     return;
   }
   job.status = Status::Failed;
