@@ -3,6 +3,7 @@
 #include "trn/InitAll.h"
 
 #include "trn/Conversion/Passes.h"
+#include "trn/Dialect/Dist/IR/DistDialect.h"
 #include "trn/Dialect/NC/IR/NCDialect.h"
 #include "trn/Dialect/NC/Transforms/Passes.h"
 #include "trn/Dialect/Trn/IR/TrnDialect.h"
@@ -16,7 +17,7 @@
 #include "mlir/Transforms/Passes.h"
 
 void mlir::trn::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<mlir::trn::TrnDialect, mlir::nc::NCDialect,
+  registry.insert<mlir::trn::TrnDialect, mlir::nc::NCDialect, mlir::dist::DistDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::tensor::TensorDialect, mlir::scf::SCFDialect>();
 }

@@ -1,0 +1,77 @@
+//===- DistBase.td - dist dialect, attributes and enums ----*- tablegen -*-===//
+//
+// The `dist` dialect: device meshes, per-dimension shardings and collectives
+// (docs/partitioning.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_DIALECT_DIST_IR_DISTBASE_TD
+#define TRN_DIALECT_DIST_IR_DISTBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Dist_Dialect : Dialect {
+  let name = "dist";
+  let cppNamespace = "::mlir::dist";
+  let summary = "device meshes, tensor shardings and collectives";
+  let description = [{
+    The `dist` dialect describes how a training step is spread over
+    NeuronCores, GSPMD/Shardy style. A `dist.mesh` names the axes of the
+    device grid and their sizes (`dp`, `pp`, `tp`, ...). A
+    `#dist.sharding<@mesh, [{"tp"}, {} ]>` says, per tensor dimension, which
+    mesh axes split it (major axis first; `{}` means replicated along it), and
+    which axes hold partial sums still to be reduced (`partial = {"tp"}`).
+    Collectives work on each rank's local tensor and name mesh axes, never
+    ranks: the replica groups (the ranks that differ only along those axes)
+    are bound when a program is loaded, so one program serves every rank of
+    a mesh and, along axes it does not name, any degree.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The sharding of a function argument or result, or of an op's results
+    /// (an array attribute, one sharding per result).
+    static constexpr ::llvm::StringLiteral getShardingAttrName() {
+      return "dist.sharding";
+    }
+  }];
+}
+
+class Dist_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Dist_Dialect, mnemonic, traits>;
+
+def Dist_ReductionKind : I32EnumAttr<"ReductionKind",
+    "how a collective combines the ranks' values", [
+      I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>,
+      I32EnumAttrCase<"min", 2>]> {
+  let cppNamespace = "::mlir::dist";
+}
+
+def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
+  let mnemonic = "sharding";
+  let summary = "how a tensor is split over the axes of a mesh";
+  let description = [{
+    `#dist.sharding<@mesh, [{"dp"}, {}, {"tp"} ], partial = {"tp"}>`: one
+    list of mesh axes per tensor dimension (the dimension is split over
+    them, the first the most major; an empty list replicates it) and the axes
+    along which the value is a partial sum not reduced yet. An axis appears
+    at most once in a sharding. Axes named nowhere replicate the tensor.
+  }];
+  let parameters = (ins "FlatSymbolRefAttr":$mesh,
+                        "ArrayAttr":$dims,
+                        "ArrayAttr":$partial);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The axes that split dimension `dim`.
+    ::llvm::SmallVector<::llvm::StringRef> axesOf(unsigned dim) const;
+    /// Whether no dimension is split and nothing is partial.
+    bool isReplicated() const;
+  }];
+}
+
+#endif // TRN_DIALECT_DIST_IR_DISTBASE_TD

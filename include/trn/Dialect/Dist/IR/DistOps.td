@@ -1,0 +1,181 @@
+//===- DistOps.td - dist dialect operations ----------------*- tablegen -*-===//
+
+#ifndef TRN_DIALECT_DIST_IR_DISTOPS_TD
+#define TRN_DIALECT_DIST_IR_DISTOPS_TD
+
+include "trn/Dialect/Dist/IR/DistBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Meshes
+//===----------------------------------------------------------------------===//
+
+def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
+  let summary = "a named grid of devices";
+  let description = [{
+    `dist.mesh @mesh <dp = 2, tp = 4>` declares a mesh of 8 devices with the
+    axes `dp` (size 2, the major axis) and `tp` (size 4). Rank
+    `r = i_dp * 4 + i_tp`. Axis names are identifiers and distinct; sizes are
+    positive.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
+                       DenseI64ArrayAttr:$sizes);
+  let assemblyFormat = "$sym_name custom<MeshAxes>($axes, $sizes) attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The size of `axis`, if the mesh has it.
+    std::optional<int64_t> sizeOf(::llvm::StringRef axis);
+    /// The number of devices: the product of the sizes.
+    int64_t numDevices();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Dist_Op<mnemonic, !listconcat(traits, [
+        Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  code extraBaseClassDeclaration = [{
+    /// The number of ranks in each replica group: the product of the sizes
+    /// of the named axes (valid once the symbol uses verified).
+    int64_t groupSize();
+  }];
+}
+
+def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
+    [SameOperandsAndResultType]> {
+  let summary = "reduce over the ranks that differ along `axes`";
+  let description = [{
+    Every rank of a replica group gets the reduction (sum, max or min) of
+    the group's inputs. Sums of bf16 or f16 accumulate in f32 and are
+    rounded once, as the hardware's collective engine does.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes,
+                       DefaultValuedAttr<Dist_ReductionKind,
+                         "::mlir::dist::ReductionKind::sum">:$reduction);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $reduction $input `on` $mesh `axes` `=` $axes attr-dict `:` type($result)
+  }];
+  let extraClassDeclaration = extraBaseClassDeclaration;
+}
+
+def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
+  let summary = "concatenate the group's tensors along `dim`";
+  let description = [{
+    The result is the group's inputs concatenated along `dim` in rank order
+    (the first named axis the most major): its `dim` is the input's times
+    the group size, the other dimensions are the input's.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `dim` `=` $dim attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = extraBaseClassDeclaration;
+}
+
+def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
+  let summary = "reduce over the group, each rank keeping one slice of `dim`";
+  let description = [{
+    The group's inputs are reduced and the result split along `dim` into
+    group-size slices; rank `i` of the group keeps slice `i`. The input's
+    `dim` must be a multiple of the group size.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim,
+                       DefaultValuedAttr<Dist_ReductionKind,
+                         "::mlir::dist::ReductionKind::sum">:$reduction);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $reduction $input `on` $mesh `axes` `=` $axes `dim` `=` $dim attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = extraBaseClassDeclaration;
+}
+
+def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
+  let summary = "split along one dim, exchange, concatenate along another";
+  let description = [{
+    Each rank splits its input along `split_dim` into group-size slices,
+    sends slice `j` to rank `j` of its group, and concatenates what it
+    receives along `concat_dim` in rank order (e.g. moving a sharding from
+    the sequence dim to the heads dim).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$split_dim,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$concat_dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `split_dim` `=` $split_dim
+    `concat_dim` `=` $concat_dim attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = extraBaseClassDeclaration;
+}
+
+def Dist_CollectivePermuteOp : Dist_CollectiveOp<"collective_permute",
+    [SameOperandsAndResultType]> {
+  let summary = "send to the rank `shift` positions along the axes";
+  let description = [{
+    Rank `i` of each group sends its input to rank `(i + shift) mod n` and
+    receives from rank `(i - shift) mod n` (pipeline stage transfers,
+    ring exchanges). `shift` is not zero.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$shift);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `shift` `=` $shift attr-dict `:`
+    type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = extraBaseClassDeclaration;
+}
+
+//===----------------------------------------------------------------------===//
+// Rank queries and annotations
+//===----------------------------------------------------------------------===//
+
+def Dist_AxisIndexOp : Dist_Op<"axis_index", [
+    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "this rank's index along mesh axes";
+  let description = [{
+    The rank's linear index within its group along `axes` (the first the
+    most major), as a 0-d integer tensor: what a partitioned program reads
+    where a value depends on the shard (the vocabulary offset of a
+    vocabulary-parallel embedding, a dropout stream).
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs 0DTensorOf<[I32, I64]>:$result);
+  let assemblyFormat = "`on` $mesh `axes` `=` $axes attr-dict `:` type($result)";
+}
+
+def Dist_ShardingConstraintOp : Dist_Op<"sharding_constraint", [
+    Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "require a sharding at this point of the graph";
+  let description = [{
+    The value is the input; propagation must give it `sharding` (what
+    `trn.shard(tensor, spec)` in a training script records). The sharding
+    has one entry per dimension of the tensor.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_ShardingAttr:$sharding);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input $sharding attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // TRN_DIALECT_DIST_IR_DISTOPS_TD

@@ -1,0 +1,189 @@
+// RUN: trn-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{'dist.mesh' op axis "tp" appears twice}}
+dist.mesh @mesh <tp = 2, tp = 4>
+
+// -----
+
+// expected-error @+1 {{'dist.mesh' op axis "tp" has size 0; sizes are positive}}
+dist.mesh @mesh <dp = 2, tp = 0>
+
+// -----
+
+// expected-error @+1 {{'dist.mesh' op axis name "2d" is not an identifier}}
+dist.mesh @mesh <"2d" = 2>
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dist.all_reduce' op names axis "pp", which @mesh does not have}}
+  %0 = dist.all_reduce sum %x on @mesh axes = ["pp"] : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dist.all_reduce' op names @nowhere, which is not a dist.mesh}}
+  %0 = dist.all_reduce sum %x on @nowhere axes = ["tp"] : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dist.all_reduce' op names axis "tp" twice}}
+  %0 = dist.all_reduce sum %x on @mesh axes = ["tp", "tp"] : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dist.all_reduce' op names no mesh axis}}
+  %0 = dist.all_reduce sum %x on @mesh axes = [] : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x48xf32> {
+  // expected-error @+1 {{'dist.all_gather' op result dimension 1 must be the input's times the group size 4 (16 x 4 = 64), got 48}}
+  %0 = dist.all_gather %x on @mesh axes = ["tp"] dim = 1 : tensor<8x16xf32> -> tensor<8x48xf32>
+  return %0 : tensor<8x48xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8x16xf32>) -> tensor<9x64xf32> {
+  // expected-error @+1 {{'dist.all_gather' op changes dimension 0 from 8 to 9}}
+  %0 = dist.all_gather %x on @mesh axes = ["tp"] dim = 1 : tensor<8x16xf32> -> tensor<9x64xf32>
+  return %0 : tensor<9x64xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x64xbf16> {
+  // expected-error @+1 {{'dist.all_gather' op changes the element type from 'f32' to 'bf16'}}
+  %0 = dist.all_gather %x on @mesh axes = ["tp"] dim = 1 : tensor<8x16xf32> -> tensor<8x64xbf16>
+  return %0 : tensor<8x64xbf16>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'dist.all_gather' op dimension 2 is out of range for rank 2}}
+  %0 = dist.all_gather %x on @mesh axes = ["tp"] dim = 2 : tensor<8x16xf32> -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<6x16xf32>) -> tensor<1x16xf32> {
+  // expected-error @+1 {{'dist.reduce_scatter' op input dimension 0 must be the result's times the group size 4 (1 x 4 = 4), got 6}}
+  %0 = dist.reduce_scatter sum %x on @mesh axes = ["tp"] dim = 0 : tensor<6x16xf32> -> tensor<1x16xf32>
+  return %0 : tensor<1x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'dist.all_to_all' op splits and concatenates the same dimension; that is no exchange}}
+  %0 = dist.all_to_all %x on @mesh axes = ["tp"] split_dim = 1 concat_dim = 1 : tensor<8x16xf32> -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8x16xf32>) -> tensor<32x4xf32> {
+  // expected-error @+1 {{'dist.all_to_all' op input dimension 1 must be the result's times the group size 2 (4 x 2 = 8), got 16}}
+  %0 = dist.all_to_all %x on @mesh axes = ["dp"] split_dim = 1 concat_dim = 0 : tensor<8x16xf32> -> tensor<32x4xf32>
+  return %0 : tensor<32x4xf32>
+}
+
+// -----
+
+dist.mesh @mesh <pp = 4>
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dist.collective_permute' op shift 0 sends every value to itself; drop the op}}
+  %0 = dist.collective_permute %x on @mesh axes = ["pp"] shift = 0 : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'dist.sharding_constraint' op sharding has 1 dimensions but the tensor has rank 2}}
+  %0 = dist.sharding_constraint %x <@mesh, [{"tp"}]> : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'dist.sharding_constraint' op sharding names axis "pp", which @mesh does not have}}
+  %0 = dist.sharding_constraint %x <@mesh, [{"pp"}, {}]> : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{mesh axis "tp" appears twice in a sharding (an axis splits at most one dimension or sums one partial value)}}
+  %0 = dist.sharding_constraint %x <@mesh, [{"tp"}, {}], partial = {"tp"}> : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+// expected-error @+1 {{'dist.sharding' of argument 0 has 1 dimensions but the tensor has rank 2}}
+func.func @f(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}]>}) {
+  return
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, tp = 4>
+// expected-error @+1 {{'dist.sharding' of result 0 names axis "pp", which @mesh does not have}}
+func.func @f() -> (tensor<8xf32> {dist.sharding = #dist.sharding<@mesh, [{"pp"}]>}) {
+  %0 = trn.constant dense<0.0> : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dist.sharding' of argument 0 names @gone, which is not a dist.mesh}}
+func.func @f(%x: tensor<8xf32> {dist.sharding = #dist.sharding<@gone, [{"tp"}]>}) {
+  return
+}
+
+// -----
+
+dist.mesh @mesh <tp = 4>
+func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dist.sharding' on an op is a list of one sharding per result (1)}}
+  %0 = trn.exp %a {dist.sharding = #dist.sharding<@mesh, [{"tp"}]>} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+dist.mesh @mesh <tp = 4>
+// expected-error @+1 {{unknown dist argument attribute 'dist.shard'}}
+func.func @f(%x: tensor<8xf32> {dist.shard = 1}) {
+  return
+}
