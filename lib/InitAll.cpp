@@ -8,6 +8,7 @@
 #include "trn/Dialect/NC/Transforms/Passes.h"
 #include "trn/Dialect/Trn/IR/TrnDialect.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
+#include "trn/Partition/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,9 +18,10 @@
 #include "mlir/Transforms/Passes.h"
 
 void mlir::trn::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<mlir::trn::TrnDialect, mlir::nc::NCDialect, mlir::dist::DistDialect,
-                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
-                  mlir::tensor::TensorDialect, mlir::scf::SCFDialect>();
+  registry.insert<mlir::trn::TrnDialect, mlir::nc::NCDialect,
+                  mlir::dist::DistDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
+                  mlir::scf::SCFDialect>();
 }
 
 void mlir::trn::registerAllPasses() {
@@ -27,4 +29,5 @@ void mlir::trn::registerAllPasses() {
   mlir::nc::registerNCPasses();
   mlir::trn::registerTrnPasses();
   mlir::trn::registerTrnConversionPasses();
+  mlir::trn::partition::registerPartitionPasses();
 }

@@ -1,0 +1,350 @@
+//===- Propagate.cpp - dist-propagate: shardings through a step graph -----===//
+//
+// Each value's sharding is a list of mesh axes per dimension plus partial
+// axes. An op's factor rule turns the shardings its tensors have into
+// shardings of its factors (which axes split each factor), and those back
+// into shardings of the tensors that have none yet, or a coarser one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Partition/Passes.h"
+
+#include "trn/Dialect/Dist/IR/DistOps.h"
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Partition/ShardingRule.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::trn::partition {
+#define GEN_PASS_DEF_DISTPROPAGATE
+#include "trn/Partition/Passes.h.inc"
+} // namespace mlir::trn::partition
+
+using namespace mlir;
+using namespace mlir::trn;
+using namespace mlir::trn::partition;
+using dist::ShardingAttr;
+
+namespace {
+
+using Axes = SmallVector<StringAttr, 2>;
+
+/// A value's sharding while the pass runs.
+struct Sharding {
+  SmallVector<Axes> dims;
+  Axes partial;
+
+  bool operator==(const Sharding &other) const {
+    return dims == other.dims && partial == other.partial;
+  }
+  bool operator!=(const Sharding &other) const { return !(*this == other); }
+  int64_t axisCount() const {
+    int64_t count = partial.size();
+    for (const Axes &axes : dims)
+      count += axes.size();
+    return count;
+  }
+  /// Every dimension's axes extend `other`'s (a finer split), same partial.
+  bool refines(const Sharding &other) const {
+    if (dims.size() != other.dims.size() || partial != other.partial)
+      return false;
+    for (auto [mine, theirs] : llvm::zip(dims, other.dims))
+      if (mine.size() < theirs.size() ||
+          !std::equal(theirs.begin(), theirs.end(), mine.begin()))
+        return false;
+    return *this != other;
+  }
+
+  static Sharding fromAttr(ShardingAttr attr) {
+    Sharding sharding;
+    for (Attribute dim : attr.getDims()) {
+      Axes axes;
+      for (Attribute axis : cast<ArrayAttr>(dim))
+        axes.push_back(cast<StringAttr>(axis));
+      sharding.dims.push_back(axes);
+    }
+    for (Attribute axis : attr.getPartial())
+      sharding.partial.push_back(cast<StringAttr>(axis));
+    return sharding;
+  }
+  ShardingAttr toAttr(MLIRContext *context, FlatSymbolRefAttr mesh) const {
+    auto list = [&](const Axes &axes) {
+      SmallVector<Attribute> names(axes.begin(), axes.end());
+      return ArrayAttr::get(context, names);
+    };
+    SmallVector<Attribute> dimAttrs;
+    for (const Axes &axes : dims)
+      dimAttrs.push_back(list(axes));
+    return ShardingAttr::get(context, mesh, ArrayAttr::get(context, dimAttrs),
+                             list(partial));
+  }
+};
+
+int64_t numElements(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return type.hasStaticShape() ? type.getNumElements() : 0;
+}
+
+class Propagator {
+public:
+  Propagator(func::FuncOp function, dist::MeshOp mesh)
+      : function(function), mesh(mesh) {}
+
+  LogicalResult run();
+
+private:
+  bool known(Value value) const { return state.count(value); }
+  int64_t sizeOf(StringAttr axis) {
+    return mesh.sizeOf(axis.getValue()).value_or(1);
+  }
+  /// Sets a value's sharding if it has none or this one refines it; never
+  /// changes a fixed one. Returns whether it changed.
+  bool offer(Value value, const Sharding &sharding);
+  bool applyRule(Operation *op);
+  /// Which axes each factor has in the sharding of one tensor.
+  void factorAxesOf(const Sharding &sharding,
+                    const ShardingRule::TensorFactors &dims,
+                    const ShardingRule &rule,
+                    SmallVectorImpl<std::optional<Axes>> &out);
+  void annotate();
+
+  func::FuncOp function;
+  dist::MeshOp mesh;
+  llvm::DenseMap<Value, Sharding> state;
+  llvm::DenseSet<Value> fixed;
+};
+
+bool Propagator::offer(Value value, const Sharding &sharding) {
+  if (fixed.contains(value))
+    return false;
+  auto it = state.find(value);
+  if (it == state.end()) {
+    state[value] = sharding;
+    return true;
+  }
+  if (sharding.refines(it->second)) {
+    it->second = sharding;
+    return true;
+  }
+  return false;
+}
+
+void Propagator::factorAxesOf(const Sharding &sharding,
+                              const ShardingRule::TensorFactors &dims,
+                              const ShardingRule &rule,
+                              SmallVectorImpl<std::optional<Axes>> &out) {
+  out.assign(rule.factors.size(), std::nullopt);
+  for (auto [dim, factors] : llvm::enumerate(dims)) {
+    if (dim >= sharding.dims.size())
+      break;
+    const Axes &axes = sharding.dims[dim];
+    if (factors.empty())
+      continue;
+    // The dimension's axes go to its factors major first: a factor takes
+    // axes while their product divides its size.
+    size_t next = 0;
+    for (auto [position, factor] : llvm::enumerate(factors)) {
+      Axes taken;
+      int64_t product = 1;
+      bool last = position + 1 == factors.size();
+      while (next < axes.size()) {
+        int64_t size = sizeOf(axes[next]);
+        if (!last && rule.factors[factor].size % (product * size) != 0)
+          break;
+        product *= size;
+        taken.push_back(axes[next++]);
+      }
+      out[factor] = taken;
+    }
+  }
+}
+
+bool Propagator::applyRule(Operation *op) {
+  if (auto constraint = dyn_cast<dist::ShardingConstraintOp>(op)) {
+    // The constraint's result is fixed; its operand is only a hint.
+    auto it = state.find(constraint.getResult());
+    return it != state.end() && offer(constraint.getInput(), it->second);
+  }
+  std::optional<ShardingRule> rule = getShardingRule(op);
+  if (!rule)
+    return false;
+
+  // Candidate axes for each factor from every tensor with a sharding.
+  struct Candidate {
+    Axes axes;
+    bool fixed;
+    int64_t elements;
+  };
+  SmallVector<SmallVector<Candidate>> candidates(rule->factors.size());
+  auto collect = [&](Value value, const ShardingRule::TensorFactors &dims) {
+    auto it = state.find(value);
+    if (it == state.end())
+      return;
+    SmallVector<std::optional<Axes>> axes;
+    factorAxesOf(it->second, dims, *rule, axes);
+    for (auto [factor, factorAxes] : llvm::enumerate(axes))
+      if (factorAxes)
+        candidates[factor].push_back(
+            {*factorAxes, fixed.contains(value), numElements(value)});
+  };
+  for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+    collect(operand, rule->operands[index]);
+  for (auto [index, result] : llvm::enumerate(op->getResults()))
+    collect(result, rule->results[index]);
+
+  // Choose per factor: a fixed tensor's axes, else the largest tensor's;
+  // a shorter choice compatible with a longer one takes the longer.
+  SmallVector<Axes> chosen(rule->factors.size());
+  llvm::DenseSet<StringAttr> used;
+  for (auto [factor, options] : llvm::enumerate(candidates)) {
+    if (options.empty() || rule->factors[factor].kind == FactorKind::Replicated)
+      continue;
+    const Candidate *best = &options.front();
+    for (const Candidate &option : options)
+      if (std::make_tuple(option.fixed, option.axes.size(), option.elements) >
+          std::make_tuple(best->fixed, best->axes.size(), best->elements))
+        best = &option;
+    // An axis splits at most one factor of an op.
+    for (StringAttr axis : best->axes) {
+      if (used.contains(axis))
+        break;
+      used.insert(axis);
+      chosen[factor].push_back(axis);
+    }
+  }
+
+  auto shardingOf = [&](const ShardingRule::TensorFactors &dims,
+                        bool isResult) {
+    Sharding sharding;
+    llvm::DenseSet<int64_t> present;
+    for (const auto &factors : dims) {
+      Axes axes;
+      for (int64_t factor : factors) {
+        present.insert(factor);
+        llvm::append_range(axes, chosen[factor]);
+      }
+      sharding.dims.push_back(axes);
+    }
+    if (isResult)
+      for (auto [factor, info] : llvm::enumerate(rule->factors))
+        if (info.kind == FactorKind::Reduction && !present.contains(factor))
+          llvm::append_range(sharding.partial, chosen[factor]);
+    return sharding;
+  };
+  bool changed = false;
+  for (auto [index, result] : llvm::enumerate(op->getResults()))
+    changed |= offer(result, shardingOf(rule->results[index], true));
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    // Backward: only to a value with no sharding (producers decide theirs).
+    if (known(operand))
+      continue;
+    Sharding wanted = shardingOf(rule->operands[index], false);
+    if (wanted.axisCount())
+      changed |= offer(operand, wanted);
+  }
+  return changed;
+}
+
+LogicalResult Propagator::run() {
+  MLIRContext *context = function.getContext();
+  StringRef attrName = dist::DistDialect::getShardingAttrName();
+  // Seeds: arguments, constraints, results.
+  for (BlockArgument argument : function.getArguments())
+    if (auto attr = function.getArgAttrOfType<ShardingAttr>(
+            argument.getArgNumber(), attrName)) {
+      state[argument] = Sharding::fromAttr(attr);
+      fixed.insert(argument);
+    }
+  function.walk([&](dist::ShardingConstraintOp op) {
+    state[op.getResult()] = Sharding::fromAttr(op.getSharding());
+    fixed.insert(op.getResult());
+  });
+  Block &body = function.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [index, value] : llvm::enumerate(ret.getOperands()))
+    if (auto attr = function.getResultAttrOfType<ShardingAttr>(index, attrName))
+      if (!fixed.contains(value))
+        state[value] = Sharding::fromAttr(attr);
+  (void)context;
+
+  // Sweep forward and backward until nothing changes.
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (int sweep = 0; sweep < 16; ++sweep) {
+    bool changed = false;
+    for (Operation *op : ops)
+      changed |= applyRule(op);
+    for (Operation *op : llvm::reverse(ops))
+      changed |= applyRule(op);
+    if (!changed)
+      break;
+  }
+  annotate();
+  return success();
+}
+
+void Propagator::annotate() {
+  MLIRContext *context = function.getContext();
+  StringRef attrName = dist::DistDialect::getShardingAttrName();
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  auto replicated = [&](Value value) {
+    Sharding sharding;
+    sharding.dims.resize(cast<RankedTensorType>(value.getType()).getRank());
+    return sharding;
+  };
+  auto shardingOf = [&](Value value) {
+    auto it = state.find(value);
+    return it == state.end() ? replicated(value) : it->second;
+  };
+  Block &body = function.getBody().front();
+  for (Operation &op : body.without_terminator()) {
+    if (op.getNumResults() == 0 ||
+        !llvm::all_of(op.getResultTypes(),
+                      [](Type type) { return isa<RankedTensorType>(type); }))
+      continue;
+    if (isa<dist::ShardingConstraintOp>(op))
+      continue; // it carries its sharding already
+    SmallVector<Attribute> shardings;
+    for (Value result : op.getResults())
+      shardings.push_back(shardingOf(result).toAttr(context, meshRef));
+    op.setAttr(attrName, ArrayAttr::get(context, shardings));
+  }
+  for (BlockArgument argument : function.getArguments())
+    if (isa<RankedTensorType>(argument.getType()) &&
+        !function.getArgAttr(argument.getArgNumber(), attrName))
+      function.setArgAttr(argument.getArgNumber(), attrName,
+                          shardingOf(argument).toAttr(context, meshRef));
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [index, value] : llvm::enumerate(ret.getOperands()))
+    if (isa<RankedTensorType>(value.getType()) &&
+        !function.getResultAttr(index, attrName))
+      function.setResultAttr(index, attrName,
+                             shardingOf(value).toAttr(context, meshRef));
+}
+
+struct DistPropagatePass
+    : mlir::trn::partition::impl::DistPropagateBase<DistPropagatePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<dist::MeshOp> meshes(module.getOps<dist::MeshOp>());
+    if (meshes.empty())
+      return; // nothing to partition
+    if (meshes.size() > 1) {
+      meshes[1].emitError("dist-propagate handles one mesh per module; ")
+          << "this one is the second";
+      return signalPassFailure();
+    }
+    for (auto function : module.getOps<func::FuncOp>()) {
+      if (function.isExternal() || !function.getBody().hasOneBlock())
+        continue;
+      if (failed(Propagator(function, meshes.front()).run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

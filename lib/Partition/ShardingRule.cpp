@@ -1,0 +1,311 @@
+//===- ShardingRule.cpp - factor rules of the trn ops ---------------------===//
+
+#include "trn/Partition/ShardingRule.h"
+
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::trn;
+using namespace mlir::trn::partition;
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+/// Builds a rule with one slot per operand and result.
+class RuleBuilder {
+public:
+  explicit RuleBuilder(Operation *op) : op(op) {
+    for (Value operand : op->getOperands())
+      rule.operands.emplace_back(shapeOf(operand).size());
+    for (Value result : op->getResults())
+      rule.results.emplace_back(shapeOf(result).size());
+  }
+  int64_t factor(int64_t size, FactorKind kind = FactorKind::Parallel) {
+    return rule.addFactor(size, kind);
+  }
+  void operand(unsigned index, unsigned dim, int64_t f) {
+    rule.operands[index][dim].push_back(f);
+  }
+  void result(unsigned index, unsigned dim, int64_t f) {
+    rule.results[index][dim].push_back(f);
+  }
+  /// One factor per dimension of result 0, shared by every operand and
+  /// result of the same shape (elementwise).
+  void sameShape(ArrayRef<unsigned> replicatedDims = {}) {
+    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+    for (unsigned d = 0; d < shape.size(); ++d) {
+      int64_t f = factor(shape[d], llvm::is_contained(replicatedDims, d)
+                                       ? FactorKind::Replicated
+                                       : FactorKind::Parallel);
+      for (auto [i, value] : llvm::enumerate(op->getOperands()))
+        if (shapeOf(value) == shape)
+          operand(i, d, f);
+      for (auto [i, value] : llvm::enumerate(op->getResults()))
+        if (shapeOf(value) == shape)
+          result(i, d, f);
+    }
+  }
+  ShardingRule take() { return std::move(rule); }
+
+  Operation *op;
+  ShardingRule rule;
+};
+
+/// Dimensions `0 ..< axis` (leading, kept) are parallel; `axis ..< rank`
+/// (normalised) replicated. Tensors of shape `shape[:axis]` (statistics)
+/// and `shape[axis:]` (weights) map to the matching factors.
+std::optional<ShardingRule> normRule(Operation *op, Value input, int64_t axis) {
+  RuleBuilder b(op);
+  ArrayRef<int64_t> shape = shapeOf(input);
+  if (axis < 0 || axis > int64_t(shape.size()))
+    return std::nullopt;
+  SmallVector<int64_t> factors;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+    factors.push_back(b.factor(shape[d], d < axis ? FactorKind::Parallel
+                                                  : FactorKind::Replicated));
+  auto map = [&](ArrayRef<int64_t> valueShape, auto &&assign) {
+    if (valueShape == shape) {
+      for (unsigned d = 0; d < shape.size(); ++d)
+        assign(d, factors[d]);
+    } else if (valueShape == shape.take_front(axis)) {
+      for (unsigned d = 0; d < axis; ++d)
+        assign(d, factors[d]);
+    } else if (valueShape == shape.drop_front(axis)) {
+      for (unsigned d = 0; d < shape.size() - axis; ++d)
+        assign(d, factors[axis + d]);
+    }
+  };
+  for (auto [i, value] : llvm::enumerate(op->getOperands()))
+    map(shapeOf(value), [&](unsigned d, int64_t f) { b.operand(i, d, f); });
+  for (auto [i, value] : llvm::enumerate(op->getResults()))
+    map(shapeOf(value), [&](unsigned d, int64_t f) { b.result(i, d, f); });
+  return b.take();
+}
+
+/// A reshape as a sequence of groups whose element counts match: a group of
+/// one input and one output dimension of equal size shares a factor; a
+/// group that splits or merges dimensions gets one factor per dimension of
+/// its finer side, and each coarse dimension is made of those factors
+/// (major first). Size-1 dimensions get no factor.
+std::optional<ShardingRule> reshapeRule(ReshapeOp op) {
+  RuleBuilder b(op);
+  ArrayRef<int64_t> in = shapeOf(op.getOperand()),
+                    out = shapeOf(op.getResult());
+  size_t i = 0, o = 0;
+  auto skipOnes = [&] {
+    while (i < in.size() && in[i] == 1)
+      ++i;
+    while (o < out.size() && out[o] == 1)
+      ++o;
+  };
+  skipOnes();
+  while (i < in.size() && o < out.size()) {
+    // The smallest prefix groups with equal products.
+    size_t i1 = i + 1, o1 = o + 1;
+    int64_t inProduct = in[i], outProduct = out[o];
+    while (inProduct != outProduct) {
+      if (inProduct < outProduct) {
+        if (i1 >= in.size())
+          return std::nullopt;
+        inProduct *= in[i1++];
+      } else {
+        if (o1 >= out.size())
+          return std::nullopt;
+        outProduct *= out[o1++];
+      }
+    }
+    if (i1 - i == 1 && o1 - o == 1) {
+      int64_t f = b.factor(in[i]);
+      b.operand(0, i, f);
+      b.result(0, o, f);
+    } else if (i1 - i == 1) {
+      // One input dimension split into several output dimensions.
+      for (size_t d = o; d < o1; ++d) {
+        if (out[d] == 1)
+          continue;
+        int64_t f = b.factor(out[d]);
+        b.result(0, d, f);
+        b.operand(0, i, f);
+      }
+    } else if (o1 - o == 1) {
+      // Several input dimensions merged into one output dimension.
+      for (size_t d = i; d < i1; ++d) {
+        if (in[d] == 1)
+          continue;
+        int64_t f = b.factor(in[d]);
+        b.operand(0, d, f);
+        b.result(0, o, f);
+      }
+    } else {
+      // Many to many: the dimensions stay replicated.
+    }
+    i = i1;
+    o = o1;
+    skipOnes();
+  }
+  return b.take();
+}
+
+std::optional<ShardingRule> dotRule(DotGeneralOp op) {
+  RuleBuilder b(op);
+  ArrayRef<int64_t> lhs = shapeOf(op.getLhs()), rhs = shapeOf(op.getRhs());
+  ArrayRef<int64_t> lhsBatch = op.getLhsBatchingDims(),
+                    rhsBatch = op.getRhsBatchingDims(),
+                    lhsContract = op.getLhsContractingDims(),
+                    rhsContract = op.getRhsContractingDims();
+  if (lhsBatch.size() != rhsBatch.size() ||
+      lhsContract.size() != rhsContract.size())
+    return std::nullopt;
+  // Result: batch dims, then lhs free dims, then rhs free dims.
+  unsigned r = 0;
+  for (auto [l, rr] : llvm::zip(lhsBatch, rhsBatch)) {
+    int64_t f = b.factor(lhs[l]);
+    b.operand(0, l, f);
+    b.operand(1, rr, f);
+    b.result(0, r++, f);
+  }
+  for (unsigned d = 0; d < lhs.size(); ++d)
+    if (!llvm::is_contained(lhsBatch, d) &&
+        !llvm::is_contained(lhsContract, d)) {
+      int64_t f = b.factor(lhs[d]);
+      b.operand(0, d, f);
+      b.result(0, r++, f);
+    }
+  for (unsigned d = 0; d < rhs.size(); ++d)
+    if (!llvm::is_contained(rhsBatch, d) &&
+        !llvm::is_contained(rhsContract, d)) {
+      int64_t f = b.factor(rhs[d]);
+      b.operand(1, d, f);
+      b.result(0, r++, f);
+    }
+  for (auto [l, rr] : llvm::zip(lhsContract, rhsContract)) {
+    int64_t f = b.factor(lhs[l], FactorKind::Reduction);
+    b.operand(0, l, f);
+    b.operand(1, rr, f);
+  }
+  return b.take();
+}
+
+} // namespace
+
+std::optional<ShardingRule>
+mlir::trn::partition::getShardingRule(Operation *op) {
+  for (Type type : op->getOperandTypes())
+    if (!isa<RankedTensorType>(type))
+      return std::nullopt;
+  for (Type type : op->getResultTypes())
+    if (!isa<RankedTensorType>(type))
+      return std::nullopt;
+  if (op->getNumResults() == 0)
+    return std::nullopt;
+  if (op->hasTrait<OpTrait::Elementwise>()) {
+    RuleBuilder b(op);
+    b.sameShape();
+    return b.take();
+  }
+  return llvm::TypeSwitch<Operation *, std::optional<ShardingRule>>(op)
+      .Case<ConstantOp, IotaOp>([&](Operation *) {
+        // Computable on any shard (the partitioner offsets an iota).
+        RuleBuilder b(op);
+        b.sameShape();
+        return std::optional<ShardingRule>(b.take());
+      })
+      .Case([&](BroadcastInDimOp o) -> std::optional<ShardingRule> {
+        RuleBuilder b(op);
+        ArrayRef<int64_t> in = shapeOf(o.getOperand()),
+                          out = shapeOf(o.getResult());
+        SmallVector<int64_t> factors;
+        for (int64_t size : out)
+          factors.push_back(b.factor(size));
+        for (unsigned d = 0; d < out.size(); ++d)
+          b.result(0, d, factors[d]);
+        for (auto [k, dim] : llvm::enumerate(o.getDims()))
+          if (in[k] == out[dim])
+            b.operand(0, k, factors[dim]);
+        return b.take();
+      })
+      .Case([&](TransposeOp o) -> std::optional<ShardingRule> {
+        RuleBuilder b(op);
+        ArrayRef<int64_t> in = shapeOf(o.getOperand());
+        SmallVector<int64_t> factors;
+        for (int64_t size : in)
+          factors.push_back(b.factor(size));
+        for (unsigned d = 0; d < in.size(); ++d)
+          b.operand(0, d, factors[d]);
+        for (auto [i, source] : llvm::enumerate(o.getPerm()))
+          b.result(0, i, factors[source]);
+        return b.take();
+      })
+      .Case([&](ReshapeOp o) { return reshapeRule(o); })
+      .Case([&](DotGeneralOp o) { return dotRule(o); })
+      .Case([&](ReduceOp o) -> std::optional<ShardingRule> {
+        RuleBuilder b(op);
+        ArrayRef<int64_t> in = shapeOf(o.getOperand());
+        FactorKind reduced = o.getKind() == ReduceKind::sum
+                                 ? FactorKind::Reduction
+                                 : FactorKind::Replicated;
+        unsigned r = 0;
+        for (unsigned d = 0; d < in.size(); ++d) {
+          bool isReduced = llvm::is_contained(o.getDims(), int64_t(d));
+          int64_t f =
+              b.factor(in[d], isReduced ? reduced : FactorKind::Parallel);
+          b.operand(0, d, f);
+          if (!isReduced)
+            b.result(0, r++, f);
+        }
+        return b.take();
+      })
+      .Case<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp>(
+          [&](Operation *) {
+            RuleBuilder b(op);
+            int64_t dim = op->getAttrOfType<IntegerAttr>("dim").getInt();
+            b.sameShape({unsigned(dim)});
+            return std::optional<ShardingRule>(b.take());
+          })
+      .Case([&](LayerNormOp o) {
+        return normRule(op, o.getInput(), o.getAxis());
+      })
+      .Case([&](LayerNormGradOp o) {
+        return normRule(op, o.getInput(), o.getAxis());
+      })
+      .Case(
+          [&](RmsNormOp o) { return normRule(op, o.getInput(), o.getAxis()); })
+      .Case([&](RmsNormGradOp o) {
+        return normRule(op, o.getInput(), o.getAxis());
+      })
+      .Case<SliceOp, PadOp>([&](Operation *) -> std::optional<ShardingRule> {
+        // Dimensions the op leaves alone pass through; the others stay whole.
+        RuleBuilder b(op);
+        ArrayRef<int64_t> in = shapeOf(op->getOperand(0)),
+                          out = shapeOf(op->getResult(0));
+        for (unsigned d = 0; d < in.size(); ++d) {
+          bool same = in[d] == out[d];
+          int64_t f = b.factor(in[d], same ? FactorKind::Parallel
+                                           : FactorKind::Replicated);
+          b.operand(0, d, f);
+          if (same)
+            b.result(0, d, f);
+        }
+        return b.take();
+      })
+      .Case([&](ConcatenateOp o) -> std::optional<ShardingRule> {
+        RuleBuilder b(op);
+        ArrayRef<int64_t> out = shapeOf(o.getResult());
+        for (unsigned d = 0; d < out.size(); ++d) {
+          if (int64_t(d) == o.getDim())
+            continue; // the concatenated dimension stays whole
+          int64_t f = b.factor(out[d]);
+          b.result(0, d, f);
+          for (unsigned i = 0; i < o.getInputs().size(); ++i)
+            b.operand(i, d, f);
+        }
+        return b.take();
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}

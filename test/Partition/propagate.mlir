@@ -1,0 +1,107 @@
+// RUN: trn-opt %s -dist-propagate -split-input-file | FileCheck %s
+
+// Megatron's MLP: the seeds are the weights (W1 column-parallel, W2
+// row-parallel). The hidden activation is split on its ffn dimension, gelu
+// keeps it, and the second matmul contracts the split dimension: its result
+// is a partial sum over tp (the partitioner's one all-reduce).
+dist.mesh @mesh <tp = 4>
+// CHECK-LABEL: func.func @mlp
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {}]>}
+// CHECK-SAME: -> (tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {}], partial = {"tp"}>})
+// CHECK: trn.dot_general {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"tp"}]>]}
+// CHECK: trn.gelu {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"tp"}]>]}
+// CHECK: trn.dot_general {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {}], partial = {"tp"}>]}
+func.func @mlp(%x: tensor<8x16xf32>,
+               %w1: tensor<16x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>},
+               %w2: tensor<64x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>}) -> tensor<8x16xf32> {
+  %h = trn.dot_general %x, %w1, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>
+  %g = trn.gelu %h : tensor<8x64xf32>
+  %y = trn.dot_general %g, %w2, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x64xf32>, tensor<64x16xf32>) -> tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}
+
+// -----
+
+// Heads: a [B*S, H*D] projection reshaped to [B, S, H, D] carries the tp
+// split of its hidden dimension to the heads dimension (H = 8 divides by 4);
+// the softmax over keys keeps it (its own dimension stays whole).
+dist.mesh @mesh <tp = 4>
+// CHECK-LABEL: func.func @heads
+// CHECK: trn.reshape {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {}, {"tp"}, {}]>]}
+// CHECK: trn.transpose {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"tp"}, {}, {}]>]}
+// CHECK: trn.softmax {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"tp"}, {}, {}]>]}
+func.func @heads(%q: tensor<32x512xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<2x8x16x64xf32> {
+  %r = trn.reshape %q : (tensor<32x512xf32>) -> tensor<2x16x8x64xf32>
+  %t = trn.transpose %r, perm = [0, 2, 1, 3] : (tensor<2x16x8x64xf32>) -> tensor<2x8x16x64xf32>
+  %s = trn.softmax %t, dim = 3 : tensor<2x8x16x64xf32>
+  return %s : tensor<2x8x16x64xf32>
+}
+
+// -----
+
+// A sharding never lands on a dimension that must stay whole: a softmax
+// over the split dimension leaves its result replicated there.
+dist.mesh @mesh <tp = 4>
+// CHECK-LABEL: func.func @softmax_dim
+// CHECK: trn.softmax {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {}]>]}
+func.func @softmax_dim(%x: tensor<8x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<8x64xf32> {
+  %s = trn.softmax %x, dim = 1 : tensor<8x64xf32>
+  return %s : tensor<8x64xf32>
+}
+
+// -----
+
+// Backward propagation: a constrained result gives its unannotated
+// operands their sharding (the batch split over dp reaches the argument).
+dist.mesh @mesh <dp = 2, tp = 4>
+// CHECK-LABEL: func.func @backward
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>}
+// CHECK: trn.exp {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"dp"}, {}]>]}
+// CHECK: dist.sharding_constraint
+func.func @backward(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %e = trn.exp %x : tensor<8x16xf32>
+  %c = dist.sharding_constraint %e <@mesh, [{"dp"}, {}]> : tensor<8x16xf32>
+  return %c : tensor<8x16xf32>
+}
+
+// -----
+
+// Conflicts: the weight (user-annotated) wins over the activation's split
+// of the same factor; a sum over a split dimension is a partial sum, a max
+// over it is not allowed to split (the reduced dimension stays whole).
+dist.mesh @mesh <dp = 2, tp = 4>
+// CHECK-LABEL: func.func @conflict
+// CHECK: trn.add {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"tp"}]>]}
+// CHECK: trn.reduce sum {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}], partial = {"tp"}>]}
+// CHECK: trn.reduce max {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}]>]}
+func.func @conflict(%a: tensor<8x64xf32>,
+                    %b: tensor<8x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>})
+    -> (tensor<8xf32>, tensor<8xf32>) {
+  %s = trn.add %a, %b : tensor<8x64xf32>
+  %r = trn.reduce sum %s, dims = [1] : (tensor<8x64xf32>) -> tensor<8xf32>
+  %m = trn.reduce max %s, dims = [1] : (tensor<8x64xf32>) -> tensor<8xf32>
+  return %r, %m : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Layer norm: leading (token) dimensions pass, the normalised one stays
+// whole; the statistics follow the leading dimensions.
+dist.mesh @mesh <dp = 2>
+// CHECK-LABEL: func.func @norm
+// CHECK: trn.layer_norm {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"dp"}, {}]>, #dist.sharding<@mesh, [{"dp"}]>, #dist.sharding<@mesh, [{"dp"}]>]}
+func.func @norm(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>},
+                %w: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf32> {
+  %y, %mean, %rstd = trn.layer_norm %x, %w, %b, axis = 1, eps = 1.0e-05 : (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %y : tensor<8x16xf32>
+}
+
+// -----
+
+// No mesh: nothing to partition, the graph is left alone.
+// CHECK-LABEL: func.func @no_mesh
+// CHECK-NOT: dist.sharding
+func.func @no_mesh(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %e = trn.exp %x : tensor<8xf32>
+  return %e : tensor<8xf32>
+}
