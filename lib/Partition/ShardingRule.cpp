@@ -210,10 +210,21 @@ mlir::trn::partition::getShardingRule(Operation *op) {
     return b.take();
   }
   return llvm::TypeSwitch<Operation *, std::optional<ShardingRule>>(op)
-      .Case<ConstantOp, IotaOp>([&](Operation *) {
-        // Computable on any shard (the partitioner offsets an iota).
+      .Case([&](ConstantOp o) -> std::optional<ShardingRule> {
+        // A splat is the same on every shard; other constants stay whole
+        // (a use that wants them split slices them locally).
+        auto dense = dyn_cast<DenseElementsAttr>(o.getValue());
+        if (!dense || !dense.isSplat())
+          return std::nullopt;
         RuleBuilder b(op);
         b.sameShape();
+        return b.take();
+      })
+      .Case([&](IotaOp o) {
+        // The counted dimension stays whole: a shard of it would need its
+        // rank's offset.
+        RuleBuilder b(op);
+        b.sameShape({unsigned(o.getDim())});
         return std::optional<ShardingRule>(b.take());
       })
       .Case([&](BroadcastInDimOp o) -> std::optional<ShardingRule> {

@@ -25,4 +25,24 @@ def DistPropagate : Pass<"dist-propagate", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
 
+def DistSpmd : Pass<"dist-spmd", "::mlir::ModuleOp"> {
+  let summary = "rewrite a sharded step graph into the program every rank runs";
+  let description = [{
+    Takes a function whose values carry shardings (dist-propagate's output)
+    and rewrites it in place into the SPMD program: arguments, results and
+    values take their local shapes (a dimension split over axes of total
+    size n is n times smaller; one that n does not divide is an error naming
+    it, for now), and where a use wants another sharding than its value has,
+    collectives move it: pending partial sums are all-reduced
+    (`dist.all_reduce`), split axes the use does not share are gathered
+    (`dist.all_gather`), axes the use splits further are sliced locally
+    (`dist.all_slice`). What an op wants of its operands follows from its
+    result shardings and its factor rule (an op without a rule wants them
+    whole). Function results are complete: a pending sum is all-reduced
+    before the return. `dist.sharding_constraint` ops are replaced by the
+    resharding they ask for. docs/partitioning.md.
+  }];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
 #endif // TRN_PARTITION_PASSES_TD

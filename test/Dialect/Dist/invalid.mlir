@@ -187,3 +187,12 @@ dist.mesh @mesh <tp = 4>
 func.func @f(%x: tensor<8xf32> {dist.shard = 1}) {
   return
 }
+
+// -----
+
+dist.mesh @mesh <tp = 4>
+func.func @f(%x: tensor<6x16xf32>) -> tensor<2x16xf32> {
+  // expected-error @+1 {{'dist.all_slice' op input dimension 0 must be the result's times the group size 4 (2 x 4 = 8), got 6}}
+  %0 = dist.all_slice %x on @mesh axes = ["tp"] dim = 0 : tensor<6x16xf32> -> tensor<2x16xf32>
+  return %0 : tensor<2x16xf32>
+}

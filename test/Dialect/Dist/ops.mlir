@@ -21,6 +21,8 @@ func.func @collectives(%x: tensor<4x64xf32> {dist.sharding = #dist.sharding<@mes
   %2 = dist.all_gather %w on @mesh axes = ["tp"] dim = 1 : tensor<64x32xf32> -> tensor<64x128xf32>
   // CHECK: dist.reduce_scatter sum %{{.*}} on @mesh axes = ["tp"] dim = 0 : tensor<64x128xf32> -> tensor<16x128xf32>
   %3 = dist.reduce_scatter sum %2 on @mesh axes = ["tp"] dim = 0 : tensor<64x128xf32> -> tensor<16x128xf32>
+  // CHECK: dist.all_slice %{{.*}} on @mesh axes = ["tp"] dim = 0 : tensor<16x128xf32> -> tensor<4x128xf32>
+  %s = dist.all_slice %3 on @mesh axes = ["tp"] dim = 0 : tensor<16x128xf32> -> tensor<4x128xf32>
   // CHECK: dist.all_to_all %{{.*}} on @mesh axes = ["tp"] split_dim = 1 concat_dim = 0 : tensor<16x128xf32> -> tensor<64x32xf32>
   %4 = dist.all_to_all %3 on @mesh axes = ["tp"] split_dim = 1 concat_dim = 0 : tensor<16x128xf32> -> tensor<64x32xf32>
   // CHECK: dist.collective_permute %{{.*}} on @mesh axes = ["dp"] shift = -1 : tensor<64x32xf32>

@@ -191,6 +191,7 @@ DIST_GROUP_SIZE(AllReduceOp)
 DIST_GROUP_SIZE(AllGatherOp)
 DIST_GROUP_SIZE(ReduceScatterOp)
 DIST_GROUP_SIZE(AllToAllOp)
+DIST_GROUP_SIZE(AllSliceOp)
 DIST_GROUP_SIZE(CollectivePermuteOp)
 #undef DIST_GROUP_SIZE
 
@@ -221,6 +222,21 @@ LogicalResult ReduceScatterOp::verify() {
 
 LogicalResult
 ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  int64_t size;
+  if (failed(verifyAxes(*this, getMeshAttr(), getAxes(), symbols, size)))
+    return failure();
+  int64_t dim = getDim();
+  return verifyScaled(*this, getInput().getType().getDimSize(dim),
+                      getResult().getType().getDimSize(dim), dim, size,
+                      /*grows=*/false, "input");
+}
+
+LogicalResult AllSliceOp::verify() {
+  return verifyReshaped(*this, getInput().getType(), getResult().getType(),
+                        {getDim()});
+}
+
+LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   int64_t size;
   if (failed(verifyAxes(*this, getMeshAttr(), getAxes(), symbols, size)))
     return failure();

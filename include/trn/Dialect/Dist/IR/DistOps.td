@@ -105,6 +105,26 @@ def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
   let extraClassDeclaration = extraBaseClassDeclaration;
 }
 
+def Dist_AllSliceOp : Dist_CollectiveOp<"all_slice"> {
+  let summary = "keep this rank's slice along `dim` (no communication)";
+  let description = [{
+    The inverse of `all_gather`: the input is the same on every rank of a
+    group; rank `i` keeps slice `i` of group-size slices along `dim` (the
+    first named axis the most major). Where a replicated value meets a use
+    that wants it split, the partitioner slices it locally.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $axes `dim` `=` $dim attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = extraBaseClassDeclaration;
+}
+
 def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
   let summary = "split along one dim, exchange, concatenate along another";
   let description = [{

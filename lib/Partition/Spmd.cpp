@@ -1,0 +1,361 @@
+//===- Spmd.cpp - dist-spmd: one program for every rank -------------------===//
+//
+// Rewrites a function whose values all carry shardings (dist-propagate's
+// output) into the program each rank runs: every value takes its local shape
+// and, where a use wants another sharding than its value has, collectives
+// move it there: pending partial sums are all-reduced, dimensions split on
+// axes the use does not want are all-gathered, dimensions the use wants
+// split further are sliced locally. Function results are complete values
+// (no pending sums). The rewrite is in place: ops keep their attributes
+// (shardings never split a dimension an op's attributes count, by the rules)
+// and only their types change.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Partition/Passes.h"
+
+#include "trn/Dialect/Dist/IR/DistOps.h"
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Partition/ShardingRule.h"
+
+#include "Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::trn::partition {
+#define GEN_PASS_DEF_DISTSPMD
+#include "trn/Partition/Passes.h.inc"
+} // namespace mlir::trn::partition
+
+using namespace mlir;
+using namespace mlir::trn;
+using namespace mlir::trn::partition;
+
+namespace {
+
+class Partitioner {
+public:
+  Partitioner(func::FuncOp function, dist::MeshOp mesh)
+      : function(function), mesh(mesh),
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {}
+
+  LogicalResult run();
+
+private:
+  int64_t sizeOf(StringAttr axis) {
+    return mesh.sizeOf(axis.getValue()).value_or(1);
+  }
+  int64_t product(ArrayRef<StringAttr> axes) {
+    int64_t size = 1;
+    for (StringAttr axis : axes)
+      size *= sizeOf(axis);
+    return size;
+  }
+  ArrayAttr axesAttr(ArrayRef<StringAttr> axes) {
+    SmallVector<Attribute> names(axes.begin(), axes.end());
+    return ArrayAttr::get(function.getContext(), names);
+  }
+  Sharding replicated(Type type) {
+    Sharding sharding;
+    sharding.dims.resize(cast<RankedTensorType>(type).getRank());
+    return sharding;
+  }
+  /// The local type of a global tensor type under `sharding`.
+  FailureOr<RankedTensorType> localType(Operation *where, StringRef what,
+                                        RankedTensorType global,
+                                        const Sharding &sharding);
+  /// Moves `value` (local, sharded `from`) to the sharding `to`.
+  FailureOr<Value> reshard(OpBuilder &builder, Location loc, Value value,
+                           const Sharding &from, const Sharding &to);
+  /// What `op` wants of each operand, from its result shardings and rule.
+  SmallVector<Sharding> wantedOperands(Operation *op,
+                                       ArrayRef<Sharding> results);
+  LogicalResult partitionOp(Operation *op);
+
+  func::FuncOp function;
+  dist::MeshOp mesh;
+  FlatSymbolRefAttr meshRef;
+  /// The current sharding of every value of the function.
+  llvm::DenseMap<Value, Sharding> current;
+  /// Every op's factor rule, taken before any type changes (rules read the
+  /// global shapes).
+  llvm::DenseMap<Operation *, std::optional<ShardingRule>> rules;
+};
+
+FailureOr<RankedTensorType> Partitioner::localType(Operation *where,
+                                                   StringRef what,
+                                                   RankedTensorType global,
+                                                   const Sharding &sharding) {
+  SmallVector<int64_t> shape(global.getShape());
+  for (auto [dim, axes] : llvm::enumerate(sharding.dims)) {
+    int64_t parts = product(axes);
+    if (parts == 1)
+      continue;
+    if (ShapedType::isDynamic(shape[dim]) || shape[dim] % parts != 0) {
+      std::string names;
+      for (StringAttr axis : axes)
+        names += (names.empty() ? "" : "x") + axis.getValue().str();
+      return where->emitError() << what << " dimension " << dim << " (size "
+                                << shape[dim] << ") is not divisible by the "
+                                << parts << " devices of " << names;
+    }
+    shape[dim] /= parts;
+  }
+  return RankedTensorType::get(shape, global.getElementType());
+}
+
+FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
+                                      Value value, const Sharding &from,
+                                      const Sharding &to) {
+  Sharding now = from;
+  auto type = cast<RankedTensorType>(value.getType());
+  // Pending sums the use does not want pending: all-reduce them.
+  SmallVector<StringAttr> reduce;
+  for (StringAttr axis : now.partial)
+    if (!llvm::is_contained(to.partial, axis))
+      reduce.push_back(axis);
+  if (!reduce.empty()) {
+    value = builder.create<dist::AllReduceOp>(
+        loc, type, value, meshRef, axesAttr(reduce),
+        dist::ReductionKindAttr::get(builder.getContext(),
+                                     dist::ReductionKind::sum));
+    llvm::erase_if(now.partial, [&](StringAttr axis) {
+      return llvm::is_contained(reduce, axis);
+    });
+  }
+  // Split axes beyond what the use shares: gather them back.
+  for (unsigned dim = 0; dim < now.dims.size(); ++dim) {
+    Axes &have = now.dims[dim];
+    const Axes &want = to.dims[dim];
+    size_t common = 0;
+    while (common < have.size() && common < want.size() &&
+           have[common] == want[common])
+      ++common;
+    if (common == have.size())
+      continue;
+    SmallVector<StringAttr> gather(have.begin() + common, have.end());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] *= product(gather);
+    type = RankedTensorType::get(shape, type.getElementType());
+    value = builder.create<dist::AllGatherOp>(loc, type, value, meshRef,
+                                              axesAttr(gather),
+                                              builder.getI64IntegerAttr(dim));
+    have.resize(common);
+  }
+  // Axes the use splits further: keep this rank's slice.
+  for (unsigned dim = 0; dim < now.dims.size(); ++dim) {
+    Axes &have = now.dims[dim];
+    const Axes &want = to.dims[dim];
+    if (have.size() == want.size())
+      continue;
+    SmallVector<StringAttr> slice(want.begin() + have.size(), want.end());
+    SmallVector<int64_t> shape(type.getShape());
+    int64_t parts = product(slice);
+    if (shape[dim] % parts != 0)
+      return emitError(loc) << "dimension " << dim << " (size " << shape[dim]
+                            << ") is not divisible by " << parts << " devices";
+    shape[dim] /= parts;
+    type = RankedTensorType::get(shape, type.getElementType());
+    value = builder.create<dist::AllSliceOp>(loc, type, value, meshRef,
+                                             axesAttr(slice),
+                                             builder.getI64IntegerAttr(dim));
+    have = want;
+  }
+  return value;
+}
+
+SmallVector<Sharding> Partitioner::wantedOperands(Operation *op,
+                                                  ArrayRef<Sharding> results) {
+  SmallVector<Sharding> wanted;
+  const std::optional<ShardingRule> &rule = rules[op];
+  if (!rule) {
+    for (Value operand : op->getOperands())
+      wanted.push_back(replicated(operand.getType()));
+    return wanted;
+  }
+  // The factors' axes, read back from the results: parallel factors from
+  // their dimensions, reduction factors from the pending sums.
+  SmallVector<Axes> factorAxes(rule->factors.size());
+  SmallVector<bool> seen(rule->factors.size(), false);
+  for (auto [index, sharding] : llvm::enumerate(results)) {
+    SmallVector<std::optional<Axes>> axes(rule->factors.size());
+    const ShardingRule::TensorFactors &dims = rule->results[index];
+    for (auto [dim, factors] : llvm::enumerate(dims)) {
+      if (dim >= sharding.dims.size() || factors.empty())
+        continue;
+      // Major factors take the dimension's axes first (as propagation).
+      size_t next = 0;
+      const Axes &dimAxes = sharding.dims[dim];
+      for (auto [position, factor] : llvm::enumerate(factors)) {
+        Axes taken;
+        int64_t partial = 1;
+        bool last = position + 1 == factors.size();
+        while (next < dimAxes.size()) {
+          int64_t size = sizeOf(dimAxes[next]);
+          if (!last && rule->factors[factor].size % (partial * size) != 0)
+            break;
+          partial *= size;
+          taken.push_back(dimAxes[next++]);
+        }
+        if (!seen[factor]) {
+          factorAxes[factor] = taken;
+          seen[factor] = true;
+        }
+      }
+    }
+  }
+  if (!results.empty()) {
+    for (auto [factor, info] : llvm::enumerate(rule->factors))
+      if (info.kind == FactorKind::Reduction) {
+        factorAxes[factor] = results.front().partial;
+        break; // the sums are over the first reduction factor's axes
+      }
+  }
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    Sharding sharding;
+    for (const auto &factors : rule->operands[index]) {
+      Axes axes;
+      for (int64_t factor : factors)
+        llvm::append_range(axes, factorAxes[factor]);
+      sharding.dims.push_back(axes);
+    }
+    wanted.push_back(sharding);
+  }
+  return wanted;
+}
+
+LogicalResult Partitioner::partitionOp(Operation *op) {
+  OpBuilder builder(op);
+  StringRef attrName = dist::DistDialect::getShardingAttrName();
+  if (auto constraint = dyn_cast<dist::ShardingConstraintOp>(op)) {
+    FailureOr<Value> moved =
+        reshard(builder, op->getLoc(), constraint.getInput(),
+                current[constraint.getInput()],
+                Sharding::fromAttr(constraint.getSharding()));
+    if (failed(moved))
+      return failure();
+    current[*moved] = Sharding::fromAttr(constraint.getSharding());
+    constraint.getResult().replaceAllUsesWith(*moved);
+    op->erase();
+    return success();
+  }
+  // The op's result shardings (replicated when it has none).
+  SmallVector<Sharding> results;
+  auto annotated = op->getAttrOfType<ArrayAttr>(attrName);
+  for (auto [index, result] : llvm::enumerate(op->getResults())) {
+    if (!isa<RankedTensorType>(result.getType()))
+      return op->emitError("dist-spmd partitions tensor programs only");
+    ShardingAttr attr = annotated && index < annotated.size()
+                            ? dyn_cast<ShardingAttr>(annotated[index])
+                            : ShardingAttr();
+    results.push_back(attr ? Sharding::fromAttr(attr)
+                           : replicated(result.getType()));
+  }
+  SmallVector<Sharding> wanted = wantedOperands(op, results);
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    FailureOr<Value> moved = reshard(builder, op->getLoc(), operand,
+                                     current[operand], wanted[index]);
+    if (failed(moved))
+      return failure();
+    current[*moved] = wanted[index];
+    op->setOperand(index, *moved);
+  }
+  for (auto [index, result] : llvm::enumerate(op->getResults())) {
+    FailureOr<RankedTensorType> local =
+        localType(op, "result " + std::to_string(index),
+                  cast<RankedTensorType>(result.getType()), results[index]);
+    if (failed(local))
+      return failure();
+    result.setType(*local);
+    current[result] = results[index];
+  }
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    // Only splats are split (the rule): the same value at the local shape.
+    auto dense = cast<DenseElementsAttr>(constant.getValue());
+    constant.setValueAttr(
+        DenseElementsAttr::get(cast<ShapedType>(constant.getType()),
+                               dense.getSplatValue<Attribute>()));
+  }
+  op->removeAttr(attrName);
+  return success();
+}
+
+LogicalResult Partitioner::run() {
+  StringRef attrName = dist::DistDialect::getShardingAttrName();
+  Block &body = function.getBody().front();
+  for (Operation &op : body.without_terminator())
+    rules[&op] = getShardingRule(&op);
+  SmallVector<Type> argTypes;
+  for (BlockArgument argument : body.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(argument.getType());
+    if (!type)
+      return function.emitError("dist-spmd partitions tensor programs only");
+    auto attr = function.getArgAttrOfType<ShardingAttr>(argument.getArgNumber(),
+                                                        attrName);
+    Sharding sharding = attr ? Sharding::fromAttr(attr) : replicated(type);
+    if (!sharding.partial.empty())
+      return function.emitError() << "argument " << argument.getArgNumber()
+                                  << " is a pending sum; arguments are "
+                                     "complete values";
+    FailureOr<RankedTensorType> local = localType(
+        function, "argument " + std::to_string(argument.getArgNumber()), type,
+        sharding);
+    if (failed(local))
+      return failure();
+    argument.setType(*local);
+    argTypes.push_back(*local);
+    current[argument] = sharding;
+  }
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : ops)
+    if (failed(partitionOp(op)))
+      return failure();
+
+  // Results are complete values: pending sums are reduced before return.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  OpBuilder builder(ret);
+  SmallVector<Type> resultTypes;
+  for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+    Sharding have = current[value];
+    Sharding want = have;
+    if (auto attr = function.getResultAttrOfType<ShardingAttr>(index, attrName))
+      want = Sharding::fromAttr(attr);
+    want.partial.clear();
+    FailureOr<Value> moved = reshard(builder, ret.getLoc(), value, have, want);
+    if (failed(moved))
+      return failure();
+    ret.setOperand(index, *moved);
+    resultTypes.push_back(moved->getType());
+    function.setResultAttr(index, attrName,
+                           want.toAttr(function.getContext(), meshRef));
+  }
+  function.setType(
+      FunctionType::get(function.getContext(), argTypes, resultTypes));
+  return success();
+}
+
+struct DistSpmdPass : mlir::trn::partition::impl::DistSpmdBase<DistSpmdPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<dist::MeshOp> meshes(module.getOps<dist::MeshOp>());
+    if (meshes.empty())
+      return;
+    if (meshes.size() > 1) {
+      meshes[1].emitError("dist-spmd handles one mesh per module; this one "
+                          "is the second");
+      return signalPassFailure();
+    }
+    for (auto function : module.getOps<func::FuncOp>()) {
+      if (function.isExternal() || !function.getBody().hasOneBlock())
+        continue;
+      if (failed(Partitioner(function, meshes.front()).run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,80 @@
+// RUN: trn-opt %s -dist-propagate -dist-spmd -split-input-file -verify-diagnostics | FileCheck %s
+
+// A GPT block's forward at tp = 4 with Megatron's weight shardings (QKV and
+// MLP-in column-parallel, attention-out and MLP-out row-parallel): heads
+// split through reshape and transpose, and exactly Megatron's two
+// all-reduces (after the attention projection and after the MLP), nothing
+// gathered. Every rank holds a quarter of each weight.
+dist.mesh @mesh <tp = 4>
+// CHECK-LABEL: func.func @gpt_block
+// CHECK-SAME: tensor<64x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}
+// CHECK-SAME: tensor<16x64xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>}
+// CHECK-SAME: -> (tensor<8x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {}]>})
+// CHECK-NOT: dist.all_gather
+// CHECK: trn.reshape {{.*}} : (tensor<8x16xf32>) -> tensor<8x1x16xf32>
+// CHECK: trn.softmax {{.*}} : tensor<1x8x8xf32>
+// CHECK: %[[ATTN:.*]] = trn.dot_general {{.*}} -> tensor<8x64xf32>
+// CHECK: dist.all_reduce sum %[[ATTN]] on @mesh axes = ["tp"] : tensor<8x64xf32>
+// CHECK-NOT: dist.all_gather
+// CHECK: trn.gelu {{.*}} : tensor<8x64xf32>
+// CHECK: %[[MLP:.*]] = trn.dot_general {{.*}} -> tensor<8x64xf32>
+// CHECK: dist.all_reduce sum %[[MLP]] on @mesh axes = ["tp"] : tensor<8x64xf32>
+// CHECK-NOT: dist.all_
+// CHECK: return
+func.func @gpt_block(%x: tensor<8x64xf32>, %lw: tensor<64xf32>, %lb: tensor<64xf32>,
+    %wq: tensor<64x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>},
+    %wk: tensor<64x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>},
+    %wv: tensor<64x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>},
+    %wo: tensor<64x64xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>},
+    %w1: tensor<64x256xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>},
+    %w2: tensor<256x64xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>}) -> tensor<8x64xf32> {
+  %ln, %m, %r = trn.layer_norm %x, %lw, %lb, axis = 1, eps = 1.0e-05 : (tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<8x64xf32>, tensor<8xf32>, tensor<8xf32>)
+  %q = trn.dot_general %ln, %wq, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %k = trn.dot_general %ln, %wk, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %v = trn.dot_general %ln, %wv, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %q3 = trn.reshape %q : (tensor<8x64xf32>) -> tensor<8x4x16xf32>
+  %k3 = trn.reshape %k : (tensor<8x64xf32>) -> tensor<8x4x16xf32>
+  %v3 = trn.reshape %v : (tensor<8x64xf32>) -> tensor<8x4x16xf32>
+  %qh = trn.transpose %q3, perm = [1, 0, 2] : (tensor<8x4x16xf32>) -> tensor<4x8x16xf32>
+  %kh = trn.transpose %k3, perm = [1, 0, 2] : (tensor<8x4x16xf32>) -> tensor<4x8x16xf32>
+  %vh = trn.transpose %v3, perm = [1, 0, 2] : (tensor<8x4x16xf32>) -> tensor<4x8x16xf32>
+  %s = trn.dot_general %qh, %kh, batching_dims = [0] x [0], contracting_dims = [2] x [2] : (tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> tensor<4x8x8xf32>
+  %p = trn.softmax %s, dim = 2 : tensor<4x8x8xf32>
+  %c = trn.dot_general %p, %vh, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<4x8x8xf32>, tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
+  %ct = trn.transpose %c, perm = [1, 0, 2] : (tensor<4x8x16xf32>) -> tensor<8x4x16xf32>
+  %c2 = trn.reshape %ct : (tensor<8x4x16xf32>) -> tensor<8x64xf32>
+  %o = trn.dot_general %c2, %wo, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %x1 = trn.add %x, %o : tensor<8x64xf32>
+  %h = trn.dot_general %x1, %w1, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x64xf32>, tensor<64x256xf32>) -> tensor<8x256xf32>
+  %g = trn.gelu %h : tensor<8x256xf32>
+  %y = trn.dot_general %g, %w2, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x256xf32>, tensor<256x64xf32>) -> tensor<8x64xf32>
+  %x2 = trn.add %x1, %y : tensor<8x64xf32>
+  return %x2 : tensor<8x64xf32>
+}
+
+// -----
+
+// Resharding where a use wants another split: the softmax over dimension 1
+// takes the row split the constraint asks for (propagated backward), so the
+// argument's column split is gathered and the rows sliced locally before
+// it; the constraint itself then costs nothing.
+dist.mesh @mesh <tp = 2>
+// CHECK-LABEL: func.func @reshard
+// CHECK: %[[G:.*]] = dist.all_gather %{{.*}} on @mesh axes = ["tp"] dim = 1 : tensor<4x8xf32> -> tensor<4x16xf32>
+// CHECK: %[[L:.*]] = dist.all_slice %[[G]] on @mesh axes = ["tp"] dim = 0 : tensor<4x16xf32> -> tensor<2x16xf32>
+// CHECK: %[[S:.*]] = trn.softmax %[[L]], dim = 1 : tensor<2x16xf32>
+// CHECK-NOT: dist.
+// CHECK: return %[[S]]
+func.func @reshard(%x: tensor<4x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<4x16xf32> {
+  %s = trn.softmax %x, dim = 1 : tensor<4x16xf32>
+  %c = dist.sharding_constraint %s <@mesh, [{"tp"}, {}]> : tensor<4x16xf32>
+  return %c : tensor<4x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh <tp = 4>
+// expected-error @+1 {{argument 0 dimension 1 (size 50) is not divisible by the 4 devices of tp}}
+func.func @uneven(%x: tensor<8x50xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<8x50xf32> {
+  return %x : tensor<8x50xf32>
+}
