@@ -799,7 +799,24 @@ LogicalResult Interpreter::evalOp(Operation *op) {
           values.erase(argument);
         return success();
       })
-      .Default([&](Operation *other) { return evalComposite(other); });
+      .Default([&](Operation *other) -> LogicalResult {
+        if (other->getDialect() &&
+            other->getDialect()->getNamespace() == "dist") {
+          if (!distOps || other->getNumResults() != 1)
+            return other->emitError("reference evaluator: '")
+                   << other->getName()
+                   << "' runs only in a multi-rank evaluation "
+                      "(evaluateSpmd, trn-eval --spmd)";
+          SmallVector<const Tensor *> operands;
+          for (Value operand : other->getOperands())
+            operands.push_back(&get(operand));
+          FailureOr<Tensor> result = distOps->evaluate(other, operands);
+          if (failed(result))
+            return failure();
+          return set(other->getResult(0), std::move(*result));
+        }
+        return evalComposite(other);
+      });
 }
 
 FailureOr<std::vector<Tensor>>

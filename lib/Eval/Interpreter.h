@@ -117,8 +117,18 @@ inline double nanMin(double a, double b) {
 // The interpreter
 //===----------------------------------------------------------------------===//
 
+/// Evaluates the `dist` ops of one rank in a multi-rank evaluation
+/// (Spmd.cpp): collectives exchange tensors with the other ranks.
+class DistOpEvaluator {
+public:
+  virtual ~DistOpEvaluator() = default;
+  virtual FailureOr<Tensor> evaluate(Operation *op,
+                                     ArrayRef<const Tensor *> operands) = 0;
+};
+
 class Interpreter {
 public:
+  explicit Interpreter(DistOpEvaluator *distOps = nullptr) : distOps(distOps) {}
   FailureOr<std::vector<Tensor>> run(func::FuncOp function,
                                      ArrayRef<Tensor> inputs);
 
@@ -138,6 +148,7 @@ private:
   LogicalResult binary(Operation *op, FloatFn floatFn, IntFn intFn);
 
   llvm::DenseMap<Value, Tensor> values;
+  DistOpEvaluator *distOps;
 };
 
 } // namespace mlir::trn::eval::detail

@@ -335,6 +335,8 @@ LogicalResult Partitioner::run() {
   }
   function.setType(
       FunctionType::get(function.getContext(), argTypes, resultTypes));
+  function->setAttr(dist::DistDialect::getSpmdAttrName(),
+                    UnitAttr::get(function.getContext()));
   return success();
 }
 

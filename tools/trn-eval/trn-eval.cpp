@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "trn/Eval/Evaluator.h"
+#include "trn/Eval/Spmd.h"
 #include "trn/InitAll.h"
 #include "trn/Support/InputFile.h"
 
@@ -230,8 +231,13 @@ int main(int argc, char **argv) {
   }
   std::mt19937_64 rng(randomSeed >= 0 ? randomSeed : 0);
   std::vector<Tensor> inputs;
+  // A partitioned (SPMD) graph takes and gives global tensors: the
+  // evaluator splits them over its mesh's ranks and assembles the results.
+  bool spmd = mlir::trn::eval::isSpmd(function);
   for (auto [i, type] : llvm::enumerate(function.getArgumentTypes())) {
     auto tensorType = dyn_cast<RankedTensorType>(type);
+    if (spmd && tensorType)
+      tensorType = mlir::trn::eval::globalTypeOf(function, i, false);
     if (!tensorType || !mlir::trn::eval::dtypeOf(tensorType.getElementType()))
       return fail("argument " + llvm::Twine(i) + " has type " +
                   typeString(type) + ", which the evaluator does not support");
@@ -272,14 +278,18 @@ int main(int argc, char **argv) {
   }
 
   FailureOr<std::vector<Tensor>> outputs =
-      mlir::trn::eval::evaluate(function, inputs);
+      spmd ? mlir::trn::eval::evaluateSpmd(function, inputs)
+           : mlir::trn::eval::evaluate(function, inputs);
   if (failed(outputs))
     return 1; // the evaluator has reported the problem at the op
 
   std::vector<std::pair<std::string, trnrt::NpyArray>> arrays;
   for (auto [i, tensor] : llvm::enumerate(*outputs)) {
     std::string name = valueName(function, i, /*isResult=*/true);
-    printSummary(name, function.getResultTypes()[i], tensor);
+    printSummary(name,
+                 spmd ? Type(mlir::trn::eval::globalTypeOf(function, i, true))
+                      : function.getResultTypes()[i],
+                 tensor);
     arrays.emplace_back(name, toNpy(tensor));
   }
   if (!outputsFile.empty() &&

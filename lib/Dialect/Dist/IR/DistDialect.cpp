@@ -235,6 +235,11 @@ LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op,
 
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == getSpmdAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitError("'dist.spmd' is a unit attribute of a function");
+    return success();
+  }
   if (attr.getName() != getShardingAttrName())
     return op->emitError() << "unknown dist attribute '"
                            << attr.getName().getValue() << "'";

@@ -38,6 +38,11 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getShardingAttrName() {
       return "dist.sharding";
     }
+    /// On a function: it is the program every rank runs (dist-spmd's
+    /// output); its shardings say how global tensors map to local ones.
+    static constexpr ::llvm::StringLiteral getSpmdAttrName() {
+      return "dist.spmd";
+    }
   }];
 }
 
