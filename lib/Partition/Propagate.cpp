@@ -213,18 +213,54 @@ LogicalResult Propagator::run() {
   });
   Block &body = function.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  for (auto [index, value] : llvm::enumerate(ret.getOperands()))
+  for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+    // The new value of an input updated in place (a parameter, an optimizer
+    // state) keeps the input's sharding: one buffer holds both.
+    if (auto alias = function.getResultAttrOfType<IntegerAttr>(
+            index, TrnDialect::getAliasesAttrName()))
+      if (auto attr = function.getArgAttrOfType<ShardingAttr>(alias.getInt(),
+                                                              attrName)) {
+        if (!fixed.contains(value)) {
+          state[value] = Sharding::fromAttr(attr);
+          fixed.insert(value);
+        }
+        continue;
+      }
     if (auto attr = function.getResultAttrOfType<ShardingAttr>(index, attrName))
       if (!fixed.contains(value))
         state[value] = Sharding::fromAttr(attr);
+  }
   (void)context;
 
   // Sweep forward and backward until nothing changes.
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
-  for (int sweep = 0; sweep < 16; ++sweep) {
+  // In-place updates: the input and its new value share one buffer, so
+  // whichever gets a sharding first gives it to the other.
+  SmallVector<std::pair<Value, Value>> ties;
+  for (auto [index, value] : llvm::enumerate(ret.getOperands()))
+    if (auto alias = function.getResultAttrOfType<IntegerAttr>(
+            index, TrnDialect::getAliasesAttrName()))
+      if (alias.getInt() >= 0 &&
+          alias.getInt() < int64_t(function.getNumArguments()))
+        ties.push_back({function.getArgument(alias.getInt()), value});
+  auto tie = [&] {
     bool changed = false;
+    for (auto [input, update] : ties) {
+      if (auto it = state.find(input); it != state.end()) {
+        Sharding sharding = it->second;
+        changed |= offer(update, sharding);
+      }
+      if (auto it = state.find(update); it != state.end()) {
+        Sharding sharding = it->second;
+        changed |= offer(input, sharding);
+      }
+    }
+    return changed;
+  };
+  for (int sweep = 0; sweep < 16; ++sweep) {
+    bool changed = tie();
     for (Operation *op : ops)
       changed |= applyRule(op);
     for (Operation *op : llvm::reverse(ops))

@@ -59,16 +59,21 @@ public:
 
 /// Dimensions `0 ..< axis` (leading, kept) are parallel; `axis ..< rank`
 /// (normalised) replicated. Tensors of shape `shape[:axis]` (statistics)
-/// and `shape[axis:]` (weights) map to the matching factors.
-std::optional<ShardingRule> normRule(Operation *op, Value input, int64_t axis) {
+/// and `shape[axis:]` (weights) map to the matching factors. In a gradient
+/// the leading factors are summed for the weight gradients, which lack
+/// them: `leading` is then Reduction (present in a result it still splits
+/// it; absent, a split makes the result a partial sum).
+std::optional<ShardingRule>
+normRule(Operation *op, Value input, int64_t axis,
+         FactorKind leading = FactorKind::Parallel) {
   RuleBuilder b(op);
   ArrayRef<int64_t> shape = shapeOf(input);
   if (axis < 0 || axis > int64_t(shape.size()))
     return std::nullopt;
   SmallVector<int64_t> factors;
   for (int64_t d = 0; d < int64_t(shape.size()); ++d)
-    factors.push_back(b.factor(shape[d], d < axis ? FactorKind::Parallel
-                                                  : FactorKind::Replicated));
+    factors.push_back(
+        b.factor(shape[d], d < axis ? leading : FactorKind::Replicated));
   auto map = [&](ArrayRef<int64_t> valueShape, auto &&assign) {
     if (valueShape == shape) {
       for (unsigned d = 0; d < shape.size(); ++d)
@@ -283,12 +288,12 @@ mlir::trn::partition::getShardingRule(Operation *op) {
         return normRule(op, o.getInput(), o.getAxis());
       })
       .Case([&](LayerNormGradOp o) {
-        return normRule(op, o.getInput(), o.getAxis());
+        return normRule(op, o.getInput(), o.getAxis(), FactorKind::Reduction);
       })
       .Case(
           [&](RmsNormOp o) { return normRule(op, o.getInput(), o.getAxis()); })
       .Case([&](RmsNormGradOp o) {
-        return normRule(op, o.getInput(), o.getAxis());
+        return normRule(op, o.getInput(), o.getAxis(), FactorKind::Reduction);
       })
       .Case<SliceOp, PadOp>([&](Operation *) -> std::optional<ShardingRule> {
         // Dimensions the op leaves alone pass through; the others stay whole.

@@ -206,13 +206,19 @@ SmallVector<Sharding> Partitioner::wantedOperands(Operation *op,
       }
     }
   }
-  if (!results.empty()) {
-    for (auto [factor, info] : llvm::enumerate(rule->factors))
-      if (info.kind == FactorKind::Reduction) {
-        factorAxes[factor] = results.front().partial;
-        break; // the sums are over the first reduction factor's axes
-      }
-  }
+  // A reduction factor no result has: its axes are the pending sums (of
+  // the results that have them), given to the first such factor.
+  Axes partial;
+  for (const Sharding &sharding : results)
+    if (!sharding.partial.empty()) {
+      partial = sharding.partial;
+      break;
+    }
+  for (auto [factor, info] : llvm::enumerate(rule->factors))
+    if (info.kind == FactorKind::Reduction && !seen[factor]) {
+      factorAxes[factor] = partial;
+      break;
+    }
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     Sharding sharding;
     for (const auto &factors : rule->operands[index]) {
@@ -324,6 +330,12 @@ LogicalResult Partitioner::run() {
     Sharding want = have;
     if (auto attr = function.getResultAttrOfType<ShardingAttr>(index, attrName))
       want = Sharding::fromAttr(attr);
+    // An in-place update has its input's sharding (one buffer holds both).
+    if (auto alias = function.getResultAttrOfType<IntegerAttr>(
+            index, TrnDialect::getAliasesAttrName()))
+      if (alias.getInt() >= 0 &&
+          alias.getInt() < int64_t(function.getNumArguments()))
+        want = current[function.getArgument(alias.getInt())];
     want.partial.clear();
     FailureOr<Value> moved = reshard(builder, ret.getLoc(), value, have, want);
     if (failed(moved))

@@ -25,6 +25,35 @@ def DistPropagate : Pass<"dist-propagate", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
 
+def DistSeed : Pass<"dist-seed", "::mlir::ModuleOp"> {
+  let summary = "declare the mesh and seed Megatron's shardings on the weights";
+  let description = [{
+    Declares `dist.mesh @mesh` from the `mesh` option (`dp=2,tp=4`; axes of
+    size 1 are kept, so that the program names them) unless the module has
+    one, and seeds shardings that propagation spreads:
+
+    - tensor parallelism (`tp`): a matmul with a 2-D weight argument
+      (`trn.role = "parameter"`, else any argument) whose result reaches,
+      through ops that are not such matmuls, another weight matmul as its
+      activation, is column-parallel (the weight's output dimension split on
+      tp) and the one it reaches row-parallel (the weight's contracted
+      dimension split): QKV and the attention projection, the MLP's two (or
+      three, gated) matmuls, as Megatron pairs them. The first decision for
+      a weight wins (forward matmuls come first), so backward matmuls of the
+      same weight follow.
+    - data parallelism (`dp`): the batch inputs (`trn.role` `data` or
+      `label`) are split on their first dimension.
+
+    Weights with a `dist.sharding` already (the user's) are left alone.
+    docs/partitioning.md.
+  }];
+  let options = [
+    Option<"meshSpec", "mesh", "std::string", /*default=*/"\"\"",
+           "mesh axes and sizes, e.g. dp=2,tp=4">
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
 def DistSpmd : Pass<"dist-spmd", "::mlir::ModuleOp"> {
   let summary = "rewrite a sharded step graph into the program every rank runs";
   let description = [{

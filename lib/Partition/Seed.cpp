@@ -1,0 +1,224 @@
+//===- Seed.cpp - dist-seed: the mesh and Megatron's weight shardings -----===//
+//
+// Megatron pairs a transformer's matmuls: one whose output feeds (through
+// elementwise ops, reshapes, attention, ...) the next matmul's activation
+// is split on its output features (column parallel) and the next on its
+// input features (row parallel), so the pair needs one all-reduce. Here the
+// pairs are found from the graph: a weight matmul's result is followed
+// forward until it reaches another weight matmul.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Partition/Passes.h"
+
+#include "trn/Dialect/Dist/IR/DistOps.h"
+#include "trn/Dialect/Trn/IR/TrnDialect.h"
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::trn::partition {
+#define GEN_PASS_DEF_DISTSEED
+#include "trn/Partition/Passes.h.inc"
+} // namespace mlir::trn::partition
+
+using namespace mlir;
+using namespace mlir::trn;
+using namespace mlir::trn::partition;
+
+namespace {
+
+/// A matmul with a 2-D weight argument.
+struct WeightUse {
+  DotGeneralOp dot;
+  BlockArgument weight;
+  unsigned weightOperand; ///< 0 (lhs) or 1 (rhs)
+  int64_t contractedDim;  ///< the weight's contracted dimension
+  Value activation;       ///< the dot's other operand
+};
+
+/// The weight a dot_general reads (directly or through one transpose), if
+/// any: a 2-D argument of role parameter (any argument when the graph has
+/// no roles) contracted over exactly one dimension.
+std::optional<WeightUse> weightUseOf(DotGeneralOp dot, bool graphHasRoles) {
+  if (!dot.getLhsBatchingDims().empty() ||
+      dot.getLhsContractingDims().size() != 1)
+    return std::nullopt;
+  for (unsigned operand = 0; operand < 2; ++operand) {
+    Value value = dot->getOperand(operand);
+    int64_t contracted = operand == 0 ? dot.getLhsContractingDims()[0]
+                                      : dot.getRhsContractingDims()[0];
+    if (auto transpose = value.getDefiningOp<TransposeOp>()) {
+      if (transpose.getPerm().size() != 2)
+        continue;
+      contracted = transpose.getPerm()[contracted];
+      value = transpose.getOperand();
+    }
+    auto argument = dyn_cast<BlockArgument>(value);
+    if (!argument || cast<RankedTensorType>(argument.getType()).getRank() != 2)
+      continue;
+    auto function = cast<func::FuncOp>(argument.getOwner()->getParentOp());
+    auto role = function.getArgAttrOfType<StringAttr>(
+        argument.getArgNumber(), TrnDialect::getRoleAttrName());
+    if (graphHasRoles && (!role || role.getValue() != "parameter"))
+      continue;
+    return WeightUse{dot, argument, operand, contracted,
+                     dot->getOperand(1 - operand)};
+  }
+  return std::nullopt;
+}
+
+LogicalResult parseMesh(StringRef spec, SmallVectorImpl<Attribute> &axes,
+                        SmallVectorImpl<int64_t> &sizes, Builder &builder,
+                        std::string &error) {
+  SmallVector<StringRef> parts;
+  spec.split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef part : parts) {
+    auto [name, size] = part.trim().split('=');
+    int64_t value = 0;
+    if (name.empty() || size.trim().getAsInteger(10, value) || value < 1) {
+      error = ("mesh '" + spec + "': '" + part +
+               "' is not axis=size with a positive size (e.g. dp=2,tp=4)")
+                  .str();
+      return failure();
+    }
+    axes.push_back(builder.getStringAttr(name.trim()));
+    sizes.push_back(value);
+  }
+  if (axes.empty()) {
+    error = "no mesh: give the mesh option, e.g. mesh=dp=2,tp=4";
+    return failure();
+  }
+  return success();
+}
+
+struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
+  using DistSeedBase::DistSeedBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Builder builder(module.getContext());
+    dist::MeshOp mesh;
+    auto meshes = module.getOps<dist::MeshOp>();
+    if (!meshes.empty()) {
+      mesh = *meshes.begin();
+    } else {
+      SmallVector<Attribute> axes;
+      SmallVector<int64_t> sizes;
+      std::string error;
+      if (failed(parseMesh(meshSpec, axes, sizes, builder, error))) {
+        module.emitError() << "dist-seed: " << error;
+        return signalPassFailure();
+      }
+      OpBuilder atTop(module.getBodyRegion());
+      mesh = atTop.create<dist::MeshOp>(
+          module.getLoc(), builder.getStringAttr("mesh"),
+          builder.getArrayAttr(axes), builder.getDenseI64ArrayAttr(sizes));
+      if (failed(mlir::verify(mesh))) {
+        mesh.erase();
+        return signalPassFailure();
+      }
+    }
+    for (auto function : module.getOps<func::FuncOp>())
+      if (!function.isExternal())
+        seed(function, mesh);
+  }
+
+  void seed(func::FuncOp function, dist::MeshOp mesh) {
+    MLIRContext *context = function.getContext();
+    StringRef attrName = dist::DistDialect::getShardingAttrName();
+    auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+    auto shardingWith = [&](int64_t rank, int64_t dim, StringRef axis) {
+      SmallVector<Attribute> dims;
+      for (int64_t d = 0; d < rank; ++d)
+        dims.push_back(builder().getArrayAttr(
+            d == dim ? ArrayRef<Attribute>{builder().getStringAttr(axis)}
+                     : ArrayRef<Attribute>{}));
+      return dist::ShardingAttr::get(context, meshRef,
+                                     ArrayAttr::get(context, dims),
+                                     ArrayAttr::get(context, {}));
+    };
+    bool hasRoles = false;
+    for (unsigned i = 0; i < function.getNumArguments(); ++i)
+      hasRoles |= bool(function.getArgAttr(i, TrnDialect::getRoleAttrName()));
+
+    // Data parallelism: batch inputs split on their first dimension.
+    if (mesh.sizeOf("dp").value_or(1) > 1)
+      for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+        auto role = function.getArgAttrOfType<StringAttr>(
+            i, TrnDialect::getRoleAttrName());
+        auto type = cast<RankedTensorType>(function.getArgumentTypes()[i]);
+        if (role && (role.getValue() == "data" || role.getValue() == "label") &&
+            type.getRank() > 0 && !function.getArgAttr(i, attrName))
+          function.setArgAttr(i, attrName,
+                              shardingWith(type.getRank(), 0, "dp"));
+      }
+
+    if (mesh.sizeOf("tp").value_or(1) <= 1)
+      return;
+    // Weight matmuls in program order.
+    SmallVector<WeightUse> uses;
+    llvm::DenseMap<Operation *, size_t> useOf;
+    function.walk([&](DotGeneralOp dot) {
+      if (auto use = weightUseOf(dot, hasRoles)) {
+        useOf[dot] = uses.size();
+        uses.push_back(*use);
+      }
+    });
+    // Column (true) or row (false) per weight argument: first decision wins.
+    llvm::DenseMap<BlockArgument, bool> column;
+    for (const WeightUse &use : uses) {
+      // A row-parallel matmul's output is complete after its all-reduce:
+      // it starts no pair (the next matmul begins a new one).
+      auto decided = column.find(use.weight);
+      if (decided != column.end() && !decided->second)
+        continue;
+      // Follow the result forward to the weight matmuls it feeds.
+      SmallVector<Value> worklist{use.dot->getResult(0)};
+      llvm::SetVector<Operation *> seen;
+      SmallVector<const WeightUse *> reached;
+      while (!worklist.empty()) {
+        Value value = worklist.pop_back_val();
+        for (Operation *user : value.getUsers()) {
+          if (!seen.insert(user))
+            continue;
+          auto it = useOf.find(user);
+          if (it != useOf.end()) {
+            const WeightUse &next = uses[it->second];
+            if (next.activation == value)
+              reached.push_back(&next);
+            continue; // a weight matmul ends the path
+          }
+          for (Value result : user->getResults())
+            worklist.push_back(result);
+        }
+      }
+      if (reached.empty())
+        continue;
+      column.try_emplace(use.weight, true);
+      for (const WeightUse *next : reached)
+        column.try_emplace(next->weight, false);
+    }
+    for (const WeightUse &use : uses) {
+      auto it = column.find(use.weight);
+      unsigned index = use.weight.getArgNumber();
+      if (it == column.end() || function.getArgAttr(index, attrName))
+        continue;
+      int64_t splitDim = it->second ? 1 - use.contractedDim : use.contractedDim;
+      function.setArgAttr(index, attrName, shardingWith(2, splitDim, "tp"));
+    }
+  }
+
+  Builder &builder() {
+    if (!builderStorage)
+      builderStorage.emplace(&getContext());
+    return *builderStorage;
+  }
+  std::optional<Builder> builderStorage;
+};
+
+} // namespace
