@@ -310,6 +310,74 @@ mlir::trn::partition::getShardingRule(Operation *op) {
         }
         return b.take();
       })
+      .Case([&](GatherOp o) -> std::optional<ShardingRule> {
+        // result = operand[:axis] + indices[batch:] + operand[axis+1:]; the
+        // indexed dimension stays whole (a vocabulary-parallel lookup would
+        // need masking and a sum).
+        RuleBuilder b(op);
+        ArrayRef<int64_t> table = shapeOf(o.getOperand()),
+                          ids = shapeOf(o.getIndices());
+        int64_t axis = o.getAxis(), batch = o.getBatchDims();
+        if (batch > axis || axis >= int64_t(table.size()) ||
+            batch > int64_t(ids.size()))
+          return std::nullopt;
+        unsigned r = 0;
+        for (int64_t d = 0; d < axis; ++d) {
+          int64_t f = b.factor(table[d]);
+          b.operand(0, d, f);
+          if (d < batch)
+            b.operand(1, d, f);
+          b.result(0, r++, f);
+        }
+        b.operand(0, axis, b.factor(table[axis], FactorKind::Replicated));
+        for (int64_t d = batch; d < int64_t(ids.size()); ++d) {
+          int64_t f = b.factor(ids[d]);
+          b.operand(1, d, f);
+          b.result(0, r++, f);
+        }
+        for (int64_t d = axis + 1; d < int64_t(table.size()); ++d) {
+          int64_t f = b.factor(table[d]);
+          b.operand(0, d, f);
+          b.result(0, r++, f);
+        }
+        return b.take();
+      })
+      .Case([&](ScatterAddOp o) -> std::optional<ShardingRule> {
+        // The adjoint of gather: the updates' index dimensions are summed
+        // into the result (reduction factors: split, they leave partial
+        // sums, e.g. an embedding gradient under data parallelism).
+        RuleBuilder b(op);
+        ArrayRef<int64_t> table = shapeOf(o.getOperand()),
+                          ids = shapeOf(o.getIndices());
+        int64_t axis = o.getAxis(), batch = o.getBatchDims();
+        if (batch > axis || axis >= int64_t(table.size()) ||
+            batch > int64_t(ids.size()))
+          return std::nullopt;
+        unsigned u = 0;
+        for (int64_t d = 0; d < axis; ++d) {
+          int64_t f = b.factor(table[d]);
+          b.operand(0, d, f);
+          b.result(0, d, f);
+          if (d < batch)
+            b.operand(1, d, f);
+          b.operand(2, u++, f);
+        }
+        int64_t indexed = b.factor(table[axis], FactorKind::Replicated);
+        b.operand(0, axis, indexed);
+        b.result(0, axis, indexed);
+        for (int64_t d = batch; d < int64_t(ids.size()); ++d) {
+          int64_t f = b.factor(ids[d], FactorKind::Reduction);
+          b.operand(1, d, f);
+          b.operand(2, u++, f);
+        }
+        for (int64_t d = axis + 1; d < int64_t(table.size()); ++d) {
+          int64_t f = b.factor(table[d]);
+          b.operand(0, d, f);
+          b.result(0, d, f);
+          b.operand(2, u++, f);
+        }
+        return b.take();
+      })
       .Case([&](ConcatenateOp o) -> std::optional<ShardingRule> {
         RuleBuilder b(op);
         ArrayRef<int64_t> out = shapeOf(o.getResult());

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::trn::partition {
 #define GEN_PASS_DEF_DISTSPMD
@@ -69,9 +70,13 @@ private:
   /// Moves `value` (local, sharded `from`) to the sharding `to`.
   FailureOr<Value> reshard(OpBuilder &builder, Location loc, Value value,
                            const Sharding &from, const Sharding &to);
-  /// What `op` wants of each operand, from its result shardings and rule.
-  SmallVector<Sharding> wantedOperands(Operation *op,
-                                       ArrayRef<Sharding> results);
+  /// What `op` wants of each operand, from its result shardings and rule;
+  /// `actualResults` gets what the op then really computes (a reduction
+  /// factor split over axes makes every result without it a partial sum
+  /// over them, whatever the annotation says).
+  SmallVector<Sharding>
+  wantedOperands(Operation *op, ArrayRef<Sharding> results,
+                 SmallVectorImpl<Sharding> &actualResults);
   LogicalResult partitionOp(Operation *op);
 
   func::FuncOp function;
@@ -166,13 +171,17 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
   return value;
 }
 
-SmallVector<Sharding> Partitioner::wantedOperands(Operation *op,
-                                                  ArrayRef<Sharding> results) {
+SmallVector<Sharding>
+Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
+                            SmallVectorImpl<Sharding> &actualResults) {
   SmallVector<Sharding> wanted;
   const std::optional<ShardingRule> &rule = rules[op];
+  actualResults.assign(results.begin(), results.end());
   if (!rule) {
     for (Value operand : op->getOperands())
       wanted.push_back(replicated(operand.getType()));
+    for (Sharding &result : actualResults)
+      result.partial.clear();
     return wanted;
   }
   // The factors' axes, read back from the results: parallel factors from
@@ -229,6 +238,15 @@ SmallVector<Sharding> Partitioner::wantedOperands(Operation *op,
     }
     wanted.push_back(sharding);
   }
+  for (auto [index, result] : llvm::enumerate(actualResults)) {
+    llvm::DenseSet<int64_t> present;
+    for (const auto &factors : rule->results[index])
+      present.insert(factors.begin(), factors.end());
+    result.partial.clear();
+    for (auto [factor, info] : llvm::enumerate(rule->factors))
+      if (info.kind == FactorKind::Reduction && !present.contains(factor))
+        llvm::append_range(result.partial, factorAxes[factor]);
+  }
   return wanted;
 }
 
@@ -259,7 +277,9 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     results.push_back(attr ? Sharding::fromAttr(attr)
                            : replicated(result.getType()));
   }
-  SmallVector<Sharding> wanted = wantedOperands(op, results);
+  SmallVector<Sharding> actual;
+  SmallVector<Sharding> wanted = wantedOperands(op, results, actual);
+  results = actual;
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     FailureOr<Value> moved = reshard(builder, op->getLoc(), operand,
                                      current[operand], wanted[index]);
@@ -276,6 +296,16 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       return failure();
     result.setType(*local);
     current[result] = results[index];
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    // A split dimension is one the slice leaves whole (the rule): its
+    // window is the whole local dimension.
+    SmallVector<int64_t> limit(slice.getLimit());
+    auto local = cast<RankedTensorType>(slice.getOperand().getType());
+    for (auto [dim, axes] : llvm::enumerate(results.front().dims))
+      if (!axes.empty())
+        limit[dim] = local.getDimSize(dim);
+    slice.setLimit(limit);
   }
   if (auto constant = dyn_cast<ConstantOp>(op)) {
     // Only splats are split (the rule): the same value at the local shape.

@@ -105,3 +105,22 @@ func.func @no_mesh(%x: tensor<8xf32>) -> tensor<8xf32> {
   %e = trn.exp %x : tensor<8xf32>
   return %e : tensor<8xf32>
 }
+
+// -----
+
+// Embedding lookup and its gradient: the ids' batch split reaches the
+// gathered rows; scattering split updates back into the table sums over the
+// batch, so the table gradient is a partial sum over dp. The indexed
+// (vocabulary) dimension stays whole.
+dist.mesh @mesh <dp = 2>
+// CHECK-LABEL: func.func @embedding
+// CHECK: trn.gather {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"dp"}, {}, {}]>]}
+// CHECK: trn.scatter_add {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {}], partial = {"dp"}>]}
+func.func @embedding(%table: tensor<16x8xf32>,
+                     %ids: tensor<4x6xi32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>},
+                     %grad: tensor<4x6x8xf32>) -> (tensor<4x6x8xf32>, tensor<16x8xf32>) {
+  %rows = trn.gather %table[%ids], axis = 0 : (tensor<16x8xf32>, tensor<4x6xi32>) -> tensor<4x6x8xf32>
+  %zero = trn.constant dense<0.0> : tensor<16x8xf32>
+  %dtable = trn.scatter_add %zero[%ids], %rows, axis = 0 : (tensor<16x8xf32>, tensor<4x6xi32>, tensor<4x6x8xf32>) -> tensor<16x8xf32>
+  return %rows, %dtable : tensor<4x6x8xf32>, tensor<16x8xf32>
+}

@@ -78,3 +78,16 @@ dist.mesh @mesh <tp = 4>
 func.func @uneven(%x: tensor<8x50xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<8x50xf32> {
   return %x : tensor<8x50xf32>
 }
+
+// -----
+
+// A slice along a whole dimension of a split tensor keeps the split: its
+// window on the split dimension becomes the local size.
+dist.mesh @mesh <dp = 2>
+// CHECK-LABEL: func.func @slice
+// CHECK: trn.slice %{{.*}}, start = [0, 2], limit = [4, 6], strides = [1, 1] : (tensor<4x8xf32>) -> tensor<4x4xf32>
+func.func @slice(%x: tensor<8x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<8x4xf32> {
+  %s = trn.slice %x, start = [0, 2], limit = [8, 6], strides = [1, 1] : (tensor<8x8xf32>) -> tensor<8x4xf32>
+  %c = dist.sharding_constraint %s <@mesh, [{"dp"}, {}]> : tensor<8x4xf32>
+  return %c : tensor<8x4xf32>
+}
