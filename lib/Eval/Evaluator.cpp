@@ -802,6 +802,9 @@ LogicalResult Interpreter::evalOp(Operation *op) {
       .Default([&](Operation *other) -> LogicalResult {
         if (other->getDialect() &&
             other->getDialect()->getNamespace() == "dist") {
+          // A sharding constraint only says where a value lives.
+          if (other->getName().getStringRef() == "dist.sharding_constraint")
+            return set(other->getResult(0), get(other->getOperand(0)));
           if (!distOps || other->getNumResults() != 1)
             return other->emitError("reference evaluator: '")
                    << other->getName()

@@ -10,6 +10,7 @@
 #include "trn/Partition/Passes.h"
 
 #include "trn/Dialect/Dist/IR/DistOps.h"
+#include "trn/Dialect/Trn/IR/TrnDialect.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Partition/ShardingRule.h"
 
@@ -39,8 +40,8 @@ int64_t numElements(Value value) {
 
 class Propagator {
 public:
-  Propagator(func::FuncOp function, dist::MeshOp mesh)
-      : function(function), mesh(mesh) {}
+  Propagator(func::FuncOp function, dist::MeshOp mesh, bool zero1)
+      : function(function), mesh(mesh), zero1(zero1) {}
 
   LogicalResult run();
 
@@ -60,8 +61,12 @@ private:
                     SmallVectorImpl<std::optional<Axes>> &out);
   void annotate();
 
+  /// Splits every optimizer state over dp (ZeRO-1); true if any was.
+  bool splitOptimizerStates(ArrayRef<std::pair<Value, Value>> ties);
+
   func::FuncOp function;
   dist::MeshOp mesh;
+  bool zero1;
   llvm::DenseMap<Value, Sharding> state;
   llvm::DenseSet<Value> fixed;
 };
@@ -187,7 +192,10 @@ bool Propagator::applyRule(Operation *op) {
   for (auto [index, result] : llvm::enumerate(op->getResults()))
     changed |= offer(result, shardingOf(rule->results[index], true));
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
-    // Backward: only to a value with no sharding (producers decide theirs).
+    // Backward: only to a value with no sharding (producers decide theirs;
+    // refining a produced value from a use made dist-spmd disagree with
+    // the producer's partial sums on the GPT step, a case to understand
+    // before allowing it).
     if (known(operand))
       continue;
     Sharding wanted = shardingOf(rule->operands[index], false);
@@ -259,17 +267,66 @@ LogicalResult Propagator::run() {
     }
     return changed;
   };
-  for (int sweep = 0; sweep < 16; ++sweep) {
-    bool changed = tie();
-    for (Operation *op : ops)
-      changed |= applyRule(op);
-    for (Operation *op : llvm::reverse(ops))
-      changed |= applyRule(op);
-    if (!changed)
-      break;
-  }
+  auto settle = [&] {
+    for (int sweep = 0; sweep < 16; ++sweep) {
+      bool changed = tie();
+      for (Operation *op : ops)
+        changed |= applyRule(op);
+      for (Operation *op : llvm::reverse(ops))
+        changed |= applyRule(op);
+      if (!changed)
+        break;
+    }
+  };
+  settle();
+  if (zero1 && splitOptimizerStates(ties))
+    settle();
   annotate();
   return success();
+}
+
+bool Propagator::splitOptimizerStates(ArrayRef<std::pair<Value, Value>> ties) {
+  std::optional<int64_t> dp = mesh.sizeOf("dp");
+  if (!dp || *dp < 2)
+    return false;
+  auto dpAxis = StringAttr::get(function.getContext(), "dp");
+  bool any = false;
+  for (BlockArgument argument : function.getArguments()) {
+    auto role = function.getArgAttrOfType<StringAttr>(
+        argument.getArgNumber(), TrnDialect::getRoleAttrName());
+    auto type = cast<RankedTensorType>(argument.getType());
+    if (!role || role.getValue() != "optimizer_state" || type.getRank() == 0)
+      continue;
+    Sharding sharding;
+    if (auto it = state.find(argument); it != state.end())
+      sharding = it->second;
+    else
+      sharding.dims.resize(type.getRank());
+    bool usesDp = llvm::is_contained(sharding.partial, dpAxis);
+    for (const Axes &axes : sharding.dims)
+      usesDp |= llvm::is_contained(axes, dpAxis);
+    if (usesDp)
+      continue;
+    for (auto [dim, axes] : llvm::enumerate(sharding.dims)) {
+      int64_t parts = *dp;
+      for (StringAttr axis : axes)
+        parts *= sizeOf(axis);
+      if (type.isDynamicDim(dim) || type.getDimSize(dim) % parts != 0)
+        continue;
+      axes.push_back(dpAxis);
+      state[argument] = sharding;
+      fixed.insert(argument);
+      // Its new value is the same buffer.
+      for (auto [input, update] : ties)
+        if (input == argument) {
+          state[update] = sharding;
+          fixed.insert(update);
+        }
+      any = true;
+      break;
+    }
+  }
+  return any;
 }
 
 void Propagator::annotate() {
@@ -313,6 +370,7 @@ void Propagator::annotate() {
 
 struct DistPropagatePass
     : mlir::trn::partition::impl::DistPropagateBase<DistPropagatePass> {
+  using DistPropagateBase::DistPropagateBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<dist::MeshOp> meshes(module.getOps<dist::MeshOp>());
@@ -326,7 +384,7 @@ struct DistPropagatePass
     for (auto function : module.getOps<func::FuncOp>()) {
       if (function.isExternal() || !function.getBody().hasOneBlock())
         continue;
-      if (failed(Propagator(function, meshes.front()).run()))
+      if (failed(Propagator(function, meshes.front(), zero1).run()))
         return signalPassFailure();
     }
   }

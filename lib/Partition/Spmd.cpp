@@ -84,6 +84,10 @@ private:
   FlatSymbolRefAttr meshRef;
   /// The current sharding of every value of the function.
   llvm::DenseMap<Value, Sharding> current;
+  /// Reshards already made: (value, target sharding) -> moved value. A
+  /// reshard is inserted before its value's first use that wants it, which
+  /// dominates the later ones (ops are visited in program order).
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> reshards;
   /// Every op's factor rule, taken before any type changes (rules read the
   /// global shapes).
   llvm::DenseMap<Operation *, std::optional<ShardingRule>> rules;
@@ -116,6 +120,31 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
                                       const Sharding &to) {
   Sharding now = from;
   auto type = cast<RankedTensorType>(value.getType());
+  // A pending sum over an axis the use wants as the next split of a
+  // dimension: reduce-scatter along it (half the traffic of all-reduce and
+  // no slice), ZeRO's gradient path.
+  for (unsigned dim = 0; dim < now.dims.size(); ++dim) {
+    Axes &have = now.dims[dim];
+    const Axes &want = to.dims[dim];
+    while (have.size() < want.size() &&
+           std::equal(have.begin(), have.end(), want.begin()) &&
+           llvm::is_contained(now.partial, want[have.size()]) &&
+           !llvm::is_contained(to.partial, want[have.size()])) {
+      StringAttr axis = want[have.size()];
+      SmallVector<int64_t> shape(type.getShape());
+      if (shape[dim] % sizeOf(axis) != 0)
+        break;
+      shape[dim] /= sizeOf(axis);
+      type = RankedTensorType::get(shape, type.getElementType());
+      value = builder.create<dist::ReduceScatterOp>(
+          loc, type, value, meshRef, axesAttr({axis}),
+          builder.getI64IntegerAttr(dim),
+          dist::ReductionKindAttr::get(builder.getContext(),
+                                       dist::ReductionKind::sum));
+      llvm::erase(now.partial, axis);
+      have.push_back(axis);
+    }
+  }
   // Pending sums the use does not want pending: all-reduce them.
   SmallVector<StringAttr> reduce;
   for (StringAttr axis : now.partial)
@@ -280,13 +309,40 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   SmallVector<Sharding> actual;
   SmallVector<Sharding> wanted = wantedOperands(op, results, actual);
   results = actual;
+  // A pending sum passes through ops that only move elements: summing
+  // later is the same, and a gradient reaching its update split (ZeRO) is
+  // then reduce-scattered once instead of all-reduced here.
+  if (isa<TransposeOp, ReshapeOp>(op) && op->getNumOperands() == 1) {
+    const Sharding &have = current[op->getOperand(0)];
+    // Only when no pending axis is also one the use splits on: a value
+    // cannot be both summed over and split along an axis.
+    bool disjoint = true;
+    for (StringAttr axis : have.partial)
+      for (const Axes &axes : wanted.front().dims)
+        disjoint &= !llvm::is_contained(axes, axis);
+    if (!have.partial.empty() && disjoint) {
+      wanted.front().partial = have.partial;
+      results.front().partial = have.partial;
+    }
+  }
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
-    FailureOr<Value> moved = reshard(builder, op->getLoc(), operand,
-                                     current[operand], wanted[index]);
-    if (failed(moved))
-      return failure();
-    current[*moved] = wanted[index];
-    op->setOperand(index, *moved);
+    // One reshard per value and target, shared by all its uses (a gradient
+    // read by both Adam moments is reduced once).
+    auto cacheKey = std::make_pair(
+        operand, wanted[index].toAttr(function.getContext(), meshRef));
+    Value moved;
+    if (auto it = reshards.find(cacheKey); it != reshards.end()) {
+      moved = it->second;
+    } else {
+      FailureOr<Value> made = reshard(builder, op->getLoc(), operand,
+                                      current[operand], wanted[index]);
+      if (failed(made))
+        return failure();
+      moved = *made;
+      reshards[cacheKey] = moved;
+    }
+    current[moved] = wanted[index];
+    op->setOperand(index, moved);
   }
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
     FailureOr<RankedTensorType> local =

@@ -124,3 +124,23 @@ func.func @embedding(%table: tensor<16x8xf32>,
   %dtable = trn.scatter_add %zero[%ids], %rows, axis = 0 : (tensor<16x8xf32>, tensor<4x6xi32>, tensor<4x6x8xf32>) -> tensor<16x8xf32>
   return %rows, %dtable : tensor<4x6x8xf32>, tensor<16x8xf32>
 }
+
+// -----
+
+// ZeRO-1: once settled, every optimizer state is further split over dp on
+// the first dimension the split divides (after its tp split), and so is its
+// updated value (the same buffer).
+dist.mesh @mesh <dp = 2, tp = 2>
+// RUN: trn-opt %s -dist-propagate=zero1=true -split-input-file | FileCheck %s --check-prefix=ZERO
+// ZERO-LABEL: func.func @zero1
+// ZERO-SAME: tensor<8x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {"tp"}]>, trn.role = "optimizer_state"}
+// ZERO-SAME: tensor<3xf32> {dist.sharding = #dist.sharding<@mesh, [{}]>, trn.role = "optimizer_state"}
+// ZERO-SAME: -> (tensor<8x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {"tp"}]>, trn.aliases = 1 : i64}
+func.func @zero1(%p: tensor<8x4xf32> {trn.role = "parameter", dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>},
+                 %m: tensor<8x4xf32> {trn.role = "optimizer_state"},
+                 %odd: tensor<3xf32> {trn.role = "optimizer_state"})
+    -> (tensor<8x4xf32> {trn.aliases = 1 : i64}, tensor<3xf32> {trn.aliases = 2 : i64}) {
+  %n = trn.add %m, %p : tensor<8x4xf32>
+  %o = trn.exp %odd : tensor<3xf32>
+  return %n, %o : tensor<8x4xf32>, tensor<3xf32>
+}

@@ -81,6 +81,28 @@ func.func @uneven(%x: tensor<8x50xf32> {dist.sharding = #dist.sharding<@mesh, [{
 
 // -----
 
+// A pending sum passes through a transpose (it only moves elements) and is
+// reduced once for the two uses that want it whole.
+dist.mesh @mesh <dp = 2>
+// CHECK-LABEL: func.func @pass_through
+// CHECK: %[[P:.*]] = trn.dot_general
+// CHECK: %[[T:.*]] = trn.transpose %[[P]]
+// CHECK: %[[R:.*]] = dist.all_reduce sum %[[T]] on @mesh axes = ["dp"] : tensor<4x8xf32>
+// CHECK-NOT: dist.
+// CHECK: trn.exp %[[R]]
+// CHECK: trn.tanh %[[R]]
+func.func @pass_through(%x: tensor<6x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>},
+                        %y: tensor<6x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>})
+    -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %g = trn.dot_general %x, %y, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<6x8xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>
+  %t = trn.transpose %g, perm = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %a = trn.exp %t : tensor<4x8xf32>
+  %b = trn.tanh %t : tensor<4x8xf32>
+  return %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
 // A slice along a whole dimension of a split tensor keeps the split: its
 // window on the split dimension becomes the local size.
 dist.mesh @mesh <dp = 2>
@@ -90,4 +112,28 @@ func.func @slice(%x: tensor<8x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"d
   %s = trn.slice %x, start = [0, 2], limit = [8, 6], strides = [1, 1] : (tensor<8x8xf32>) -> tensor<8x4xf32>
   %c = dist.sharding_constraint %s <@mesh, [{"dp"}, {}]> : tensor<8x4xf32>
   return %c : tensor<8x4xf32>
+}
+
+// -----
+
+// A pending sum wanted split on the reduced axis is reduce-scattered, not
+// all-reduced then sliced (here before the transpose, whose result the
+// constraint wants split on dp); the two uses share the value.
+dist.mesh @mesh <dp = 2>
+// CHECK-LABEL: func.func @reduce_scatter
+// CHECK: %[[P:.*]] = trn.dot_general {{.*}} -> tensor<8x4xf32>
+// CHECK: %[[RS:.*]] = dist.reduce_scatter sum %[[P]] on @mesh axes = ["dp"] dim = 1 : tensor<8x4xf32> -> tensor<8x2xf32>
+// CHECK: %[[T:.*]] = trn.transpose %[[RS]], perm = [1, 0] : (tensor<8x2xf32>) -> tensor<2x8xf32>
+// CHECK-NOT: dist.
+// CHECK: trn.exp %[[T]]
+// CHECK: trn.tanh %[[T]]
+func.func @reduce_scatter(%x: tensor<6x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>},
+                          %y: tensor<6x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>})
+    -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %g = trn.dot_general %x, %y, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<6x8xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>
+  %t = trn.transpose %g, perm = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %c = dist.sharding_constraint %t <@mesh, [{"dp"}, {}]> : tensor<4x8xf32>
+  %a = trn.exp %c : tensor<4x8xf32>
+  %b = trn.tanh %c : tensor<4x8xf32>
+  return %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
 }

@@ -21,7 +21,18 @@ def DistPropagate : Pass<"dist-propagate", "::mlir::ModuleOp"> {
     makes the results partial sums over its axes (`partial = {...}`); a
     factor that must stay whole (a softmax dimension, a sliced dimension) is
     never sharded. Ops without a rule stay replicated. docs/partitioning.md.
+
+    With `zero1` (ZeRO stage 1), once the shardings settle every optimizer
+    state (`trn.role = "optimizer_state"`) is further split over `dp` on its
+    first dimension the split divides, and propagation runs again: the
+    update of the states and parameters is computed on each dp rank's
+    slice, the gradients arrive by reduce-scatter and the updated
+    parameters leave by all-gather (dist-spmd).
   }];
+  let options = [
+    Option<"zero1", "zero1", "bool", /*default=*/"false",
+           "ZeRO-1: split optimizer states and their update over dp">
+  ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
 
