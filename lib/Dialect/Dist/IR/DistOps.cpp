@@ -200,50 +200,37 @@ LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyAxes(*this, getMeshAttr(), getAxes(), symbols, size);
 }
 
-LogicalResult AllGatherOp::verify() {
-  return verifyReshaped(*this, getInput().getType(), getResult().getType(),
-                        {getDim()});
+/// The collectives that change one dimension `dim` by the group size:
+/// all_gather grows it, reduce_scatter and all_slice shrink it.
+template <typename OpTy> LogicalResult verifyOneDim(OpTy op) {
+  return verifyReshaped(op, op.getInput().getType(), op.getResult().getType(),
+                        {op.getDim()});
 }
 
-LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
+template <typename OpTy>
+LogicalResult verifyOneDimSymbolUses(OpTy op, SymbolTableCollection &symbols,
+                                     bool grows) {
   int64_t size;
-  if (failed(verifyAxes(*this, getMeshAttr(), getAxes(), symbols, size)))
+  if (failed(verifyAxes(op, op.getMeshAttr(), op.getAxes(), symbols, size)))
     return failure();
-  int64_t dim = getDim();
-  return verifyScaled(*this, getInput().getType().getDimSize(dim),
-                      getResult().getType().getDimSize(dim), dim, size,
-                      /*grows=*/true, "result");
+  int64_t dim = op.getDim();
+  return verifyScaled(op, op.getInput().getType().getDimSize(dim),
+                      op.getResult().getType().getDimSize(dim), dim, size,
+                      grows, grows ? "result" : "input");
 }
 
-LogicalResult ReduceScatterOp::verify() {
-  return verifyReshaped(*this, getInput().getType(), getResult().getType(),
-                        {getDim()});
+LogicalResult AllGatherOp::verify() { return verifyOneDim(*this); }
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyOneDimSymbolUses(*this, symbols, /*grows=*/true);
 }
-
+LogicalResult ReduceScatterOp::verify() { return verifyOneDim(*this); }
 LogicalResult
 ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  int64_t size;
-  if (failed(verifyAxes(*this, getMeshAttr(), getAxes(), symbols, size)))
-    return failure();
-  int64_t dim = getDim();
-  return verifyScaled(*this, getInput().getType().getDimSize(dim),
-                      getResult().getType().getDimSize(dim), dim, size,
-                      /*grows=*/false, "input");
+  return verifyOneDimSymbolUses(*this, symbols, /*grows=*/false);
 }
-
-LogicalResult AllSliceOp::verify() {
-  return verifyReshaped(*this, getInput().getType(), getResult().getType(),
-                        {getDim()});
-}
-
+LogicalResult AllSliceOp::verify() { return verifyOneDim(*this); }
 LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  int64_t size;
-  if (failed(verifyAxes(*this, getMeshAttr(), getAxes(), symbols, size)))
-    return failure();
-  int64_t dim = getDim();
-  return verifyScaled(*this, getInput().getType().getDimSize(dim),
-                      getResult().getType().getDimSize(dim), dim, size,
-                      /*grows=*/false, "input");
+  return verifyOneDimSymbolUses(*this, symbols, /*grows=*/false);
 }
 
 LogicalResult AllToAllOp::verify() {
