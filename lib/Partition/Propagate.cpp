@@ -192,12 +192,9 @@ bool Propagator::applyRule(Operation *op) {
   for (auto [index, result] : llvm::enumerate(op->getResults()))
     changed |= offer(result, shardingOf(rule->results[index], true));
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
-    // Backward: only to a value with no sharding (producers decide theirs;
-    // refining a produced value from a use made dist-spmd disagree with
-    // the producer's partial sums on the GPT step, a case to understand
-    // before allowing it).
-    if (known(operand))
-      continue;
+    // Backward: a value with no sharding takes the use's; one with a
+    // sharding only a finer one (offer refuses anything else, so sweeps
+    // settle). dist-spmd computes a split it cannot express whole.
     Sharding wanted = shardingOf(rule->operands[index], false);
     if (wanted.axisCount())
       changed |= offer(operand, wanted);

@@ -257,6 +257,34 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
       factorAxes[factor] = partial;
       break;
     }
+  // A dimension made of several factors is split contiguously, so only a
+  // factor whose more-major factors in that dimension are fully split may
+  // carry axes (a split of the heads in [B*H] alone would be strided). A
+  // factor that breaks this, in any operand or result, is computed whole:
+  // the op gathers it and its users slice again.
+  auto legalize = [&](ArrayRef<ShardingRule::TensorFactors> tensors) {
+    bool changed = false;
+    for (const ShardingRule::TensorFactors &dims : tensors)
+      for (const auto &factors : dims) {
+        bool majorWhole = true;
+        for (int64_t factor : factors) {
+          if (!majorWhole && !factorAxes[factor].empty()) {
+            factorAxes[factor].clear();
+            changed = true;
+          }
+          int64_t split = product(factorAxes[factor]);
+          majorWhole = majorWhole && split == rule->factors[factor].size;
+        }
+      }
+    return changed;
+  };
+  // A factor the op needs whole (an indexed dimension, a softmax's) is
+  // computed whole whatever a refined annotation says.
+  for (auto [factor, info] : llvm::enumerate(rule->factors))
+    if (info.kind == FactorKind::Replicated)
+      factorAxes[factor].clear();
+  while (legalize(rule->operands) || legalize(rule->results)) {
+  }
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     Sharding sharding;
     for (const auto &factors : rule->operands[index]) {
@@ -266,6 +294,16 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
       sharding.dims.push_back(axes);
     }
     wanted.push_back(sharding);
+  }
+  // What each result then is: its dimensions from the (legal) factors.
+  for (auto [index, result] : llvm::enumerate(actualResults)) {
+    result.dims.clear();
+    for (const auto &factors : rule->results[index]) {
+      Axes axes;
+      for (int64_t factor : factors)
+        llvm::append_range(axes, factorAxes[factor]);
+      result.dims.push_back(axes);
+    }
   }
   for (auto [index, result] : llvm::enumerate(actualResults)) {
     llvm::DenseSet<int64_t> present;
