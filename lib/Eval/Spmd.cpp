@@ -220,6 +220,7 @@ Tensor RankDistOps::reduce(ArrayRef<Tensor> tensors, dist::ReductionKind kind) {
       double other = tensor.getDouble(i);
       switch (kind) {
       case dist::ReductionKind::sum:
+      case dist::ReductionKind::mean:
         value += other;
         break;
       case dist::ReductionKind::max:
@@ -230,6 +231,8 @@ Tensor RankDistOps::reduce(ArrayRef<Tensor> tensors, dist::ReductionKind kind) {
         break;
       }
     }
+    if (kind == dist::ReductionKind::mean)
+      value /= double(tensors.size());
     out.setDouble(i, value);
   }
   return out;

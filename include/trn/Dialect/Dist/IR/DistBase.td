@@ -52,7 +52,7 @@ class Dist_Op<string mnemonic, list<Trait> traits = []>
 def Dist_ReductionKind : I32EnumAttr<"ReductionKind",
     "how a collective combines the ranks' values", [
       I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>,
-      I32EnumAttrCase<"min", 2>]> {
+      I32EnumAttrCase<"min", 2>, I32EnumAttrCase<"mean", 3>]> {
   let cppNamespace = "::mlir::dist";
 }
 

@@ -50,9 +50,12 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
     [SameOperandsAndResultType]> {
   let summary = "reduce over the ranks that differ along `axes`";
   let description = [{
-    Every rank of a replica group gets the reduction (sum, max or min) of
-    the group's inputs. Sums of bf16 or f16 accumulate in f32 and are
-    rounded once, as the hardware's collective engine does.
+    Every rank of a replica group gets the reduction (sum, max, min, or
+    mean: the sum divided by the group size) of the group's inputs. Sums of
+    bf16 or f16 accumulate in f32 and are rounded once, as the hardware's
+    collective engine does. `mean` is what data parallelism uses when the
+    program is one replica's step: the group size is bound when the program
+    is loaded, so one program serves every data-parallel degree.
   }];
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes,
