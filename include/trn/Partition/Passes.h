@@ -15,6 +15,19 @@ namespace mlir::trn::partition {
 #define GEN_PASS_REGISTRATION
 #include "trn/Partition/Passes.h.inc"
 
+/// What the compile flags ask of the partitioner.
+struct PartitionOptions {
+  /// Mesh axes in order with their degrees, e.g. {{"dp", 2}, {"tp", 4}}.
+  SmallVector<std::pair<std::string, int64_t>> mesh;
+  bool zero1 = false;
+  bool sequenceParallel = false;
+};
+
+/// Adds the partitioning passes (seed, propagate, SPMD) that turn a traced
+/// step graph into the program every rank runs. Adds nothing when every
+/// degree is 1.
+void addPartitionPasses(OpPassManager &pm, const PartitionOptions &options);
+
 } // namespace mlir::trn::partition
 
 #endif // TRN_PARTITION_PASSES_H

@@ -1,0 +1,34 @@
+//===- Pipeline.cpp - the partitioning passes in order --------------------===//
+//
+// One place that says which passes partition a step graph, for trn-cc's
+// pipeline and any tool that wants the same program.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Partition/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::trn::partition {
+
+void addPartitionPasses(OpPassManager &pm, const PartitionOptions &options) {
+  std::string meshSpec;
+  bool partitioned = false;
+  for (const auto &[axis, degree] : options.mesh) {
+    if (!meshSpec.empty())
+      meshSpec += ",";
+    meshSpec += axis + "=" + std::to_string(degree);
+    partitioned |= degree > 1;
+  }
+  if (!partitioned)
+    return;
+  DistSeedOptions seed;
+  seed.meshSpec = meshSpec;
+  pm.addPass(createDistSeed(seed));
+  DistPropagateOptions propagate;
+  propagate.zero1 = options.zero1;
+  pm.addPass(createDistPropagate(propagate));
+  pm.addPass(createDistSpmd());
+}
+
+} // namespace mlir::trn::partition
