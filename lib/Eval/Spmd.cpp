@@ -116,6 +116,38 @@ Tensor concatenate(ArrayRef<Tensor> pieces, int64_t dim) {
   return out;
 }
 
+/// `x` with dimension `dim` seen as `blocks` blocks (a dimension of its
+/// own before it), and back.
+Tensor splitBlocks(Tensor x, int64_t dim, int64_t blocks) {
+  x.shape[dim] /= blocks;
+  x.shape.insert(x.shape.begin() + dim, blocks);
+  return x;
+}
+Tensor mergeBlocks(Tensor x, int64_t dim) {
+  x.shape[dim] *= x.shape[dim + 1];
+  x.shape.erase(x.shape.begin() + dim + 1);
+  return x;
+}
+
+/// Chunk `index` of `parts` of every one of `blocks` blocks along `dim`.
+Tensor blockChunkOf(const Tensor &x, int64_t dim, int64_t index, int64_t parts,
+                    int64_t blocks) {
+  if (blocks == 1)
+    return chunkOf(x, dim, index, parts);
+  return mergeBlocks(
+      chunkOf(splitBlocks(x, dim, blocks), dim + 1, index, parts), dim);
+}
+
+/// The inverse of blockChunkOf: `pieces` in order rebuild every block.
+Tensor blockConcatenate(ArrayRef<Tensor> pieces, int64_t dim, int64_t blocks) {
+  if (blocks == 1)
+    return concatenate(pieces, dim);
+  std::vector<Tensor> blocked;
+  for (const Tensor &piece : pieces)
+    blocked.push_back(splitBlocks(piece, dim, blocks));
+  return mergeBlocks(concatenate(blocked, dim + 1), dim);
+}
+
 /// A barrier-based exchange among every rank, abortable when one fails.
 class Exchange {
 public:
@@ -316,6 +348,24 @@ SmallVector<SmallVector<StringRef>> splitAxes(func::FuncOp function,
   return dims;
 }
 
+/// How many blocks each dimension of argument or result `index` is split
+/// in (1: contiguously).
+SmallVector<int64_t> splitBlocks(func::FuncOp function, unsigned index,
+                                 bool isResult) {
+  StringRef name = dist::DistDialect::getShardingAttrName();
+  auto attr =
+      isResult ? function.getResultAttrOfType<dist::ShardingAttr>(index, name)
+               : function.getArgAttrOfType<dist::ShardingAttr>(index, name);
+  auto type =
+      cast<RankedTensorType>(isResult ? function.getResultTypes()[index]
+                                      : function.getArgumentTypes()[index]);
+  SmallVector<int64_t> blocks(type.getRank(), 1);
+  if (attr)
+    for (unsigned d = 0; d < blocks.size(); ++d)
+      blocks[d] = attr.blocksOf(d);
+  return blocks;
+}
+
 } // namespace
 
 bool mlir::trn::eval::isSpmd(func::FuncOp function) {
@@ -356,12 +406,13 @@ mlir::trn::eval::evaluateSpmd(func::FuncOp function,
     std::vector<int64_t> coords = coordinatesOf(mesh, rank);
     for (auto [index, global] : llvm::enumerate(globalInputs)) {
       Tensor local = global;
+      SmallVector<int64_t> blocks = splitBlocks(function, index, false);
       for (auto [dim, axes] :
            llvm::enumerate(splitAxes(function, index, false))) {
         if (axes.empty())
           continue;
         auto [position, size] = positionAlong(mesh, coords, axes);
-        local = chunkOf(local, dim, position, size);
+        local = blockChunkOf(local, dim, position, size, blocks[dim]);
       }
       inputs[rank].push_back(std::move(local));
     }
@@ -394,6 +445,7 @@ mlir::trn::eval::evaluateSpmd(func::FuncOp function,
   std::vector<Tensor> globals;
   for (unsigned index = 0; index < function.getNumResults(); ++index) {
     SmallVector<SmallVector<StringRef>> dims = splitAxes(function, index, true);
+    SmallVector<int64_t> blocks = splitBlocks(function, index, true);
     // Concatenate dimension by dimension, innermost split first: the ranks
     // of one group along a dimension's axes hold consecutive chunks.
     std::vector<Tensor> pieces;
@@ -430,7 +482,7 @@ mlir::trn::eval::evaluateSpmd(func::FuncOp function,
           ordered[positionAlong(mesh, pieceCoords[j], dims[dim]).first] =
               pieces[j];
         }
-        merged.push_back(concatenate(ordered, dim));
+        merged.push_back(blockConcatenate(ordered, dim, blocks[dim]));
         std::vector<int64_t> coordinates = pieceCoords[i];
         for (int64_t d : named)
           coordinates[d] = 0;

@@ -54,11 +54,6 @@ private:
   /// changes a fixed one. Returns whether it changed.
   bool offer(Value value, const Sharding &sharding);
   bool applyRule(Operation *op);
-  /// Which axes each factor has in the sharding of one tensor.
-  void factorAxesOf(const Sharding &sharding,
-                    const ShardingRule::TensorFactors &dims,
-                    const ShardingRule &rule,
-                    SmallVectorImpl<std::optional<Axes>> &out);
   void annotate();
 
   /// Splits every optimizer state over dp (ZeRO-1); true if any was.
@@ -86,36 +81,6 @@ bool Propagator::offer(Value value, const Sharding &sharding) {
   return false;
 }
 
-void Propagator::factorAxesOf(const Sharding &sharding,
-                              const ShardingRule::TensorFactors &dims,
-                              const ShardingRule &rule,
-                              SmallVectorImpl<std::optional<Axes>> &out) {
-  out.assign(rule.factors.size(), std::nullopt);
-  for (auto [dim, factors] : llvm::enumerate(dims)) {
-    if (dim >= sharding.dims.size())
-      break;
-    const Axes &axes = sharding.dims[dim];
-    if (factors.empty())
-      continue;
-    // The dimension's axes go to its factors major first: a factor takes
-    // axes while their product divides its size.
-    size_t next = 0;
-    for (auto [position, factor] : llvm::enumerate(factors)) {
-      Axes taken;
-      int64_t product = 1;
-      bool last = position + 1 == factors.size();
-      while (next < axes.size()) {
-        int64_t size = sizeOf(axes[next]);
-        if (!last && rule.factors[factor].size % (product * size) != 0)
-          break;
-        product *= size;
-        taken.push_back(axes[next++]);
-      }
-      out[factor] = taken;
-    }
-  }
-}
-
 bool Propagator::applyRule(Operation *op) {
   if (auto constraint = dyn_cast<dist::ShardingConstraintOp>(op)) {
     // The constraint's result is fixed; its operand is only a hint.
@@ -126,66 +91,69 @@ bool Propagator::applyRule(Operation *op) {
   if (!rule)
     return false;
 
-  // Candidate axes for each factor from every tensor with a sharding.
+  // Candidate shares of each factor from every tensor with a sharding.
   struct Candidate {
-    Axes axes;
+    FactorSharding share;
     bool fixed;
     int64_t elements;
   };
+  auto axisSize = [&](StringAttr axis) { return sizeOf(axis); };
   SmallVector<SmallVector<Candidate>> candidates(rule->factors.size());
   auto collect = [&](Value value, const ShardingRule::TensorFactors &dims) {
     auto it = state.find(value);
     if (it == state.end())
       return;
-    SmallVector<std::optional<Axes>> axes;
-    factorAxesOf(it->second, dims, *rule, axes);
-    for (auto [factor, factorAxes] : llvm::enumerate(axes))
-      if (factorAxes)
+    SmallVector<std::optional<FactorSharding>> shares;
+    factorShardingsOf(it->second, dims, *rule, axisSize, shares);
+    for (auto [factor, share] : llvm::enumerate(shares))
+      if (share)
         candidates[factor].push_back(
-            {*factorAxes, fixed.contains(value), numElements(value)});
+            {*share, fixed.contains(value), numElements(value)});
   };
   for (auto [index, operand] : llvm::enumerate(op->getOperands()))
     collect(operand, rule->operands[index]);
   for (auto [index, result] : llvm::enumerate(op->getResults()))
     collect(result, rule->results[index]);
 
-  // Choose per factor: a fixed tensor's axes, else the largest tensor's;
-  // a shorter choice compatible with a longer one takes the longer.
-  SmallVector<Axes> chosen(rule->factors.size());
+  // Choose per factor: a fixed tensor's share, else the one with the most
+  // axes, else the largest tensor's.
+  SmallVector<FactorSharding> chosen(rule->factors.size());
   llvm::DenseSet<StringAttr> used;
   for (auto [factor, options] : llvm::enumerate(candidates)) {
     if (options.empty() || rule->factors[factor].kind == FactorKind::Replicated)
       continue;
     const Candidate *best = &options.front();
     for (const Candidate &option : options)
-      if (std::make_tuple(option.fixed, option.axes.size(), option.elements) >
-          std::make_tuple(best->fixed, best->axes.size(), best->elements))
+      if (std::make_tuple(option.fixed, option.share.axes.size(),
+                          option.elements) >
+          std::make_tuple(best->fixed, best->share.axes.size(), best->elements))
         best = &option;
     // An axis splits at most one factor of an op.
-    for (StringAttr axis : best->axes) {
+    for (StringAttr axis : best->share.axes) {
       if (used.contains(axis))
         break;
       used.insert(axis);
-      chosen[factor].push_back(axis);
+      chosen[factor].axes.push_back(axis);
     }
+    if (!chosen[factor].axes.empty())
+      chosen[factor].blocks = best->share.blocks;
+  }
+  // Only splits a dimension can hold.
+  while (legalizeFactors(rule->operands, *rule, axisSize, chosen) ||
+         legalizeFactors(rule->results, *rule, axisSize, chosen)) {
   }
 
   auto shardingOf = [&](const ShardingRule::TensorFactors &dims,
                         bool isResult) {
-    Sharding sharding;
-    llvm::DenseSet<int64_t> present;
-    for (const auto &factors : dims) {
-      Axes axes;
-      for (int64_t factor : factors) {
-        present.insert(factor);
-        llvm::append_range(axes, chosen[factor]);
-      }
-      sharding.dims.push_back(axes);
-    }
-    if (isResult)
+    Sharding sharding = shardingFromFactors(dims, *rule, chosen);
+    if (isResult) {
+      llvm::DenseSet<int64_t> present;
+      for (const auto &factors : dims)
+        present.insert(factors.begin(), factors.end());
       for (auto [factor, info] : llvm::enumerate(rule->factors))
         if (info.kind == FactorKind::Reduction && !present.contains(factor))
-          llvm::append_range(sharding.partial, chosen[factor]);
+          llvm::append_range(sharding.partial, chosen[factor].axes);
+    }
     return sharding;
   };
   bool changed = false;
@@ -308,7 +276,8 @@ bool Propagator::splitOptimizerStates(ArrayRef<std::pair<Value, Value>> ties) {
       int64_t parts = *dp;
       for (StringAttr axis : axes)
         parts *= sizeOf(axis);
-      if (type.isDynamicDim(dim) || type.getDimSize(dim) % parts != 0)
+      if (type.isDynamicDim(dim) ||
+          (type.getDimSize(dim) / sharding.blocksOf(dim)) % parts != 0)
         continue;
       axes.push_back(dpAxis);
       state[argument] = sharding;

@@ -132,15 +132,21 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
     MLIRContext *context = function.getContext();
     StringRef attrName = dist::DistDialect::getShardingAttrName();
     auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-    auto shardingWith = [&](int64_t rank, int64_t dim, StringRef axis) {
+    auto shardingWith = [&](int64_t rank, int64_t dim, StringRef axis,
+                            int64_t blocks = 1) {
       SmallVector<Attribute> dims;
-      for (int64_t d = 0; d < rank; ++d)
+      SmallVector<int64_t> counts;
+      for (int64_t d = 0; d < rank; ++d) {
         dims.push_back(builder().getArrayAttr(
             d == dim ? ArrayRef<Attribute>{builder().getStringAttr(axis)}
                      : ArrayRef<Attribute>{}));
+        counts.push_back(d == dim ? blocks : 1);
+      }
+      if (blocks == 1)
+        counts.clear();
       return dist::ShardingAttr::get(context, meshRef,
                                      ArrayAttr::get(context, dims),
-                                     ArrayAttr::get(context, {}));
+                                     ArrayAttr::get(context, {}), counts);
     };
     bool hasRoles = false;
     for (unsigned i = 0; i < function.getNumArguments(); ++i)
@@ -171,6 +177,9 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
     });
     // Column (true) or row (false) per weight argument: first decision wins.
     llvm::DenseMap<BlockArgument, bool> column;
+    // Fused column-parallel weights: how many equal blocks their output
+    // features are cut into.
+    llvm::DenseMap<BlockArgument, int64_t> blocksOf;
     for (const WeightUse &use : uses) {
       // A row-parallel matmul's output is complete after its all-reduce:
       // it starts no pair (the next matmul begins a new one).
@@ -200,6 +209,27 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
       if (reached.empty())
         continue;
       column.try_emplace(use.weight, true);
+      // A fused projection (GPT's QKV as one matmul) is cut into equal
+      // blocks of its output features by slices on the last dimension:
+      // each block is split on its own, so every rank holds whole heads
+      // of q, k and v.
+      int64_t features = cast<RankedTensorType>(use.weight.getType())
+                             .getDimSize(1 - use.contractedDim);
+      for (Operation *op : seen) {
+        auto slice = dyn_cast<SliceOp>(op);
+        if (!slice)
+          continue;
+        auto in = cast<RankedTensorType>(slice.getOperand().getType());
+        auto out = cast<RankedTensorType>(slice.getType());
+        int64_t last = in.getRank() - 1;
+        int64_t block = out.getDimSize(last);
+        if (in.getDimSize(last) != features || block == features ||
+            block <= 0 || features % block != 0 ||
+            slice.getStart()[last] % block != 0 ||
+            slice.getStrides()[last] != 1)
+          continue;
+        blocksOf.try_emplace(use.weight, features / block);
+      }
       for (const WeightUse *next : reached)
         column.try_emplace(next->weight, false);
     }
@@ -209,7 +239,10 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
       if (it == column.end() || function.getArgAttr(index, attrName))
         continue;
       int64_t splitDim = it->second ? 1 - use.contractedDim : use.contractedDim;
-      function.setArgAttr(index, attrName, shardingWith(2, splitDim, "tp"));
+      int64_t blocks = it->second ? blocksOf.lookup(use.weight) : 0;
+      function.setArgAttr(
+          index, attrName,
+          shardingWith(2, splitDim, "tp", std::max<int64_t>(blocks, 1)));
     }
   }
 

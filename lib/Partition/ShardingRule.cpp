@@ -296,12 +296,27 @@ mlir::trn::partition::getShardingRule(Operation *op) {
         return normRule(op, o.getInput(), o.getAxis(), FactorKind::Reduction);
       })
       .Case<SliceOp, PadOp>([&](Operation *) -> std::optional<ShardingRule> {
-        // Dimensions the op leaves alone pass through; the others stay whole.
+        // Dimensions the op leaves alone pass through; the others stay
+        // whole, but for a slice taking one whole block of a dimension seen
+        // as equal blocks (q, k or v of a fused QKV projection): the
+        // operand's dimension is then [blocks, block] and the block factor
+        // passes, so the split of each block carries over.
         RuleBuilder b(op);
         ArrayRef<int64_t> in = shapeOf(op->getOperand(0)),
                           out = shapeOf(op->getResult(0));
+        auto slice = dyn_cast<SliceOp>(op);
         for (unsigned d = 0; d < in.size(); ++d) {
           bool same = in[d] == out[d];
+          bool block = slice && !same && out[d] > 0 && in[d] % out[d] == 0 &&
+                       slice.getStrides()[d] == 1 &&
+                       slice.getStart()[d] % out[d] == 0;
+          if (block) {
+            b.operand(0, d, b.factor(in[d] / out[d], FactorKind::Replicated));
+            int64_t f = b.factor(out[d]);
+            b.operand(0, d, f);
+            b.result(0, d, f);
+            continue;
+          }
           int64_t f = b.factor(in[d], same ? FactorKind::Parallel
                                            : FactorKind::Replicated);
           b.operand(0, d, f);
@@ -382,8 +397,23 @@ mlir::trn::partition::getShardingRule(Operation *op) {
         RuleBuilder b(op);
         ArrayRef<int64_t> out = shapeOf(o.getResult());
         for (unsigned d = 0; d < out.size(); ++d) {
-          if (int64_t(d) == o.getDim())
-            continue; // the concatenated dimension stays whole
+          if (int64_t(d) == o.getDim()) {
+            // Equal pieces make the result's dimension [pieces, piece]:
+            // pieces split alike give it split block-wise (the gradient of
+            // a fused QKV projection). Unequal ones stay whole.
+            int64_t piece = shapeOf(o.getInputs().front())[d];
+            if (!llvm::all_of(o.getInputs(), [&](Value input) {
+                  return shapeOf(input)[d] == piece;
+                }))
+              continue;
+            b.result(0, d,
+                     b.factor(o.getInputs().size(), FactorKind::Replicated));
+            int64_t f = b.factor(piece);
+            b.result(0, d, f);
+            for (unsigned i = 0; i < o.getInputs().size(); ++i)
+              b.operand(i, d, f);
+            continue;
+          }
           int64_t f = b.factor(out[d]);
           b.result(0, d, f);
           for (unsigned i = 0; i < o.getInputs().size(); ++i)

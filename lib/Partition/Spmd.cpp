@@ -102,7 +102,9 @@ FailureOr<RankedTensorType> Partitioner::localType(Operation *where,
     int64_t parts = product(axes);
     if (parts == 1)
       continue;
-    if (ShapedType::isDynamic(shape[dim]) || shape[dim] % parts != 0) {
+    int64_t blocks = sharding.blocksOf(dim);
+    if (ShapedType::isDynamic(shape[dim]) || shape[dim] % blocks != 0 ||
+        (shape[dim] / blocks) % parts != 0) {
       std::string names;
       for (StringAttr axis : axes)
         names += (names.empty() ? "" : "x") + axis.getValue().str();
@@ -115,34 +117,76 @@ FailureOr<RankedTensorType> Partitioner::localType(Operation *where,
   return RankedTensorType::get(shape, global.getElementType());
 }
 
+/// Applies `collective` to dimension `dim` of `value`, seen as `blocks`
+/// blocks when it is split block-wise: the blocks become a dimension of
+/// their own for the collective, which then acts on each block alike.
+static Value alongBlocks(OpBuilder &builder, Location loc, Value value,
+                         unsigned dim, int64_t blocks,
+                         function_ref<Value(Value, unsigned)> collective) {
+  if (blocks == 1)
+    return collective(value, dim);
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> split(type.getShape());
+  split[dim] /= blocks;
+  split.insert(split.begin() + dim, blocks);
+  Value blocked = builder.create<ReshapeOp>(
+      loc, RankedTensorType::get(split, type.getElementType()), value);
+  Value moved = collective(blocked, dim + 1);
+  SmallVector<int64_t> merged(
+      cast<RankedTensorType>(moved.getType()).getShape());
+  merged[dim] *= merged[dim + 1];
+  merged.erase(merged.begin() + dim + 1);
+  return builder.create<ReshapeOp>(
+      loc, RankedTensorType::get(merged, type.getElementType()), moved);
+}
+
+static RankedTensorType withDim(Value value, unsigned dim, int64_t size) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = size;
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
 FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
                                       Value value, const Sharding &from,
                                       const Sharding &to) {
   Sharding now = from;
-  auto type = cast<RankedTensorType>(value.getType());
+  now.blocks.resize(now.dims.size(), 1);
+  auto dimSize = [&](unsigned dim) {
+    return cast<RankedTensorType>(value.getType()).getDimSize(dim);
+  };
+  // Splits of one dimension in other blocks share nothing.
+  auto sameBlocks = [&](unsigned dim) {
+    return now.dims[dim].empty() || to.dims[dim].empty() ||
+           now.blocksOf(dim) == to.blocksOf(dim);
+  };
   // A pending sum over an axis the use wants as the next split of a
   // dimension: reduce-scatter along it (half the traffic of all-reduce and
   // no slice), ZeRO's gradient path.
   for (unsigned dim = 0; dim < now.dims.size(); ++dim) {
     Axes &have = now.dims[dim];
     const Axes &want = to.dims[dim];
-    while (have.size() < want.size() &&
+    while (sameBlocks(dim) && have.size() < want.size() &&
            std::equal(have.begin(), have.end(), want.begin()) &&
            llvm::is_contained(now.partial, want[have.size()]) &&
            !llvm::is_contained(to.partial, want[have.size()])) {
       StringAttr axis = want[have.size()];
-      SmallVector<int64_t> shape(type.getShape());
-      if (shape[dim] % sizeOf(axis) != 0)
+      int64_t blocks = to.blocksOf(dim);
+      if ((dimSize(dim) / blocks) % sizeOf(axis) != 0)
         break;
-      shape[dim] /= sizeOf(axis);
-      type = RankedTensorType::get(shape, type.getElementType());
-      value = builder.create<dist::ReduceScatterOp>(
-          loc, type, value, meshRef, axesAttr({axis}),
-          builder.getI64IntegerAttr(dim),
-          dist::ReductionKindAttr::get(builder.getContext(),
-                                       dist::ReductionKind::sum));
+      value = alongBlocks(
+          builder, loc, value, dim, blocks,
+          [&](Value input, unsigned d) -> Value {
+            auto type = cast<RankedTensorType>(input.getType());
+            return builder.create<dist::ReduceScatterOp>(
+                loc, withDim(input, d, type.getDimSize(d) / sizeOf(axis)),
+                input, meshRef, axesAttr({axis}), builder.getI64IntegerAttr(d),
+                dist::ReductionKindAttr::get(builder.getContext(),
+                                             dist::ReductionKind::sum));
+          });
       llvm::erase(now.partial, axis);
       have.push_back(axis);
+      now.blocks[dim] = blocks;
     }
   }
   // Pending sums the use does not want pending: all-reduce them.
@@ -152,7 +196,7 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
       reduce.push_back(axis);
   if (!reduce.empty()) {
     value = builder.create<dist::AllReduceOp>(
-        loc, type, value, meshRef, axesAttr(reduce),
+        loc, value.getType(), value, meshRef, axesAttr(reduce),
         dist::ReductionKindAttr::get(builder.getContext(),
                                      dist::ReductionKind::sum));
     llvm::erase_if(now.partial, [&](StringAttr axis) {
@@ -164,19 +208,24 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
     Axes &have = now.dims[dim];
     const Axes &want = to.dims[dim];
     size_t common = 0;
-    while (common < have.size() && common < want.size() &&
-           have[common] == want[common])
-      ++common;
+    if (sameBlocks(dim))
+      while (common < have.size() && common < want.size() &&
+             have[common] == want[common])
+        ++common;
     if (common == have.size())
       continue;
     SmallVector<StringAttr> gather(have.begin() + common, have.end());
-    SmallVector<int64_t> shape(type.getShape());
-    shape[dim] *= product(gather);
-    type = RankedTensorType::get(shape, type.getElementType());
-    value = builder.create<dist::AllGatherOp>(loc, type, value, meshRef,
-                                              axesAttr(gather),
-                                              builder.getI64IntegerAttr(dim));
+    value = alongBlocks(
+        builder, loc, value, dim, now.blocksOf(dim),
+        [&](Value input, unsigned d) -> Value {
+          auto type = cast<RankedTensorType>(input.getType());
+          return builder.create<dist::AllGatherOp>(
+              loc, withDim(input, d, type.getDimSize(d) * product(gather)),
+              input, meshRef, axesAttr(gather), builder.getI64IntegerAttr(d));
+        });
     have.resize(common);
+    if (have.empty())
+      now.blocks[dim] = 1;
   }
   // Axes the use splits further: keep this rank's slice.
   for (unsigned dim = 0; dim < now.dims.size(); ++dim) {
@@ -185,17 +234,25 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
     if (have.size() == want.size())
       continue;
     SmallVector<StringAttr> slice(want.begin() + have.size(), want.end());
-    SmallVector<int64_t> shape(type.getShape());
     int64_t parts = product(slice);
-    if (shape[dim] % parts != 0)
-      return emitError(loc) << "dimension " << dim << " (size " << shape[dim]
-                            << ") is not divisible by " << parts << " devices";
-    shape[dim] /= parts;
-    type = RankedTensorType::get(shape, type.getElementType());
-    value = builder.create<dist::AllSliceOp>(loc, type, value, meshRef,
-                                             axesAttr(slice),
-                                             builder.getI64IntegerAttr(dim));
+    int64_t blocks = to.blocksOf(dim);
+    if (dimSize(dim) % blocks != 0 || (dimSize(dim) / blocks) % parts != 0)
+      return emitError(loc)
+             << "dimension " << dim << " (size " << dimSize(dim)
+             << ") is not divisible by " << parts << " devices"
+             << (blocks > 1
+                     ? " in each of " + std::to_string(blocks) + " blocks"
+                     : std::string());
+    value = alongBlocks(
+        builder, loc, value, dim, blocks,
+        [&](Value input, unsigned d) -> Value {
+          auto type = cast<RankedTensorType>(input.getType());
+          return builder.create<dist::AllSliceOp>(
+              loc, withDim(input, d, type.getDimSize(d) / parts), input,
+              meshRef, axesAttr(slice), builder.getI64IntegerAttr(d));
+        });
     have = want;
+    now.blocks[dim] = blocks;
   }
   return value;
 }
@@ -213,36 +270,19 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
       result.partial.clear();
     return wanted;
   }
-  // The factors' axes, read back from the results: parallel factors from
-  // their dimensions, reduction factors from the pending sums.
-  SmallVector<Axes> factorAxes(rule->factors.size());
+  // The factors' shares, read back from the results: parallel factors
+  // from their dimensions, reduction factors from the pending sums.
+  auto axisSize = [&](StringAttr axis) { return sizeOf(axis); };
+  SmallVector<FactorSharding> factors(rule->factors.size());
   SmallVector<bool> seen(rule->factors.size(), false);
   for (auto [index, sharding] : llvm::enumerate(results)) {
-    SmallVector<std::optional<Axes>> axes(rule->factors.size());
-    const ShardingRule::TensorFactors &dims = rule->results[index];
-    for (auto [dim, factors] : llvm::enumerate(dims)) {
-      if (dim >= sharding.dims.size() || factors.empty())
-        continue;
-      // Major factors take the dimension's axes first (as propagation).
-      size_t next = 0;
-      const Axes &dimAxes = sharding.dims[dim];
-      for (auto [position, factor] : llvm::enumerate(factors)) {
-        Axes taken;
-        int64_t partial = 1;
-        bool last = position + 1 == factors.size();
-        while (next < dimAxes.size()) {
-          int64_t size = sizeOf(dimAxes[next]);
-          if (!last && rule->factors[factor].size % (partial * size) != 0)
-            break;
-          partial *= size;
-          taken.push_back(dimAxes[next++]);
-        }
-        if (!seen[factor]) {
-          factorAxes[factor] = taken;
-          seen[factor] = true;
-        }
+    SmallVector<std::optional<FactorSharding>> shares;
+    factorShardingsOf(sharding, rule->results[index], *rule, axisSize, shares);
+    for (auto [factor, share] : llvm::enumerate(shares))
+      if (share && !seen[factor]) {
+        factors[factor] = *share;
+        seen[factor] = true;
       }
-    }
   }
   // A reduction factor no result has: its axes are the pending sums (of
   // the results that have them), given to the first such factor.
@@ -254,65 +294,45 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
     }
   for (auto [factor, info] : llvm::enumerate(rule->factors))
     if (info.kind == FactorKind::Reduction && !seen[factor]) {
-      factorAxes[factor] = partial;
-      break;
-    }
-  // A dimension made of several factors is split contiguously, so only a
-  // factor whose more-major factors in that dimension are fully split may
-  // carry axes (a split of the heads in [B*H] alone would be strided). A
-  // factor that breaks this, in any operand or result, is computed whole:
-  // the op gathers it and its users slice again.
-  auto legalize = [&](ArrayRef<ShardingRule::TensorFactors> tensors) {
-    bool changed = false;
-    for (const ShardingRule::TensorFactors &dims : tensors)
-      for (const auto &factors : dims) {
-        bool majorWhole = true;
-        for (int64_t factor : factors) {
-          if (!majorWhole && !factorAxes[factor].empty()) {
-            factorAxes[factor].clear();
-            changed = true;
-          }
-          int64_t split = product(factorAxes[factor]);
-          majorWhole = majorWhole && split == rule->factors[factor].size;
+      factors[factor].axes = partial;
+      // Its blocks (any layout sums the same, as long as the operands
+      // agree): those an operand already has, so it needs no reshard.
+      for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+        auto it = current.find(operand);
+        if (it == current.end())
+          continue;
+        SmallVector<std::optional<FactorSharding>> shares;
+        factorShardingsOf(it->second, rule->operands[index], *rule, axisSize,
+                          shares);
+        if (shares[factor] && shares[factor]->axes == partial) {
+          factors[factor].blocks = shares[factor]->blocks;
+          break;
         }
       }
-    return changed;
-  };
+      break;
+    }
   // A factor the op needs whole (an indexed dimension, a softmax's) is
-  // computed whole whatever a refined annotation says.
+  // computed whole whatever a refined annotation says; a split a dimension
+  // cannot hold (the heads of [B*H] split while B is split too) is
+  // computed whole: the op gathers it and its users slice again.
   for (auto [factor, info] : llvm::enumerate(rule->factors))
     if (info.kind == FactorKind::Replicated)
-      factorAxes[factor].clear();
-  while (legalize(rule->operands) || legalize(rule->results)) {
+      factors[factor] = FactorSharding();
+  while (legalizeFactors(rule->operands, *rule, axisSize, factors) ||
+         legalizeFactors(rule->results, *rule, axisSize, factors)) {
   }
-  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
-    Sharding sharding;
-    for (const auto &factors : rule->operands[index]) {
-      Axes axes;
-      for (int64_t factor : factors)
-        llvm::append_range(axes, factorAxes[factor]);
-      sharding.dims.push_back(axes);
-    }
-    wanted.push_back(sharding);
-  }
-  // What each result then is: its dimensions from the (legal) factors.
+  for (const ShardingRule::TensorFactors &dims : rule->operands)
+    wanted.push_back(shardingFromFactors(dims, *rule, factors));
+  // What each result then is: its dimensions from the (legal) factors, and
+  // a pending sum over every split reduction factor it lacks.
   for (auto [index, result] : llvm::enumerate(actualResults)) {
-    result.dims.clear();
-    for (const auto &factors : rule->results[index]) {
-      Axes axes;
-      for (int64_t factor : factors)
-        llvm::append_range(axes, factorAxes[factor]);
-      result.dims.push_back(axes);
-    }
-  }
-  for (auto [index, result] : llvm::enumerate(actualResults)) {
+    result = shardingFromFactors(rule->results[index], *rule, factors);
     llvm::DenseSet<int64_t> present;
-    for (const auto &factors : rule->results[index])
-      present.insert(factors.begin(), factors.end());
-    result.partial.clear();
+    for (const auto &dimFactors : rule->results[index])
+      present.insert(dimFactors.begin(), dimFactors.end());
     for (auto [factor, info] : llvm::enumerate(rule->factors))
       if (info.kind == FactorKind::Reduction && !present.contains(factor))
-        llvm::append_range(result.partial, factorAxes[factor]);
+        llvm::append_range(result.partial, factors[factor].axes);
   }
   return wanted;
 }
@@ -392,13 +412,24 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     current[result] = results[index];
   }
   if (auto slice = dyn_cast<SliceOp>(op)) {
-    // A split dimension is one the slice leaves whole (the rule): its
-    // window is the whole local dimension.
-    SmallVector<int64_t> limit(slice.getLimit());
+    // A split dimension is one the slice leaves whole, whose window is then
+    // the whole local dimension, or one it takes a whole block of, split
+    // within each block alike (the rule): the local window is the global
+    // one scaled down by the split.
+    SmallVector<int64_t> start(slice.getStart()), limit(slice.getLimit());
     auto local = cast<RankedTensorType>(slice.getOperand().getType());
-    for (auto [dim, axes] : llvm::enumerate(results.front().dims))
-      if (!axes.empty())
+    for (auto [dim, axes] : llvm::enumerate(results.front().dims)) {
+      if (axes.empty())
+        continue;
+      int64_t parts = product(axes);
+      if (start[dim] == 0 && limit[dim] / parts == local.getDimSize(dim)) {
         limit[dim] = local.getDimSize(dim);
+        continue;
+      }
+      start[dim] /= parts;
+      limit[dim] /= parts;
+    }
+    slice.setStart(start);
     slice.setLimit(limit);
   }
   if (auto constant = dyn_cast<ConstantOp>(op)) {

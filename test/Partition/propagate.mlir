@@ -144,3 +144,46 @@ func.func @zero1(%p: tensor<8x4xf32> {trn.role = "parameter", dist.sharding = #d
   %o = trn.exp %odd : tensor<3xf32>
   return %n, %o : tensor<8x4xf32>, tensor<3xf32>
 }
+
+// -----
+
+// A fused QKV projection: the weight's output features are 3 blocks (q, k,
+// v) each split over tp. A slice taking one whole block is split
+// contiguously; concatenating the three blocks' gradients gives the
+// block-wise split back.
+dist.mesh @mesh <tp = 2>
+// CHECK-LABEL: func.func @fused_qkv
+// CHECK: trn.dot_general {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, 3x{"tp"}]>]}
+// CHECK-COUNT-3: trn.slice {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"tp"}]>]}
+// CHECK: trn.concatenate {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, 3x{"tp"}]>]}
+func.func @fused_qkv(%x: tensor<8x16xf32>,
+                     %w: tensor<16x48xf32> {dist.sharding = #dist.sharding<@mesh, [{}, 3x{"tp"}]>}) -> tensor<8x48xf32> {
+  %qkv = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x48xf32>) -> tensor<8x48xf32>
+  %q = trn.slice %qkv, start = [0, 0], limit = [8, 16], strides = [1, 1] : (tensor<8x48xf32>) -> tensor<8x16xf32>
+  %k = trn.slice %qkv, start = [0, 16], limit = [8, 32], strides = [1, 1] : (tensor<8x48xf32>) -> tensor<8x16xf32>
+  %v = trn.slice %qkv, start = [0, 32], limit = [8, 48], strides = [1, 1] : (tensor<8x48xf32>) -> tensor<8x16xf32>
+  %eq = trn.exp %q : tensor<8x16xf32>
+  %ek = trn.exp %k : tensor<8x16xf32>
+  %ev = trn.exp %v : tensor<8x16xf32>
+  %g = trn.concatenate %eq, %ek, %ev dim = 1 : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x48xf32>
+  return %g : tensor<8x48xf32>
+}
+
+// -----
+
+// Merging [B, H] for a batched matmul while H is split gives the merged
+// dimension split block-wise (B blocks), and the matmul's batch factor
+// takes it: no gather around the attention.
+dist.mesh @mesh <tp = 2>
+// CHECK-LABEL: func.func @merged_heads
+// CHECK: trn.reshape {{.*}} {dist.sharding = [#dist.sharding<@mesh, [2x{"tp"}, {}, {}]>]}
+// CHECK: trn.dot_general {{.*}} {dist.sharding = [#dist.sharding<@mesh, [2x{"tp"}, {}, {}]>]}
+// CHECK: trn.reshape {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"tp"}, {}, {}]>]}
+func.func @merged_heads(%q: tensor<2x4x8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}, {}, {}]>},
+                        %k: tensor<2x4x16x8xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}, {}, {}]>}) -> tensor<2x4x8x8xf32> {
+  %q3 = trn.reshape %q : (tensor<2x4x8x16xf32>) -> tensor<8x8x16xf32>
+  %k3 = trn.reshape %k : (tensor<2x4x16x8xf32>) -> tensor<8x16x8xf32>
+  %s = trn.dot_general %q3, %k3, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<8x8x16xf32>, tensor<8x16x8xf32>) -> tensor<8x8x8xf32>
+  %s4 = trn.reshape %s : (tensor<8x8x8xf32>) -> tensor<2x4x8x8xf32>
+  return %s4 : tensor<2x4x8x8xf32>
+}

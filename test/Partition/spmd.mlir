@@ -137,3 +137,32 @@ func.func @reduce_scatter(%x: tensor<6x8xf32> {dist.sharding = #dist.sharding<@m
   %b = trn.tanh %c : tensor<4x8xf32>
   return %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Block-wise splits in the SPMD program: each rank's part of a fused QKV
+// projection holds its heads of q, k and v, so the slices take the local
+// block windows ([0, 8), [8, 16), [16, 24) of 24 local features) and
+// nothing moves; a use that wants the contiguous split gathers the blocks
+// (reshaped to [blocks, block]) and slices.
+dist.mesh @mesh <tp = 2>
+// CHECK-LABEL: func.func @fused_qkv
+// CHECK-SAME: tensor<16x24xf32> {dist.sharding = #dist.sharding<@mesh, [{}, 3x{"tp"}]>}
+// CHECK: trn.dot_general {{.*}} -> tensor<8x24xf32>
+// CHECK: trn.slice %{{.*}}, start = [0, 0], limit = [8, 8]
+// CHECK: trn.slice %{{.*}}, start = [0, 8], limit = [8, 16]
+// CHECK: trn.slice %{{.*}}, start = [0, 16], limit = [8, 24]
+// CHECK: %[[B:.*]] = trn.reshape %{{.*}} : (tensor<8x24xf32>) -> tensor<8x3x8xf32>
+// CHECK: %[[G:.*]] = dist.all_gather %[[B]] on @mesh axes = ["tp"] dim = 2 : tensor<8x3x8xf32> -> tensor<8x3x16xf32>
+// CHECK: %[[M:.*]] = trn.reshape %[[G]] : (tensor<8x3x16xf32>) -> tensor<8x48xf32>
+// CHECK: dist.all_slice %[[M]] on @mesh axes = ["tp"] dim = 1 : tensor<8x48xf32> -> tensor<8x24xf32>
+func.func @fused_qkv(%x: tensor<8x16xf32>,
+                     %w: tensor<16x48xf32> {dist.sharding = #dist.sharding<@mesh, [{}, 3x{"tp"}]>})
+    -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x48xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) {
+  %qkv = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x48xf32>) -> tensor<8x48xf32>
+  %q = trn.slice %qkv, start = [0, 0], limit = [8, 16], strides = [1, 1] : (tensor<8x48xf32>) -> tensor<8x16xf32>
+  %k = trn.slice %qkv, start = [0, 16], limit = [8, 32], strides = [1, 1] : (tensor<8x48xf32>) -> tensor<8x16xf32>
+  %v = trn.slice %qkv, start = [0, 32], limit = [8, 48], strides = [1, 1] : (tensor<8x48xf32>) -> tensor<8x16xf32>
+  %c = dist.sharding_constraint %qkv <@mesh, [{}, {"tp"}]> : tensor<8x48xf32>
+  return %q, %k, %v, %c : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x48xf32>
+}

@@ -196,3 +196,19 @@ func.func @f(%x: tensor<6x16xf32>) -> tensor<2x16xf32> {
   %0 = dist.all_slice %x on @mesh axes = ["tp"] dim = 0 : tensor<6x16xf32> -> tensor<2x16xf32>
   return %0 : tensor<2x16xf32>
 }
+
+// -----
+
+dist.mesh @mesh <tp = 2>
+// expected-error @+1 {{'dist.sharding' of argument 0 splits dimension 0 (size 10) into 3 blocks, which do not divide it}}
+func.func @blocks(%x: tensor<10xf32> {dist.sharding = #dist.sharding<@mesh, [3x{"tp"}]>}) {
+  return
+}
+
+// -----
+
+dist.mesh @mesh <tp = 2>
+// expected-error @+1 {{dimension 0 is split into 3 blocks over no mesh axis; write {} for a whole dimension}}
+func.func @blocks(%x: tensor<12xf32> {dist.sharding = #dist.sharding<@mesh, [3x{}]>}) {
+  return
+}

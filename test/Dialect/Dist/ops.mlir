@@ -41,3 +41,15 @@ func.func @annotated(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %0 = trn.exp %a {dist.sharding = [#dist.sharding<@mesh, [{}, {"tp"}]>]} : tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
+
+// A dimension split block-wise: a fused QKV weight's output features as 3
+// blocks, each split over tp; the mean reduction.
+// CHECK-LABEL: func.func @blocks
+// CHECK-SAME: dist.sharding = #dist.sharding<@mesh, [3x{"tp"}, {}]>
+// CHECK-SAME: dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>
+// CHECK: dist.all_reduce mean
+func.func @blocks(%w: tensor<96x64xf32> {dist.sharding = #dist.sharding<@mesh, [3x{"tp"}, {}]>},
+                  %v: tensor<8x64xf32> {dist.sharding = #dist.sharding<@mesh, [1x{}, 1x{"tp"}]>}) -> tensor<96x64xf32> {
+  %0 = dist.all_reduce mean %w on @mesh axes = ["dp"] : tensor<96x64xf32>
+  return %0 : tensor<96x64xf32>
+}

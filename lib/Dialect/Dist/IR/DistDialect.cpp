@@ -73,12 +73,20 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   if (parser.parseLess() || parser.parseAttribute(mesh) ||
       parser.parseComma() || parser.parseLSquare())
     return {};
+  SmallVector<int64_t> blocks;
   if (failed(parser.parseOptionalRSquare())) {
     do {
+      // `3x{"tp"}`: the dimension split block-wise.
+      int64_t count = 1;
+      OptionalParseResult hasCount = parser.parseOptionalInteger(count);
+      if (hasCount.has_value() &&
+          (failed(*hasCount) || parser.parseKeyword("x")))
+        return {};
       ArrayAttr axes;
       if (parseAxisList(parser, axes))
         return {};
       dims.push_back(axes);
+      blocks.push_back(count);
     } while (succeeded(parser.parseOptionalComma()));
     if (parser.parseRSquare())
       return {};
@@ -90,15 +98,20 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   }
   if (parser.parseGreater())
     return {};
+  // All-contiguous shardings store no blocks (one spelling per sharding).
+  if (llvm::all_of(blocks, [](int64_t count) { return count == 1; }))
+    blocks.clear();
   return parser.getChecked<ShardingAttr>(parser.getContext(), mesh,
                                          parser.getBuilder().getArrayAttr(dims),
-                                         partial);
+                                         partial, blocks);
 }
 
 void ShardingAttr::print(AsmPrinter &printer) const {
   printer << "<" << getMesh() << ", [";
-  llvm::interleaveComma(getDims(), printer, [&](Attribute axes) {
-    printAxisList(printer, llvm::cast<ArrayAttr>(axes));
+  llvm::interleaveComma(llvm::enumerate(getDims()), printer, [&](auto dim) {
+    if (int64_t count = blocksOf(dim.index()); count != 1)
+      printer << count << "x";
+    printAxisList(printer, llvm::cast<ArrayAttr>(dim.value()));
   });
   printer << "]";
   if (!getPartial().empty()) {
@@ -110,7 +123,8 @@ void ShardingAttr::print(AsmPrinter &printer) const {
 
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FlatSymbolRefAttr mesh, ArrayAttr dims,
-                                   ArrayAttr partial) {
+                                   ArrayAttr partial,
+                                   ArrayRef<int64_t> blocks) {
   if (!mesh)
     return emitError() << "a sharding names its mesh";
   llvm::StringSet<> seen;
@@ -134,7 +148,23 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (auto [index, dim] : llvm::enumerate(dims))
     if (failed(check(dim, "dimension " + std::to_string(index))))
       return failure();
+  if (!blocks.empty() && blocks.size() != dims.size())
+    return emitError() << "a sharding gives " << blocks.size()
+                       << " block counts for " << dims.size() << " dimensions";
+  for (auto [index, count] : llvm::enumerate(blocks)) {
+    if (count < 1)
+      return emitError() << "dimension " << index << " has " << count
+                         << " blocks; a block count is positive";
+    if (count > 1 && llvm::cast<ArrayAttr>(dims[index]).empty())
+      return emitError() << "dimension " << index << " is split into " << count
+                         << " blocks over no mesh axis; write {} "
+                         << "for a whole dimension";
+  }
   return check(partial, "partial");
+}
+
+int64_t ShardingAttr::blocksOf(unsigned dim) const {
+  return dim < getBlocks().size() ? getBlocks()[dim] : 1;
 }
 
 SmallVector<StringRef> ShardingAttr::axesOf(unsigned dim) const {
@@ -174,6 +204,15 @@ LogicalResult verifyValueSharding(Operation *op, Attribute attr, Type type,
                            << sharding.getDims().size()
                            << " dimensions but the tensor has rank "
                            << tensor.getRank();
+  for (int64_t dim = 0; dim < tensor.getRank(); ++dim) {
+    int64_t count = sharding.blocksOf(dim);
+    if (count > 1 && !tensor.isDynamicDim(dim) &&
+        tensor.getDimSize(dim) % count != 0)
+      return op->emitError()
+             << "'dist.sharding' of " << what << " splits dimension " << dim
+             << " (size " << tensor.getDimSize(dim) << ") into " << count
+             << " blocks, which do not divide it";
+  }
   MeshOp mesh = lookupMesh(op, sharding.getMesh());
   if (!mesh)
     return op->emitError() << "'dist.sharding' of " << what << " names "

@@ -65,15 +65,30 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
     them, the first the most major; an empty list replicates it) and the axes
     along which the value is a partial sum not reduced yet. An axis appears
     at most once in a sharding. Axes named nowhere replicate the tensor.
+
+    A dimension may be split block-wise: `3x{"tp"}` views it as 3 equal
+    blocks and splits each block over the axes, so a rank holds its chunk of
+    every block (a fused QKV projection's output features `[3, H*D]` split on
+    the heads; the merged `[B*H]` of a batched matmul split on H). Its local
+    size is the same as a contiguous split's.
   }];
   let parameters = (ins "FlatSymbolRefAttr":$mesh,
                         "ArrayAttr":$dims,
-                        "ArrayAttr":$partial);
+                        "ArrayAttr":$partial,
+                        OptionalArrayRefParameter<"int64_t">:$blocks);
+  let builders = [
+    AttrBuilder<(ins "FlatSymbolRefAttr":$mesh, "ArrayAttr":$dims,
+                     "ArrayAttr":$partial), [{
+      return $_get($_ctxt, mesh, dims, partial, ::llvm::ArrayRef<int64_t>{});
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The axes that split dimension `dim`.
     ::llvm::SmallVector<::llvm::StringRef> axesOf(unsigned dim) const;
+    /// How many blocks dimension `dim` is viewed as (1: split contiguously).
+    int64_t blocksOf(unsigned dim) const;
     /// Whether no dimension is split and nothing is partial.
     bool isReplicated() const;
   }];
