@@ -101,7 +101,7 @@ bool Propagator::applyRule(Operation *op) {
   SmallVector<SmallVector<Candidate>> candidates(rule->factors.size());
   auto collect = [&](Value value, const ShardingRule::TensorFactors &dims) {
     auto it = state.find(value);
-    if (it == state.end())
+    if (it == state.end() || isRematerializable(value))
       return;
     SmallVector<std::optional<FactorSharding>> shares;
     factorShardingsOf(it->second, dims, *rule, axisSize, shares);

@@ -2,6 +2,8 @@
 
 #include "Sharding.h"
 
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+
 namespace mlir::trn::partition {
 
 namespace {
@@ -12,6 +14,18 @@ int64_t product(ArrayRef<StringAttr> axes, AxisSize sizeOf) {
   return size;
 }
 } // namespace
+
+bool isRematerializable(Value value) {
+  Operation *op = value.getDefiningOp();
+  if (auto constant = dyn_cast_or_null<ConstantOp>(op)) {
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    return dense && dense.isSplat();
+  }
+  if (auto broadcast = dyn_cast_or_null<BroadcastInDimOp>(op))
+    return cast<RankedTensorType>(broadcast.getOperand().getType()).getRank() ==
+           0;
+  return false;
+}
 
 void factorShardingsOf(const Sharding &sharding,
                        const ShardingRule::TensorFactors &dims,

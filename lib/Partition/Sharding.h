@@ -122,6 +122,12 @@ struct FactorSharding {
 
 using AxisSize = llvm::function_ref<int64_t(StringAttr)>;
 
+/// A value every rank can make at any sharding without communication: a
+/// splat constant or the broadcast of a scalar. Its users' shardings do not
+/// bind each other through it (one CSE'd `0.9` serves row- and
+/// column-parallel weights alike); the partitioner remakes it per use.
+bool isRematerializable(Value value);
+
 /// What a tensor's sharding says of each of its factors (a dimension's
 /// axes go to its factors major first, a factor taking axes while their
 /// product divides it; leading factors a block count covers are whole).

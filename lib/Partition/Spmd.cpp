@@ -91,6 +91,9 @@ private:
   /// Every op's factor rule, taken before any type changes (rules read the
   /// global shapes).
   llvm::DenseMap<Operation *, std::optional<ShardingRule>> rules;
+  /// Every op result's global type (rematerialized values are remade at
+  /// the local shape of another sharding).
+  llvm::DenseMap<Value, Type> globalTypes;
 };
 
 FailureOr<RankedTensorType> Partitioner::localType(Operation *where,
@@ -383,6 +386,25 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
       results.front().partial = have.partial;
     }
   }
+  // Pending sums over the same axes add up to a pending sum (Llama's
+  // q, k and v input gradients, or gate and up, are summed first and
+  // all-reduced once, as Megatron does); a pending sum plus a complete
+  // value is not one, so that add reduces first.
+  if (isa<AddOp, SubOp, NegOp>(op) && results.front().partial.empty()) {
+    const Axes &pending = current[op->getOperand(0)].partial;
+    bool same = !pending.empty();
+    for (Value operand : op->getOperands())
+      same &= current[operand].partial == pending;
+    for (StringAttr axis : pending)
+      for (const Sharding &want : wanted)
+        for (const Axes &axes : want.dims)
+          same &= !llvm::is_contained(axes, axis);
+    if (same) {
+      for (Sharding &want : wanted)
+        want.partial = pending;
+      results.front().partial = pending;
+    }
+  }
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     // One reshard per value and target, shared by all its uses (a gradient
     // read by both Adam moments is reduced once).
@@ -391,6 +413,22 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     Value moved;
     if (auto it = reshards.find(cacheKey); it != reshards.end()) {
       moved = it->second;
+    } else if (current[operand] != wanted[index] &&
+               isRematerializable(operand) && wanted[index].partial.empty()) {
+      // Made again at the sharding the use wants rather than moved.
+      FailureOr<RankedTensorType> local = localType(
+          op, "operand " + std::to_string(index),
+          cast<RankedTensorType>(globalTypes.lookup(operand)), wanted[index]);
+      if (failed(local))
+        return failure();
+      Operation *clone = builder.clone(*operand.getDefiningOp());
+      clone->getResult(0).setType(*local);
+      if (auto constant = dyn_cast<ConstantOp>(clone))
+        constant.setValueAttr(DenseElementsAttr::get(
+            *local, cast<DenseElementsAttr>(constant.getValue())
+                        .getSplatValue<Attribute>()));
+      moved = clone->getResult(0);
+      reshards[cacheKey] = moved;
     } else {
       FailureOr<Value> made = reshard(builder, op->getLoc(), operand,
                                       current[operand], wanted[index]);
@@ -446,8 +484,11 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
 LogicalResult Partitioner::run() {
   StringRef attrName = dist::DistDialect::getShardingAttrName();
   Block &body = function.getBody().front();
-  for (Operation &op : body.without_terminator())
+  for (Operation &op : body.without_terminator()) {
     rules[&op] = getShardingRule(&op);
+    for (Value result : op.getResults())
+      globalTypes[result] = result.getType();
+  }
   SmallVector<Type> argTypes;
   for (BlockArgument argument : body.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(argument.getType());

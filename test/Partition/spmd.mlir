@@ -166,3 +166,42 @@ func.func @fused_qkv(%x: tensor<8x16xf32>,
   %c = dist.sharding_constraint %qkv <@mesh, [{}, {"tp"}]> : tensor<8x48xf32>
   return %q, %k, %v, %c : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x48xf32>
 }
+
+// -----
+
+// Two column-parallel matmuls read one input (Llama's gate and up): their
+// input gradients are pending sums over tp, added while pending and
+// all-reduced once. A pending sum plus a complete value (the residual) is
+// reduced first. One splat constant serves a row- and a column-split use:
+// it is made again at each use's sharding, never moved.
+dist.mesh @mesh <tp = 2>
+// CHECK-LABEL: func.func @pending_add
+// CHECK: %[[A:.*]] = trn.dot_general {{.*}} -> tensor<8x16xf32>
+// CHECK: %[[B:.*]] = trn.dot_general {{.*}} -> tensor<8x16xf32>
+// CHECK: %[[S:.*]] = trn.add %[[A]], %[[B]] : tensor<8x16xf32>
+// CHECK: %[[R:.*]] = dist.all_reduce sum %[[S]] on @mesh axes = ["tp"]
+// CHECK: trn.add %[[R]], %{{.*}} : tensor<8x16xf32>
+// CHECK-NOT: dist.all_
+// CHECK: trn.constant dense<5.000000e-01> : tensor<8x16xf32>
+// CHECK-NOT: dist.all_
+// CHECK: trn.constant dense<5.000000e-01> : tensor<16x8xf32>
+// CHECK-NOT: dist.all_
+// CHECK: return
+func.func @pending_add(%dg: tensor<8x32xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>},
+                       %du: tensor<8x32xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>},
+                       %wg: tensor<16x32xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>},
+                       %wu: tensor<16x32xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>},
+                       %res: tensor<8x16xf32>,
+                       %p: tensor<16x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>},
+                       %q: tensor<16x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>})
+    -> (tensor<8x16xf32>, tensor<16x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>},
+        tensor<16x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) {
+  %a = trn.dot_general %dg, %wg, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<8x32xf32>, tensor<16x32xf32>) -> tensor<8x16xf32>
+  %b = trn.dot_general %du, %wu, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<8x32xf32>, tensor<16x32xf32>) -> tensor<8x16xf32>
+  %s = trn.add %a, %b : tensor<8x16xf32>
+  %t = trn.add %s, %res : tensor<8x16xf32>
+  %half = trn.constant dense<0.5> : tensor<16x16xf32>
+  %pp = trn.mul %p, %half : tensor<16x16xf32>
+  %qq = trn.mul %q, %half : tensor<16x16xf32>
+  return %t, %pp, %qq : tensor<8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>
+}
