@@ -7,6 +7,9 @@
 
 #include "trn/Partition/Passes.h"
 
+#include "trn/Dialect/Trn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 
 namespace mlir::trn::partition {
@@ -22,6 +25,8 @@ void addPartitionPasses(OpPassManager &pm, const PartitionOptions &options) {
   }
   if (!partitioned)
     return;
+  // Batched matmuls keep [B, H] apart, so dp and tp can split them both.
+  pm.addNestedPass<func::FuncOp>(createTrnSplitBatchDims());
   DistSeedOptions seed;
   seed.meshSpec = meshSpec;
   pm.addPass(createDistSeed(seed));

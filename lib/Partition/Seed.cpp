@@ -180,7 +180,15 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
     // Fused column-parallel weights: how many equal blocks their output
     // features are cut into.
     llvm::DenseMap<BlockArgument, int64_t> blocksOf;
+    // A weight's first matmul in program order is its forward one; the
+    // pairs are decided on those (a backward matmul's activation is a
+    // gradient, which any forward value reaches through the backward pass).
+    llvm::DenseMap<BlockArgument, Operation *> forwardUse;
+    for (const WeightUse &use : uses)
+      forwardUse.try_emplace(use.weight, use.dot);
     for (const WeightUse &use : uses) {
+      if (forwardUse.lookup(use.weight) != use.dot)
+        continue;
       // A row-parallel matmul's output is complete after its all-reduce:
       // it starts no pair (the next matmul begins a new one).
       auto decided = column.find(use.weight);
@@ -198,7 +206,8 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
           auto it = useOf.find(user);
           if (it != useOf.end()) {
             const WeightUse &next = uses[it->second];
-            if (next.activation == value)
+            if (next.activation == value &&
+                forwardUse.lookup(next.weight) == next.dot)
               reached.push_back(&next);
             continue; // a weight matmul ends the path
           }

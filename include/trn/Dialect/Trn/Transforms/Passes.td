@@ -146,6 +146,24 @@ def TrnNarrowI64 : Pass<"trn-narrow-i64", "::mlir::func::FuncOp"> {
 }
 
 
+def TrnSplitBatchDims : Pass<"trn-split-batch-dims", "::mlir::func::FuncOp"> {
+  let summary = "give batched matmuls back the batch dimensions a trace merged";
+  let description = [{
+    PyTorch's `matmul` on 4-D tensors traces as `bmm` on a merged batch:
+    `[B, H, S, D] -> [B*H, S, D]`, the matmul, and the result viewed back as
+    `[B, H, S, S]`. A merged dimension cannot be split on B over one mesh
+    axis and on H over another (data and tensor parallelism together), so
+    before partitioning this pass rewrites a `dot_general` whose one batch
+    dimension is such a merge (its operands reshaped from tensors with the
+    leading dimensions [B, H, ...], directly or through a transpose that
+    keeps the batch first) into a `dot_general` with those batch dimensions,
+    and views its result as the merged one for the users, whose own
+    reshapes back to `[B, H, ...]` then fold away. The arithmetic is
+    unchanged. docs/partitioning.md.
+  }];
+  let dependentDialects = ["::mlir::trn::TrnDialect"];
+}
+
 def TrnAutoCast : Pass<"trn-auto-cast", "::mlir::func::FuncOp"> {
   let summary = "compute matmuls (or all f32 arithmetic) in bf16 or fp8";
   let description = [{

@@ -1,0 +1,134 @@
+//===- SplitBatchDims.cpp - unmerge the batch of traced bmm ---------------===//
+//
+// See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Dialect/Trn/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::trn {
+#define GEN_PASS_DEF_TRNSPLITBATCHDIMS
+#include "trn/Dialect/Trn/Transforms/Passes.h.inc"
+} // namespace mlir::trn
+
+using namespace mlir;
+using namespace mlir::trn;
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+/// The leading dimensions `value`'s first dimension was merged from: it is
+/// a reshape of a tensor whose k >= 2 leading dimensions multiply to it and
+/// whose other dimensions are `value`'s, directly or through transposes that
+/// keep the first dimension first.
+std::optional<SmallVector<int64_t>> mergedLeading(Value value) {
+  if (auto transpose = value.getDefiningOp<TransposeOp>()) {
+    if (transpose.getPerm().empty() || transpose.getPerm()[0] != 0)
+      return std::nullopt;
+    return mergedLeading(transpose.getOperand());
+  }
+  auto reshape = value.getDefiningOp<ReshapeOp>();
+  if (!reshape)
+    return std::nullopt;
+  ArrayRef<int64_t> merged = shapeOf(value),
+                    source = shapeOf(reshape.getOperand());
+  if (merged.empty())
+    return std::nullopt;
+  int64_t product = 1;
+  for (size_t k = 0; k < source.size(); ++k) {
+    product *= source[k];
+    if (product == merged[0] && k >= 1 &&
+        source.drop_front(k + 1) == merged.drop_front())
+      return SmallVector<int64_t>(source.take_front(k + 1));
+    if (product > merged[0])
+      break;
+  }
+  return std::nullopt;
+}
+
+/// `value` ([prod(lead), rest...]) as a tensor [lead..., rest...]: its
+/// unmerged source where it has that one (through its transposes), else a
+/// reshape.
+Value unmerged(PatternRewriter &rewriter, Location loc, Value value,
+               ArrayRef<int64_t> lead) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (auto transpose = value.getDefiningOp<TransposeOp>()) {
+    if (mergedLeading(value) == SmallVector<int64_t>(lead)) {
+      Value inner = unmerged(rewriter, loc, transpose.getOperand(), lead);
+      int64_t extra = int64_t(lead.size()) - 1;
+      SmallVector<int64_t> perm;
+      for (int64_t d = 0; d < int64_t(lead.size()); ++d)
+        perm.push_back(d);
+      for (int64_t dim : transpose.getPerm().drop_front())
+        perm.push_back(dim + extra);
+      SmallVector<int64_t> shape(lead);
+      llvm::append_range(shape, type.getShape().drop_front());
+      return rewriter.create<TransposeOp>(
+          loc, RankedTensorType::get(shape, type.getElementType()), inner,
+          perm);
+    }
+  } else if (auto reshape = value.getDefiningOp<ReshapeOp>()) {
+    if (mergedLeading(value) == SmallVector<int64_t>(lead))
+      return reshape.getOperand();
+  }
+  SmallVector<int64_t> shape(lead);
+  llvm::append_range(shape, type.getShape().drop_front());
+  return rewriter.create<ReshapeOp>(
+      loc, RankedTensorType::get(shape, type.getElementType()), value);
+}
+
+struct SplitMergedBatch : OpRewritePattern<DotGeneralOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DotGeneralOp dot,
+                                PatternRewriter &rewriter) const override {
+    if (dot.getLhsBatchingDims() != ArrayRef<int64_t>{0} ||
+        dot.getRhsBatchingDims() != ArrayRef<int64_t>{0})
+      return failure();
+    std::optional<SmallVector<int64_t>> lead = mergedLeading(dot.getLhs());
+    if (!lead)
+      lead = mergedLeading(dot.getRhs());
+    if (!lead)
+      return rewriter.notifyMatchFailure(dot, "batch is not a merge");
+    Location loc = dot.getLoc();
+    Value lhs = unmerged(rewriter, loc, dot.getLhs(), *lead);
+    Value rhs = unmerged(rewriter, loc, dot.getRhs(), *lead);
+    int64_t extra = int64_t(lead->size()) - 1;
+    SmallVector<int64_t> batch, lhsContracting, rhsContracting;
+    for (int64_t d = 0; d < int64_t(lead->size()); ++d)
+      batch.push_back(d);
+    for (int64_t d : dot.getLhsContractingDims())
+      lhsContracting.push_back(d + extra);
+    for (int64_t d : dot.getRhsContractingDims())
+      rhsContracting.push_back(d + extra);
+    auto type = cast<RankedTensorType>(dot.getType());
+    SmallVector<int64_t> shape(*lead);
+    llvm::append_range(shape, type.getShape().drop_front());
+    auto split = rewriter.create<DotGeneralOp>(
+        loc, RankedTensorType::get(shape, type.getElementType()), lhs, rhs,
+        batch, batch, lhsContracting, rhsContracting);
+    split->setDiscardableAttrs(dot->getDiscardableAttrDictionary());
+    rewriter.replaceOpWithNewOp<ReshapeOp>(dot, type, split.getResult());
+    return success();
+  }
+};
+
+struct TrnSplitBatchDimsPass
+    : mlir::trn::impl::TrnSplitBatchDimsBase<TrnSplitBatchDimsPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<SplitMergedBatch>(&getContext());
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
