@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 
 namespace mlir::trn::partition {
 
@@ -25,10 +26,14 @@ void addPartitionPasses(OpPassManager &pm, const PartitionOptions &options) {
   }
   if (!partitioned)
     return;
-  // Batched matmuls keep [B, H] apart, so dp and tp can split them both.
+  // Batched matmuls keep [B, H] apart, so dp and tp can split them both;
+  // the trace's repeated views of one value become one (one gather for q,
+  // k and v under sequence parallelism).
   pm.addNestedPass<func::FuncOp>(createTrnSplitBatchDims());
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
   DistSeedOptions seed;
   seed.meshSpec = meshSpec;
+  seed.sequenceParallel = options.sequenceParallel;
   pm.addPass(createDistSeed(seed));
   DistPropagateOptions propagate;
   propagate.zero1 = options.zero1;

@@ -54,6 +54,11 @@ private:
   /// changes a fixed one. Returns whether it changed.
   bool offer(Value value, const Sharding &sharding);
   bool applyRule(Operation *op);
+  /// How firmly a value's sharding is given: 2 for a fixed argument (a
+  /// weight's seed, the user's), also seen through the transposes,
+  /// reshapes and casts that only move or convert it (`x @ W^T`); 1 for
+  /// another fixed value (a constraint); 0 when derived.
+  int strengthOf(Value value) const;
   void annotate();
 
   /// Splits every optimizer state over dp (ZeRO-1); true if any was.
@@ -81,6 +86,18 @@ bool Propagator::offer(Value value, const Sharding &sharding) {
   return false;
 }
 
+int Propagator::strengthOf(Value value) const {
+  for (int depth = 0; depth < 8; ++depth) {
+    if (fixed.contains(value))
+      return isa<BlockArgument>(value) ? 2 : 1;
+    Operation *op = value.getDefiningOp();
+    if (!isa_and_nonnull<TransposeOp, ReshapeOp, ConvertOp>(op))
+      return 0;
+    value = op->getOperand(0);
+  }
+  return 0;
+}
+
 bool Propagator::applyRule(Operation *op) {
   if (auto constraint = dyn_cast<dist::ShardingConstraintOp>(op)) {
     // The constraint's result is fixed; its operand is only a hint.
@@ -94,8 +111,11 @@ bool Propagator::applyRule(Operation *op) {
   // Candidate shares of each factor from every tensor with a sharding.
   struct Candidate {
     FactorSharding share;
-    bool fixed;
+    /// 2: a fixed argument's (a weight's seed or the user's), 1: another
+    /// fixed value's (a constraint's), 0: derived.
+    int strength;
     int64_t elements;
+    size_t factor;
   };
   auto axisSize = [&](StringAttr axis) { return sizeOf(axis); };
   SmallVector<SmallVector<Candidate>> candidates(rule->factors.size());
@@ -108,35 +128,54 @@ bool Propagator::applyRule(Operation *op) {
     for (auto [factor, share] : llvm::enumerate(shares))
       if (share)
         candidates[factor].push_back(
-            {*share, fixed.contains(value), numElements(value)});
+            {*share, strengthOf(value), numElements(value), factor});
   };
   for (auto [index, operand] : llvm::enumerate(op->getOperands()))
     collect(operand, rule->operands[index]);
   for (auto [index, result] : llvm::enumerate(op->getResults()))
     collect(result, rule->results[index]);
 
-  // Choose per factor: a fixed tensor's share, else the one with the most
-  // axes, else the largest tensor's.
+  // Choose per factor: a fixed argument's share (Megatron keeps weights
+  // split), else a constraint's, else the one with the most axes, else the
+  // largest tensor's.
   SmallVector<FactorSharding> chosen(rule->factors.size());
-  llvm::DenseSet<StringAttr> used;
+  SmallVector<const Candidate *> best(rule->factors.size(), nullptr);
+  // Between equals, a parallel factor's split beats a reduction factor's:
+  // it leaves no pending sum to reduce (a weight gradient split like its
+  // weight rather than summed over split tokens).
+  auto key = [&](const Candidate *c) {
+    return std::make_tuple(
+        c->strength, rule->factors[c->factor].kind == FactorKind::Parallel,
+        c->share.axes.size(), c->elements);
+  };
   for (auto [factor, options] : llvm::enumerate(candidates)) {
     if (options.empty() || rule->factors[factor].kind == FactorKind::Replicated)
       continue;
-    const Candidate *best = &options.front();
     for (const Candidate &option : options)
-      if (std::make_tuple(option.fixed, option.share.axes.size(),
-                          option.elements) >
-          std::make_tuple(best->fixed, best->share.axes.size(), best->elements))
-        best = &option;
-    // An axis splits at most one factor of an op.
-    for (StringAttr axis : best->share.axes) {
+      if (!best[factor] || key(&option) > key(best[factor]))
+        best[factor] = &option;
+  }
+  // An axis splits at most one factor of an op: the factors claim their
+  // axes strongest candidate first, so when a weight and an activation both
+  // want tp (a column-parallel matmul on a sequence-split input), the
+  // weight keeps it and the activation is gathered.
+  SmallVector<size_t> order;
+  for (size_t factor = 0; factor < best.size(); ++factor)
+    if (best[factor])
+      order.push_back(factor);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return key(best[a]) > key(best[b]);
+  });
+  llvm::DenseSet<StringAttr> used;
+  for (size_t factor : order) {
+    for (StringAttr axis : best[factor]->share.axes) {
       if (used.contains(axis))
         break;
       used.insert(axis);
       chosen[factor].axes.push_back(axis);
     }
     if (!chosen[factor].axes.empty())
-      chosen[factor].blocks = best->share.blocks;
+      chosen[factor].blocks = best[factor]->share.blocks;
   }
   // Only splits a dimension can hold.
   while (legalizeFactors(rule->operands, *rule, axisSize, chosen) ||

@@ -166,6 +166,8 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
 
     if (mesh.sizeOf("tp").value_or(1) <= 1)
       return;
+    if (sequenceParallel)
+      splitNormRegions(function, mesh, meshRef);
     // Weight matmuls in program order.
     SmallVector<WeightUse> uses;
     llvm::DenseMap<Operation *, size_t> useOf;
@@ -252,6 +254,55 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
       function.setArgAttr(
           index, attrName,
           shardingWith(2, splitDim, "tp", std::max<int64_t>(blocks, 1)));
+    }
+  }
+
+  /// Sequence parallelism: each norm's [batch, sequence, hidden] input
+  /// split on the sequence over tp (a constraint propagation spreads over
+  /// the residual stream and dist-spmd turns into all-gathers before the
+  /// column-parallel matmuls and reduce-scatters after the row-parallel
+  /// ones).
+  void splitNormRegions(func::FuncOp function, dist::MeshOp mesh,
+                        FlatSymbolRefAttr meshRef) {
+    MLIRContext *context = function.getContext();
+    int64_t tp = mesh.sizeOf("tp").value_or(1);
+    SmallVector<std::pair<Operation *, unsigned>> inputs;
+    function.walk([&](Operation *op) {
+      if (auto norm = dyn_cast<LayerNormOp>(op)) {
+        if (norm.getAxis() == 2)
+          inputs.push_back({op, 0});
+      } else if (auto norm = dyn_cast<RmsNormOp>(op)) {
+        if (norm.getAxis() == 2)
+          inputs.push_back({op, 0});
+      } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
+        // A norm written out (Llama's x * rsqrt(mean(x^2))): its statistic
+        // sums the hidden dimension of a [batch, sequence, hidden] tensor.
+        if (reduce.getKind() == ReduceKind::sum &&
+            reduce.getDims() == ArrayRef<int64_t>{2})
+          inputs.push_back({op, 0});
+      }
+    });
+    auto tpAxis = ArrayAttr::get(context, {StringAttr::get(context, "tp")});
+    auto none = ArrayAttr::get(context, {});
+    for (auto [op, index] : inputs) {
+      Value input = op->getOperand(index);
+      auto type = cast<RankedTensorType>(input.getType());
+      if (type.getRank() != 3 || type.isDynamicDim(1) ||
+          type.getDimSize(1) % tp != 0)
+        continue;
+      // The batch keeps its data-parallel split.
+      int64_t dp = mesh.sizeOf("dp").value_or(1);
+      auto batch =
+          dp > 1 && !type.isDynamicDim(0) && type.getDimSize(0) % dp == 0
+              ? ArrayAttr::get(context, {StringAttr::get(context, "dp")})
+              : none;
+      OpBuilder builder(op);
+      auto sharding = dist::ShardingAttr::get(
+          context, meshRef, ArrayAttr::get(context, {batch, tpAxis, none}),
+          none);
+      auto constraint = builder.create<dist::ShardingConstraintOp>(
+          op->getLoc(), type, input, sharding);
+      op->setOperand(index, constraint.getResult());
     }
   }
 

@@ -391,18 +391,29 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   // all-reduced once, as Megatron does); a pending sum plus a complete
   // value is not one, so that add reduces first.
   if (isa<AddOp, SubOp, NegOp>(op) && results.front().partial.empty()) {
-    const Axes &pending = current[op->getOperand(0)].partial;
+    const Sharding &first = current[op->getOperand(0)];
+    const Axes &pending = first.partial;
     bool same = !pending.empty();
     for (Value operand : op->getOperands())
       same &= current[operand].partial == pending;
+    bool splitsPending = false;
     for (StringAttr axis : pending)
       for (const Sharding &want : wanted)
         for (const Axes &axes : want.dims)
-          same &= !llvm::is_contained(axes, axis);
-    if (same) {
+          splitsPending |= llvm::is_contained(axes, axis);
+    if (same && !splitsPending) {
       for (Sharding &want : wanted)
         want.partial = pending;
       results.front().partial = pending;
+    } else if (same && llvm::all_of(op->getOperands(), [&](Value operand) {
+                 return current[operand] == first;
+               })) {
+      // The result is wanted split along a pending axis (the residual
+      // stream under sequence parallelism): add the pending sums as they
+      // are and let the users reduce-scatter the sum once.
+      for (Sharding &want : wanted)
+        want = first;
+      results.front() = first;
     }
   }
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
@@ -411,8 +422,39 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     auto cacheKey = std::make_pair(
         operand, wanted[index].toAttr(function.getContext(), meshRef));
     Value moved;
+    Sharding throughTranspose;
+    auto transpose = operand.getDefiningOp<TransposeOp>();
+    if (transpose && current[operand] != wanted[index]) {
+      // The transpose's input moved to the same place already (a gradient
+      // gathered for one matmul and read transposed by another): transpose
+      // that rather than moving the data twice.
+      throughTranspose.dims.resize(wanted[index].dims.size());
+      throughTranspose.blocks.assign(wanted[index].dims.size(), 1);
+      for (auto [position, source] : llvm::enumerate(transpose.getPerm())) {
+        throughTranspose.dims[source] = wanted[index].dims[position];
+        throughTranspose.blocks[source] = wanted[index].blocksOf(position);
+      }
+      throughTranspose.partial = wanted[index].partial;
+      throughTranspose.normalize();
+    }
+    auto movedInput =
+        transpose
+            ? reshards.find(std::make_pair(
+                  transpose.getOperand(), Attribute(throughTranspose.toAttr(
+                                              function.getContext(), meshRef))))
+            : reshards.end();
     if (auto it = reshards.find(cacheKey); it != reshards.end()) {
       moved = it->second;
+    } else if (transpose && current[operand] != wanted[index] &&
+               movedInput != reshards.end()) {
+      FailureOr<RankedTensorType> local = localType(
+          op, "operand " + std::to_string(index),
+          cast<RankedTensorType>(globalTypes.lookup(operand)), wanted[index]);
+      if (failed(local))
+        return failure();
+      moved = builder.create<TransposeOp>(
+          op->getLoc(), *local, movedInput->second, transpose.getPerm());
+      reshards[cacheKey] = moved;
     } else if (current[operand] != wanted[index] &&
                isRematerializable(operand) && wanted[index].partial.empty()) {
       // Made again at the sharding the use wants rather than moved.

@@ -46,3 +46,22 @@ func.func @keep(%labels: tensor<4x8xi64> {trn.role = "label"},
   %b = trn.dot_general %a, %w2, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
   return %b : tensor<8x8xf32>
 }
+
+// -----
+
+// Sequence parallelism: every norm's [batch, sequence, hidden] input is
+// constrained to be split on the sequence over tp (and the batch over dp):
+// a layer norm, and a norm written out (its statistic sums the hidden
+// dimension).
+// RUN: trn-opt %s -dist-seed="mesh=dp=2,tp=2 sequence-parallel=true" -split-input-file | FileCheck %s --check-prefix=SP
+// SP-LABEL: func.func @norms
+// SP: %[[C:.*]] = dist.sharding_constraint %arg0 <@mesh, [{"dp"}, {"tp"}, {}]> : tensor<4x8x16xf32>
+// SP: trn.layer_norm %[[C]]
+// SP: %[[D:.*]] = dist.sharding_constraint %{{.*}} <@mesh, [{"dp"}, {"tp"}, {}]> : tensor<4x8x16xf32>
+// SP: trn.reduce sum %[[D]], dims = [2]
+func.func @norms(%x: tensor<4x8x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>) {
+  %y, %m, %r = trn.layer_norm %x, %w, %b, axis = 2, eps = 1.0e-05 : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %sq = trn.mul %y, %y : tensor<4x8x16xf32>
+  %s = trn.reduce sum %sq, dims = [2] : (tensor<4x8x16xf32>) -> tensor<4x8xf32>
+  return %y, %s : tensor<4x8x16xf32>, tensor<4x8xf32>
+}

@@ -55,12 +55,23 @@ def DistSeed : Pass<"dist-seed", "::mlir::ModuleOp"> {
     - data parallelism (`dp`): the batch inputs (`trn.role` `data` or
       `label`) are split on their first dimension.
 
+    - sequence parallelism (`sequence-parallel`, with tp): the input of
+      every layer or RMS norm over the last dimension of a [batch, sequence,
+      hidden] tensor is constrained to be split on the sequence over tp, so
+      the regions between the tensor-parallel blocks (norms, residual adds,
+      dropout) hold a tp-th of the activations; propagation and dist-spmd
+      then all-gather the sequence before a column-parallel matmul and
+      reduce-scatter a row-parallel one's output, as Megatron does.
+
     Weights with a `dist.sharding` already (the user's) are left alone.
     docs/partitioning.md.
   }];
   let options = [
     Option<"meshSpec", "mesh", "std::string", /*default=*/"\"\"",
-           "mesh axes and sizes, e.g. dp=2,tp=4">
+           "mesh axes and sizes, e.g. dp=2,tp=4">,
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"false",
+           "split the norm regions on the sequence over tp">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
