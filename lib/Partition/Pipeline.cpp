@@ -38,7 +38,9 @@ void addPartitionPasses(OpPassManager &pm, const PartitionOptions &options) {
   DistPropagateOptions propagate;
   propagate.zero1 = options.zero1;
   pm.addPass(createDistPropagate(propagate));
-  pm.addPass(createDistSpmd());
+  DistSpmdOptions spmd;
+  spmd.dpReplicas = options.dpReplicas && !options.zero1;
+  pm.addPass(createDistSpmd(spmd));
 }
 
 } // namespace mlir::trn::partition

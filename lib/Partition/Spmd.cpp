@@ -38,15 +38,44 @@ namespace {
 
 class Partitioner {
 public:
-  Partitioner(func::FuncOp function, dist::MeshOp mesh)
+  Partitioner(func::FuncOp function, dist::MeshOp mesh, bool dpReplicas)
       : function(function), mesh(mesh),
-        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {}
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {
+    if (dpReplicas && mesh.sizeOf("dp"))
+      replicaAxes.insert(StringAttr::get(function.getContext(), "dp"));
+  }
 
   LogicalResult run();
 
 private:
   int64_t sizeOf(StringAttr axis) {
     return mesh.sizeOf(axis.getValue()).value_or(1);
+  }
+  /// How many times smaller a dimension split over `axes` is locally: the
+  /// replica axes (dp of a program that is one replica's step) split
+  /// nothing, the batch of the traced graph is already one replica's.
+  int64_t shapeProduct(ArrayRef<StringAttr> axes) {
+    int64_t size = 1;
+    for (StringAttr axis : axes)
+      if (!replicaAxes.contains(axis))
+        size *= sizeOf(axis);
+    return size;
+  }
+  /// A reshard that would need a replica axis's degree in a shape.
+  LogicalResult checkNoReplica(Location loc, ArrayRef<StringAttr> axes,
+                               StringRef what) {
+    for (StringAttr axis : axes)
+      if (replicaAxes.contains(axis))
+        return emitError(loc)
+               << "this program is one '" << axis.getValue()
+               << "' replica's step (dist-spmd dp-replicas), but a value "
+                  "must be "
+               << what << " over '" << axis.getValue()
+               << "', which needs its degree; partition without "
+                  "dp-replicas (and compile per degree) or keep the value "
+                  "whole over '"
+               << axis.getValue() << "'";
+    return success();
   }
   int64_t product(ArrayRef<StringAttr> axes) {
     int64_t size = 1;
@@ -94,6 +123,8 @@ private:
   /// Every op result's global type (rematerialized values are remade at
   /// the local shape of another sharding).
   llvm::DenseMap<Value, Type> globalTypes;
+  /// Axes whose replicas each run the whole traced batch (see shapeProduct).
+  llvm::DenseSet<StringAttr> replicaAxes;
 };
 
 FailureOr<RankedTensorType> Partitioner::localType(Operation *where,
@@ -102,7 +133,7 @@ FailureOr<RankedTensorType> Partitioner::localType(Operation *where,
                                                    const Sharding &sharding) {
   SmallVector<int64_t> shape(global.getShape());
   for (auto [dim, axes] : llvm::enumerate(sharding.dims)) {
-    int64_t parts = product(axes);
+    int64_t parts = shapeProduct(axes);
     if (parts == 1)
       continue;
     int64_t blocks = sharding.blocksOf(dim);
@@ -174,6 +205,8 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
            llvm::is_contained(now.partial, want[have.size()]) &&
            !llvm::is_contained(to.partial, want[have.size()])) {
       StringAttr axis = want[have.size()];
+      if (replicaAxes.contains(axis))
+        break;
       int64_t blocks = to.blocksOf(dim);
       if ((dimSize(dim) / blocks) % sizeOf(axis) != 0)
         break;
@@ -197,11 +230,22 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
   for (StringAttr axis : now.partial)
     if (!llvm::is_contained(to.partial, axis))
       reduce.push_back(axis);
-  if (!reduce.empty()) {
+  // Over replica axes the replicas' sums are averaged: each replica's
+  // graph already divides by its own batch (a mean loss), as DDP averages
+  // gradients.
+  SmallVector<StringAttr> summed, averaged;
+  for (StringAttr axis : reduce)
+    (replicaAxes.contains(axis) ? averaged : summed).push_back(axis);
+  for (auto [axes, kind] :
+       {std::make_pair(summed, dist::ReductionKind::sum),
+        std::make_pair(averaged, dist::ReductionKind::mean)}) {
+    if (axes.empty())
+      continue;
     value = builder.create<dist::AllReduceOp>(
-        loc, value.getType(), value, meshRef, axesAttr(reduce),
-        dist::ReductionKindAttr::get(builder.getContext(),
-                                     dist::ReductionKind::sum));
+        loc, value.getType(), value, meshRef, axesAttr(axes),
+        dist::ReductionKindAttr::get(builder.getContext(), kind));
+  }
+  if (!reduce.empty()) {
     llvm::erase_if(now.partial, [&](StringAttr axis) {
       return llvm::is_contained(reduce, axis);
     });
@@ -218,6 +262,8 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
     if (common == have.size())
       continue;
     SmallVector<StringAttr> gather(have.begin() + common, have.end());
+    if (failed(checkNoReplica(loc, gather, "gathered")))
+      return failure();
     value = alongBlocks(
         builder, loc, value, dim, now.blocksOf(dim),
         [&](Value input, unsigned d) -> Value {
@@ -237,6 +283,8 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
     if (have.size() == want.size())
       continue;
     SmallVector<StringAttr> slice(want.begin() + have.size(), want.end());
+    if (failed(checkNoReplica(loc, slice, "sliced")))
+      return failure();
     int64_t parts = product(slice);
     int64_t blocks = to.blocksOf(dim);
     if (dimSize(dim) % blocks != 0 || (dimSize(dim) / blocks) % parts != 0)
@@ -501,7 +549,7 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     for (auto [dim, axes] : llvm::enumerate(results.front().dims)) {
       if (axes.empty())
         continue;
-      int64_t parts = product(axes);
+      int64_t parts = shapeProduct(axes);
       if (start[dim] == 0 && limit[dim] / parts == local.getDimSize(dim)) {
         limit[dim] = local.getDimSize(dim);
         continue;
@@ -587,10 +635,16 @@ LogicalResult Partitioner::run() {
       FunctionType::get(function.getContext(), argTypes, resultTypes));
   function->setAttr(dist::DistDialect::getSpmdAttrName(),
                     UnitAttr::get(function.getContext()));
+  if (!replicaAxes.empty()) {
+    SmallVector<StringAttr> axes(replicaAxes.begin(), replicaAxes.end());
+    function->setAttr(dist::DistDialect::getReplicaAxesAttrName(),
+                      axesAttr(axes));
+  }
   return success();
 }
 
 struct DistSpmdPass : mlir::trn::partition::impl::DistSpmdBase<DistSpmdPass> {
+  using DistSpmdBase::DistSpmdBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<dist::MeshOp> meshes(module.getOps<dist::MeshOp>());
@@ -604,7 +658,7 @@ struct DistSpmdPass : mlir::trn::partition::impl::DistSpmdBase<DistSpmdPass> {
     for (auto function : module.getOps<func::FuncOp>()) {
       if (function.isExternal() || !function.getBody().hasOneBlock())
         continue;
-      if (failed(Partitioner(function, meshes.front()).run()))
+      if (failed(Partitioner(function, meshes.front(), dpReplicas).run()))
         return signalPassFailure();
     }
   }

@@ -21,6 +21,10 @@ struct PartitionOptions {
   SmallVector<std::pair<std::string, int64_t>> mesh;
   bool zero1 = false;
   bool sequenceParallel = false;
+  /// The traced graph is one data-parallel replica's step: dp splits no
+  /// shape and gradients are averaged over dp, so the program serves every
+  /// dp degree (not with ZeRO-1, whose state shards depend on the degree).
+  bool dpReplicas = true;
 };
 
 /// Adds the partitioning passes (seed, propagate, SPMD) that turn a traced

@@ -92,7 +92,20 @@ def DistSpmd : Pass<"dist-spmd", "::mlir::ModuleOp"> {
     whole). Function results are complete: a pending sum is all-reduced
     before the return. `dist.sharding_constraint` ops are replaced by the
     resharding they ask for. docs/partitioning.md.
+
+    With `dp-replicas`, the program is one data-parallel replica's step:
+    the traced graph's batch is each replica's, so `dp` splits no shape, and
+    sums pending over dp are averaged (`all_reduce mean`), as DDP averages
+    gradients (equal to the single-device step on the whole batch when the
+    loss is a mean over it). The dp degree is then bound when the program
+    is loaded, so one program serves every degree; the function is marked
+    `dist.replica_axes = ["dp"]`. A value that would have to be gathered,
+    sliced or scattered over dp (ZeRO-1) is an error.
   }];
+  let options = [
+    Option<"dpReplicas", "dp-replicas", "bool", /*default=*/"false",
+           "the program is one dp replica's step (dp bound at load)">
+  ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
 

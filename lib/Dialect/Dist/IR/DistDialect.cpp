@@ -279,6 +279,15 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'dist.spmd' is a unit attribute of a function");
     return success();
   }
+  if (attr.getName() == getReplicaAxesAttrName()) {
+    auto axes = llvm::dyn_cast<ArrayAttr>(attr.getValue());
+    if (!axes || !isa<FunctionOpInterface>(op) ||
+        !llvm::all_of(
+            axes, [](Attribute axis) { return llvm::isa<StringAttr>(axis); }))
+      return op->emitError("'dist.replica_axes' is a list of mesh axis names "
+                           "on a function");
+    return success();
+  }
   if (attr.getName() != getShardingAttrName())
     return op->emitError() << "unknown dist attribute '"
                            << attr.getName().getValue() << "'";

@@ -43,6 +43,11 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSpmdAttrName() {
       return "dist.spmd";
     }
+    /// On a `dist.spmd` function: the mesh axes over which the program is
+    /// one replica's step (their degree is bound when it is loaded).
+    static constexpr ::llvm::StringLiteral getReplicaAxesAttrName() {
+      return "dist.replica_axes";
+    }
   }];
 }
 

@@ -1,0 +1,29 @@
+// RUN: trn-opt %s -dist-propagate -dist-spmd=dp-replicas=true -split-input-file -verify-diagnostics | FileCheck %s
+
+// One data-parallel replica's step: the traced batch (8) is each replica's,
+// so dp splits no shape; the weight gradient, a sum over the split batch,
+// is averaged over the replicas (as DDP averages gradients), and the
+// function says which axes are bound when the program is loaded.
+dist.mesh @mesh <dp = 2>
+// CHECK-LABEL: func.func @step
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>}
+// CHECK-SAME: attributes {dist.replica_axes = ["dp"], dist.spmd}
+// CHECK: %[[G:.*]] = trn.dot_general {{.*}} -> tensor<16x4xf32>
+// CHECK: dist.all_reduce mean %[[G]] on @mesh axes = ["dp"] : tensor<16x4xf32>
+func.func @step(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>},
+                %dy: tensor<8x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>})
+    -> tensor<16x4xf32> {
+  %g = trn.dot_general %x, %dy, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
+  return %g : tensor<16x4xf32>
+}
+
+// -----
+
+// A value needed whole over dp (here the batch itself) would need the dp
+// degree: a replica program cannot have it.
+dist.mesh @mesh <dp = 2>
+func.func @gathered(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>})
+    -> (tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {}]>}) {
+  // expected-error @+1 {{this program is one 'dp' replica's step (dist-spmd dp-replicas), but a value must be gathered over 'dp', which needs its degree}}
+  return %x : tensor<8x16xf32>
+}
