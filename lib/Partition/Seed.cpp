@@ -217,8 +217,18 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
             worklist.push_back(result);
         }
       }
-      if (reached.empty())
+      if (reached.empty()) {
+        // An LM head: its output features (the vocabulary) are normalised
+        // by a softmax or cross-entropy and reach no other weight matmul.
+        // Megatron splits it on the vocabulary; the softmax then reduces
+        // its max and sum over tp instead of gathering the logits.
+        bool normalised = llvm::any_of(seen, [](Operation *op) {
+          return isa<SoftmaxOp, LogSoftmaxOp, CrossEntropyOp>(op);
+        });
+        if (normalised)
+          column.try_emplace(use.weight, true);
         continue;
+      }
       column.try_emplace(use.weight, true);
       // A fused projection (GPT's QKV as one matmul) is cut into equal
       // blocks of its output features by slices on the last dimension:
@@ -244,6 +254,38 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
       for (const WeightUse *next : reached)
         column.try_emplace(next->weight, false);
     }
+    // Vocabulary-parallel embeddings: a 2-D table looked up along its
+    // first dimension is split on it (each rank looks up the ids in its
+    // range; the partial lookups sum).
+    int64_t tp = mesh.sizeOf("tp").value_or(1);
+    function.walk([&](GatherOp gather) {
+      auto table = dyn_cast<BlockArgument>(gather.getOperand());
+      if (!table || gather.getAxis() != 0 || gather.getBatchDims() != 0)
+        return;
+      // Token ids from the batch, not positions from an iota: Megatron
+      // splits the word embedding, not the (small) position table.
+      Value ids = gather.getIndices();
+      while (isa_and_nonnull<ReshapeOp, ConvertOp>(ids.getDefiningOp()))
+        ids = ids.getDefiningOp()->getOperand(0);
+      auto idsArgument = dyn_cast<BlockArgument>(ids);
+      auto idsRole = idsArgument ? function.getArgAttrOfType<StringAttr>(
+                                       idsArgument.getArgNumber(),
+                                       TrnDialect::getRoleAttrName())
+                                 : StringAttr();
+      if (!idsArgument ||
+          (hasRoles && (!idsRole || idsRole.getValue() != "data")))
+        return;
+      auto type = cast<RankedTensorType>(table.getType());
+      unsigned index = table.getArgNumber();
+      auto role = function.getArgAttrOfType<StringAttr>(
+          index, TrnDialect::getRoleAttrName());
+      if (type.getRank() != 2 || type.isDynamicDim(0) ||
+          type.getDimSize(0) % tp != 0 ||
+          function.getArgAttr(index, attrName) ||
+          (hasRoles && (!role || role.getValue() != "parameter")))
+        return;
+      function.setArgAttr(index, attrName, shardingWith(2, 0, "tp"));
+    });
     for (const WeightUse &use : uses) {
       auto it = column.find(use.weight);
       unsigned index = use.weight.getArgNumber();

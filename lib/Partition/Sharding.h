@@ -151,6 +151,14 @@ bool legalizeFactors(ArrayRef<ShardingRule::TensorFactors> tensors,
                      const ShardingRule &rule, AxisSize sizeOf,
                      MutableArrayRef<FactorSharding> factors);
 
+/// Rewrites `op` (at local types) whose own dimension is split over `axes`:
+/// a gather or scatter_add along a split dimension masks the indices
+/// outside this rank's range; a softmax, log_softmax or their gradients
+/// reduce their max and sums over the axes. docs/partitioning.md.
+/// Returns the value that replaces the op's result.
+Value rewriteForSplitDim(Operation *op, ArrayRef<StringAttr> axes,
+                         FlatSymbolRefAttr mesh);
+
 } // namespace mlir::trn::partition
 
 #endif // TRN_LIB_PARTITION_SHARDING_H

@@ -279,9 +279,11 @@ mlir::trn::partition::getShardingRule(Operation *op) {
       })
       .Case<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp>(
           [&](Operation *) {
+            // The normalised dimension may be split (a vocabulary-parallel
+            // LM head's logits): dist-spmd then reduces the max and the sum
+            // over its axes.
             RuleBuilder b(op);
-            int64_t dim = op->getAttrOfType<IntegerAttr>("dim").getInt();
-            b.sameShape({unsigned(dim)});
+            b.sameShape();
             return std::optional<ShardingRule>(b.take());
           })
       .Case([&](LayerNormOp o) {
@@ -326,9 +328,10 @@ mlir::trn::partition::getShardingRule(Operation *op) {
         return b.take();
       })
       .Case([&](GatherOp o) -> std::optional<ShardingRule> {
-        // result = operand[:axis] + indices[batch:] + operand[axis+1:]; the
-        // indexed dimension stays whole (a vocabulary-parallel lookup would
-        // need masking and a sum).
+        // result = operand[:axis] + indices[batch:] + operand[axis+1:]. A
+        // split indexed dimension (a vocabulary-parallel embedding) is a
+        // reduction factor: each rank looks up the indices in its range,
+        // zeros the others, and the results sum (dist-spmd masks).
         RuleBuilder b(op);
         ArrayRef<int64_t> table = shapeOf(o.getOperand()),
                           ids = shapeOf(o.getIndices());
@@ -344,7 +347,7 @@ mlir::trn::partition::getShardingRule(Operation *op) {
             b.operand(1, d, f);
           b.result(0, r++, f);
         }
-        b.operand(0, axis, b.factor(table[axis], FactorKind::Replicated));
+        b.operand(0, axis, b.factor(table[axis], FactorKind::Reduction));
         for (int64_t d = batch; d < int64_t(ids.size()); ++d) {
           int64_t f = b.factor(ids[d]);
           b.operand(1, d, f);
@@ -377,7 +380,9 @@ mlir::trn::partition::getShardingRule(Operation *op) {
             b.operand(1, d, f);
           b.operand(2, u++, f);
         }
-        int64_t indexed = b.factor(table[axis], FactorKind::Replicated);
+        // A split indexed dimension: each rank adds the updates whose
+        // index is in its range (dist-spmd masks).
+        int64_t indexed = b.factor(table[axis]);
         b.operand(0, axis, indexed);
         b.result(0, axis, indexed);
         for (int64_t d = batch; d < int64_t(ids.size()); ++d) {

@@ -568,6 +568,21 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
                                dense.getSplatValue<Attribute>()));
   }
   op->removeAttr(attrName);
+  // An op whose own dimension is split computes its shard differently.
+  int64_t ownDim = -1;
+  if (auto gather = dyn_cast<GatherOp>(op))
+    ownDim = gather.getAxis();
+  else if (auto scatter = dyn_cast<ScatterAddOp>(op))
+    ownDim = scatter.getAxis();
+  else if (isa<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp>(op))
+    ownDim = op->getAttrOfType<IntegerAttr>("dim").getInt();
+  if (ownDim >= 0 && ownDim < int64_t(wanted.front().dims.size()) &&
+      !wanted.front().dims[ownDim].empty()) {
+    Sharding sharding = results.front();
+    Value replaced =
+        rewriteForSplitDim(op, wanted.front().dims[ownDim], meshRef);
+    current[replaced] = sharding;
+  }
   return success();
 }
 

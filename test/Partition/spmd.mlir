@@ -55,16 +55,17 @@ func.func @gpt_block(%x: tensor<8x64xf32>, %lw: tensor<64xf32>, %lb: tensor<64xf
 // -----
 
 // Resharding where a use wants another split: the softmax over dimension 1
-// takes the row split the constraint asks for (propagated backward), so the
-// argument's column split is gathered and the rows sliced locally before
-// it; the constraint itself then costs nothing.
+// keeps the argument's column split (a fixed argument's split is kept
+// before a constraint's), reducing its max and sum over tp; the constraint
+// then asks for rows, so the columns are gathered and the rows sliced.
 dist.mesh @mesh <tp = 2>
 // CHECK-LABEL: func.func @reshard
-// CHECK: %[[G:.*]] = dist.all_gather %{{.*}} on @mesh axes = ["tp"] dim = 1 : tensor<4x8xf32> -> tensor<4x16xf32>
+// CHECK: dist.all_reduce max {{.*}} : tensor<4xf32>
+// CHECK: dist.all_reduce sum {{.*}} : tensor<4xf32>
+// CHECK: %[[S:.*]] = trn.div {{.*}} : tensor<4x8xf32>
+// CHECK: %[[G:.*]] = dist.all_gather %[[S]] on @mesh axes = ["tp"] dim = 1 : tensor<4x8xf32> -> tensor<4x16xf32>
 // CHECK: %[[L:.*]] = dist.all_slice %[[G]] on @mesh axes = ["tp"] dim = 0 : tensor<4x16xf32> -> tensor<2x16xf32>
-// CHECK: %[[S:.*]] = trn.softmax %[[L]], dim = 1 : tensor<2x16xf32>
-// CHECK-NOT: dist.
-// CHECK: return %[[S]]
+// CHECK: return %[[L]]
 func.func @reshard(%x: tensor<4x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<4x16xf32> {
   %s = trn.softmax %x, dim = 1 : tensor<4x16xf32>
   %c = dist.sharding_constraint %s <@mesh, [{"tp"}, {}]> : tensor<4x16xf32>
@@ -204,4 +205,36 @@ func.func @pending_add(%dg: tensor<8x32xf32> {dist.sharding = #dist.sharding<@me
   %pp = trn.mul %p, %half : tensor<16x16xf32>
   %qq = trn.mul %q, %half : tensor<16x16xf32>
   return %t, %pp, %qq : tensor<8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>
+}
+
+// -----
+
+// Vocabulary parallelism: the embedding table split on the vocabulary
+// looks up only the ids in this rank's range (ids shifted by its offset,
+// the others masked to zero) and the partial lookups are all-reduced; the
+// log-softmax over the split vocabulary reduces its max and sum over tp
+// instead of gathering the logits.
+dist.mesh @mesh <tp = 2>
+// CHECK-LABEL: func.func @vocab
+// CHECK: %[[R:.*]] = dist.axis_index on @mesh axes = ["tp"] : tensor<i32>
+// CHECK: %[[LOCAL:.*]] = trn.sub %arg1, %{{.*}} : tensor<8xi64>
+// CHECK: %[[IN:.*]] = trn.and
+// CHECK: %[[IDS:.*]] = trn.select %[[IN]], %[[LOCAL]], %{{.*}} : tensor<8xi1>, tensor<8xi64>
+// CHECK: %[[G:.*]] = trn.gather %arg0[%[[IDS]]], axis = 0 : (tensor<16x4xf32>, tensor<8xi64>) -> tensor<8x4xf32>
+// CHECK: %[[M:.*]] = trn.select %{{.*}}, %[[G]], %{{.*}} : tensor<8x4xi1>, tensor<8x4xf32>
+// CHECK: %[[MAX:.*]] = trn.reduce max %arg2, dims = [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+// CHECK: dist.all_reduce max %[[MAX]] on @mesh axes = ["tp"] : tensor<8xf32>
+// CHECK: trn.exp
+// CHECK: %[[SUM:.*]] = trn.reduce sum %{{.*}}, dims = [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+// CHECK: dist.all_reduce sum %[[SUM]] on @mesh axes = ["tp"] : tensor<8xf32>
+// CHECK: trn.log
+// CHECK: dist.all_reduce sum %[[M]] on @mesh axes = ["tp"] : tensor<8x4xf32>
+// CHECK-NOT: dist.all_gather
+func.func @vocab(%table: tensor<32x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>},
+                 %ids: tensor<8xi64>,
+                 %logits: tensor<8x32xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>})
+    -> (tensor<8x4xf32>, tensor<8x32xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) {
+  %e = trn.gather %table[%ids], axis = 0 : (tensor<32x4xf32>, tensor<8xi64>) -> tensor<8x4xf32>
+  %l = trn.log_softmax %logits, dim = 1 : tensor<8x32xf32>
+  return %e, %l : tensor<8x4xf32>, tensor<8x32xf32>
 }
