@@ -310,11 +310,17 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
     int64_t tp = mesh.sizeOf("tp").value_or(1);
     SmallVector<std::pair<Operation *, unsigned>> inputs;
     function.walk([&](Operation *op) {
+      // Over the last dimension of [batch, sequence, hidden], or of
+      // [tokens, hidden] (batch and sequence merged).
+      auto overHidden = [](Value input, int64_t axis) {
+        int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+        return (rank == 2 || rank == 3) && axis == rank - 1;
+      };
       if (auto norm = dyn_cast<LayerNormOp>(op)) {
-        if (norm.getAxis() == 2)
+        if (overHidden(norm.getInput(), norm.getAxis()))
           inputs.push_back({op, 0});
       } else if (auto norm = dyn_cast<RmsNormOp>(op)) {
-        if (norm.getAxis() == 2)
+        if (overHidden(norm.getInput(), norm.getAxis()))
           inputs.push_back({op, 0});
       } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
         // A norm written out (Llama's x * rsqrt(mean(x^2))): its statistic
@@ -329,19 +335,32 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
     for (auto [op, index] : inputs) {
       Value input = op->getOperand(index);
       auto type = cast<RankedTensorType>(input.getType());
-      if (type.getRank() != 3 || type.isDynamicDim(1) ||
-          type.getDimSize(1) % tp != 0)
-        continue;
-      // The batch keeps its data-parallel split.
       int64_t dp = mesh.sizeOf("dp").value_or(1);
-      auto batch =
-          dp > 1 && !type.isDynamicDim(0) && type.getDimSize(0) % dp == 0
-              ? ArrayAttr::get(context, {StringAttr::get(context, "dp")})
-              : none;
+      auto dpAxis = StringAttr::get(context, "dp");
+      auto tpName = StringAttr::get(context, "tp");
+      ArrayAttr dims;
+      if (type.getRank() == 3) {
+        if (type.isDynamicDim(1) || type.getDimSize(1) % tp != 0)
+          continue;
+        // The batch keeps its data-parallel split.
+        auto batch =
+            dp > 1 && !type.isDynamicDim(0) && type.getDimSize(0) % dp == 0
+                ? ArrayAttr::get(context, {dpAxis})
+                : none;
+        dims = ArrayAttr::get(context, {batch, tpAxis, none});
+      } else {
+        // [tokens, hidden]: batch-major tokens, split over dp then tp.
+        int64_t parts = tp * (dp > 1 ? dp : 1);
+        if (type.isDynamicDim(0) || type.getDimSize(0) % parts != 0)
+          continue;
+        SmallVector<Attribute> axes;
+        if (dp > 1)
+          axes.push_back(dpAxis);
+        axes.push_back(tpName);
+        dims = ArrayAttr::get(context, {ArrayAttr::get(context, axes), none});
+      }
       OpBuilder builder(op);
-      auto sharding = dist::ShardingAttr::get(
-          context, meshRef, ArrayAttr::get(context, {batch, tpAxis, none}),
-          none);
+      auto sharding = dist::ShardingAttr::get(context, meshRef, dims, none);
       auto constraint = builder.create<dist::ShardingConstraintOp>(
           op->getLoc(), type, input, sharding);
       op->setOperand(index, constraint.getResult());

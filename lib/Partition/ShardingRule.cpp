@@ -398,6 +398,79 @@ mlir::trn::partition::getShardingRule(Operation *op) {
         }
         return b.take();
       })
+      .Case([&](AttentionOp o) -> std::optional<ShardingRule> {
+        // q [..., S, D], k [..., T, D], v [..., T, Dv] -> out [..., S, Dv],
+        // lse [..., S]: the batch and head dimensions and the queries are
+        // parallel (Megatron splits the heads); the keys (each row's
+        // softmax) and the head dimension stay whole.
+        if (o.getSeqDim())
+          return std::nullopt;
+        RuleBuilder b(op);
+        ArrayRef<int64_t> q = shapeOf(o.getQuery()), v = shapeOf(o.getValue());
+        int64_t rank = q.size();
+        if (rank < 2 || shapeOf(o.getKey()).size() != size_t(rank) ||
+            v.size() != size_t(rank))
+          return std::nullopt;
+        for (int64_t d = 0; d < rank - 2; ++d) {
+          int64_t f = b.factor(q[d]);
+          for (unsigned i = 0; i < 3; ++i)
+            b.operand(i, d, f);
+          b.result(0, d, f);
+          b.result(1, d, f);
+        }
+        int64_t queries = b.factor(q[rank - 2]);
+        b.operand(0, rank - 2, queries);
+        b.result(0, rank - 2, queries);
+        b.result(1, rank - 2, queries);
+        int64_t keys = b.factor(v[rank - 2], FactorKind::Replicated);
+        b.operand(1, rank - 2, keys);
+        b.operand(2, rank - 2, keys);
+        int64_t head = b.factor(q[rank - 1], FactorKind::Replicated);
+        b.operand(0, rank - 1, head);
+        b.operand(1, rank - 1, head);
+        int64_t valueHead = b.factor(v[rank - 1], FactorKind::Replicated);
+        b.operand(2, rank - 1, valueHead);
+        b.result(0, rank - 1, valueHead);
+        return b.take();
+      })
+      .Case([&](AttentionGradOp o) -> std::optional<ShardingRule> {
+        // Operands q, k, v, out, lse, grad_out; results grad q, k, v. The
+        // batch and heads are parallel; the queries are a reduction factor
+        // for the key and value gradients (they sum over the queries).
+        if (o.getSeqDim())
+          return std::nullopt;
+        RuleBuilder b(op);
+        ArrayRef<int64_t> q = shapeOf(o.getQuery()), v = shapeOf(o.getValue());
+        int64_t rank = q.size();
+        if (rank < 2 || v.size() != size_t(rank))
+          return std::nullopt;
+        for (int64_t d = 0; d < rank - 2; ++d) {
+          int64_t f = b.factor(q[d]);
+          for (unsigned i = 0; i < 6; ++i)
+            b.operand(i, d, f);
+          for (unsigned i = 0; i < 3; ++i)
+            b.result(i, d, f);
+        }
+        int64_t queries = b.factor(q[rank - 2], FactorKind::Reduction);
+        for (unsigned i : {0u, 3u, 4u, 5u})
+          b.operand(i, rank - 2, queries);
+        b.result(0, rank - 2, queries);
+        int64_t keys = b.factor(v[rank - 2], FactorKind::Replicated);
+        for (unsigned i : {1u, 2u})
+          b.operand(i, rank - 2, keys);
+        b.result(1, rank - 2, keys);
+        b.result(2, rank - 2, keys);
+        int64_t head = b.factor(q[rank - 1], FactorKind::Replicated);
+        b.operand(0, rank - 1, head);
+        b.operand(1, rank - 1, head);
+        b.result(0, rank - 1, head);
+        b.result(1, rank - 1, head);
+        int64_t valueHead = b.factor(v[rank - 1], FactorKind::Replicated);
+        for (unsigned i : {2u, 3u, 5u})
+          b.operand(i, rank - 1, valueHead);
+        b.result(2, rank - 1, valueHead);
+        return b.take();
+      })
       .Case([&](ConcatenateOp o) -> std::optional<ShardingRule> {
         RuleBuilder b(op);
         ArrayRef<int64_t> out = shapeOf(o.getResult());
