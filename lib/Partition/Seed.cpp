@@ -177,6 +177,7 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
         uses.push_back(*use);
       }
     });
+    int64_t tpDegree = mesh.sizeOf("tp").value_or(1);
     // Column (true) or row (false) per weight argument: first decision wins.
     llvm::DenseMap<BlockArgument, bool> column;
     // Fused column-parallel weights: how many equal blocks their output
@@ -229,6 +230,29 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
           column.try_emplace(use.weight, true);
         continue;
       }
+      // Grouped-query attention with fewer key/value heads than tp: the
+      // projection's output features are viewed as [heads, head_dim] and
+      // the heads do not split over tp, so the weight stays whole on every
+      // rank (NxD replicates such kv heads) and the attention slices its
+      // heads locally.
+      int64_t outFeatures = cast<RankedTensorType>(use.weight.getType())
+                                .getDimSize(1 - use.contractedDim);
+      bool wholeHeads = true;
+      for (Operation *op : seen)
+        if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+          ArrayRef<int64_t> in =
+              cast<RankedTensorType>(reshape.getOperand().getType()).getShape();
+          ArrayRef<int64_t> out =
+              cast<RankedTensorType>(reshape.getType()).getShape();
+          if (in.empty() || out.size() < 2 || in.back() != outFeatures ||
+              out.size() != in.size() + 1 ||
+              out[out.size() - 2] * out.back() != outFeatures)
+            continue;
+          if (out[out.size() - 2] % tpDegree != 0)
+            wholeHeads = false;
+        }
+      if (!wholeHeads)
+        continue;
       column.try_emplace(use.weight, true);
       // A fused projection (GPT's QKV as one matmul) is cut into equal
       // blocks of its output features by slices on the last dimension:

@@ -122,6 +122,16 @@ bool legalizeFactors(ArrayRef<ShardingRule::TensorFactors> tensors,
       bool started = false, previousWhole = true;
       for (int64_t factor : dimFactors) {
         FactorSharding &share = factors[factor];
+        // A split that does not divide the factor (tp = 4 over 2 kv
+        // heads) is not made: the factor is computed whole.
+        if (!share.axes.empty() &&
+            (rule.factors[factor].size % share.blocks != 0 ||
+             (rule.factors[factor].size / share.blocks) %
+                     product(share.axes, sizeOf) !=
+                 0)) {
+          share = FactorSharding();
+          changed = true;
+        }
         if (share.axes.empty()) {
           // A whole factor inside the run ends it.
           previousWhole = !started;
