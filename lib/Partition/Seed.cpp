@@ -126,6 +126,8 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
     for (auto function : module.getOps<func::FuncOp>())
       if (!function.isExternal())
         seed(function, mesh);
+    if (seedFailed)
+      signalPassFailure();
   }
 
   void seed(func::FuncOp function, dist::MeshOp mesh) {
@@ -248,8 +250,22 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
               out.size() != in.size() + 1 ||
               out[out.size() - 2] * out.back() != outFeatures)
             continue;
-          if (out[out.size() - 2] % tpDegree != 0)
-            wholeHeads = false;
+          int64_t heads = out[out.size() - 2];
+          if (heads % tpDegree == 0)
+            continue;
+          if (tpDegree % heads != 0) {
+            // Neither split nor replicated evenly: Megatron's plan needs
+            // tp to divide the heads (or, for kv heads, the heads tp).
+            auto name = function.getArgAttrOfType<StringAttr>(
+                use.weight.getArgNumber(), TrnDialect::getNameAttrName());
+            reshape.emitError()
+                << "tp=" << tpDegree << " does not divide " << heads << " heads"
+                << (name ? " of '" + name.getValue().str() + "'"
+                         : std::string())
+                << "; choose a tp that divides the heads";
+            seedFailed = true;
+          }
+          wholeHeads = false;
         }
       if (!wholeHeads)
         continue;
@@ -397,6 +413,8 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
     return *builderStorage;
   }
   std::optional<Builder> builderStorage;
+  /// A mesh the graph cannot take (reported where it shows).
+  bool seedFailed = false;
 };
 
 } // namespace

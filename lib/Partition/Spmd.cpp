@@ -36,6 +36,16 @@ using namespace mlir::trn::partition;
 
 namespace {
 
+/// "argument 4 ('blocks.0.mlp.fc.weight')", or without the name if it has
+/// none.
+std::string argumentName(func::FuncOp function, unsigned index) {
+  std::string text = "argument " + std::to_string(index);
+  if (auto name = function.getArgAttrOfType<StringAttr>(
+          index, TrnDialect::getNameAttrName()))
+    text += " ('" + name.getValue().str() + "')";
+  return text;
+}
+
 class Partitioner {
 public:
   Partitioner(func::FuncOp function, dist::MeshOp mesh, bool dpReplicas)
@@ -606,9 +616,9 @@ LogicalResult Partitioner::run() {
       return function.emitError() << "argument " << argument.getArgNumber()
                                   << " is a pending sum; arguments are "
                                      "complete values";
-    FailureOr<RankedTensorType> local = localType(
-        function, "argument " + std::to_string(argument.getArgNumber()), type,
-        sharding);
+    FailureOr<RankedTensorType> local =
+        localType(function, argumentName(function, argument.getArgNumber()),
+                  type, sharding);
     if (failed(local))
       return failure();
     argument.setType(*local);
