@@ -50,6 +50,8 @@ constexpr uint32_t kMaxSections = 64;
 constexpr uint32_t kSectionMetadata = 1;
 constexpr uint32_t kSectionTensors = 2;
 constexpr uint32_t kSectionConstants = 3;
+/// Present exactly when the program has a mesh (format 3).
+constexpr uint32_t kSectionMesh = 4;
 constexpr uint32_t kSectionFirstEngineStream = 8; // Tensor..Sync: 8..12
 constexpr uint32_t kNumEngineStreams = 5;
 constexpr uint32_t kSectionFirstDmaQueue = 16; // queue q: 16 + q
@@ -99,15 +101,26 @@ enum InstructionField : unsigned {
   kFieldIndices,
   kFieldMeshAxes,
   kFieldRngStream,
+  kFieldCollectiveShape,
+  kFieldCollectiveDim,
+  kFieldConcatDim,
+  kFieldShift,
   kNumInstructionFields,
 };
 constexpr const char *kInstructionFieldNames[kNumInstructionFields] = {
-    "waits",     "signal",  "dst",     "srcs",
-    "flags",     "func",    "scale",   "bias",
-    "reduceDst", "op0",     "op1",     "scalar0",
-    "scalar1",   "value",   "base",    "channelMultiplier",
-    "steps",     "compare", "indices", "meshAxes",
-    "rngStream"};
+    "waits",         "signal",
+    "dst",           "srcs",
+    "flags",         "func",
+    "scale",         "bias",
+    "reduceDst",     "op0",
+    "op1",           "scalar0",
+    "scalar1",       "value",
+    "base",          "channelMultiplier",
+    "steps",         "compare",
+    "indices",       "meshAxes",
+    "rngStream",     "collectiveShape",
+    "collectiveDim", "concatDim",
+    "shift"};
 constexpr uint32_t kKnownFieldMask = (1u << kNumInstructionFields) - 1;
 
 // Bits of the instruction's flags field.
@@ -199,6 +212,8 @@ std::string sectionName(uint32_t id) {
     return "tensors";
   if (id == kSectionConstants)
     return "constants";
+  if (id == kSectionMesh)
+    return "mesh";
   if (id >= kSectionFirstEngineStream &&
       id < kSectionFirstEngineStream + kNumEngineStreams)
     return kStreamNames[id - kSectionFirstEngineStream];
@@ -210,7 +225,7 @@ std::string sectionName(uint32_t id) {
 
 bool isKnownSection(uint32_t id) {
   return id == kSectionMetadata || id == kSectionTensors ||
-         id == kSectionConstants ||
+         id == kSectionConstants || id == kSectionMesh ||
          (id >= kSectionFirstEngineStream &&
           id < kSectionFirstEngineStream + kNumEngineStreams) ||
          (id >= kSectionFirstDmaQueue &&
@@ -383,6 +398,11 @@ bool checkInstruction(const Instruction &inst, std::string &problem) {
     return false;
   if (!checkAccessPattern(inst.indices, problem))
     return inContext(problem, "indices");
+  if (inst.collectiveShape.size() > kArtifactMaxRank) {
+    problem = formatString("collective shape of rank %zu (limit %u)",
+                           inst.collectiveShape.size(), kArtifactMaxRank);
+    return false;
+  }
   return true;
 }
 
@@ -643,6 +663,17 @@ bool equalField(const Instruction &a, const Instruction &b, unsigned field,
   case kFieldRngStream:
     return a.rngStream == b.rngStream ||
            differ(diff, "rngStream", a.rngStream, b.rngStream);
+  case kFieldCollectiveShape:
+    return equalInts(a.collectiveShape, b.collectiveShape, diff) ||
+           nested(diff, "collectiveShape");
+  case kFieldCollectiveDim:
+    return a.collectiveDim == b.collectiveDim ||
+           differ(diff, "collectiveDim", a.collectiveDim, b.collectiveDim);
+  case kFieldConcatDim:
+    return a.concatDim == b.concatDim ||
+           differ(diff, "concatDim", a.concatDim, b.concatDim);
+  case kFieldShift:
+    return a.shift == b.shift || differ(diff, "shift", a.shift, b.shift);
   default:
     return true;
   }
@@ -683,6 +714,14 @@ bool equalTensor(const HbmTensor &a, const HbmTensor &b, std::string *diff) {
     return differ(diff, "aliasesInput", a.aliasesInput, b.aliasesInput);
   if (a.role != b.role)
     return differ(diff, "role", quoted(a.role), quoted(b.role));
+  if (a.sharding.size() != b.sharding.size())
+    return differInU64(diff, "sharding.size", a.sharding.size(),
+                       b.sharding.size());
+  for (size_t d = 0; d < a.sharding.size(); ++d)
+    if (a.sharding[d].axes != b.sharding[d].axes ||
+        a.sharding[d].blocks != b.sharding[d].blocks)
+      return differ(diff, ("sharding[" + std::to_string(d) + "]").c_str(),
+                    a.sharding[d].blocks, b.sharding[d].blocks);
   if (a.data.size() != b.data.size())
     return differInU64(diff, "data.size", a.data.size(), b.data.size());
   for (size_t i = 0; i < a.data.size(); ++i)
@@ -800,6 +839,17 @@ void encodeInstruction(ByteWriter &w, const Instruction &inst) {
     w.u32(inst.meshAxes);
   if (has(kFieldRngStream))
     w.u32(inst.rngStream);
+  if (has(kFieldCollectiveShape)) {
+    w.u8(uint8_t(inst.collectiveShape.size()));
+    for (int64_t size : inst.collectiveShape)
+      w.i64(size);
+  }
+  if (has(kFieldCollectiveDim))
+    w.i64(inst.collectiveDim);
+  if (has(kFieldConcatDim))
+    w.i64(inst.concatDim);
+  if (has(kFieldShift))
+    w.i64(inst.shift);
 }
 
 std::vector<uint8_t> encodeStream(const std::vector<Instruction> &stream) {
@@ -857,6 +907,75 @@ std::vector<uint8_t> encodeTensors(const Program &program) {
   return bytes;
 }
 
+/// The mesh section: the axes, then per tensor its sharding (an empty one
+/// for tensors that are the same on every rank).
+std::vector<uint8_t> encodeMesh(const Program &program) {
+  std::vector<uint8_t> bytes;
+  ByteWriter w(bytes);
+  w.u32(uint32_t(program.mesh.size()));
+  for (const MeshAxis &axis : program.mesh) {
+    w.string(axis.name);
+    w.i64(axis.size);
+  }
+  w.u32(uint32_t(program.tensors.size()));
+  for (const HbmTensor &tensor : program.tensors) {
+    w.u8(uint8_t(tensor.sharding.size()));
+    for (const DimSharding &dim : tensor.sharding) {
+      w.u8(uint8_t(dim.axes.size()));
+      for (uint32_t axis : dim.axes)
+        w.u8(uint8_t(axis));
+      w.i64(dim.blocks);
+    }
+  }
+  return bytes;
+}
+
+/// The format's limits on a mesh and the shardings (their meaning is the
+/// validator's: trnrt/IsaValidate.h).
+bool checkMesh(const Program &program, std::string &problem) {
+  if (program.mesh.size() > kArtifactMaxMeshAxes) {
+    problem = formatString("%zu mesh axes (limit %u)", program.mesh.size(),
+                           kArtifactMaxMeshAxes);
+    return false;
+  }
+  for (const MeshAxis &axis : program.mesh) {
+    if (!checkText(axis.name, kArtifactMaxNameBytes, "mesh axis name", problem))
+      return false;
+    if (axis.name.empty() || axis.size < 1) {
+      problem = "mesh axis " + quoted(axis.name) +
+                formatString(" has size %" PRId64 " or no name", axis.size);
+      return false;
+    }
+  }
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const HbmTensor &tensor = program.tensors[i];
+    if (tensor.sharding.empty())
+      continue;
+    if (program.mesh.empty() || tensor.sharding.size() != tensor.shape.size()) {
+      problem = formatString("tensor %zu: a sharding of %zu dimensions for "
+                             "rank %zu on a mesh of %zu axes",
+                             i, tensor.sharding.size(), tensor.shape.size(),
+                             program.mesh.size());
+      return false;
+    }
+    for (const DimSharding &dim : tensor.sharding) {
+      if (dim.axes.size() > kArtifactMaxMeshAxes || dim.blocks < 1) {
+        problem = formatString("tensor %zu: a dimension split over %zu axes "
+                               "in %" PRId64 " blocks",
+                               i, dim.axes.size(), dim.blocks);
+        return false;
+      }
+      for (uint32_t axis : dim.axes)
+        if (axis >= program.mesh.size()) {
+          problem = formatString("tensor %zu: mesh axis #%u of %zu", i, axis,
+                                 program.mesh.size());
+          return false;
+        }
+    }
+  }
+  return true;
+}
+
 std::vector<uint8_t> encodeConstants(const Program &program) {
   std::vector<uint8_t> bytes;
   for (const HbmTensor &tensor : program.tensors)
@@ -891,6 +1010,10 @@ bool checkProgramForWriting(const Program &program, const ArtifactInfo &info,
       error = "tensors: tensor " + std::to_string(i) + ": " + problem;
       return false;
     }
+  }
+  if (!checkMesh(program, problem)) {
+    error = "mesh: " + problem;
+    return false;
   }
   auto checkStream = [&](const std::vector<Instruction> &stream,
                          uint32_t sectionId) {
@@ -1189,6 +1312,26 @@ bool decodeInstruction(Cursor &c, Instruction &inst) {
     return false;
   if (has(kFieldRngStream) && !c.u32(inst.rngStream))
     return false;
+  if (has(kFieldCollectiveShape)) {
+    uint8_t count;
+    if (!c.u8(count))
+      return false;
+    if (count == 0 || count > kArtifactMaxRank)
+      return c.fail(formatString("collective shape of rank %u (1..%u)", count,
+                                 kArtifactMaxRank));
+    if (!c.fits(count, 8, "collective shape"))
+      return false;
+    inst.collectiveShape.resize(count);
+    for (int64_t &size : inst.collectiveShape)
+      if (!c.i64(size))
+        return false;
+  }
+  if (has(kFieldCollectiveDim) && !c.i64(inst.collectiveDim))
+    return false;
+  if (has(kFieldConcatDim) && !c.i64(inst.concatDim))
+    return false;
+  if (has(kFieldShift) && !c.i64(inst.shift))
+    return false;
 
   std::string problem;
   if (!checkInstruction(inst, problem))
@@ -1345,6 +1488,57 @@ bool decodeTensors(const uint8_t *bytes, size_t size, uint64_t constantsSize,
   return true;
 }
 
+/// Decodes the mesh section into `program` (whose tensors are decoded).
+bool decodeMesh(const uint8_t *bytes, size_t size, Program &program,
+                std::string &problem) {
+  Cursor c(bytes, size, problem);
+  uint32_t axes;
+  if (!c.u32(axes))
+    return false;
+  if (axes == 0 || axes > kArtifactMaxMeshAxes)
+    return c.fail(formatString("%" PRIu32 " mesh axes (1..%u)", axes,
+                               kArtifactMaxMeshAxes));
+  program.mesh.resize(axes);
+  for (MeshAxis &axis : program.mesh)
+    if (!c.string(axis.name, kArtifactMaxNameBytes, "mesh axis name") ||
+        !c.i64(axis.size))
+      return false;
+  uint32_t tensors;
+  if (!c.u32(tensors))
+    return false;
+  if (tensors != program.tensors.size())
+    return c.fail(formatString("shardings of %" PRIu32
+                               " tensors for a table of %zu",
+                               tensors, program.tensors.size()));
+  for (HbmTensor &tensor : program.tensors) {
+    uint8_t rank;
+    if (!c.u8(rank))
+      return false;
+    if (rank > kArtifactMaxRank)
+      return c.fail(formatString("a sharding of %u dimensions", rank));
+    tensor.sharding.resize(rank);
+    for (DimSharding &dim : tensor.sharding) {
+      uint8_t count;
+      if (!c.u8(count))
+        return false;
+      if (count > kArtifactMaxMeshAxes)
+        return c.fail(formatString("a dimension split over %u axes", count));
+      dim.axes.resize(count);
+      for (uint32_t &axis : dim.axes) {
+        uint8_t byte;
+        if (!c.u8(byte))
+          return false;
+        axis = byte;
+      }
+      if (!c.i64(dim.blocks))
+        return false;
+    }
+  }
+  if (!c.expectEnd())
+    return false;
+  return checkMesh(program, problem);
+}
+
 //===----------------------------------------------------------------------===//
 // The container: header, section table, checksums, compression
 //===----------------------------------------------------------------------===//
@@ -1361,7 +1555,7 @@ struct SectionEntry {
 struct Container {
   uint32_t version = 0;
   std::vector<SectionEntry> sections;
-  int metadata = -1, tensors = -1, constants = -1;
+  int metadata = -1, tensors = -1, constants = -1, mesh = -1;
   int engineStreams[kNumEngineStreams] = {-1, -1, -1, -1, -1};
   std::vector<int> dmaQueues;
 };
@@ -1534,6 +1728,8 @@ bool parseContainer(const uint8_t *data, size_t size,
       container.tensors = index;
     else if (entry.id == kSectionConstants)
       container.constants = index;
+    else if (entry.id == kSectionMesh)
+      container.mesh = index;
     else if (entry.id < kSectionFirstDmaQueue)
       container.engineStreams[entry.id - kSectionFirstEngineStream] = index;
     else if (entry.id ==
@@ -1670,6 +1866,15 @@ bool readHeaderSections(const uint8_t *data, const Container &container,
     error = "section 'tensors': " + problem;
     return false;
   }
+  if (container.mesh >= 0) {
+    const SectionEntry &mesh = container.sections[container.mesh];
+    if (!loadSection(data, mesh, context, buffer, raw, error))
+      return false;
+    if (!decodeMesh(raw, size_t(mesh.rawSize), program, problem)) {
+      error = "section 'mesh': " + problem;
+      return false;
+    }
+  }
   return true;
 }
 
@@ -1703,6 +1908,7 @@ void describeProgram(const Program &program, ArtifactInfo &info) {
   info.sbufPeakBytesPerPartition = program.sbufPeakBytesPerPartition;
   info.psumPeakBytesPerPartition = program.psumPeakBytesPerPartition;
   info.hbmPeakBytes = program.hbmBytes;
+  info.mesh = program.mesh;
   info.inputs.clear();
   info.outputs.clear();
   for (size_t i = 0; i < program.tensors.size(); ++i) {
@@ -1721,6 +1927,7 @@ void describeProgram(const Program &program, ArtifactInfo &info) {
       entry.sizeInBytes = std::numeric_limits<uint64_t>::max();
     entry.aliasesInput = tensor.aliasesInput;
     entry.role = tensor.role;
+    entry.sharding = tensor.sharding;
     (tensor.kind == HbmTensor::Kind::Input ? info.inputs : info.outputs)
         .push_back(std::move(entry));
   }
@@ -1744,6 +1951,8 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
   sections.push_back({kSectionMetadata, encodeMetadata(program, info)});
   sections.push_back({kSectionTensors, encodeTensors(program)});
   sections.push_back({kSectionConstants, encodeConstants(program)});
+  if (!program.mesh.empty())
+    sections.push_back({kSectionMesh, encodeMesh(program)});
   for (uint32_t e = 0; e < kNumEngineStreams; ++e)
     sections.push_back({kSectionFirstEngineStream + e, {}});
   for (size_t q = 0; q < program.dmaQueues.size(); ++q)
@@ -1753,7 +1962,8 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
                ? program.engineStreams[id - kSectionFirstEngineStream]
                : program.dmaQueues[id - kSectionFirstDmaQueue];
   };
-  tbb::parallel_for(size_t(3), sections.size(), [&](size_t i) {
+  const size_t firstStream = program.mesh.empty() ? 3 : 4;
+  tbb::parallel_for(firstStream, sections.size(), [&](size_t i) {
     sections[i].raw = encodeStream(streamOf(sections[i].id));
   });
 
@@ -2026,6 +2236,12 @@ bool programsEqual(const Program &a, const Program &b,
                          b.psumPeakBytesPerPartition);
     if (!equalVectors(a.tensors, b.tensors, diff, equalTensor))
       return nested(diff, "tensors");
+    if (a.mesh.size() != b.mesh.size())
+      return differInU64(diff, "mesh.size", a.mesh.size(), b.mesh.size());
+    for (size_t i = 0; i < a.mesh.size(); ++i)
+      if (a.mesh[i].name != b.mesh[i].name || a.mesh[i].size != b.mesh[i].size)
+        return differ(diff, ("mesh[" + std::to_string(i) + "]").c_str(),
+                      quoted(a.mesh[i].name), quoted(b.mesh[i].name));
     for (size_t e = 0; e < a.engineStreams.size(); ++e)
       if (!equalVectors(a.engineStreams[e], b.engineStreams[e], diff,
                         equalInstruction))

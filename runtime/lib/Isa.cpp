@@ -93,8 +93,33 @@ const char *opcodeName(Opcode opcode) {
     return "recv";
   case Opcode::Rng:
     return "rng";
+  case Opcode::AllSlice:
+    return "all_slice";
+  case Opcode::AllToAll:
+    return "all_to_all";
+  case Opcode::CollectivePermute:
+    return "collective_permute";
+  case Opcode::AxisIndex:
+    return "axis_index";
   }
   return "?";
+}
+
+bool isCollectiveOpcode(Opcode opcode) {
+  switch (opcode) {
+  case Opcode::AllReduce:
+  case Opcode::AllGather:
+  case Opcode::ReduceScatter:
+  case Opcode::Send:
+  case Opcode::Recv:
+  case Opcode::AllSlice:
+  case Opcode::AllToAll:
+  case Opcode::CollectivePermute:
+  case Opcode::AxisIndex:
+    return true;
+  default:
+    return false;
+  }
 }
 
 const char *aluOpName(AluOp op) {
@@ -337,7 +362,13 @@ bool opcodeRunsOn(Opcode opcode, Engine engine) {
   case Opcode::ReduceScatter:
   case Opcode::Send:
   case Opcode::Recv:
-    return engine == Engine::Sync || engine == Engine::Dma;
+  case Opcode::AllSlice:
+  case Opcode::AllToAll:
+  case Opcode::CollectivePermute:
+  case Opcode::AxisIndex:
+    // One stream for every collective: each rank meets them in program
+    // order, so the k-th collective of every rank is the same one.
+    return engine == Engine::Sync;
   }
   return false;
 }
@@ -372,7 +403,11 @@ const char *opcodeEngines(Opcode opcode) {
   case Opcode::ReduceScatter:
   case Opcode::Send:
   case Opcode::Recv:
-    return "the sync stream or a dma queue";
+  case Opcode::AllSlice:
+  case Opcode::AllToAll:
+  case Opcode::CollectivePermute:
+  case Opcode::AxisIndex:
+    return "the sync stream";
   }
   return "no stream";
 }
@@ -407,6 +442,13 @@ bool isReduction(AluOp op) {
   default:
     return false;
   }
+}
+
+/// A collective operand: a whole contiguous HBM tensor, one element per
+/// row (numPartitions = elements, partitionStride 1, one free dim [1, 1]).
+bool isWholeTensor(const AccessPattern &ap) {
+  return ap.memory == Memory::Hbm && ap.partitionStride == 1 &&
+         ap.dims.size() == 1 && ap.dims[0].size == 1;
 }
 
 class InstructionChecker {
@@ -760,6 +802,10 @@ bool InstructionChecker::run() {
   case Opcode::ReduceScatter:
   case Opcode::Send:
   case Opcode::Recv:
+  case Opcode::AllSlice:
+  case Opcode::AllToAll:
+  case Opcode::CollectivePermute:
+  case Opcode::AxisIndex:
     return checkCollective();
   }
   return true;
@@ -1131,32 +1177,84 @@ bool InstructionChecker::checkDmaCopy() {
 }
 
 bool InstructionChecker::checkCollective() {
-  bool hasSrc = inst.opcode != Opcode::Recv;
-  bool hasDst = inst.opcode != Opcode::Send;
-  if (!checkSourceCount(hasSrc ? 1 : 0, hasSrc ? "src" : "none"))
-    return false;
-  if (hasSrc && !checkOperand(inst.srcs[0], "src", kHbm))
-    return false;
-  if (hasDst && !checkOperand(inst.dst, "dst", kHbm))
-    return false;
-  if (hasSrc && hasDst && inst.srcs[0].dtype != inst.dst.dtype)
-    return fail("src is ", dtypeName(inst.srcs[0].dtype), " but dst is ",
-                dtypeName(inst.dst.dtype), " (collectives do not cast)");
-  if (!hasSrc || !hasDst)
-    return true;
+  if (inst.opcode == Opcode::Send || inst.opcode == Opcode::Recv)
+    return fail("is reserved for pipeline transfers and not supported yet");
   if (inst.meshAxes == 0)
     return fail("spans no mesh axis (meshAxes is 0)");
-  auto count = [](const AccessPattern &ap) {
-    // Broadcast (stride 0) patterns can be huge; saturate like freeElements.
-    Wide total = Wide(ap.numPartitions) * ap.freeElements();
-    return int64_t(std::min<Wide>(total, std::numeric_limits<int64_t>::max()));
-  };
-  int64_t in = count(inst.srcs[0]), out = count(inst.dst);
-  if (inst.opcode == Opcode::AllReduce && in != out)
+  if (inst.opcode == Opcode::AxisIndex) {
+    if (!checkSourceCount(0, "none") || !checkOperand(inst.dst, "dst", kHbm))
+      return false;
+    if (inst.dst.dtype != DType::I32 && inst.dst.dtype != DType::I64)
+      return fail("dst is ", dtypeName(inst.dst.dtype),
+                  "; an axis index is i32 or i64");
+    if (!isWholeTensor(inst.dst) || inst.dst.numPartitions != 1)
+      return fail("dst must be one element (numPartitions 1, one free dim "
+                  "of size 1)");
+    return true;
+  }
+  if (!checkSourceCount(1, "src") || !checkOperand(inst.srcs[0], "src", kHbm) ||
+      !checkOperand(inst.dst, "dst", kHbm))
+    return false;
+  if (inst.srcs[0].dtype != inst.dst.dtype)
+    return fail("src is ", dtypeName(inst.srcs[0].dtype), " but dst is ",
+                dtypeName(inst.dst.dtype), " (collectives do not cast)");
+  for (const AccessPattern *ap : {&inst.srcs[0], &inst.dst})
+    if (!isWholeTensor(*ap))
+      return fail(ap == &inst.dst ? "dst" : "src",
+                  " must be a whole contiguous HBM tensor (numPartitions = "
+                  "elements, partitionStride 1, one free dim of size 1)");
+  const int64_t in = inst.srcs[0].numPartitions, out = inst.dst.numPartitions;
+  bool reduces =
+      inst.opcode == Opcode::AllReduce || inst.opcode == Opcode::ReduceScatter;
+  if (reduces) {
+    if (inst.op0 != AluOp::Add && inst.op0 != AluOp::Max &&
+        inst.op0 != AluOp::Min)
+      return fail("op0 ", aluOpName(inst.op0),
+                  " is not a collective reduction (add, max, min)");
+    if (inst.op1 != AluOp::Bypass && inst.op1 != AluOp::Divide)
+      return fail("op1 ", aluOpName(inst.op1),
+                  " is not bypass or divide (divide by the group size: mean)");
+    if (inst.op1 == AluOp::Divide &&
+        (inst.op0 != AluOp::Add || !isFloatDType(inst.dst.dtype)))
+      return fail("a mean (op1 divide) needs op0 add and a float dtype");
+    if (inst.dst.dtype == DType::I1)
+      return fail("cannot reduce i1 values");
+  }
+  bool alongDim = inst.opcode == Opcode::AllGather ||
+                  inst.opcode == Opcode::ReduceScatter ||
+                  inst.opcode == Opcode::AllSlice ||
+                  inst.opcode == Opcode::AllToAll;
+  if (alongDim) {
+    const std::vector<int64_t> &shape = inst.collectiveShape;
+    if (shape.empty())
+      return fail("needs the local shape of src (collectiveShape)");
+    Wide elements = 1;
+    for (int64_t size : shape) {
+      if (size < 0)
+        return fail("collectiveShape has a negative dimension");
+      elements = std::min<Wide>(elements * size, Wide(1) << 62);
+    }
+    if (elements != Wide(in))
+      return fail("collectiveShape has ", int64_t(elements),
+                  " elements but src has ", in);
+    int64_t rank = int64_t(shape.size());
+    if (inst.collectiveDim < 0 || inst.collectiveDim >= rank)
+      return fail("collectiveDim ", inst.collectiveDim, " is outside rank ",
+                  rank);
+    if (inst.opcode == Opcode::AllToAll &&
+        (inst.concatDim < 0 || inst.concatDim >= rank))
+      return fail("concatDim ", inst.concatDim, " is outside rank ", rank);
+  }
+  if ((inst.opcode == Opcode::AllReduce ||
+       inst.opcode == Opcode::CollectivePermute ||
+       inst.opcode == Opcode::AllToAll) &&
+      in != out)
     return fail("src has ", in, " elements but dst has ", out);
   if (inst.opcode == Opcode::AllGather && (in == 0 || out % in != 0))
     return fail("dst has ", out, " elements, not a multiple of src's ", in);
-  if (inst.opcode == Opcode::ReduceScatter && (out == 0 || in % out != 0))
+  if ((inst.opcode == Opcode::ReduceScatter ||
+       inst.opcode == Opcode::AllSlice) &&
+      (out == 0 || in % out != 0))
     return fail("src has ", in, " elements, not a multiple of dst's ", out);
   return true;
 }
@@ -1336,7 +1434,132 @@ bool validateTensors(const Program &program, std::string &error) {
   return true;
 }
 
+/// The mesh of a partitioned program and the shardings of its tensors.
+bool validateMesh(const Program &program, std::string &error) {
+  const std::vector<MeshAxis> &mesh = program.mesh;
+  if (mesh.size() > kMaxMeshAxes) {
+    error =
+        cat("the mesh has ", mesh.size(), " axes (at most ", kMaxMeshAxes, ")");
+    return false;
+  }
+  for (size_t a = 0; a < mesh.size(); ++a) {
+    if (mesh[a].name.empty() || mesh[a].size < 1) {
+      error = cat("mesh axis ", a, " '", mesh[a].name,
+                  "' needs a name and a size >= 1, got ", mesh[a].size);
+      return false;
+    }
+    for (size_t b = 0; b < a; ++b)
+      if (mesh[b].name == mesh[a].name) {
+        error = cat("mesh axis '", mesh[a].name, "' appears twice");
+        return false;
+      }
+  }
+  for (const HbmTensor &tensor : program.tensors) {
+    if (tensor.sharding.empty())
+      continue;
+    if (tensor.kind != HbmTensor::Kind::Input &&
+        tensor.kind != HbmTensor::Kind::Output) {
+      error = cat("tensor '", tensor.name,
+                  "' has a sharding but only inputs and outputs map to "
+                  "global tensors");
+      return false;
+    }
+    if (tensor.sharding.size() != tensor.shape.size()) {
+      error = cat("tensor '", tensor.name, "' has a sharding of ",
+                  tensor.sharding.size(), " dimensions for rank ",
+                  tensor.shape.size());
+      return false;
+    }
+    uint32_t seen = 0;
+    for (size_t d = 0; d < tensor.sharding.size(); ++d) {
+      const DimSharding &dim = tensor.sharding[d];
+      if (dim.blocks < 1 || (dim.blocks > 1 && dim.axes.empty()) ||
+          tensor.shape[d] % dim.blocks != 0) {
+        error = cat("tensor '", tensor.name, "' dimension ", d, " of size ",
+                    tensor.shape[d], " cannot be split into ", dim.blocks,
+                    " blocks");
+        return false;
+      }
+      for (uint32_t axis : dim.axes) {
+        if (axis >= mesh.size() || (seen >> axis) & 1) {
+          error = cat("tensor '", tensor.name, "' dimension ", d,
+                      axis >= mesh.size() ? " names mesh axis #"
+                                          : " repeats mesh axis #",
+                      axis, " (the mesh has ", mesh.size(), " axes)");
+          return false;
+        }
+        seen |= 1u << axis;
+      }
+    }
+  }
+  return true;
+}
+
 } // namespace
+
+int64_t collectiveGroupSize(const Instruction &inst,
+                            const std::vector<int64_t> &axisSizes) {
+  int64_t size = 1;
+  for (size_t a = 0; a < axisSizes.size() && a < 32; ++a)
+    if ((inst.meshAxes >> a) & 1)
+      size *= axisSizes[a];
+  return size;
+}
+
+bool validateCollectiveShapes(const Program &program,
+                              const std::vector<int64_t> &axisSizes,
+                              std::string &error) {
+  const std::vector<Instruction> &stream =
+      program.engineStreams[size_t(Engine::Sync)];
+  for (size_t i = 0; i < stream.size(); ++i) {
+    const Instruction &inst = stream[i];
+    if (!isCollectiveOpcode(inst.opcode))
+      continue;
+    auto fail = [&](auto... args) {
+      error = cat(streamName(size_t(Engine::Sync)), " #", i, " ",
+                  opcodeName(inst.opcode), ": ", args...);
+      return false;
+    };
+    if (program.mesh.empty())
+      return fail("a collective in a program without a mesh");
+    if (inst.meshAxes >> std::min<size_t>(program.mesh.size(), 31))
+      return fail("names mesh axis bits 0x", inst.meshAxes, " beyond the ",
+                  program.mesh.size(), " axes of the mesh");
+    if (inst.srcs.size() != 1 || inst.opcode == Opcode::CollectivePermute ||
+        inst.opcode == Opcode::AllReduce)
+      continue;
+    const int64_t n = collectiveGroupSize(inst, axisSizes);
+    const int64_t in = inst.srcs[0].numPartitions;
+    const int64_t out = inst.dst.numPartitions;
+    const int64_t dim = inst.collectiveShape.empty()
+                            ? 0
+                            : inst.collectiveShape[size_t(inst.collectiveDim)];
+    switch (inst.opcode) {
+    case Opcode::AllGather:
+      if (out != in * n)
+        return fail("dst has ", out, " elements, not src's ", in,
+                    " times the group size ", n);
+      break;
+    case Opcode::ReduceScatter:
+    case Opcode::AllSlice:
+      if (dim % n != 0 || out * n != in)
+        return fail("dimension ", inst.collectiveDim, " of size ", dim,
+                    " does not split into the group size ", n, " (dst has ",
+                    out, " of src's ", in, " elements)");
+      break;
+    case Opcode::AllToAll:
+      if (dim % n != 0)
+        return fail("split dimension ", inst.collectiveDim, " of size ", dim,
+                    " is not a multiple of the group size ", n);
+      break;
+    default:
+      break;
+    }
+  }
+  return true;
+}
+
+namespace {} // namespace
 
 bool validateProgram(const Program &program, const Target &target,
                      std::string &error) {
@@ -1355,7 +1578,7 @@ bool validateProgram(const Program &program, const Target &target,
                 " DMA queues (at most ", target.dmaQueues, ")");
     return false;
   }
-  if (!validateTensors(program, error))
+  if (!validateTensors(program, error) || !validateMesh(program, error))
     return false;
   size_t numStreams = 5 + program.dmaQueues.size();
   for (size_t s = 0; s < numStreams; ++s) {
@@ -1388,7 +1611,10 @@ bool validateProgram(const Program &program, const Target &target,
       }
     }
   }
-  return true;
+  std::vector<int64_t> sizes;
+  for (const MeshAxis &axis : program.mesh)
+    sizes.push_back(axis.size);
+  return validateCollectiveShapes(program, sizes, error);
 }
 
 //===----------------------------------------------------------------------===//

@@ -131,15 +131,17 @@ bool allowedOn(Engine engine, Opcode opcode) {
     return engine == Engine::GpSimd;
   case Opcode::DmaCopy:
     return engine == Engine::Dma;
+  case Opcode::AllReduce:
+  case Opcode::AllGather:
+  case Opcode::ReduceScatter:
+  case Opcode::AllSlice:
+  case Opcode::AllToAll:
+  case Opcode::CollectivePermute:
+  case Opcode::AxisIndex:
+    return engine == Engine::Sync;
   default:
     return false;
   }
-}
-
-bool isCollective(Opcode opcode) {
-  return opcode == Opcode::AllReduce || opcode == Opcode::AllGather ||
-         opcode == Opcode::ReduceScatter || opcode == Opcode::Send ||
-         opcode == Opcode::Recv;
 }
 
 /// Byte range [begin, end) per partition and partition range of an on-chip
@@ -343,8 +345,10 @@ bool Scheduler::prepare() {
       core.currentStream = s;
       core.currentIndex = i;
       core.currentInst = &inst;
-      if (isCollective(inst.opcode))
-        return core.fail("collectives are not supported yet by the simulator");
+      if (isCollectiveOpcode(inst.opcode) && !core.options.collectives)
+        return core.fail(
+            "the program is partitioned and needs its mesh bound: run it "
+            "with trn-run --mesh (or the multi-rank runtime API)");
       if (unsigned(inst.opcode) > unsigned(kLastOpcode))
         return core.fail("unknown opcode");
       if (!allowedOn(stream.engine, inst.opcode))
@@ -448,8 +452,20 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
   core.currentInst = &inst;
 
   ExecResult result;
-  if (!core.execute(stream.engine, inst, result))
+  const bool collective = isCollectiveOpcode(inst.opcode);
+  double collectiveDuration = 0.0;
+  if (collective) {
+    CollectiveTiming timing;
+    if (!core.executeCollective(inst, start, timing))
+      return false;
+    collectiveDuration = timing.durationNs;
+    ++stats.collectives;
+    stats.communicationNs += timing.durationNs;
+    stats.collectiveWaitNs += timing.waitNs;
+    stats.collectiveBytes += timing.bytes;
+  } else if (!core.execute(stream.engine, inst, result)) {
     return false;
+  }
 
   // Why the stream sat idle since its previous instruction ended.
   stream.stats.semaphoreWaitNs += std::max(0.0, stream.readyAt - stream.freeAt);
@@ -459,6 +475,10 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
   const double clock = engineClockGHz(target, stream.engine);
   if (inst.opcode == Opcode::Nop) {
     duration = 0.0;
+  } else if (collective) {
+    // Collectives run on their own queue: the other streams go on unless
+    // their semaphores wait for the collective's result.
+    duration = collectiveDuration;
   } else if (stream.engine == Engine::Dma) {
     // The fixed latency overlaps across queues; the data phases share the
     // DMA engines, one transfer at a time in the order they become ready.

@@ -175,6 +175,13 @@ struct ExecResult {
   uint64_t scratchSaveBytes = 0, scratchReloadBytes = 0;
 };
 
+/// What one collective cost this rank in simulated time.
+struct CollectiveTiming {
+  double durationNs = 0.0; ///< from its start here to the group's finish
+  double waitNs = 0.0;     ///< waiting for the group's last member
+  uint64_t bytes = 0;      ///< of the source
+};
+
 class SimulatorCoreBase {
 public:
   SimulatorCoreBase(const Target &target, SimulatorOptions options)
@@ -273,6 +280,11 @@ public:
 
   /// Functional effect of the current instruction on `engine`.
   bool execute(Engine engine, const Instruction &inst, ExecResult &result);
+  /// A collective started at `startNs` on this rank: exchanges with its
+  /// group through options.collectives, stores the result, and tells when
+  /// the group finishes (SimulatorCollectives.cpp).
+  bool executeCollective(const Instruction &inst, double startNs,
+                         CollectiveTiming &timing);
 
 private:
   bool scalarValues(const ScalarOperand &operand, unsigned partitions,

@@ -79,6 +79,18 @@ Target makeTrn1() {
   // §2.6 "cost per buffer": 30 ns per contiguous buffer puts 256 B buffers
   // at ~33% and 2 KiB at ~80% of the engine rate, the curve of §8.4.
   t.dmaDescriptorNs = 30.0;
+
+  // Collectives. §1.1: 2 cores per chip, 16 chips per trn1.32xlarge,
+  // NeuronLink-v2 384 GB/s per chip, EFA 800 Gbps per instance. The
+  // latencies are not published: a ring step inside an instance is a DMA
+  // between chips (the §2.6 fixed cost); across instances we assume 10 us,
+  // the order of an EFA round trip (docs/simulator.md says so).
+  t.coresPerChip = 2;
+  t.chipsPerInstance = 16;
+  t.linkBytesPerNsPerChip = 384.0;
+  t.networkBytesPerNsPerInstance = 100.0;
+  t.linkLatencyNs = 1300.0;
+  t.networkLatencyNs = 10000.0;
   return t;
 }
 
@@ -107,6 +119,10 @@ Target makeTrn2() {
   t.vectorGpsimdShareSbufPort = false; // §2.7 (4)
   t.vectorScalarSharePsumPort = false; // §2.7 (4)
   t.vectorElementsPerCycle = 256;      // §1.3: 256 for 32-bit dtypes
+  // §7: trn2.48xlarge, 16 chips of 8 cores, 1,024 GB/s per chip inside the
+  // instance. Its EFA is not in our reference: trn1's 100 GB/s is kept.
+  t.coresPerChip = 8;
+  t.linkBytesPerNsPerChip = 1024.0;
   return t;
 }
 

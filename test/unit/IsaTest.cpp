@@ -60,6 +60,13 @@ AccessPattern hbm(DType dtype, uint32_t rows, int64_t free,
   return ap;
 }
 
+/// A whole contiguous HBM tensor of `elements` (a collective's operand).
+AccessPattern whole(DType dtype, uint32_t elements, int64_t byteOffset = 0) {
+  AccessPattern ap = hbm(dtype, elements, 1, byteOffset);
+  ap.partitionStride = 1;
+  return ap;
+}
+
 ScalarOperand column(AccessPattern ap) {
   ScalarOperand s;
   s.isImmediate = false;
@@ -421,12 +428,13 @@ TEST(IsaValidate, OpcodeOnItsEngine) {
       make(Opcode::DmaCopy, sbuf(DType::F32, 1, 1), {hbm(DType::F32, 1, 1)});
   EXPECT_EQ(check(dma, Engine::Sync),
             "dma_copy: cannot run on the sync engine (it runs on a dma queue)");
-  Instruction reduce = make(Opcode::AllReduce, hbm(DType::F32, 1, 4),
-                            {hbm(DType::F32, 1, 4, 16)});
+  Instruction reduce =
+      make(Opcode::AllReduce, whole(DType::F32, 4), {whole(DType::F32, 4, 16)});
   reduce.meshAxes = 1;
+  reduce.op0 = AluOp::Add;
   EXPECT_EQ(check(reduce, Engine::Tensor),
             "all_reduce: cannot run on the tensor engine (it runs on the sync "
-            "stream or a dma queue)");
+            "stream)");
   EXPECT_EQ(check(reduce, Engine::Sync), "");
 }
 
@@ -1228,30 +1236,140 @@ TEST(IsaValidate, DmaIndirect) {
 }
 
 TEST(IsaValidate, Collectives) {
-  Instruction reduce = make(Opcode::AllReduce, hbm(DType::F32, 1, 64),
-                            {hbm(DType::F32, 1, 64, 256)});
+  Instruction reduce = make(Opcode::AllReduce, whole(DType::F32, 64),
+                            {whole(DType::F32, 64, 256)});
+  reduce.op0 = AluOp::Add;
   EXPECT_EQ(check(reduce, Engine::Sync),
             "all_reduce: spans no mesh axis (meshAxes is 0)");
   reduce.meshAxes = 2;
-  EXPECT_EQ(check(reduce, Engine::Dma), "");
-  reduce.dst.dtype = DType::BF16;
-  EXPECT_EQ(check(reduce, Engine::Sync),
+  EXPECT_EQ(check(reduce, Engine::Sync), "");
+  EXPECT_EQ(check(reduce, Engine::Dma),
+            "all_reduce: cannot run on the dma engine (it runs on the sync "
+            "stream)");
+  Instruction cast = reduce;
+  cast.dst.dtype = DType::BF16;
+  EXPECT_EQ(check(cast, Engine::Sync),
             "all_reduce: src is f32 but dst is bf16 (collectives do not cast)");
-  Instruction gather = make(Opcode::AllGather, hbm(DType::F32, 1, 100),
-                            {hbm(DType::F32, 1, 64, 512)});
+  Instruction tile = reduce;
+  tile.srcs[0] = hbm(DType::F32, 1, 64, 256);
+  EXPECT_EQ(check(tile, Engine::Sync),
+            "all_reduce: src must be a whole contiguous HBM tensor "
+            "(numPartitions = elements, partitionStride 1, one free dim of "
+            "size 1)");
+  Instruction bad = reduce;
+  bad.op0 = AluOp::Multiply;
+  EXPECT_EQ(check(bad, Engine::Sync),
+            "all_reduce: op0 multiply is not a collective reduction (add, "
+            "max, min)");
+  bad = reduce;
+  bad.op0 = AluOp::Max;
+  bad.op1 = AluOp::Divide;
+  EXPECT_EQ(check(bad, Engine::Sync),
+            "all_reduce: a mean (op1 divide) needs op0 add and a float dtype");
+  bad = reduce;
+  bad.dst = whole(DType::F32, 32);
+  EXPECT_EQ(check(bad, Engine::Sync),
+            "all_reduce: src has 64 elements but dst has 32");
+
+  Instruction gather = make(Opcode::AllGather, whole(DType::F32, 100),
+                            {whole(DType::F32, 64, 512)});
   gather.meshAxes = 1;
+  gather.collectiveShape = {8, 8};
   EXPECT_EQ(check(gather, Engine::Sync),
             "all_gather: dst has 100 elements, not a multiple of src's 64");
-  Instruction scatter = make(Opcode::ReduceScatter, hbm(DType::F32, 1, 48),
-                             {hbm(DType::F32, 1, 64, 512)});
+  gather.dst = whole(DType::F32, 128);
+  EXPECT_EQ(check(gather, Engine::Sync), "");
+  gather.collectiveShape = {8, 4};
+  EXPECT_EQ(check(gather, Engine::Sync),
+            "all_gather: collectiveShape has 32 elements but src has 64");
+  gather.collectiveShape = {8, 8};
+  gather.collectiveDim = 2;
+  EXPECT_EQ(check(gather, Engine::Sync),
+            "all_gather: collectiveDim 2 is outside rank 2");
+  gather.collectiveShape.clear();
+  EXPECT_EQ(check(gather, Engine::Sync),
+            "all_gather: needs the local shape of src (collectiveShape)");
+
+  Instruction scatter = make(Opcode::ReduceScatter, whole(DType::F32, 48),
+                             {whole(DType::F32, 64, 512)});
   scatter.meshAxes = 1;
+  scatter.op0 = AluOp::Add;
+  scatter.collectiveShape = {64};
   EXPECT_EQ(check(scatter, Engine::Sync),
             "reduce_scatter: src has 64 elements, not a multiple of dst's 48");
+  Instruction toAll = make(Opcode::AllToAll, whole(DType::F32, 64),
+                           {whole(DType::F32, 64, 512)});
+  toAll.meshAxes = 1;
+  toAll.collectiveShape = {8, 8};
+  toAll.concatDim = 3;
+  EXPECT_EQ(check(toAll, Engine::Sync),
+            "all_to_all: concatDim 3 is outside rank 2");
+  Instruction index = make(Opcode::AxisIndex, whole(DType::F32, 1));
+  index.meshAxes = 1;
+  EXPECT_EQ(check(index, Engine::Sync),
+            "axis_index: dst is f32; an axis index is i32 or i64");
+  index.dst = whole(DType::I32, 1);
+  EXPECT_EQ(check(index, Engine::Sync), "");
   Instruction send =
-      make(Opcode::Send, AccessPattern(), {hbm(DType::F32, 1, 8)});
-  EXPECT_EQ(check(send, Engine::Sync), "");
-  Instruction recv = make(Opcode::Recv, hbm(DType::F32, 1, 8));
-  EXPECT_EQ(check(recv, Engine::Sync), "");
+      make(Opcode::Send, AccessPattern(), {whole(DType::F32, 8)});
+  send.meshAxes = 1;
+  EXPECT_EQ(check(send, Engine::Sync),
+            "send: is reserved for pipeline transfers and not supported yet");
+}
+
+/// A program with one collective on a mesh dp=2, tp=4.
+Program meshProgram(Instruction inst) {
+  Program program;
+  program.mesh = {{"dp", 2}, {"tp", 4}};
+  program.hbmBytes = 4096;
+  program.engineStreams[size_t(Engine::Sync)].push_back(std::move(inst));
+  return program;
+}
+
+TEST(IsaValidate, CollectivesAgainstTheMesh) {
+  Instruction gather = make(Opcode::AllGather, whole(DType::F32, 128, 1024),
+                            {whole(DType::F32, 64)});
+  gather.meshAxes = 2; // tp: 4 ranks
+  gather.collectiveShape = {64};
+  EXPECT_EQ(checkProgram(meshProgram(gather)),
+            "sync stream #0 all_gather: dst has 128 elements, not src's 64 "
+            "times the group size 4");
+  gather.meshAxes = 1; // dp: 2 ranks
+  EXPECT_EQ(checkProgram(meshProgram(gather)), "");
+  gather.meshAxes = 4; // no third axis
+  EXPECT_EQ(checkProgram(meshProgram(gather)),
+            "sync stream #0 all_gather: names mesh axis bits 0x4 beyond the 2 "
+            "axes of the mesh");
+  Instruction slice = make(Opcode::AllSlice, whole(DType::F32, 16),
+                           {whole(DType::F32, 48, 1024)});
+  slice.meshAxes = 2;
+  slice.collectiveShape = {6, 8};
+  EXPECT_EQ(checkProgram(meshProgram(slice)),
+            "sync stream #0 all_slice: dimension 0 of size 6 does not split "
+            "into the group size 4 (dst has 16 of src's 48 elements)");
+  Program noMesh = meshProgram(slice);
+  noMesh.mesh.clear();
+  EXPECT_EQ(checkProgram(noMesh),
+            "sync stream #0 all_slice: a collective in a program without a "
+            "mesh");
+
+  Program sharded = meshProgram(slice);
+  sharded.engineStreams[size_t(Engine::Sync)].clear();
+  HbmTensor input;
+  input.name = "x";
+  input.shape = {4, 8};
+  input.sharding = {{{1}, 1}, {{1}, 1}};
+  sharded.tensors.push_back(input);
+  EXPECT_EQ(checkProgram(sharded),
+            "tensor 'x' dimension 1 repeats mesh axis #1 (the mesh has 2 "
+            "axes)");
+  sharded.tensors[0].sharding = {{{0}, 3}, {}};
+  EXPECT_EQ(checkProgram(sharded),
+            "tensor 'x' dimension 0 of size 4 cannot be split into 3 blocks");
+  sharded.tensors[0].sharding = {{{0, 1}, 2}, {}};
+  EXPECT_EQ(checkProgram(sharded), "");
+  sharded.mesh.push_back({"dp", 1});
+  EXPECT_EQ(checkProgram(sharded), "mesh axis 'dp' appears twice");
 }
 
 //===----------------------------------------------------------------------===//

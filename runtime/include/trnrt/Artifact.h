@@ -31,7 +31,7 @@
 namespace trnrt {
 
 /// The format version this runtime writes and the newest it reads.
-constexpr uint32_t kArtifactFormatVersion = 2;
+constexpr uint32_t kArtifactFormatVersion = 3;
 
 // Structural limits, enforced by the writer and the reader alike.
 constexpr unsigned kArtifactMaxDmaQueues = 16;
@@ -39,6 +39,7 @@ constexpr unsigned kArtifactMaxApDims = 4;
 constexpr unsigned kArtifactMaxSources = 8;
 constexpr unsigned kArtifactMaxWaits = 64;
 constexpr unsigned kArtifactMaxRank = 16;
+constexpr unsigned kArtifactMaxMeshAxes = 16;
 /// Names, roles, target, compiler version, cache key and report keys.
 constexpr size_t kArtifactMaxNameBytes = 4096;
 constexpr size_t kArtifactMaxReportValueBytes = size_t(16) << 20;
@@ -55,6 +56,8 @@ struct ArtifactTensorInfo {
   uint64_t sizeInBytes = 0;  ///< elements x element size
   int32_t aliasesInput = -1; ///< output updating input #n in place, or -1
   std::string role;
+  /// How the global tensor maps to this local one (partitioned programs).
+  std::vector<DimSharding> sharding;
 };
 
 /// Everything about an artifact except the program itself.
@@ -74,6 +77,7 @@ struct ArtifactInfo {
   uint64_t sbufPeakBytesPerPartition = 0;  ///< derived
   uint64_t psumPeakBytesPerPartition = 0;  ///< derived
   uint64_t hbmPeakBytes = 0;               ///< derived: Program::hbmBytes
+  std::vector<MeshAxis> mesh;              ///< derived: Program::mesh
   /// Finite and >= 0 when present.
   std::optional<double> estimatedDeviceTimeNs;
   /// The compiler's report: free-form keys and values, valid UTF-8 without

@@ -143,18 +143,27 @@ enum class Opcode : uint8_t {
   DmaCopy, ///< dst = src (cast through fp32), optionally gathered/scattered
   // Sync / control.
   Nop, ///< only waits and signals
-  // Collectives (filled in by the partitioning work; the simulator runs
-  // them through the runtime's collective backend).
-  AllReduce,
-  AllGather,
-  ReduceScatter,
-  Send,
-  Recv,
+  // Collectives on whole HBM tensors (Sync stream; docs/isa.md §5.6). Their
+  // replica groups name mesh axes (meshAxes), bound when a rank loads the
+  // program; the simulator runs them through its CollectiveContext.
+  AllReduce, ///< dst = reduce(op0) of the group's srcs[0] (op1 divide: mean)
+  AllGather, ///< dst = the group's srcs[0] concatenated along a dim
+  ReduceScatter, ///< dst = this rank's slice of reduce(op0) along a dim
+  Send,          ///< reserved (pipeline transfers); rejected
+  Recv,          ///< reserved (pipeline transfers); rejected
   // Vector Engine, appended so that earlier opcodes keep their encoding.
   Rng, ///< dst[p, i...] = Philox draw at index base + p*cm + sum(step*i)
+  // Collectives (format 3).
+  AllSlice, ///< dst = this rank's slice of srcs[0] (no communication)
+  AllToAll, ///< split along one dim, exchange, concatenate along another
+  CollectivePermute, ///< dst = srcs[0] of the rank `shift` positions before
+  AxisIndex,         ///< dst (one integer) = this rank's index in its group
 };
 /// The highest opcode value (validators and the artifact reader refuse more).
-inline constexpr Opcode kLastOpcode = Opcode::Rng;
+inline constexpr Opcode kLastOpcode = Opcode::AxisIndex;
+/// Whether `opcode` is a collective (runs on the Sync stream and needs a
+/// mesh binding to execute; Send and Recv are reserved).
+bool isCollectiveOpcode(Opcode opcode);
 const char *opcodeName(Opcode opcode);
 
 /// Synchronisation attached to every instruction.
@@ -197,8 +206,17 @@ struct Instruction {
   // scatter-add (dst HBM, accumulate = true).
   bool indirect = false;
   AccessPattern indices;
-  // Collectives.
-  uint32_t meshAxes = 0; ///< bitmask of mesh axes the collective spans
+  // Collectives: srcs[0] and dst are whole HBM tensors (numPartitions =
+  // elements, partitionStride 1, one free dim of size 1). op0 is the
+  // reduction (add, max, min) of all_reduce/reduce_scatter; op1 = divide
+  // divides the sum by the group size (mean).
+  uint32_t meshAxes = 0; ///< bitmask of Program::mesh axes the group spans
+  /// The local shape of srcs[0] (all_gather, reduce_scatter, all_slice,
+  /// all_to_all: the ops that move data along a dimension).
+  std::vector<int64_t> collectiveShape;
+  int64_t collectiveDim = 0; ///< gathered / scattered / sliced / split dim
+  int64_t concatDim = 0;     ///< all_to_all: the dim received pieces join
+  int64_t shift = 0;         ///< collective_permute: send to position + shift
   // Rng: srcs[0] is the seed, [P, 2] int32 (low, high word) on every
   // partition of dst; base, channelMultiplier and steps give each element's
   // int64 counter. Bernoulli: dst = (draw >> 8) < value ? 1 : 0 (value an
@@ -212,6 +230,20 @@ struct Instruction {
 /// Scratch tensors whose name starts with this hold SBUF tiles the compiler
 /// spilled to HBM ("spill<N>"); the other scratch tensors hold intermediates.
 inline constexpr std::string_view kSpillTensorPrefix = "spill";
+
+/// An axis of the device mesh a partitioned program was compiled for.
+struct MeshAxis {
+  std::string name;
+  int64_t size = 1; ///< the compile-time size (docs/partitioning.md)
+};
+
+/// How one dimension of a global tensor is split over mesh axes: over
+/// `axes` (indices into Program::mesh, major first); with `blocks` > 1 the
+/// dimension is seen as that many equal blocks, each split over the axes.
+struct DimSharding {
+  std::vector<uint32_t> axes;
+  int64_t blocks = 1;
+};
 
 /// A named HBM tensor of the program (inputs, outputs, constants, scratch).
 struct HbmTensor {
@@ -228,6 +260,9 @@ struct HbmTensor {
   int32_t aliasesInput = -1; ///< Output updating input #n in place
   std::string role;          ///< trn.role
   std::vector<uint8_t> data; ///< Constant: the bytes
+  /// Inputs and outputs of a partitioned program: per dimension, how the
+  /// global tensor maps to this local one (empty: the same on every rank).
+  std::vector<DimSharding> sharding;
 
   bool isSpill() const {
     return kind == Kind::Scratch &&
@@ -251,6 +286,9 @@ struct Program {
   uint64_t flops = 0;
   uint64_t sbufPeakBytesPerPartition = 0;
   uint64_t psumPeakBytesPerPartition = 0;
+  /// The mesh of a partitioned (SPMD) program: every rank runs this program
+  /// on its local tensors. Empty for a single-core program.
+  std::vector<MeshAxis> mesh;
 };
 
 } // namespace trnrt

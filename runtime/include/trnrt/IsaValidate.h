@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace trnrt {
 
@@ -30,6 +31,21 @@ bool validateInstruction(const Instruction &instruction, Engine engine,
 /// "<stream> #<index> <opcode>: ..." or a program-level message.
 bool validateProgram(const Program &program, const Target &target,
                      std::string &error);
+
+/// The most axes a mesh may have (Instruction::meshAxes is a bitmask).
+constexpr size_t kMaxMeshAxes = 16;
+
+/// The product of the sizes of the axes `inst.meshAxes` names.
+int64_t collectiveGroupSize(const Instruction &inst,
+                            const std::vector<int64_t> &axisSizes);
+
+/// Checks the collectives of the Sync stream against mesh axis sizes
+/// `axisSizes` (one per Program::mesh axis): axes that exist, and element
+/// counts that gather and split by the group size. validateProgram checks
+/// the compile-time sizes; a runtime binding other sizes checks those.
+bool validateCollectiveShapes(const Program &program,
+                              const std::vector<int64_t> &axisSizes,
+                              std::string &error);
 
 /// Static deadlock check: runs the streams abstractly (an instruction
 /// completes as soon as its waits hold, then signals) until nothing moves.

@@ -28,6 +28,8 @@
 
 namespace trnrt {
 
+struct CollectiveContext;
+
 struct SimulatorOptions {
   /// Fill SBUF and PSUM (before every run) and the input, output and
   /// scratch tensors (at load; outputs and scratch again before every run)
@@ -42,6 +44,9 @@ struct SimulatorOptions {
   /// depend only on the instruction, never on this count, so results are
   /// bit-identical for every value.
   unsigned threads = 0;
+  /// The rank's binding of a partitioned program (trnrt/Collectives.h):
+  /// without one, a program with collectives fails to run. Not owned.
+  CollectiveContext *collectives = nullptr;
 };
 
 /// Streams are numbered as in docs/isa.md §4: 0..4 are the engine streams
@@ -123,6 +128,17 @@ struct SimulationStats {
   uint64_t psumWriteBytes = 0;
 
   uint64_t instructions = 0;
+
+  // Collectives (partitioned programs; docs/simulator.md "Collectives").
+  uint64_t collectives = 0;
+  /// Sum of the collectives' durations on the Sync stream: waiting for the
+  /// group's last member plus the transfer itself.
+  double communicationNs = 0.0;
+  /// The part of communicationNs spent waiting for other ranks to arrive.
+  double collectiveWaitNs = 0.0;
+  /// Bytes of the collectives' sources (what each rank contributes).
+  uint64_t collectiveBytes = 0;
+
   /// Filled when SimulatorOptions::recordInstructions is set, in start order.
   std::vector<InstructionRecord> records;
 };

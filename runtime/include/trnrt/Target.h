@@ -76,10 +76,21 @@ struct Target {
   unsigned scalarAccessOverheadCycles; ///< 264 measured - MIN_II (§2.4)
   double dmaDescriptorNs;              ///< per DMA buffer per engine [derived]
 
+  // Collectives (docs/simulator.md, "Collectives"): ring algorithms over
+  // the chip-to-chip links inside an instance and the network between them.
+  unsigned coresPerChip;               ///< 2 NeuronCores per Trainium1 chip
+  unsigned chipsPerInstance;           ///< 16 chips in a trn1.32xlarge
+  double linkBytesPerNsPerChip;        ///< NeuronLink-v2: 384 GB/s per chip
+  double networkBytesPerNsPerInstance; ///< EFA: 800 Gbps = 100 GB/s
+  double linkLatencyNs;                ///< one ring step inside an instance
+  double networkLatencyNs;             ///< one ring step across instances
+
   /// Peak dense bf16 TFLOPS of one core: 128 x 128 PEs x 2 x clock.
   double peakBf16Tflops() const {
     return 128.0 * 128.0 * 2.0 * tensorClockGHz / 1000.0;
   }
+  /// NeuronCores in one instance: 32 on a trn1.32xlarge.
+  unsigned coresPerInstance() const { return coresPerChip * chipsPerInstance; }
 };
 
 /// The table for `name` ("trn1", "trn2"), or nullptr.

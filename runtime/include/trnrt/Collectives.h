@@ -1,0 +1,153 @@
+//===- Collectives.h - collectives of a partitioned program ------*- C++
+//-*-===//
+//
+// What a rank needs to execute the collective instructions of a partitioned
+// program (docs/isa.md §5.6): the mesh bound at load time (axis sizes and
+// this rank's coordinates), a Communicator that exchanges buffers with the
+// other ranks of a replica group (threads of one process, or Open MPI
+// processes: trnrt/MpiCommunicator.h), the semantics of every collective on
+// the exchanged bytes, and their cost in simulated time (ring algorithms over
+// NeuronLink inside an instance and EFA between instances; docs/simulator.md).
+//
+// A replica group is the set of ranks that differ only along the axes an
+// instruction names; rank = row-major over the mesh axes (the first axis the
+// most major), as in docs/partitioning.md. No MLIR or LLVM; no exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRNRT_COLLECTIVES_H
+#define TRNRT_COLLECTIVES_H
+
+#include "trnrt/Isa.h"
+#include "trnrt/Target.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace trnrt {
+
+/// One collective as a rank meets it: the k-th of its run (every rank meets
+/// the same collectives in the same order: they all run on the Sync stream),
+/// its group (world ranks in group order) and this rank's position in it.
+struct CollectiveCall {
+  uint64_t sequence = 0;
+  Opcode opcode = Opcode::AllReduce;
+  std::vector<int> group;
+  int position = 0;
+  /// "all_reduce #3 over tp": for messages.
+  std::string description;
+};
+
+/// Moves bytes between the ranks of a job. exchange() is all-to-all within
+/// a group: every member contributes `mine` and its simulated start time and
+/// receives everyone's, in group order. It fails with a one-line message
+/// when another rank failed (naming it) or when a member does not arrive
+/// within the timeout (naming the collective and the ranks missing).
+class Communicator {
+public:
+  virtual ~Communicator();
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual bool exchange(const CollectiveCall &call,
+                        const std::vector<uint8_t> &mine, double startNs,
+                        std::vector<std::vector<uint8_t>> &theirs,
+                        std::vector<double> &startsNs, std::string &error) = 0;
+  /// Stops the job because this rank failed with `message`: the other ranks'
+  /// exchanges fail naming this rank instead of waiting for it.
+  virtual void abort(const std::string &message) = 0;
+  /// Test-only: blocks until the job stops, like a rank that never reaches
+  /// its next collective (so the others' timeouts can be tested).
+  virtual void stall() = 0;
+};
+
+/// Every rank of a job in one process, one thread per rank: the exchanges
+/// go through shared memory.
+class InProcessJob {
+public:
+  InProcessJob(int ranks, double timeoutSeconds);
+  ~InProcessJob();
+  /// The communicator of rank `rank` (owned by the job).
+  Communicator &communicator(int rank);
+  /// The first failure reported through abort(), with its rank.
+  bool failed(int &rank, std::string &message) const;
+
+private:
+  friend class InProcessCommunicator;
+  struct Posting {
+    std::vector<uint8_t> data;
+    double startNs = 0;
+    int readersLeft = 0;
+  };
+  int ranks;
+  double timeoutSeconds;
+  mutable std::mutex mutex;
+  std::condition_variable changed;
+  /// Per rank: its postings by collective sequence number.
+  std::vector<std::map<uint64_t, std::shared_ptr<Posting>>> mailboxes;
+  bool aborted = false;
+  int abortRank = -1;
+  std::string abortMessage;
+  std::vector<std::unique_ptr<Communicator>> communicators;
+};
+
+/// A rank's binding of a partitioned program: the mesh at run time, its
+/// place in it, and how it talks to the other ranks.
+struct CollectiveContext {
+  std::vector<MeshAxis> axes; ///< the program's axes with the run-time sizes
+  int rank = 0;
+  Communicator *communicator = nullptr;
+  /// Test-only failure injection (trn-run reads TRNRT_TEST_FAIL_RANK and
+  /// TRNRT_TEST_STALL_RANK): fail at, or never arrive at, the first
+  /// collective.
+  bool injectFailure = false;
+  bool injectStall = false;
+  /// Collectives met so far (the next one's sequence number).
+  uint64_t sequence = 0;
+
+  int worldSize() const;
+  std::vector<int64_t> sizes() const;
+  /// This rank's index along every axis.
+  std::vector<int64_t> coordinates() const;
+  /// The world ranks of this rank's group along `meshAxes`, in group order
+  /// (the first named axis the most major), and this rank's position.
+  std::vector<int> group(uint32_t meshAxes, int &position) const;
+  /// "tp" or "dp,tp".
+  std::string axisNames(uint32_t meshAxes) const;
+};
+
+/// The result of collective `inst` for the member at `position` of a group
+/// whose source buffers are `members` (group order; only the own buffer for
+/// all_slice). `dst` gets the destination's bytes. Float sums accumulate in
+/// f32 in group order and round once to the dtype; integer sums in int64.
+bool computeCollective(const Instruction &inst,
+                       const std::vector<std::vector<uint8_t>> &members,
+                       int position, std::vector<uint8_t> &dst,
+                       std::string &error);
+
+/// Simulated time of collective `inst` for a group of world ranks `group`
+/// (docs/simulator.md, "Collectives"), once its last member has arrived:
+/// ring all-reduce 2(n-1)/n S/B + 2(n-1) a; all-gather, reduce-scatter and
+/// all-to-all (n-1)/n S/B + (n-1) a; a permute S/B + a; all_slice and
+/// axis_index a local copy. S is the larger of the source and destination
+/// bytes, B the group's bottleneck bandwidth per rank, a the per-step
+/// latency.
+double collectiveTimeNs(const Target &target, const Instruction &inst,
+                        const std::vector<int> &group, int worldSize,
+                        uint64_t srcBytes, uint64_t dstBytes);
+
+/// The bandwidth (bytes/ns) each rank of a ring over `group` gets, and the
+/// latency of one ring step: NeuronLink inside an instance, EFA when the
+/// group spans instances (worldSize tells how many of an instance's cores
+/// share its EFA).
+void ringLink(const Target &target, const std::vector<int> &group,
+              int worldSize, double &bytesPerNs, double &latencyNs);
+
+} // namespace trnrt
+
+#endif // TRNRT_COLLECTIVES_H

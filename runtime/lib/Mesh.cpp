@@ -1,0 +1,428 @@
+//===- Mesh.cpp - running a partitioned program on every rank -------------===//
+//
+// Binding a program's mesh to a job's sizes, splitting and assembling global
+// tensors by their shardings (the reference evaluator's rules: rank =
+// row-major over the mesh axes; a dimension split over axes gives rank
+// position p along them chunk p; with blocks, chunk p of every block), and
+// running ranks in threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trnrt/Mesh.h"
+
+#include "trnrt/IsaValidate.h"
+#include "trnrt/Numerics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+namespace trnrt {
+
+bool parseMeshSpec(const std::string &spec, std::vector<MeshAxis> &axes,
+                   std::string &error) {
+  axes.clear();
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos)
+      end = spec.size();
+    std::string item = spec.substr(start, end - start);
+    size_t equals = item.find('=');
+    MeshAxis axis;
+    if (equals == std::string::npos || equals == 0) {
+      error = "invalid mesh entry '" + item +
+              "'; expected axis=size, e.g. --mesh dp=2,tp=4";
+      return false;
+    }
+    axis.name = item.substr(0, equals);
+    std::string size = item.substr(equals + 1);
+    char *stop = nullptr;
+    long long value = std::strtoll(size.c_str(), &stop, 10);
+    if (size.empty() || *stop || value < 1 || value > (1 << 20)) {
+      error = "invalid size '" + size + "' for mesh axis '" + axis.name +
+              "' (a positive integer)";
+      return false;
+    }
+    axis.size = value;
+    for (const MeshAxis &other : axes)
+      if (other.name == axis.name) {
+        error = "mesh axis '" + axis.name + "' given twice";
+        return false;
+      }
+    axes.push_back(axis);
+    start = end + 1;
+  }
+  return true;
+}
+
+bool isElasticAxis(const Program &program, size_t axis) {
+  // Only data parallelism: the axis the compile cache's key leaves out, whose
+  // split arguments are each replica's own batch. A tp split of the same
+  // form would silently change the model's global shapes.
+  if (axis >= program.mesh.size() || program.mesh[axis].name != "dp")
+    return false;
+  for (const Instruction &inst : program.engineStreams[size_t(Engine::Sync)]) {
+    if (!isCollectiveOpcode(inst.opcode) || !((inst.meshAxes >> axis) & 1))
+      continue;
+    if (inst.opcode != Opcode::AllReduce || inst.op0 != AluOp::Add)
+      return false;
+  }
+  for (const HbmTensor &tensor : program.tensors)
+    if (tensor.kind != HbmTensor::Kind::Input &&
+        tensor.kind != HbmTensor::Kind::Output && !tensor.sharding.empty())
+      return false;
+  return true;
+}
+
+bool bindMesh(const Program &program, const std::vector<MeshAxis> &requested,
+              std::vector<MeshAxis> &bound, std::string &error) {
+  bound = program.mesh;
+  auto spelled = [](const MeshAxis &axis) {
+    return axis.name + "=" + std::to_string(axis.size);
+  };
+  for (const MeshAxis &axis : requested) {
+    auto it =
+        std::find_if(bound.begin(), bound.end(), [&](const MeshAxis &mine) {
+          return mine.name == axis.name;
+        });
+    if (it != bound.end() || axis.size == 1)
+      continue;
+    std::string known;
+    for (const MeshAxis &mine : program.mesh)
+      known += (known.empty() ? "" : ",") + spelled(mine);
+    error = program.mesh.empty()
+                ? "--mesh " + spelled(axis) +
+                      ": the artifact is not partitioned (compiled for one "
+                      "NeuronCore); run it without --mesh or compile it with "
+                      "trn-cc --mesh"
+                : "--mesh names axis '" + axis.name +
+                      "' but the artifact's mesh is " + known;
+    return false;
+  }
+  for (size_t a = 0; a < bound.size(); ++a) {
+    MeshAxis &axis = bound[a];
+    int64_t size = 1;
+    for (const MeshAxis &given : requested)
+      if (given.name == axis.name)
+        size = given.size;
+    if (size == axis.size)
+      continue;
+    if (!isElasticAxis(program, a)) {
+      error = "mesh axis '" + axis.name + "': the artifact was compiled for " +
+              spelled(axis) + " but --mesh gives " + axis.name + "=" +
+              std::to_string(size) +
+              "; the program's local shapes depend on it (only dp may "
+              "differ, when the program uses it solely in all_reduce "
+              "sum/mean): recompile with --mesh " +
+              axis.name + "=" + std::to_string(size);
+      return false;
+    }
+    axis.size = size;
+  }
+  std::vector<int64_t> sizes;
+  for (const MeshAxis &axis : bound)
+    sizes.push_back(axis.size);
+  return validateCollectiveShapes(program, sizes, error);
+}
+
+namespace {
+
+/// How dimension `d` of a tensor maps for one rank.
+struct DimMap {
+  int64_t local = 1, global = 1, position = 0, blocks = 1;
+  /// Global index of local index l.
+  int64_t operator()(int64_t l) const {
+    const int64_t blockLocal = local / blocks;
+    const int64_t blockGlobal = global / blocks;
+    return (l / blockLocal) * blockGlobal + position * blockLocal +
+           l % blockLocal;
+  }
+};
+
+std::vector<int64_t> coordinatesOf(const std::vector<MeshAxis> &bound,
+                                   int rank) {
+  std::vector<int64_t> coords(bound.size());
+  int64_t rest = rank;
+  for (size_t a = bound.size(); a-- > 0;) {
+    coords[a] = rest % bound[a].size;
+    rest /= bound[a].size;
+  }
+  return coords;
+}
+
+std::vector<DimMap> dimMaps(const HbmTensor &tensor,
+                            const std::vector<MeshAxis> &bound, int rank) {
+  std::vector<int64_t> coords = coordinatesOf(bound, rank);
+  std::vector<DimMap> maps(tensor.shape.size());
+  for (size_t d = 0; d < maps.size(); ++d) {
+    DimMap &map = maps[d];
+    map.local = map.global = tensor.shape[d];
+    if (d >= tensor.sharding.size())
+      continue;
+    const DimSharding &dim = tensor.sharding[d];
+    int64_t parts = 1;
+    for (uint32_t axis : dim.axes) {
+      if (axis >= bound.size())
+        continue;
+      map.position = map.position * bound[axis].size + coords[axis];
+      parts *= bound[axis].size;
+    }
+    map.global = map.local * parts;
+    map.blocks = std::max<int64_t>(1, dim.blocks);
+  }
+  return maps;
+}
+
+uint64_t elementsOf(const std::vector<int64_t> &shape) {
+  uint64_t count = 1;
+  for (int64_t size : shape)
+    count *= uint64_t(size);
+  return count;
+}
+
+} // namespace
+
+std::vector<int64_t> globalShape(const HbmTensor &tensor,
+                                 const std::vector<MeshAxis> &bound) {
+  std::vector<int64_t> shape;
+  for (const DimMap &map : dimMaps(tensor, bound, 0))
+    shape.push_back(map.global);
+  return shape;
+}
+
+void copyShard(const HbmTensor &tensor, const std::vector<MeshAxis> &bound,
+               int rank, uint8_t *global, uint8_t *local, bool toLocal) {
+  const size_t elementBytes = dtypeSizeInBytes(tensor.dtype);
+  const uint64_t count = elementsOf(tensor.shape);
+  if (count == 0)
+    return;
+  const std::vector<DimMap> maps = dimMaps(tensor, bound, rank);
+  if (maps.empty()) {
+    if (toLocal)
+      std::memcpy(local, global, elementBytes);
+    else
+      std::memcpy(global, local, elementBytes);
+    return;
+  }
+  const size_t rank0 = maps.size();
+  std::vector<int64_t> globalStrides(rank0, 1);
+  for (size_t d = rank0 - 1; d-- > 0;)
+    globalStrides[d] = globalStrides[d + 1] * maps[d + 1].global;
+  const DimMap &last = maps.back();
+  const int64_t run = last.local / last.blocks;
+  std::vector<int64_t> index(rank0 - 1, 0);
+  const uint64_t rows = count / uint64_t(last.local);
+  for (uint64_t row = 0; row < rows; ++row) {
+    int64_t base = 0;
+    for (size_t d = 0; d + 1 < rank0; ++d)
+      base += maps[d](index[d]) * globalStrides[d];
+    for (int64_t l0 = 0; l0 < last.local; l0 += run) {
+      uint8_t *g = global + size_t(base + last(l0)) * elementBytes;
+      uint8_t *l =
+          local + size_t(int64_t(row) * last.local + l0) * elementBytes;
+      if (toLocal)
+        std::memcpy(l, g, size_t(run) * elementBytes);
+      else
+        std::memcpy(g, l, size_t(run) * elementBytes);
+    }
+    for (size_t d = rank0 - 1; d-- > 0;) {
+      if (++index[d] < maps[d].local)
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+std::vector<uint8_t> encodeTensorValues(DType dtype, const double *values,
+                                        size_t count) {
+  const unsigned size = dtypeSizeInBytes(dtype);
+  std::vector<uint8_t> bytes(count * size);
+  for (size_t i = 0; i < count; ++i) {
+    const double value = values[i];
+    uint64_t bits;
+    switch (dtype) {
+    case DType::I1:
+      bits = value != 0.0 ? 1 : 0;
+      break;
+    case DType::I32:
+    case DType::I64: {
+      const bool narrow = dtype == DType::I32;
+      const double low = narrow ? -2147483648.0 : -9223372036854775808.0;
+      const double high = narrow ? 2147483647.0 : 9223372036854775807.0;
+      int64_t integer;
+      if (std::isnan(value))
+        integer = 0;
+      else if (value >= high)
+        integer = narrow ? int64_t(std::numeric_limits<int32_t>::max())
+                         : std::numeric_limits<int64_t>::max();
+      else
+        integer = int64_t(std::max(std::trunc(value), low));
+      bits = uint64_t(integer);
+      break;
+    }
+    default:
+      bits = encodeFloat(value, dtype);
+      break;
+    }
+    std::memcpy(bytes.data() + i * size, &bits, size);
+  }
+  return bytes;
+}
+
+std::vector<double> decodeTensorValues(DType dtype, const uint8_t *bytes,
+                                       size_t size) {
+  const unsigned elementBytes = dtypeSizeInBytes(dtype);
+  std::vector<double> values(size / elementBytes);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, bytes + i * elementBytes, elementBytes);
+    switch (dtype) {
+    case DType::I1:
+      values[i] = bits != 0 ? 1.0 : 0.0;
+      break;
+    case DType::I32:
+      values[i] = double(int32_t(uint32_t(bits)));
+      break;
+    case DType::I64:
+      values[i] = double(int64_t(bits));
+      break;
+    default:
+      values[i] = decodeFloat(bits, dtype);
+      break;
+    }
+  }
+  return values;
+}
+
+bool runRank(const Target &target, const Program &program,
+             const std::vector<MeshAxis> &bound,
+             const std::vector<std::vector<uint8_t>> &globalInputs,
+             Communicator &communicator, const MeshRunOptions &options,
+             RankRun &run, std::string &error) {
+  const int rank = communicator.rank();
+  auto failWith = [&](const std::string &message) {
+    error = "rank " + std::to_string(rank) + ": " + message;
+    communicator.abort(error);
+    return false;
+  };
+  CollectiveContext context;
+  context.axes = bound;
+  context.rank = rank;
+  context.communicator = &communicator;
+  context.injectFailure = options.failRank == rank;
+  context.injectStall = options.stallRank == rank;
+  SimulatorOptions simulatorOptions = options.simulator;
+  simulatorOptions.collectives = &context;
+  Simulator simulator(target, simulatorOptions);
+  std::string problem;
+  if (!simulator.load(program, problem))
+    return failWith(problem);
+
+  size_t input = 0;
+  for (const HbmTensor &tensor : program.tensors) {
+    if (tensor.kind != HbmTensor::Kind::Input)
+      continue;
+    if (input >= globalInputs.size())
+      return failWith("no value for input '" + tensor.name + "'");
+    std::vector<uint8_t> local(elementsOf(tensor.shape) *
+                               dtypeSizeInBytes(tensor.dtype));
+    const std::vector<uint8_t> &global = globalInputs[input++];
+    if (global.size() !=
+        elementsOf(globalShape(tensor, bound)) * dtypeSizeInBytes(tensor.dtype))
+      return failWith("input '" + tensor.name + "' has " +
+                      std::to_string(global.size()) +
+                      " bytes, not its global shape's");
+    copyShard(tensor, bound, rank, const_cast<uint8_t *>(global.data()),
+              local.data(), /*toLocal=*/true);
+    if (!simulator.writeTensorBytes(tensor.name, local.data(), local.size(),
+                                    problem))
+      return failWith(problem);
+  }
+  for (long long i = 0; i < options.iterations; ++i)
+    if (!simulator.run(run.stats, problem))
+      return failWith(problem);
+  run.outputs.clear();
+  for (const HbmTensor &tensor : program.tensors) {
+    if (tensor.kind != HbmTensor::Kind::Output)
+      continue;
+    run.outputs.emplace_back();
+    if (!simulator.readTensorBytes(tensor.name, run.outputs.back(), problem))
+      return failWith(problem);
+  }
+  return true;
+}
+
+void assembleOutputs(const Program &program, const std::vector<MeshAxis> &bound,
+                     const std::vector<RankRun> &runs,
+                     std::vector<std::vector<uint8_t>> &globalOutputs) {
+  globalOutputs.clear();
+  size_t output = 0;
+  for (const HbmTensor &tensor : program.tensors) {
+    if (tensor.kind != HbmTensor::Kind::Output)
+      continue;
+    std::vector<uint8_t> global(elementsOf(globalShape(tensor, bound)) *
+                                dtypeSizeInBytes(tensor.dtype));
+    // The pieces of the ranks at index 0 along every axis that does not
+    // split the tensor (the reference evaluator's choice: a replicated
+    // value is rank 0's, even where a program made the ranks differ).
+    std::vector<bool> splits(bound.size(), false);
+    for (const DimSharding &dim : tensor.sharding)
+      for (uint32_t axis : dim.axes)
+        if (axis < splits.size())
+          splits[axis] = true;
+    for (size_t rank = 0; rank < runs.size(); ++rank) {
+      std::vector<int64_t> coords = coordinatesOf(bound, int(rank));
+      bool first = true;
+      for (size_t a = 0; a < bound.size(); ++a)
+        first &= splits[a] || coords[a] == 0;
+      if (first && output < runs[rank].outputs.size())
+        copyShard(tensor, bound, int(rank), global.data(),
+                  const_cast<uint8_t *>(runs[rank].outputs[output].data()),
+                  /*toLocal=*/false);
+    }
+    globalOutputs.push_back(std::move(global));
+    ++output;
+  }
+}
+
+bool runMeshInProcess(const Target &target, const Program &program,
+                      const std::vector<MeshAxis> &bound,
+                      const std::vector<std::vector<uint8_t>> &globalInputs,
+                      const MeshRunOptions &options, std::vector<RankRun> &runs,
+                      std::string &error) {
+  int ranks = 1;
+  for (const MeshAxis &axis : bound)
+    ranks *= int(axis.size);
+  InProcessJob job(ranks, options.collectiveTimeoutSeconds);
+  runs.assign(size_t(ranks), RankRun());
+  std::vector<std::string> errors(static_cast<size_t>(ranks));
+  std::vector<char> ok(static_cast<size_t>(ranks), 0);
+  auto runOne = [&](int rank) {
+    ok[size_t(rank)] =
+        runRank(target, program, bound, globalInputs, job.communicator(rank),
+                options, runs[size_t(rank)], errors[size_t(rank)]);
+  };
+  std::vector<std::thread> threads;
+  for (int rank = 1; rank < ranks; ++rank)
+    threads.emplace_back(runOne, rank);
+  runOne(0);
+  for (std::thread &thread : threads)
+    thread.join();
+  int failedRank;
+  std::string message;
+  if (job.failed(failedRank, message)) {
+    error = message;
+    return false;
+  }
+  for (int rank = 0; rank < ranks; ++rank)
+    if (!ok[size_t(rank)]) {
+      error = errors[size_t(rank)];
+      return false;
+    }
+  return true;
+}
+
+} // namespace trnrt
