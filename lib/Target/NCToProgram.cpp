@@ -10,6 +10,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+#include <type_traits>
+
 using namespace mlir;
 using namespace mlir::nc;
 
@@ -64,6 +67,12 @@ public:
 
 private:
   LogicalResult layoutHbm();
+  LogicalResult readMesh();
+  std::vector<trnrt::DimSharding> shardingOf(unsigned argument, bool output);
+  /// A whole HBM tensor as a collective operand (docs/isa.md §5.6).
+  FailureOr<trnrt::AccessPattern> wholeTensor(Operation *user, Value tensor);
+  /// The bitmask of `axes` in the kernel's mesh.
+  uint32_t meshAxesOf(ArrayAttr axes);
   FailureOr<trnrt::AccessPattern> accessPattern(Operation *user, Value value);
   FailureOr<trnrt::AccessPattern> hbmTensorPattern(Operation *user,
                                                    Value tensor);
@@ -136,11 +145,13 @@ LogicalResult Exporter::layoutHbm() {
                                       : trnrt::HbmTensor::Kind::Input,
                      std::nullopt)))
       return failure();
+    program.tensors.back().sharding = shardingOf(index, /*output=*/false);
     if (kind == "inout") {
       // The updated value is an output aliasing the input in place.
       trnrt::HbmTensor output = program.tensors.back();
       output.kind = trnrt::HbmTensor::Kind::Output;
       output.aliasesInput = static_cast<int32_t>(program.tensors.size() - 1);
+      output.sharding = shardingOf(index, /*output=*/true);
       program.tensors.push_back(output);
     }
   }
@@ -180,6 +191,76 @@ LogicalResult Exporter::layoutHbm() {
   }
   program.hbmBytes = (next + 63) / 64 * 64;
   return success();
+}
+
+LogicalResult Exporter::readMesh() {
+  auto names =
+      kernel->getAttrOfType<ArrayAttr>(NCDialect::getMeshAxesAttrName());
+  auto sizes = kernel->getAttrOfType<DenseI64ArrayAttr>(
+      NCDialect::getMeshSizesAttrName());
+  if (!names && !sizes)
+    return success();
+  if (!names || !sizes || names.size() != sizes.size())
+    return kernel.emitError("a partitioned kernel needs nc.mesh_axes and "
+                            "nc.mesh_sizes of equal length");
+  for (auto [name, size] : llvm::zip(names, sizes.asArrayRef()))
+    program.mesh.push_back({cast<StringAttr>(name).str(), size});
+  return success();
+}
+
+std::vector<trnrt::DimSharding> Exporter::shardingOf(unsigned argument,
+                                                     bool output) {
+  std::vector<trnrt::DimSharding> sharding;
+  auto dims = kernel.getArgAttrOfType<ArrayAttr>(
+      argument, output ? NCDialect::getOutputShardingAttrName()
+                       : NCDialect::getShardingAttrName());
+  if (!dims)
+    return sharding;
+  auto blocks = kernel.getArgAttrOfType<DenseI64ArrayAttr>(
+      argument, output ? NCDialect::getOutputBlocksAttrName()
+                       : NCDialect::getBlocksAttrName());
+  for (auto [d, dim] : llvm::enumerate(dims)) {
+    trnrt::DimSharding entry;
+    for (int64_t axis : cast<DenseI64ArrayAttr>(dim).asArrayRef())
+      entry.axes.push_back(static_cast<uint32_t>(axis));
+    if (blocks && d < blocks.size())
+      entry.blocks = blocks[d];
+    sharding.push_back(std::move(entry));
+  }
+  return sharding;
+}
+
+uint32_t Exporter::meshAxesOf(ArrayAttr axes) {
+  uint32_t mask = 0;
+  for (Attribute axis : axes)
+    for (size_t a = 0; a < program.mesh.size(); ++a)
+      if (program.mesh[a].name == cast<StringAttr>(axis).getValue())
+        mask |= 1u << a;
+  return mask;
+}
+
+FailureOr<trnrt::AccessPattern> Exporter::wholeTensor(Operation *user,
+                                                      Value tensor) {
+  auto it = hbmOffsets.find(tensor);
+  if (it == hbmOffsets.end())
+    return user->emitError("collective operand is not a kernel argument, an "
+                           "nc.hbm_alloc, an nc.hbm_constant or a reshape "
+                           "of one");
+  auto type = cast<HbmType>(tensor.getType());
+  trnrt::AccessPattern pattern;
+  pattern.memory = trnrt::Memory::Hbm;
+  pattern.dtype = *dtypeOf(type.getElementType());
+  pattern.byteOffset = it->second;
+  int64_t elements = 1;
+  for (int64_t size : type.getShape())
+    elements *= size;
+  if (elements < 1 || elements > std::numeric_limits<uint32_t>::max())
+    return user->emitError("collective operand of ")
+           << elements << " elements (1 to 2^32 - 1 allowed)";
+  pattern.numPartitions = static_cast<uint32_t>(elements);
+  pattern.partitionStride = 1;
+  pattern.dims = {{1, 1}};
+  return pattern;
 }
 
 FailureOr<trnrt::AccessPattern> Exporter::hbmTensorPattern(Operation *user,
@@ -532,6 +613,61 @@ LogicalResult Exporter::emit(Operation *op) {
         append(o, Engine::Dma, o.getQueue(), std::move(inst));
         return success();
       })
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp, AllToAllOp,
+            CollectivePermuteOp>([&](auto o) -> LogicalResult {
+        auto src = wholeTensor(o, o.getSrc());
+        auto dst = wholeTensor(o, o.getDst());
+        if (failed(src) || failed(dst))
+          return failure();
+        inst.srcs.push_back(*src);
+        inst.dst = *dst;
+        inst.meshAxes = meshAxesOf(o.getAxes());
+        auto shape = o.getSrc().getType().getShape();
+        using T = std::decay_t<decltype(o)>;
+        auto reduction = [&](CollectiveReduction kind) {
+          inst.op0 = kind == CollectiveReduction::max   ? trnrt::AluOp::Max
+                     : kind == CollectiveReduction::min ? trnrt::AluOp::Min
+                                                        : trnrt::AluOp::Add;
+          if (kind == CollectiveReduction::mean)
+            inst.op1 = trnrt::AluOp::Divide;
+        };
+        if constexpr (std::is_same_v<T, AllReduceOp>) {
+          inst.opcode = trnrt::Opcode::AllReduce;
+          reduction(o.getReduction());
+        } else if constexpr (std::is_same_v<T, CollectivePermuteOp>) {
+          inst.opcode = trnrt::Opcode::CollectivePermute;
+          inst.shift = o.getShift();
+        } else {
+          inst.collectiveShape.assign(shape.begin(), shape.end());
+          if constexpr (std::is_same_v<T, AllToAllOp>) {
+            inst.opcode = trnrt::Opcode::AllToAll;
+            inst.collectiveDim = o.getSplitDim();
+            inst.concatDim = o.getConcatDim();
+          } else {
+            inst.collectiveDim = o.getDim();
+            if constexpr (std::is_same_v<T, AllGatherOp>)
+              inst.opcode = trnrt::Opcode::AllGather;
+            if constexpr (std::is_same_v<T, AllSliceOp>)
+              inst.opcode = trnrt::Opcode::AllSlice;
+            if constexpr (std::is_same_v<T, ReduceScatterOp>) {
+              inst.opcode = trnrt::Opcode::ReduceScatter;
+              reduction(o.getReduction());
+            }
+          }
+        }
+        append(o, Engine::Sync, 0, std::move(inst));
+        return success();
+      })
+      .Case([&](AxisIndexOp o) -> LogicalResult {
+        auto dst = wholeTensor(o, o.getDst());
+        if (failed(dst))
+          return failure();
+        inst.opcode = trnrt::Opcode::AxisIndex;
+        inst.dst = *dst;
+        inst.meshAxes = meshAxesOf(o.getAxes());
+        append(o, Engine::Sync, 0, std::move(inst));
+        return success();
+      })
       .Default([](Operation *other) {
         return other->emitError("op '")
                << other->getName() << "' cannot be exported to a program";
@@ -545,7 +681,7 @@ FailureOr<trnrt::Program> Exporter::run() {
   if (!target)
     return failure();
   program.target = target->name;
-  if (failed(layoutHbm()))
+  if (failed(readMesh()) || failed(layoutHbm()))
     return failure();
   if (synchronize) {
     auto record = [&](Operation *op, int64_t stream,

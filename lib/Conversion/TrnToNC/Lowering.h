@@ -180,6 +180,16 @@ private:
   LogicalResult lowerAttentionGrad(trn::AttentionGradOp op);
   /// A trn.fusion group as one tiled kernel (LowerFusion.cpp).
   LogicalResult lowerFusion(trn::FusionOp op);
+  /// The mesh of a partitioned (dist.spmd) graph, recorded as the kernel's
+  /// nc.mesh_axes / nc.mesh_sizes (LowerCollectives.cpp); success and no
+  /// mesh for a graph without one.
+  LogicalResult findMesh();
+  /// nc.sharding (and nc.blocks) of a kernel argument, or with `output` its
+  /// nc.output_sharding, from a dist.sharding of the graph.
+  LogicalResult addSharding(Attribute sharding, Location loc,
+                            NamedAttrList &attrs, bool output);
+  /// dist collectives on whole HBM tensors (LowerCollectives.cpp).
+  LogicalResult lowerCollective(Operation *op);
   /// Loads indices [i0, i0 + count) of an i32 or i64 index tensor into a
   /// [count, 1] i32 tile (i64 indices are read as their low words).
   Value loadIndices(Value indices, int64_t i0, int64_t count);
@@ -193,6 +203,10 @@ private:
   LogicalResult checkTileable(Operation *op);
 
   func::FuncOp graph;
+  /// The kernel's mesh (empty without one).
+  SmallVector<std::string> meshAxes;
+  SmallVector<int64_t> meshSizes;
+  FlatSymbolRefAttr meshSymbol;
   OpBuilder &builder;
   KernelBuilder kb;
   llvm::DenseMap<Value, Value> values; ///< trn value -> HBM tensor

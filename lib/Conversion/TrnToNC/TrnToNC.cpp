@@ -9,6 +9,7 @@
 
 #include "Lowering.h"
 
+#include "trn/Dialect/Dist/IR/DistOps.h"
 #include "trn/Dialect/NC/IR/NCOps.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Utils/MatmulForm.h"
@@ -1122,6 +1123,10 @@ LogicalResult Lowering::lower(Operation *op) {
       .Case([&](trn::FusionOp o) { return lowerFusion(o); })
       .Case([&](trn::AttentionOp o) { return lowerAttention(o); })
       .Case([&](trn::AttentionGradOp o) { return lowerAttentionGrad(o); })
+      .Case<dist::AllReduceOp, dist::AllGatherOp, dist::ReduceScatterOp,
+            dist::AllSliceOp, dist::AllToAllOp, dist::CollectivePermuteOp,
+            dist::AxisIndexOp, dist::ShardingConstraintOp>(
+          [&](Operation *o) { return lowerCollective(o); })
       .Case([&](trn::GeluGradOp o) {
         ActivationFunc derivative =
             o.getApproximate() == trn::GeluApproximation::tanh
@@ -1154,6 +1159,9 @@ LogicalResult Lowering::run() {
   MLIRContext *context = builder.getContext();
   if (!graph.getBody().hasOneBlock())
     return graph.emitError("a step graph has a single block");
+  if (failed(findMesh()))
+    return failure();
+  StringRef shardingName = dist::DistDialect::getShardingAttrName();
   // Kernel signature: inputs, then outputs not updating an input in place.
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
@@ -1185,6 +1193,14 @@ LogicalResult Lowering::run() {
                             "arg" + std::to_string(i))));
     attrs.set("nc.kind",
               StringAttr::get(context, updated[i] ? "inout" : "input"));
+    if (failed(addSharding(graph.getArgAttr(i, shardingName), graph.getLoc(),
+                           attrs, /*output=*/false)))
+      return failure();
+    for (unsigned r = 0; r < graph.getNumResults(); ++r)
+      if (aliasOf[r] == static_cast<int64_t>(i) &&
+          failed(addSharding(graph.getResultAttr(r, shardingName),
+                             graph.getLoc(), attrs, /*output=*/true)))
+        return failure();
     // The updated value keeps the name the graph gives its result.
     for (unsigned r = 0; r < graph.getNumResults(); ++r)
       if (aliasOf[r] == static_cast<int64_t>(i))
@@ -1210,6 +1226,9 @@ LogicalResult Lowering::run() {
                   nameOf(graph.getResultAttrOfType<StringAttr>(r, "trn.name"),
                          "result" + std::to_string(r))));
     attrs.set("nc.kind", StringAttr::get(context, "output"));
+    if (failed(addSharding(graph.getResultAttr(r, shardingName), graph.getLoc(),
+                           attrs, /*output=*/false)))
+      return failure();
     argAttrs.push_back(attrs.getDictionary(context));
   }
 
@@ -1218,6 +1237,15 @@ LogicalResult Lowering::run() {
       builder.create<func::FuncOp>(graph.getLoc(), graph.getSymName(),
                                    FunctionType::get(context, argTypes, {}));
   kernel.setAllArgAttrs(argAttrs);
+  if (!meshAxes.empty()) {
+    SmallVector<Attribute> names;
+    for (const std::string &axis : meshAxes)
+      names.push_back(StringAttr::get(context, axis));
+    kernel->setAttr(NCDialect::getMeshAxesAttrName(),
+                    ArrayAttr::get(context, names));
+    kernel->setAttr(NCDialect::getMeshSizesAttrName(),
+                    DenseI64ArrayAttr::get(context, meshSizes));
+  }
   Block *body = kernel.addEntryBlock();
   builder.setInsertionPointToEnd(body);
   for (unsigned i = 0; i < numInputs; ++i)

@@ -81,6 +81,25 @@ LogicalResult NCDialect::verifyOperationAttribute(Operation *op,
                                 "[array<i64: 0, 3>]";
     return success();
   }
+  if (name == getMeshAxesAttrName()) {
+    auto axes = dyn_cast<ArrayAttr>(value);
+    if (!isa<FunctionOpInterface>(op) || !axes ||
+        !llvm::all_of(axes, [](Attribute axis) {
+          auto text = dyn_cast<StringAttr>(axis);
+          return text && !text.getValue().empty();
+        }))
+      return op->emitError()
+             << name << " is a kernel's list of mesh axis names";
+    return success();
+  }
+  if (name == getMeshSizesAttrName()) {
+    auto sizes = dyn_cast<DenseI64ArrayAttr>(value);
+    if (!isa<FunctionOpInterface>(op) || !sizes ||
+        llvm::any_of(sizes.asArrayRef(), [](int64_t size) { return size < 1; }))
+      return op->emitError()
+             << name << " is a kernel's list of positive mesh sizes";
+    return success();
+  }
   if (name == getSpilledTilesAttrName() || name == getSpilledBytesAttrName()) {
     auto count = dyn_cast<IntegerAttr>(value);
     if (!isa<FunctionOpInterface>(op) || !count ||
@@ -106,6 +125,27 @@ LogicalResult NCDialect::verifyRegionArgAttribute(Operation *op, unsigned,
     if (!isa<StringAttr>(attribute.getValue()))
       return op->emitError()
              << "argument " << argIndex << " has non-string " << name;
+    return success();
+  }
+  if (name == getShardingAttrName() || name == getOutputShardingAttrName()) {
+    auto dims = dyn_cast<ArrayAttr>(attribute.getValue());
+    if (!dims || !llvm::all_of(dims, [](Attribute dim) {
+          auto axes = dyn_cast<DenseI64ArrayAttr>(dim);
+          return axes && llvm::all_of(axes.asArrayRef(),
+                                      [](int64_t a) { return a >= 0; });
+        }))
+      return op->emitError()
+             << "argument " << argIndex << " has invalid " << name
+             << " (expected one array<i64> of mesh axis "
+                "indices per dimension)";
+    return success();
+  }
+  if (name == getBlocksAttrName() || name == getOutputBlocksAttrName()) {
+    auto blocks = dyn_cast<DenseI64ArrayAttr>(attribute.getValue());
+    if (!blocks ||
+        llvm::any_of(blocks.asArrayRef(), [](int64_t b) { return b < 1; }))
+      return op->emitError() << "argument " << argIndex << " has invalid "
+                             << name << " (expected positive block counts)";
     return success();
   }
   if (name == getKindAttrName()) {

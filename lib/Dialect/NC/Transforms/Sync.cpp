@@ -224,6 +224,10 @@ int64_t mlir::nc::streamOf(Operation *op) {
     return 1;
   if (isa<IotaOp, AffineSelectOp>(op))
     return 3;
+  // Collectives: the Sync engine, in program order on every rank.
+  if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp, AllToAllOp,
+          CollectivePermuteOp, AxisIndexOp>(op))
+    return 4;
   if (auto o = dyn_cast<DmaCopyOp>(op))
     return kDmaStreamBase + o.getQueue();
   if (auto o = dyn_cast<DmaGatherOp>(op))

@@ -49,6 +49,18 @@ def NC_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSpilledBytesAttrName() { return "nc.spilled_bytes"; }
     /// The name of the updated value of an "inout" argument.
     static constexpr ::llvm::StringLiteral getOutputNameAttrName() { return "nc.output_name"; }
+    /// A partitioned kernel's mesh (kernel attributes): axis names and their
+    /// compile-time sizes, which collectives' `axes` name.
+    static constexpr ::llvm::StringLiteral getMeshAxesAttrName() { return "nc.mesh_axes"; }
+    static constexpr ::llvm::StringLiteral getMeshSizesAttrName() { return "nc.mesh_sizes"; }
+    /// How a partitioned kernel's argument maps to the global tensor: per
+    /// dimension the mesh axes (indices into nc.mesh_axes, major first) that
+    /// split it, and (optionally) in how many blocks; for an "inout"
+    /// argument, its updated value's as nc.output_sharding/_blocks.
+    static constexpr ::llvm::StringLiteral getShardingAttrName() { return "nc.sharding"; }
+    static constexpr ::llvm::StringLiteral getBlocksAttrName() { return "nc.blocks"; }
+    static constexpr ::llvm::StringLiteral getOutputShardingAttrName() { return "nc.output_sharding"; }
+    static constexpr ::llvm::StringLiteral getOutputBlocksAttrName() { return "nc.output_blocks"; }
   }];
 }
 
@@ -101,6 +113,13 @@ def NC_Engine : I32EnumAttr<"Engine", "engine", [
     I32EnumAttrCase<"tensor", 0>, I32EnumAttrCase<"vector", 1>,
     I32EnumAttrCase<"scalar", 2>, I32EnumAttrCase<"gpsimd", 3>,
     I32EnumAttrCase<"sync", 4>, I32EnumAttrCase<"dma", 5>]> {
+  let cppNamespace = "::mlir::nc";
+}
+
+def NC_CollectiveReduction : I32EnumAttr<"CollectiveReduction",
+    "how a collective combines its group's values", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>,
+    I32EnumAttrCase<"min", 2>, I32EnumAttrCase<"mean", 3>]> {
   let cppNamespace = "::mlir::nc";
 }
 

@@ -323,4 +323,95 @@ def NC_DmaScatterAddOp : NC_Op<"dma_scatter_add"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives (Sync engine; docs/isa.md §5.6)
+//===----------------------------------------------------------------------===//
+
+def NC_HbmDst : Arg<NC_AnyHbm, "destination HBM tensor", [MemWrite]>;
+def NC_HbmSrc : Arg<NC_AnyHbm, "source HBM tensor", [MemRead]>;
+
+class NC_CollectiveOp<string mnemonic> : NC_Op<mnemonic> {
+  let hasVerifier = 1;
+  code extraCollectiveDeclaration = [{
+    /// The product of the compile-time sizes of `axes` (nc.mesh_sizes of the
+    /// kernel), or std::nullopt outside a kernel with a mesh.
+    std::optional<int64_t> groupSize();
+  }];
+  let extraClassDeclaration = extraCollectiveDeclaration;
+}
+
+def NC_AllReduceOp : NC_CollectiveOp<"all_reduce"> {
+  let summary = "dst = the reduction of src over the ranks along `axes`";
+  let description = [{
+    Whole HBM tensors; the replica group is the ranks that differ only along
+    `axes` (names of the kernel's `nc.mesh_axes`), bound at load time.
+    `mean` divides the sum by the group size. Float sums accumulate in f32
+    and round once.
+  }];
+  let arguments = (ins NC_CollectiveReduction:$reduction, NC_HbmDst:$dst,
+                       NC_HbmSrc:$src, StrArrayAttr:$axes);
+  let assemblyFormat = [{
+    $reduction $dst `,` $src `axes` `=` $axes attr-dict `:` type($dst) `,`
+    type($src)
+  }];
+}
+
+def NC_AllGatherOp : NC_CollectiveOp<"all_gather"> {
+  let summary = "dst = the group's src concatenated along `dim`";
+  let arguments = (ins NC_HbmDst:$dst, NC_HbmSrc:$src, StrArrayAttr:$axes,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let assemblyFormat = [{
+    $dst `,` $src `axes` `=` $axes `dim` `=` $dim attr-dict `:` type($dst) `,`
+    type($src)
+  }];
+}
+
+def NC_ReduceScatterOp : NC_CollectiveOp<"reduce_scatter"> {
+  let summary = "dst = this rank's slice along `dim` of the group's reduction";
+  let arguments = (ins NC_CollectiveReduction:$reduction, NC_HbmDst:$dst,
+                       NC_HbmSrc:$src, StrArrayAttr:$axes,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let assemblyFormat = [{
+    $reduction $dst `,` $src `axes` `=` $axes `dim` `=` $dim attr-dict `:`
+    type($dst) `,` type($src)
+  }];
+}
+
+def NC_AllSliceOp : NC_CollectiveOp<"all_slice"> {
+  let summary = "dst = this rank's slice of src along `dim` (no communication)";
+  let arguments = (ins NC_HbmDst:$dst, NC_HbmSrc:$src, StrArrayAttr:$axes,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let assemblyFormat = [{
+    $dst `,` $src `axes` `=` $axes `dim` `=` $dim attr-dict `:` type($dst) `,`
+    type($src)
+  }];
+}
+
+def NC_AllToAllOp : NC_CollectiveOp<"all_to_all"> {
+  let summary = "split src along `split_dim`, exchange, concatenate along `concat_dim`";
+  let arguments = (ins NC_HbmDst:$dst, NC_HbmSrc:$src, StrArrayAttr:$axes,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$split_dim,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$concat_dim);
+  let assemblyFormat = [{
+    $dst `,` $src `axes` `=` $axes `split_dim` `=` $split_dim `concat_dim` `=`
+    $concat_dim attr-dict `:` type($dst) `,` type($src)
+  }];
+}
+
+def NC_CollectivePermuteOp : NC_CollectiveOp<"collective_permute"> {
+  let summary = "dst = src of the rank `shift` positions before along `axes`";
+  let arguments = (ins NC_HbmDst:$dst, NC_HbmSrc:$src, StrArrayAttr:$axes,
+                       I64Attr:$shift);
+  let assemblyFormat = [{
+    $dst `,` $src `axes` `=` $axes `shift` `=` $shift attr-dict `:` type($dst)
+    `,` type($src)
+  }];
+}
+
+def NC_AxisIndexOp : NC_CollectiveOp<"axis_index"> {
+  let summary = "dst (one i32 or i64) = this rank's index along `axes`";
+  let arguments = (ins NC_HbmDst:$dst, StrArrayAttr:$axes);
+  let assemblyFormat = "$dst `axes` `=` $axes attr-dict `:` type($dst)";
+}
+
 #endif // TRN_DIALECT_NC_IR_NCOPS_TD
