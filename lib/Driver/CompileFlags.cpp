@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <map>
 
@@ -449,3 +450,38 @@ normalizeFlags(const std::vector<std::string> &args, std::string &error) {
 }
 
 } // namespace mlir::trn
+
+int64_t mlir::trn::dpDegreeOf(const std::vector<std::string> &args) {
+  int64_t degree = 1;
+  auto parse = [&](const std::string &text) {
+    char *end = nullptr;
+    long long value = std::strtoll(text.c_str(), &end, 10);
+    if (!text.empty() && *end == '\0' && value >= 1)
+      degree = value;
+  };
+  auto fromMesh = [&](const std::string &mesh) {
+    size_t start = 0;
+    while (start <= mesh.size()) {
+      size_t end = mesh.find(',', start);
+      if (end == std::string::npos)
+        end = mesh.size();
+      std::string item = mesh.substr(start, end - start);
+      if (item.rfind("dp=", 0) == 0)
+        parse(item.substr(3));
+      start = end + 1;
+    }
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &arg = args[i];
+    std::string next = i + 1 < args.size() ? args[i + 1] : std::string();
+    if (arg == "--dp" || arg == "-dp")
+      parse(next);
+    else if (arg.rfind("--dp=", 0) == 0)
+      parse(arg.substr(5));
+    else if (arg == "--mesh" || arg == "-mesh")
+      fromMesh(next);
+    else if (arg.rfind("--mesh=", 0) == 0)
+      fromMesh(arg.substr(7));
+  }
+  return degree;
+}

@@ -58,6 +58,8 @@ mlir::trn::compileOptionsFromFlags(const cache::NormalizedFlags &flags) {
   options.optLevel = std::stoi(values.at("opt-level"));
   options.autoCast = values.at("auto-cast");
   options.autoCastType = values.at("auto-cast-type");
+  if (auto tp = values.find("tp"); tp != values.end())
+    options.tp = std::stoll(tp->second);
   return options;
 }
 
@@ -207,8 +209,9 @@ mlir::trn::compileGraph(const mlir::trn::GraphCompileRequest &request) {
   std::string diagnostic;
   auto compile = [&]() {
     compiled = true;
-    CompileAttempt attempt =
-        compileModule(*module, key, *flags, compileOptionsFromFlags(*flags));
+    CompileOptions options = compileOptionsFromFlags(*flags);
+    options.dp = dpDegreeOf(request.codegenArgs);
+    CompileAttempt attempt = compileModule(*module, key, *flags, options);
     succeeded = attempt.program.has_value();
     diagnostic = attempt.diagnostic;
     result.warnings = attempt.warnings;

@@ -14,6 +14,7 @@
 #include "trn/Dialect/NC/IR/NCOps.h"
 #include "trn/Dialect/NC/Transforms/Passes.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
+#include "trn/Partition/Passes.h"
 #include "trn/Target/NCToProgram.h"
 
 #include "trnrt/IsaValidate.h"
@@ -25,6 +26,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <optional>
 
 using namespace mlir;
 
@@ -141,6 +143,28 @@ mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
     return module.emitError("--auto-cast all casts to bf16 only; use "
                             "--auto-cast matmul with --auto-cast-type "
                             "fp8_e4m3");
+  if (options.tp < 1 || options.dp < 1)
+    return module.emitError("mesh degrees must be positive (dp=")
+           << options.dp << ", tp=" << options.tp << ")";
+  // A graph that is already the program every rank runs compiles as is;
+  // otherwise --mesh partitions it first.
+  bool spmd = false;
+  for (func::FuncOp function : module.getOps<func::FuncOp>())
+    spmd |= function->hasAttr(dist::DistDialect::getSpmdAttrName());
+  if (!spmd && (options.tp > 1 || options.dp > 1)) {
+    PassManager partition(module.getContext(), ModuleOp::getOperationName());
+    trn::partition::PartitionOptions partitionOptions;
+    partitionOptions.mesh = {{"dp", options.dp}, {"tp", options.tp}};
+    trn::partition::addPartitionPasses(partition, partitionOptions);
+    std::optional<TimingScope> partitionTiming;
+    if (options.timing) {
+      partitionTiming.emplace(options.timing->nest("partition"));
+      partition.enableTiming(*partitionTiming);
+    }
+    if (failed(partition.run(module)))
+      return failure(); // the failing pass has emitted the diagnostic
+  }
+
   // The nc verifiers and passes read the hardware table from this attribute.
   module->setAttr("nc.target",
                   StringAttr::get(module.getContext(), target->name));

@@ -419,14 +419,13 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
       mlir::trn::normalizeFlags(options.codegenArgs, error);
   if (!flags)
     return error;
-  // Partitioning flags are part of the key's vocabulary, but this trn-cc has
-  // no partitioner yet: compiling "for tp=8" an unpartitioned program would
-  // be a wrong artifact under a right-looking key.
-  for (const char *axis : {"pp", "tp"})
-    if (flags->values[axis] != "1")
-      return "--" + std::string(axis) + " " + flags->values[axis] +
-             " needs the partitioner, which this trn-cc does not have yet; "
-             "compile with pp=1 and tp=1";
+  // Pipeline parallelism is part of the key's vocabulary, but this trn-cc
+  // has no pipeline partitioner yet: compiling "for pp=4" an unpartitioned
+  // program would be a wrong artifact under a right-looking key.
+  if (flags->values["pp"] != "1")
+    return "--pp " + flags->values["pp"] +
+           " needs pipeline partitioning, which this trn-cc does not have "
+           "yet; compile with pp=1 (dp and tp are supported)";
   if (flags->values["microbatches"] != "1")
     return std::string("--microbatches applies to pipeline parallelism "
                        "(--pp > 1), which this trn-cc does not have yet");
@@ -800,6 +799,7 @@ std::optional<std::string> loadGraph(const std::string &path,
 mlir::trn::CompileOptions compileOptionsOf(const Options &options) {
   mlir::trn::CompileOptions compile =
       mlir::trn::compileOptionsFromFlags(options.flags);
+  compile.dp = mlir::trn::dpDegreeOf(options.codegenArgs);
   compile.printIRAfterAll = options.printIR;
   return compile;
 }

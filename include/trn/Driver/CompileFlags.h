@@ -13,6 +13,7 @@
 
 #include "trn/Cache/Key.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +62,12 @@ std::string codegenFlagsHelp();
 /// for a misspelling, the closest known flag) for unknown flags or values.
 std::optional<cache::NormalizedFlags>
 normalizeFlags(const std::vector<std::string> &args, std::string &error);
+
+/// The data-parallel degree `args` give (--dp N, --dp=N, or dp=N in
+/// --mesh), else 1. It is not part of the normalised flags (one artifact
+/// serves every DP degree) but the partitioner needs it. Expects `args` that
+/// normalizeFlags accepted.
+int64_t dpDegreeOf(const std::vector<std::string> &args);
 
 } // namespace mlir::trn
 

@@ -40,7 +40,13 @@ struct CompileOptions {
   int optLevel = 2;                  ///< 0..3
   std::string autoCast = "none";     ///< none | matmul | all
   std::string autoCastType = "bf16"; ///< bf16 | fp8_e4m3
-  bool printIRAfterAll = false;      ///< --mlir-print-ir-after-all
+  /// Partitioning (--mesh): a graph that is not already a dist.spmd program
+  /// is partitioned over {dp, tp} first when either degree is above 1. The
+  /// DP degree is not in the cache key (one artifact serves every DP degree:
+  /// the runtime rebinds dp when the program uses it only in all_reduce).
+  int64_t tp = 1;
+  int64_t dp = 1;
+  bool printIRAfterAll = false; ///< --mlir-print-ir-after-all
   /// --timing: when set, the passes and the export phases are timed in a
   /// scope nested here. Output-neutral, like printIRAfterAll.
   TimingScope *timing = nullptr;
