@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CheckAgainst.h"
+#include "MeshRun.h"
 #include "ProfileSummary.h"
 
 #include "trnrt/Artifact.h"
@@ -54,6 +55,7 @@ const char *kUsage =
                [--outputs out.npz] [--profile trace.json] [--iterations N]
                [--threads N] [--profile-summary] [--profile-top N]
                [--check-against GRAPH.mlir [--rtol X]] [--poison] [--json]
+               [--mesh AXIS=N,... [--collective-timeout SECONDS]]
 
 Runs a trn artifact on the simulated NeuronCore and reports device time,
 engine utilisation, MFU and DMA traffic.
@@ -81,6 +83,17 @@ engine utilisation, MFU and DMA traffic.
   --rtol X           with --check-against: tolerance X for every output
   --poison           fill fresh memory with NaN to catch reads of unwritten data
   --json             print the statistics as JSON
+  --mesh dp=2,tp=2   run a partitioned artifact on one simulated NeuronCore
+                     per rank: global inputs are split and global outputs
+                     assembled by the artifact's shardings. In one process
+                     (a thread per rank) or, under mpirun -np N / srun -n N,
+                     one rank per process with collectives over Open MPI
+                     (rank 0 writes the outputs). Axes must have the sizes
+                     the artifact was compiled for, except axes used only by
+                     all_reduce sum/mean (dp: one artifact, any degree)
+  --collective-timeout S  with --mesh: seconds a collective waits for the
+                     other ranks before the job stops naming the missing
+                     ones (default 60)
 )";
 
 struct Options {
@@ -91,6 +104,8 @@ struct Options {
   long long profileTop = 10;
   long long iterations = 1;
   long long threads = 0;
+  std::string mesh;
+  std::optional<double> collectiveTimeout;
 };
 
 std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
@@ -143,6 +158,10 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       problem = value(options.checkAgainst);
     else if (arg == "--rtol")
       problem = positive(options.rtol);
+    else if (arg == "--mesh")
+      problem = value(options.mesh);
+    else if (arg == "--collective-timeout")
+      problem = positive(options.collectiveTimeout);
     else if (arg == "--random")
       problem = integer(options.randomSeed, 0);
     else if (arg == "--iterations")
@@ -177,6 +196,12 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
     return "--profile-top needs --profile-summary";
   if (options.rtol && options.checkAgainst.empty())
     return "--rtol needs --check-against";
+  if (options.collectiveTimeout && options.mesh.empty())
+    return "--collective-timeout needs --mesh";
+  if (!options.mesh.empty() &&
+      (!options.checkAgainst.empty() || !options.profile.empty()))
+    return std::string("--check-against and --profile do not apply to --mesh "
+                       "yet; compare the outputs with trn-eval's instead");
   int sources =
       !options.inputs.empty() + (options.randomSeed >= 0) + options.zeros;
   if (sources > 1)
@@ -290,6 +315,30 @@ int main(int argc, char **argv) {
   const Target *target = lookupTarget(program.target);
   if (!target)
     return fail(options.artifact + ": unknown target '" + program.target + "'");
+  if (!options.mesh.empty()) {
+    MeshCommand command;
+    command.artifact = options.artifact;
+    command.mesh = options.mesh;
+    command.inputs = options.inputs;
+    command.outputs = options.outputs;
+    command.randomSeed = options.randomSeed;
+    command.poison = options.poison;
+    command.json = options.json;
+    command.profileSummary = options.profileSummary;
+    command.profileTop = options.profileTop;
+    command.iterations = options.iterations;
+    if (options.collectiveTimeout)
+      command.collectiveTimeoutSeconds = *options.collectiveTimeout;
+    return runMeshCommand(command, program, info);
+  }
+  if (!program.mesh.empty()) {
+    std::string mesh;
+    for (const MeshAxis &axis : program.mesh)
+      mesh += (mesh.empty() ? "" : ",") + axis.name + "=" +
+              std::to_string(axis.size);
+    return fail(options.artifact + " is partitioned for mesh " + mesh +
+                "; run every rank with trn-run --mesh " + mesh);
+  }
 
   SimulatorOptions simOptions;
   simOptions.poisonMemory = options.poison;

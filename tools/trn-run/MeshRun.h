@@ -1,0 +1,36 @@
+//===- MeshRun.h - trn-run --mesh: every rank of a partitioned program -*- C++
+//-*-===//
+//
+// Runs a partitioned artifact on one simulated NeuronCore per rank: in this
+// process (one thread per rank) or, under mpirun/srun, one rank per process
+// with collectives over Open MPI. Global inputs are split and global outputs
+// assembled by the artifact's shardings (trnrt/Mesh.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_TOOLS_TRN_RUN_MESHRUN_H
+#define TRN_TOOLS_TRN_RUN_MESHRUN_H
+
+#include "trnrt/Artifact.h"
+#include "trnrt/Isa.h"
+
+#include <string>
+
+namespace trnrt {
+
+struct MeshCommand {
+  std::string artifact, mesh, inputs, outputs;
+  long long randomSeed = -1;
+  bool poison = false, json = false, profileSummary = false;
+  long long profileTop = 10;
+  long long iterations = 1;
+  double collectiveTimeoutSeconds = 60.0;
+};
+
+/// trn-run's exit status for the command.
+int runMeshCommand(const MeshCommand &command, const Program &program,
+                   const ArtifactInfo &info);
+
+} // namespace trnrt
+
+#endif // TRN_TOOLS_TRN_RUN_MESHRUN_H
