@@ -22,6 +22,10 @@
 // RUN: %trn_python %S/Inputs/compare.py %t/ref16.npz %t/dp2tp2.npz 1e-5 | FileCheck %s
 // RUN: trn-run %t/dp2tp2.trnart --mesh dp=4,tp=2 --inputs %t/in32.npz --outputs %t/dp4tp2.npz > /dev/null
 // RUN: %trn_python %S/Inputs/compare.py %t/ref32.npz %t/dp4tp2.npz 1e-5 | FileCheck %s
+// --analyze simulates every rank of the compiled mesh (the slowest rank's time).
+// RUN: trn-cc --analyze %s --mesh tp=2 | FileCheck %s --check-prefix=ANALYZE
+// ANALYZE: instructions {{.*}} sync 1,
+// ANALYZE: device time {{[0-9.]+}} us (estimated
 // The partitioned program itself compiles as is (no second partitioning).
 // RUN: trn-opt %s -dist-seed="mesh=tp=2" -dist-propagate -dist-spmd -o %t/part.mlir
 // RUN: trn-cc compile %t/part.mlir --mesh tp=2 -o %t/part.trnart --no-cache -q

@@ -25,6 +25,7 @@
 #include "trn/Support/InputFile.h"
 
 #include "trnrt/Artifact.h"
+#include "trnrt/Mesh.h"
 #include "trnrt/Simulator.h"
 #include "trnrt/Target.h"
 
@@ -516,12 +517,38 @@ struct ProgramSummary {
 };
 
 /// Runs `program` once on the simulator with zero inputs for its device
-/// time (the timing model does not depend on the values).
+/// time (the timing model does not depend on the values). A partitioned
+/// program runs every rank of its compiled mesh, in threads: its device
+/// time is the slowest rank's.
 void estimateDeviceTime(const trnrt::Program &program,
                         const trnrt::Target &target, ProgramSummary &summary) {
+  std::string error;
+  if (!program.mesh.empty()) {
+    std::vector<std::vector<uint8_t>> inputs;
+    for (const trnrt::HbmTensor &tensor : program.tensors) {
+      if (tensor.kind != trnrt::HbmTensor::Kind::Input)
+        continue;
+      uint64_t elements = 1;
+      for (int64_t size : trnrt::globalShape(tensor, program.mesh))
+        elements *= uint64_t(size);
+      inputs.emplace_back(elements * trnrt::dtypeSizeInBytes(tensor.dtype), 0);
+    }
+    trnrt::MeshRunOptions options;
+    options.simulator.threads = 1;
+    std::vector<trnrt::RankRun> runs;
+    if (!trnrt::runMeshInProcess(target, program, program.mesh, inputs, options,
+                                 runs, error)) {
+      summary.deviceTimeError = error;
+      return;
+    }
+    double slowest = 0.0;
+    for (const trnrt::RankRun &run : runs)
+      slowest = std::max(slowest, run.stats.deviceTimeNs);
+    summary.deviceTimeNs = slowest;
+    return;
+  }
   trnrt::Simulator simulator(target);
   trnrt::SimulationStats stats;
-  std::string error;
   if (!simulator.load(program, error) || !simulator.run(stats, error)) {
     summary.deviceTimeError = error;
     return;
