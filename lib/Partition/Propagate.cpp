@@ -79,7 +79,9 @@ bool Propagator::offer(Value value, const Sharding &sharding) {
     state[value] = sharding;
     return true;
   }
-  if (sharding.refines(it->second)) {
+  // A weight seen through a transpose or cast keeps the weight's split (a
+  // weight pinned whole stays whole in `x @ W^T`).
+  if (sharding.refines(it->second) && strengthOf(value) < 2) {
     it->second = sharding;
     return true;
   }

@@ -247,8 +247,8 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
           ArrayRef<int64_t> out =
               cast<RankedTensorType>(reshape.getType()).getShape();
           if (in.empty() || out.size() < 2 || in.back() != outFeatures ||
-              out.size() != in.size() + 1 ||
-              out[out.size() - 2] * out.back() != outFeatures)
+              out[out.size() - 2] * out.back() != outFeatures ||
+              out.back() == outFeatures)
             continue;
           int64_t heads = out[out.size() - 2];
           if (heads % tpDegree == 0)
@@ -267,8 +267,14 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
           }
           wholeHeads = false;
         }
-      if (!wholeHeads)
+      if (!wholeHeads) {
+        // Pinned whole, so that propagation does not split it either.
+        unsigned index = use.weight.getArgNumber();
+        if (!function.getArgAttr(index, attrName))
+          function.setArgAttr(index, attrName,
+                              shardingWith(2, /*dim=*/-1, "tp"));
         continue;
+      }
       column.try_emplace(use.weight, true);
       // A fused projection (GPT's QKV as one matmul) is cut into equal
       // blocks of its output features by slices on the last dimension:
