@@ -84,6 +84,10 @@ inline Instruction everyField(Opcode opcode, int salt) {
   inst.meshAxes = 0x80000005u;
   inst.rngStream = 0xFFFFFFFEu;
   inst.bernoulli = true;
+  inst.collectiveShape = {INT64_MAX, -1, 0, salt};
+  inst.collectiveDim = INT64_MIN;
+  inst.concatDim = -salt - 1;
+  inst.shift = INT64_MAX;
   return inst;
 }
 
@@ -119,6 +123,11 @@ inline Program makeFullProgram() {
         tensor.data.push_back(uint8_t(b * 37 + i));
     program.tensors.push_back(tensor);
   }
+  // A mesh, and shardings (the container's limits only: the validator's
+  // rules are not the format's).
+  program.mesh = {{"dp", 2}, {"tp", INT64_MAX}, {"ünï", 1}};
+  program.tensors[0].sharding = {{{0, 2}, 1}, {}, {{1}, INT64_MAX}};
+  program.tensors[1].sharding = {{{}, 3}, {{2, 1, 0}, 1}, {{0}, 2}};
 
   // Opcodes go to the streams of their engines; every opcode appears.
   auto engineOf = [](Opcode opcode) -> int {
@@ -137,6 +146,10 @@ inline Program makeFullProgram() {
     case Opcode::ReduceScatter:
     case Opcode::Send:
     case Opcode::Recv:
+    case Opcode::AllSlice:
+    case Opcode::AllToAll:
+    case Opcode::CollectivePermute:
+    case Opcode::AxisIndex:
       return 4;
     case Opcode::DmaCopy:
       return -1;
