@@ -159,9 +159,9 @@ bool launchedAsRank(int &rank, int &size) {
   if (readRank("OMPI_COMM_WORLD_SIZE", size) &&
       readRank("OMPI_COMM_WORLD_RANK", rank))
     return size > 1;
-  if (readRank("SLURM_PROCID", rank) &&
-      (readRank("SLURM_STEP_NUM_TASKS", size) ||
-       readRank("SLURM_NTASKS", size)))
+  // srun sets SLURM_STEP_NUM_TASKS for a job step; a batch script's own
+  // environment (SLURM_NTASKS without a step) is not a launch of ranks.
+  if (readRank("SLURM_PROCID", rank) && readRank("SLURM_STEP_NUM_TASKS", size))
     return size > 1;
   return false;
 }

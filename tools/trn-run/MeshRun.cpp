@@ -257,6 +257,14 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
         MpiJob::start(command.collectiveTimeoutSeconds, error);
     if (!job)
       return fail(error);
+    if (job->size() != launchedSize || job->rank() != launchedRank)
+      job->abortJob("the launcher started task " +
+                        std::to_string(launchedRank) + " of " +
+                        std::to_string(launchedSize) + " but MPI sees rank " +
+                        std::to_string(job->rank()) + " of " +
+                        std::to_string(job->size()) +
+                        "; start trn-run with mpirun, or srun --mpi=pmix",
+                    1);
     if (!globalInputs(command, program, bound, inputs, error))
       job->abortJob("rank " + std::to_string(job->rank()) + ": " + error, 1);
     RankRun run;

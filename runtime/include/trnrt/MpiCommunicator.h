@@ -22,7 +22,8 @@ namespace trnrt {
 
 /// Whether this process is one of several tasks of mpirun
 /// (OMPI_COMM_WORLD_RANK/SIZE) or of an srun job step
-/// (SLURM_PROCID/SLURM_STEP_NUM_TASKS); sets `rank` and `size`. A single
+/// (SLURM_PROCID/SLURM_STEP_NUM_TASKS, which srun sets for a job step);
+/// sets `rank` and `size`. A single
 /// task (or no launcher) is not a job: false. Needs no MPI.
 bool launchedAsRank(int &rank, int &size);
 
