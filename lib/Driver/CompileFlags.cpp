@@ -51,15 +51,16 @@ const std::vector<CompileFlagSpec> &compileFlagSpecs() {
        "--auto-cast-type bf16|fp8_e4m3   the type --auto-cast casts to "
        "(default bf16)"},
       {"mesh", FlagKind::Mesh, "", {}, "", ""},
-      // The DP degree is validated but not kept: one artifact serves every DP
-      // degree.
+      // The key records whether the program is data-parallel, not the
+      // degree: a data-parallel program is one replica's step, averaging its
+      // gradients over dp, and serves every degree (bound when loaded).
       {"dp",
        FlagKind::MeshAxis,
-       "",
+       "dp",
        {},
-       "",
-       "--dp N                           accepted and ignored: one artifact "
-       "serves every DP degree"},
+       "1",
+       "--dp N                           data parallelism: the program is "
+       "one replica's step and serves every degree N > 1"},
       {"pp", FlagKind::MeshAxis, "pp", {}, "1", ""},
       {"tp", FlagKind::MeshAxis, "tp", {}, "1", ""},
       {"microbatches", FlagKind::PositiveInt, "microbatches", {}, "1", ""},
@@ -431,6 +432,13 @@ FlagNormalizer::run(const std::vector<std::string> &args) {
       auto it = axisFlags.find(key);
       if (it != axisFlags.end())
         value = it->second.first;
+      if (key == "dp") {
+        // Any degree > 1 is the same program; 1 keeps the single-device
+        // key unchanged.
+        if (value == "1")
+          continue;
+        value = "replicas";
+      }
     } else {
       auto it = values.find(key);
       if (it != values.end())

@@ -372,7 +372,9 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
         // A norm written out (Llama's x * rsqrt(mean(x^2))): its statistic
         // sums the hidden dimension of a [batch, sequence, hidden] tensor.
         if (reduce.getKind() == ReduceKind::sum &&
-            reduce.getDims() == ArrayRef<int64_t>{2})
+            reduce.getDims() == ArrayRef<int64_t>{2} &&
+            cast<RankedTensorType>(reduce.getOperand().getType()).getRank() ==
+                3)
           inputs.push_back({op, 0});
       }
     });
@@ -394,7 +396,7 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
                 ? ArrayAttr::get(context, {dpAxis})
                 : none;
         dims = ArrayAttr::get(context, {batch, tpAxis, none});
-      } else {
+      } else if (type.getRank() == 2) {
         // [tokens, hidden]: batch-major tokens, split over dp then tp.
         int64_t parts = tp * (dp > 1 ? dp : 1);
         if (type.isDynamicDim(0) || type.getDimSize(0) % parts != 0)
@@ -404,6 +406,8 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
           axes.push_back(dpAxis);
         axes.push_back(tpName);
         dims = ArrayAttr::get(context, {ArrayAttr::get(context, axes), none});
+      } else {
+        continue;
       }
       OpBuilder builder(op);
       auto sharding = dist::ShardingAttr::get(context, meshRef, dims, none);

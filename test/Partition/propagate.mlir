@@ -39,11 +39,11 @@ func.func @heads(%q: tensor<32x512xf32> {dist.sharding = #dist.sharding<@mesh, [
 
 // -----
 
-// A sharding never lands on a dimension that must stay whole: a softmax
-// over the split dimension leaves its result replicated there.
+// A softmax over a split dimension keeps it split (vocabulary-parallel
+// logits): dist-spmd reduces its max and sum over the axis.
 dist.mesh @mesh <tp = 4>
 // CHECK-LABEL: func.func @softmax_dim
-// CHECK: trn.softmax {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {}]>]}
+// CHECK: trn.softmax {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"tp"}]>]}
 func.func @softmax_dim(%x: tensor<8x64xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<8x64xf32> {
   %s = trn.softmax %x, dim = 1 : tensor<8x64xf32>
   return %s : tensor<8x64xf32>

@@ -489,22 +489,30 @@ TEST(CacheFlagsTest, RepeatedFlagsLastWins) {
 }
 
 TEST(CacheFlagsTest, MeshForms) {
-  Hash128 expected = flagHash({"--pp", "4", "--tp", "8"});
+  Hash128 expected = flagHash({"--pp", "4", "--tp", "8", "--dp", "2"});
   EXPECT_EQ(flagHash({"--mesh", "dp=2,pp=4,tp=8"}), expected);
-  EXPECT_EQ(flagHash({"--mesh", "tp=8,pp=4"}), expected);
   EXPECT_EQ(flagHash({"--mesh=pp=4, tp=8, dp=16"}), expected);
   EXPECT_EQ(flagHash({"--mesh", "pp=4", "--tp", "8", "--dp=2"}), expected);
+  Hash128 noDp = flagHash({"--pp", "4", "--tp", "8"});
+  EXPECT_EQ(flagHash({"--mesh", "tp=8,pp=4"}), noDp);
   // The same degree from both forms is not a conflict.
-  EXPECT_EQ(flagHash({"--mesh", "pp=4,tp=8", "--tp", "8"}), expected);
+  EXPECT_EQ(flagHash({"--mesh", "pp=4,tp=8", "--tp", "8"}), noDp);
   EXPECT_NE(flagHash({"--tp", "4"}), flagHash({}));
   EXPECT_NE(flagHash({"--pp", "2"}), flagHash({}));
   EXPECT_NE(flagHash({"--pp", "2"}), flagHash({"--tp", "2"}));
 }
 
 TEST(CacheFlagsTest, DataParallelDegreeIsNotInTheKey) {
-  EXPECT_EQ(flagHash({"--dp", "8"}), flagHash({}));
-  EXPECT_EQ(flagHash({"--mesh", "dp=64,tp=8"}), flagHash({"--tp", "8"}));
-  EXPECT_EQ(canonicalFlags({"--dp", "8"}).find("dp"), std::string::npos);
+  // A data-parallel program is one replica's step and serves every degree:
+  // the key says whether the program is data-parallel, not how wide.
+  EXPECT_EQ(flagHash({"--dp", "8"}), flagHash({"--dp", "2"}));
+  EXPECT_EQ(flagHash({"--mesh", "dp=64,tp=8"}),
+            flagHash({"--tp", "8", "--dp", "4"}));
+  EXPECT_EQ(flagHash({"--dp", "1"}), flagHash({}));
+  // With dp > 1 the program averages its gradients over dp: not the
+  // single-device program.
+  EXPECT_NE(flagHash({"--dp", "8"}), flagHash({}));
+  EXPECT_EQ(canonicalFlags({"--dp", "8"}).find("dp=8"), std::string::npos);
 }
 
 TEST(CacheFlagsTest, OutputNeutralFlagsAreDropped) {
