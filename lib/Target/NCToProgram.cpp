@@ -205,6 +205,12 @@ LogicalResult Exporter::readMesh() {
                             "nc.mesh_sizes of equal length");
   for (auto [name, size] : llvm::zip(names, sizes.asArrayRef()))
     program.mesh.push_back({cast<StringAttr>(name).str(), size});
+  if (auto replicas =
+          kernel->getAttrOfType<ArrayAttr>(NCDialect::getReplicaAxesAttrName()))
+    for (Attribute replica : replicas)
+      for (trnrt::MeshAxis &axis : program.mesh)
+        if (axis.name == cast<StringAttr>(replica).getValue())
+          axis.replica = true;
   return success();
 }
 

@@ -916,6 +916,7 @@ std::vector<uint8_t> encodeMesh(const Program &program) {
   for (const MeshAxis &axis : program.mesh) {
     w.string(axis.name);
     w.i64(axis.size);
+    w.u8(axis.replica ? 1 : 0);
   }
   w.u32(uint32_t(program.tensors.size()));
   for (const HbmTensor &tensor : program.tensors) {
@@ -1499,10 +1500,15 @@ bool decodeMesh(const uint8_t *bytes, size_t size, Program &program,
     return c.fail(formatString("%" PRIu32 " mesh axes (1..%u)", axes,
                                kArtifactMaxMeshAxes));
   program.mesh.resize(axes);
-  for (MeshAxis &axis : program.mesh)
+  for (MeshAxis &axis : program.mesh) {
+    uint8_t replica;
     if (!c.string(axis.name, kArtifactMaxNameBytes, "mesh axis name") ||
-        !c.i64(axis.size))
+        !c.i64(axis.size) || !c.u8(replica))
       return false;
+    if (replica > 1)
+      return c.fail(formatString("replica flag is %u, not 0 or 1", replica));
+    axis.replica = replica;
+  }
   uint32_t tensors;
   if (!c.u32(tensors))
     return false;
@@ -2239,7 +2245,9 @@ bool programsEqual(const Program &a, const Program &b,
     if (a.mesh.size() != b.mesh.size())
       return differInU64(diff, "mesh.size", a.mesh.size(), b.mesh.size());
     for (size_t i = 0; i < a.mesh.size(); ++i)
-      if (a.mesh[i].name != b.mesh[i].name || a.mesh[i].size != b.mesh[i].size)
+      if (a.mesh[i].name != b.mesh[i].name ||
+          a.mesh[i].size != b.mesh[i].size ||
+          a.mesh[i].replica != b.mesh[i].replica)
         return differ(diff, ("mesh[" + std::to_string(i) + "]").c_str(),
                       quoted(a.mesh[i].name), quoted(b.mesh[i].name));
     for (size_t e = 0; e < a.engineStreams.size(); ++e)

@@ -59,10 +59,12 @@ bool parseMeshSpec(const std::string &spec, std::vector<MeshAxis> &axes,
 }
 
 bool isElasticAxis(const Program &program, size_t axis) {
-  // Only data parallelism: the axis the compile cache's key leaves out, whose
-  // split arguments are each replica's own batch. A tp split of the same
-  // form would silently change the model's global shapes.
-  if (axis >= program.mesh.size() || program.mesh[axis].name != "dp")
+  // Only an axis the program says it is one replica's step along (the
+  // partitioner's dist.replica_axes: data parallelism, whose split arguments
+  // are each replica's own batch). A tp split of the same form would
+  // silently change the model's global shapes, and a program partitioned
+  // for dp = 1 lacks the gradient reductions a larger degree needs.
+  if (axis >= program.mesh.size() || !program.mesh[axis].replica)
     return false;
   for (const Instruction &inst : program.engineStreams[size_t(Engine::Sync)]) {
     if (!isCollectiveOpcode(inst.opcode) || !((inst.meshAxes >> axis) & 1))
@@ -114,9 +116,9 @@ bool bindMesh(const Program &program, const std::vector<MeshAxis> &requested,
       error = "mesh axis '" + axis.name + "': the artifact was compiled for " +
               spelled(axis) + " but --mesh gives " + axis.name + "=" +
               std::to_string(size) +
-              "; the program's local shapes depend on it (only dp may "
-              "differ, when the program uses it solely in all_reduce "
-              "sum/mean): recompile with --mesh " +
+              "; the program depends on it (only a replica axis, such as "
+              "the dp of trn-cc --mesh, used solely in all_reduce sum/mean "
+              "may differ): recompile with --mesh " +
               axis.name + "=" + std::to_string(size);
       return false;
     }

@@ -1,6 +1,7 @@
-// One artifact serves every data-parallel degree: a dp-only step (each rank
-// its own batch of 4 rows, the gradient and the loss averaged over dp by
-// all_reduce mean) compiled once for dp = 2 loads at dp = 1, 2 and 4. The
+// One artifact serves every data-parallel degree: a dp-only step that is one
+// replica's step (dist.replica_axes = ["dp"]: each rank its own batch of 4
+// rows, the gradient and the loss averaged over dp by all_reduce mean)
+// compiled once for dp = 2 loads at dp = 1, 2 and 4. The
 // global batch follows the degree (4 x dp rows), and every run equals the
 // multi-rank reference evaluator on the same program declared at that
 // degree. A degree that changes local shapes (a gather over dp) is refused.
@@ -21,7 +22,12 @@
 // RUN: %trn_python %S/Inputs/compare.py %t/out4.npz %t/mpi4.npz 0 | FileCheck %s
 // The global batch must follow the degree:
 // RUN: not trn-run %t/dp.trnart --mesh dp=4 --inputs %t/in2.npz 2>&1 | FileCheck %s --check-prefix=BATCH
-// A program whose local shapes depend on dp is bound to its compiled degree:
+// Without the replica marker the degree is the compiled one:
+// RUN: sed 's/dist.replica_axes = \["dp"\], //' %s > %t/plain.mlir
+// RUN: trn-cc compile %t/plain.mlir -o %t/plain.trnart --no-cache -q
+// RUN: not trn-run %t/plain.trnart --mesh dp=4 --random 1 2>&1 | FileCheck %s --check-prefix=FIXED-PLAIN
+// FIXED-PLAIN: trn-run: error: {{.*}}plain.trnart: mesh axis 'dp': the artifact was compiled for dp=2 but --mesh gives dp=4
+// Nor is a program whose local shapes depend on dp (a gather over it):
 // RUN: cp %s %t/gather.mlir
 // RUN: sed -i 's/%grad = dist.all_reduce mean %gl on @mesh axes = \["dp"\] : tensor<8x2xf32>/%gathered = dist.all_gather %gl on @mesh axes = ["dp"] dim = 0 : tensor<8x2xf32> -> tensor<16x2xf32>\n  %grad = trn.slice %gathered, start = [0, 0], limit = [8, 2], strides = [1, 1] : (tensor<16x2xf32>) -> tensor<8x2xf32>/' %t/gather.mlir
 // RUN: trn-cc compile %t/gather.mlir -o %t/gather.trnart --no-cache -q
@@ -31,13 +37,13 @@
 // DP2: mesh             dp=2 (2 ranks, threads of one process)
 // DP4: mesh             dp=4 (4 ranks, threads of one process)
 // BATCH: trn-run: error: {{.*}}in2.npz: entry 'x' has shape [8, 8] but the global input under --mesh dp=4 is [16, 8] f32
-// FIXED: trn-run: error: {{.*}}gather.trnart: mesh axis 'dp': the artifact was compiled for dp=2 but --mesh gives dp=4; the program's local shapes depend on it (only dp may differ, when the program uses it solely in all_reduce sum/mean): recompile with --mesh dp=4
+// FIXED: trn-run: error: {{.*}}gather.trnart: mesh axis 'dp': the artifact was compiled for dp=2 but --mesh gives dp=4; the program depends on it (only a replica axis, such as the dp of trn-cc --mesh, used solely in all_reduce sum/mean may differ): recompile with --mesh dp=4
 
 dist.mesh @mesh <dp = 2>
 func.func @step(%x: tensor<4x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>, trn.name = "x", trn.role = "data"},
                 %w: tensor<8x2xf32> {trn.name = "w", trn.role = "parameter"})
     -> (tensor<8x2xf32> {trn.name = "grad"}, tensor<f32> {trn.name = "loss"})
-    attributes {dist.spmd} {
+    attributes {dist.replica_axes = ["dp"], dist.spmd} {
   // The loss 0.5 * mean((x w)^2) of this rank's batch and its gradient
   // x^T (x w) / 8, averaged over the replicas.
   %p = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>

@@ -125,7 +125,7 @@ inline Program makeFullProgram() {
   }
   // A mesh, and shardings (the container's limits only: the validator's
   // rules are not the format's).
-  program.mesh = {{"dp", 2}, {"tp", INT64_MAX}, {"ünï", 1}};
+  program.mesh = {{"dp", 2, true}, {"tp", INT64_MAX}, {"ünï", 1}};
   program.tensors[0].sharding = {{{0, 2}, 1}, {}, {{1}, INT64_MAX}};
   program.tensors[1].sharding = {{{}, 3}, {{2, 1, 0}, 1}, {{0}, 2}};
 

@@ -321,15 +321,19 @@ TEST(Mesh, BindingChecksSizesAndLetsDpFollowTheJob) {
   std::vector<MeshAxis> requested, bound;
   std::string error;
   ASSERT_TRUE(parseMeshSpec("dp=4,tp=2", requested, error)) << error;
+  // Only a program that says it is one replica's step along dp.
+  EXPECT_FALSE(bindMesh(program, requested, bound, error));
+  program.mesh[0].replica = true;
   EXPECT_TRUE(bindMesh(program, requested, bound, error)) << error;
   EXPECT_EQ(bound[0].size, 4);
   // tp changes local shapes: it must match.
   ASSERT_TRUE(parseMeshSpec("dp=2,tp=4", requested, error));
   EXPECT_FALSE(bindMesh(program, requested, bound, error));
   EXPECT_EQ(error, "mesh axis 'tp': the artifact was compiled for tp=2 but "
-                   "--mesh gives tp=4; the program's local shapes depend on it "
-                   "(only dp may differ, when the program uses it solely in "
-                   "all_reduce sum/mean): recompile with --mesh tp=4");
+                   "--mesh gives tp=4; the program depends on it (only a "
+                   "replica axis, such as the dp of trn-cc --mesh, used solely "
+                   "in all_reduce sum/mean may differ): recompile with --mesh "
+                   "tp=4");
   // A gather over dp makes dp's size part of the shapes too.
   Instruction gather = collective(Opcode::AllGather, DType::F32, 4, 8);
   gather.collectiveShape = {4};
@@ -425,7 +429,7 @@ TEST(InProcessJob, AbortStopsTheWaitingRanks) {
 
 TEST(Artifact, MeshAndCollectivesRoundTrip) {
   Program program;
-  program.mesh = {{"dp", 2}, {"tp", 4}};
+  program.mesh = {{"dp", 2, true}, {"tp", 4}};
   program.hbmBytes = 1 << 16;
   program.numSemaphores = 1;
   HbmTensor x;

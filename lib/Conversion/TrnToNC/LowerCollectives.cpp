@@ -103,6 +103,14 @@ LogicalResult Lowering::findMesh() {
     meshAxes.push_back(axis.str());
     meshSizes.push_back(size);
   }
+  if (auto replicas = graph->getAttrOfType<ArrayAttr>(
+          dist::DistDialect::getReplicaAxesAttrName()))
+    for (StringRef axis : replicas.getAsValueRange<StringAttr>()) {
+      if (!llvm::is_contained(meshAxes, axis.str()))
+        return graph.emitError("replica axis '")
+               << axis << "' is not an axis of mesh " << meshSymbol;
+      replicaAxes.push_back(axis.str());
+    }
   return success();
 }
 

@@ -206,6 +206,8 @@ private:
   /// The kernel's mesh (empty without one).
   SmallVector<std::string> meshAxes;
   SmallVector<int64_t> meshSizes;
+  /// The axes the graph is one replica's step along (dist.replica_axes).
+  SmallVector<std::string> replicaAxes;
   FlatSymbolRefAttr meshSymbol;
   OpBuilder &builder;
   KernelBuilder kb;

@@ -1245,6 +1245,13 @@ LogicalResult Lowering::run() {
                     ArrayAttr::get(context, names));
     kernel->setAttr(NCDialect::getMeshSizesAttrName(),
                     DenseI64ArrayAttr::get(context, meshSizes));
+    if (!replicaAxes.empty()) {
+      SmallVector<Attribute> replicas;
+      for (const std::string &axis : replicaAxes)
+        replicas.push_back(StringAttr::get(context, axis));
+      kernel->setAttr(NCDialect::getReplicaAxesAttrName(),
+                      ArrayAttr::get(context, replicas));
+    }
   }
   Block *body = kernel.addEntryBlock();
   builder.setInsertionPointToEnd(body);

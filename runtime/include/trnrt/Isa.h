@@ -235,6 +235,9 @@ inline constexpr std::string_view kSpillTensorPrefix = "spill";
 struct MeshAxis {
   std::string name;
   int64_t size = 1; ///< the compile-time size (docs/partitioning.md)
+  /// The program is one replica's step along this axis (dist.replica_axes:
+  /// data parallelism whose degree is bound at load time).
+  bool replica = false;
 };
 
 /// How one dimension of a global tensor is split over mesh axes: over

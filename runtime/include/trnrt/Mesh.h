@@ -30,9 +30,11 @@ bool parseMeshSpec(const std::string &spec, std::vector<MeshAxis> &axes,
                    std::string &error);
 
 /// Whether the program may run with axis `axis` at another size than it was
-/// compiled for: the axis is `dp` (data parallelism, which the compile
-/// cache's key leaves out) and every collective naming it is an all_reduce
-/// sum or mean (whose result shape does not depend on the group size).
+/// compiled for: the program is one replica's step along it
+/// (MeshAxis::replica, from the partitioner's dist.replica_axes: data
+/// parallelism, which the compile cache's key leaves out) and every
+/// collective naming it is an all_reduce sum or mean (whose result shape
+/// does not depend on the group size).
 /// Arguments and results split over dp then take global shapes that grow
 /// with its size: one replica's batch per rank.
 bool isElasticAxis(const Program &program, size_t axis);

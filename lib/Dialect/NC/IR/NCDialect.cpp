@@ -81,7 +81,7 @@ LogicalResult NCDialect::verifyOperationAttribute(Operation *op,
                                 "[array<i64: 0, 3>]";
     return success();
   }
-  if (name == getMeshAxesAttrName()) {
+  if (name == getMeshAxesAttrName() || name == getReplicaAxesAttrName()) {
     auto axes = dyn_cast<ArrayAttr>(value);
     if (!isa<FunctionOpInterface>(op) || !axes ||
         !llvm::all_of(axes, [](Attribute axis) {

@@ -53,6 +53,9 @@ def NC_Dialect : Dialect {
     /// compile-time sizes, which collectives' `axes` name.
     static constexpr ::llvm::StringLiteral getMeshAxesAttrName() { return "nc.mesh_axes"; }
     static constexpr ::llvm::StringLiteral getMeshSizesAttrName() { return "nc.mesh_sizes"; }
+    /// The mesh axes the kernel is one replica's step along (their size is
+    /// bound at load time: data parallelism).
+    static constexpr ::llvm::StringLiteral getReplicaAxesAttrName() { return "nc.replica_axes"; }
     /// How a partitioned kernel's argument maps to the global tensor: per
     /// dimension the mesh axes (indices into nc.mesh_axes, major first) that
     /// split it, and (optionally) in how many blocks; for an "inout"
