@@ -62,6 +62,9 @@ def parse_args(description: str, config_cls: Type, presets: Dict[str, dict],
     run.add_argument("--steps", type=int, default=20, help="micro-steps to run in all (default 20)")
     run.add_argument("--device", choices=["cpu", "trn"], default="cpu")
     run.add_argument("--flags", default="", help='trn compile flags, e.g. "--auto-cast matmul"')
+    run.add_argument("--mesh", default=None,
+                     help='data and tensor parallelism for --device trn, e.g. "dp=2,tp=2" '
+                          "(every rank on its own simulated NeuronCore)")
     run.add_argument("--cache-dir", default=None, help="trn compile cache (default: $TRN_CACHE_DIR or trn's)")
     run.add_argument("--optimizer", choices=["adamw", "adam", "sgd"], default="adamw")
     run.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default 1e-3)")
@@ -213,6 +216,8 @@ def train(args: argparse.Namespace, model: torch.nn.Module, loss_fn: LossFn,
     loss_fn = _scaled(loss_fn, args.grad_accum)
 
     step = None
+    if args.mesh and args.device != "trn":
+        fail("--mesh partitions the step for --device trn; add --device trn")
     if args.device == "trn":
         try:
             import trn  # only needed here: the CPU path runs without the trn package
@@ -222,7 +227,8 @@ def train(args: argparse.Namespace, model: torch.nn.Module, loss_fn: LossFn,
             fail("--device trn needs the trn Python package: run utils/setup.sh")
         # Wrapped after loading the checkpoint, so the device starts from the restored state.
         step = trn.compile_step(model, optimizer, loss_fn, flags=args.flags, cache_dir=args.cache_dir,
-                                grad_accum=args.grad_accum, max_grad_norm=args.max_grad_norm or None)
+                                grad_accum=args.grad_accum, max_grad_norm=args.max_grad_norm or None,
+                                mesh=args.mesh)
 
     # A meta-device model, or trn's extraction mode (trn-parallel-compile), traces steps without running them:
     # there are no losses to report and no trained state to save.

@@ -11,11 +11,17 @@
 #include "trn/Cache/Key.h"
 #include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/CompileGraph.h"
+#include "trnrt/Artifact.h"
+#include "trnrt/Mesh.h"
+#include "trnrt/Numerics.h"
 #include "trnrt/trnrt.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -141,6 +147,138 @@ private:
   trnrt_model *model = nullptr;
 };
 
+/// A partitioned artifact run on one simulated NeuronCore per rank of a
+/// mesh, all in this process (trnrt::runMeshInProcess). Tensors go in and
+/// out global, by name, as for Program: the runtime splits inputs by their
+/// shardings and assembles outputs. Values stay here between runs, as on a
+/// device: an output that updates an input in place becomes that input.
+class MeshProgram {
+public:
+  MeshProgram(const py::bytes &artifact, const std::string &mesh) {
+    std::string bytes = artifact;
+    trnrt::ArtifactInfo info;
+    std::string error;
+    if (!trnrt::readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
+                             bytes.size(), program, info, error))
+      throw DeviceFailure(error);
+    target = trnrt::lookupTarget(program.target);
+    if (!target)
+      throw DeviceFailure("the artifact's target '" + program.target +
+                          "' is unknown to this runtime");
+    std::vector<trnrt::MeshAxis> requested;
+    if (!trnrt::parseMeshSpec(mesh, requested, error) ||
+        !trnrt::bindMesh(program, requested, bound, error))
+      throw DeviceFailure("mesh '" + mesh + "': " + error);
+    for (size_t t = 0; t < program.tensors.size(); ++t) {
+      const trnrt::HbmTensor &tensor = program.tensors[t];
+      if (tensor.kind == trnrt::HbmTensor::Kind::Input) {
+        inputSlotOfTensor[t] = inputs.size();
+        inputIndex[tensor.name] = inputs.size();
+        inputs.emplace_back(globalBytes(tensor), 0);
+      } else if (tensor.kind == trnrt::HbmTensor::Kind::Output) {
+        outputIndex[tensor.name] = outputs.size();
+        outputs.emplace_back();
+        outputTensors.push_back(&tensor);
+      }
+    }
+  }
+
+  int ranks() const {
+    int count = 1;
+    for (const trnrt::MeshAxis &axis : bound)
+      count *= int(axis.size);
+    return count;
+  }
+
+  void write(const std::string &name, const py::buffer &data) {
+    auto it = inputIndex.find(name);
+    if (it == inputIndex.end())
+      throw DeviceFailure("the program has no input '" + name + "'");
+    py::buffer_info info = data.request();
+    size_t size = static_cast<size_t>(info.size * info.itemsize);
+    std::vector<uint8_t> &slot = inputs[it->second];
+    if (size != slot.size())
+      throw DeviceFailure("input '" + name + "' takes " +
+                          std::to_string(slot.size()) +
+                          " bytes (its global shape under the mesh), got " +
+                          std::to_string(size));
+    std::memcpy(slot.data(), info.ptr, size);
+  }
+
+  /// An input's current value, or an output's after the last run.
+  py::bytes read(const std::string &name, size_t size) const {
+    const std::vector<uint8_t> *bytes = nullptr;
+    if (auto it = inputIndex.find(name); it != inputIndex.end())
+      bytes = &inputs[it->second];
+    else if (auto out = outputIndex.find(name); out != outputIndex.end())
+      bytes = &outputs[out->second];
+    if (!bytes)
+      throw DeviceFailure("the program has no tensor '" + name + "'");
+    if (bytes->size() != size)
+      throw DeviceFailure("tensor '" + name + "' holds " +
+                          std::to_string(bytes->size()) + " bytes, not " +
+                          std::to_string(size));
+    return py::bytes(reinterpret_cast<const char *>(bytes->data()),
+                     bytes->size());
+  }
+
+  py::dict run() {
+    std::vector<trnrt::RankRun> runs;
+    std::string error;
+    bool ok;
+    {
+      py::gil_scoped_release release;
+      trnrt::MeshRunOptions options;
+      options.simulator.threads = 1; // the ranks already run side by side
+      ok = trnrt::runMeshInProcess(*target, program, bound, inputs, options,
+                                   runs, error);
+      if (ok)
+        trnrt::assembleOutputs(program, bound, runs, outputs);
+    }
+    if (!ok)
+      throw DeviceFailure(error);
+    // In-place updates: the new value is the input of the next run.
+    for (size_t i = 0; i < outputTensors.size(); ++i) {
+      auto slot = inputSlotOfTensor.find(outputTensors[i]->aliasesInput);
+      if (slot != inputSlotOfTensor.end() &&
+          inputs[slot->second].size() == outputs[i].size())
+        inputs[slot->second] = outputs[i];
+    }
+    // The step takes as long as its slowest rank.
+    py::dict result;
+    double deviceNs = 0, mfu = 0;
+    uint64_t flops = 0;
+    for (const trnrt::RankRun &run : runs) {
+      deviceNs = std::max(deviceNs, run.stats.deviceTimeNs);
+      mfu += run.stats.mfu;
+      flops += run.stats.matmulFlops;
+    }
+    result["device_time_ns"] = deviceNs;
+    result["mfu"] = runs.empty() ? 0.0 : mfu / double(runs.size());
+    result["matmul_flops"] = flops;
+    result["ranks"] = runs.size();
+    return result;
+  }
+
+private:
+  size_t globalBytes(const trnrt::HbmTensor &tensor) const {
+    int64_t count = 1;
+    for (int64_t dim : trnrt::globalShape(tensor, bound))
+      count *= dim;
+    return size_t(count) * trnrt::dtypeSizeInBytes(tensor.dtype);
+  }
+
+  trnrt::Program program;
+  const trnrt::Target *target = nullptr;
+  std::vector<trnrt::MeshAxis> bound;
+  std::map<std::string, size_t> inputIndex, outputIndex;
+  std::vector<const trnrt::HbmTensor *> outputTensors;
+  /// Program tensor index of each input -> its slot in `inputs` (outputs
+  /// name the input they update by tensor index).
+  std::map<int64_t, size_t> inputSlotOfTensor;
+  std::vector<std::vector<uint8_t>> inputs, outputs;
+};
+
 py::dict compile(const std::string &graph,
                  const std::vector<std::string> &flags,
                  const std::string &cacheDir, bool useCache, bool retryFailed,
@@ -236,4 +374,12 @@ PYBIND11_MODULE(_trn, m) {
       .def("write", &Program::write, py::arg("name"), py::arg("data"))
       .def("read", &Program::read, py::arg("name"), py::arg("size"))
       .def("run", &Program::run);
+
+  py::class_<MeshProgram>(m, "MeshProgram")
+      .def(py::init<const py::bytes &, const std::string &>(),
+           py::arg("artifact"), py::arg("mesh"))
+      .def_property_readonly("ranks", &MeshProgram::ranks)
+      .def("write", &MeshProgram::write, py::arg("name"), py::arg("data"))
+      .def("read", &MeshProgram::read, py::arg("name"), py::arg("size"))
+      .def("run", &MeshProgram::run);
 }

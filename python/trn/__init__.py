@@ -40,7 +40,7 @@ def compile_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  loss_fn: Callable[..., torch.Tensor], flags: str = "",
                  cache_dir: Optional[str] = None, grad_accum: int = 1,
                  max_grad_norm: Optional[float] = None, sync: str = "step",
-                 retry_failed: bool = False) -> CompiledStep:
+                 retry_failed: bool = False, mesh: Optional[str] = None) -> CompiledStep:
     """Wraps one training step of `model` for trn.
 
     Args:
@@ -63,6 +63,14 @@ def compile_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
             module and optimizer after every call; "manual" only when
             `step.sync()` is called (faster for long runs).
         retry_failed: recompile graphs whose compile failure is cached.
+        mesh: data and tensor parallelism, e.g. "dp=2,tp=2": the step is
+            traced once, unpartitioned, and the compiler partitions it
+            (Megatron's plan found in the graph); every rank runs on its own
+            simulated NeuronCore in this process. The batch passed to the
+            step is the global batch: each data-parallel replica takes its
+            share of the first dimension and the gradients are averaged, as
+            DDP does. Parameters and optimizer state are read back whole
+            (`model.state_dict()` is unsharded). docs/partitioning.md.
 
     Returns:
         A `CompiledStep`; calling it with a batch runs one (micro-)step and
@@ -71,4 +79,4 @@ def compile_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     return CompiledStep(model, optimizer, loss_fn, flags=flags,
                         cache_dir=cache_dir, grad_accum=grad_accum,
                         max_grad_norm=max_grad_norm, sync=sync,
-                        retry_failed=retry_failed)
+                        retry_failed=retry_failed, mesh=mesh)

@@ -94,7 +94,7 @@ class CompiledStep:
                  loss_fn: Callable[..., torch.Tensor], flags: str = "",
                  cache_dir: Optional[str] = None, grad_accum: int = 1,
                  max_grad_norm: Optional[float] = None, sync: str = "step",
-                 retry_failed: bool = False) -> None:
+                 retry_failed: bool = False, mesh: Optional[str] = None) -> None:
         if not isinstance(model, torch.nn.Module):
             raise TrnError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -116,7 +116,10 @@ class CompiledStep:
         self.model = model
         self.optimizer = optimizer
         self.loss_fn = loss_fn
+        self.mesh, self.mesh_spec = _parse_mesh(mesh)
         self.flags = self._parse_flags(flags)
+        if self.mesh_spec:
+            self.flags += ["--mesh", self.mesh_spec]
         self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else ""
         self.grad_accum = grad_accum
         self.max_grad_norm = float(max_grad_norm) if max_grad_norm else None
@@ -285,10 +288,20 @@ class CompiledStep:
                 inputs.append(torch.tensor(lr, dtype=torch.float32))
             args.append(_translate.ArgSpec("step", "hyperparameter"))
             inputs.append(torch.tensor(float(self._updates + 1)))
+        dp = self.mesh.get("dp", 1)
         for i, t in enumerate(batch):
             label = self.batch_names[i] if i < len(self.batch_names) else f"input{i}"
             role = "label" if ("label" in label or "target" in label) else "data"
             args.append(_translate.ArgSpec(label, role))
+            if dp > 1:
+                # The graph is one data-parallel replica's step: traced at
+                # each replica's share of the batch (docs/partitioning.md).
+                if t.dim() == 0 or t.shape[0] % dp:
+                    rows = t.shape[0] if t.dim() else "no"
+                    raise TrnError(f"step input '{label}' has {rows} rows, which "
+                                   f"dp={dp} does not divide; give every "
+                                   "data-parallel replica the same share of the batch")
+                t = t[: t.shape[0] // dp]
             inputs.append(t.detach())
         args.append(_translate.ArgSpec("seed", "seed"))
         inputs.append(torch.tensor(0, dtype=torch.int64))
@@ -364,7 +377,10 @@ class CompiledStep:
         exe.cache_status = result["cache_status"]
         exe.compile_seconds = result["compile_seconds"]
         try:
-            exe.program = _native().Program(result["artifact"])
+            if self.mesh_spec:
+                exe.program = _native().MeshProgram(result["artifact"], self.mesh_spec)
+            else:
+                exe.program = _native().Program(result["artifact"])
         except _native().DeviceError as error:
             raise DeviceError(f"the compiled step does not load on the simulated "
                               f"NeuronCore: {error}") from None
@@ -661,6 +677,32 @@ _KIND_REASONS = {
     "micro": "a micro-step that only accumulates gradients",
     "eval": "an evaluation step (forward only)",
 }
+
+
+def _parse_mesh(mesh: Optional[str]) -> Tuple[Dict[str, int], str]:
+    """"dp=2,tp=2" -> ({"dp": 2, "tp": 2}, "dp=2,tp=2"); None -> ({}, "")."""
+    if mesh is None:
+        return {}, ""
+    if not isinstance(mesh, str):
+        raise TrnError(f"mesh must be a string such as 'dp=2,tp=2', got {mesh!r}")
+    degrees: Dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in mesh.split(","))):
+        name, _, degree = item.partition("=")
+        name = name.strip()
+        if name not in ("dp", "tp", "pp") or not degree.strip().isdigit() \
+                or int(degree) < 1:
+            raise TrnError(f"mesh {mesh!r}: {item!r} is not dp=N or tp=N with a "
+                           "positive N (e.g. mesh='dp=2,tp=2')")
+        if name in degrees:
+            raise TrnError(f"mesh {mesh!r} gives '{name}' twice")
+        degrees[name] = int(degree)
+    if degrees.get("pp", 1) > 1:
+        raise TrnError(f"mesh {mesh!r}: pipeline parallelism (pp) is not supported "
+                       "by compile_step yet; use dp and tp")
+    degrees.pop("pp", None)
+    if all(d == 1 for d in degrees.values()):
+        return degrees, ""
+    return degrees, ",".join(f"{k}={v}" for k, v in degrees.items())
 
 
 def _version_of(tensor: torch.Tensor) -> Tuple[int, int]:

@@ -1,0 +1,96 @@
+"""trn.compile_step(..., mesh=...): a model traced once trains at a dp x tp
+mesh, every rank on its own simulated NeuronCore in this process, with the
+single-device results."""
+
+import copy
+import sys
+
+import pytest
+import torch
+
+import trn
+from conftest import EXAMPLES, run_example
+
+sys.path.insert(0, str(EXAMPLES))
+import gpt  # noqa: E402  (the example's model)
+
+
+def _train(mesh, make_optimizer, cache_dir, steps=3):
+    torch.manual_seed(0)
+    model = gpt.GPT(gpt.GPTConfig())
+    optimizer = make_optimizer(model.parameters())
+    step = trn.compile_step(model, optimizer, gpt.loss_fn, cache_dir=cache_dir, mesh=mesh)
+    generator = torch.Generator().manual_seed(1)
+    losses = []
+    for _ in range(steps):
+        ids = torch.randint(0, model.cfg.vocab, (4, model.cfg.seq), generator=generator)
+        labels = torch.randint(0, model.cfg.vocab, (4, model.cfg.seq), generator=generator)
+        losses.append(float(step(ids, labels)))
+    return losses, model.state_dict(), optimizer
+
+
+def _worst(state, reference):
+    """Largest error of any tensor relative to its largest value."""
+    return max(float((a - b).abs().max() / (b.abs().max() + 1e-30))
+               for a, b in zip(state.values(), reference.values()))
+
+
+def _sgd(params):
+    return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+
+
+@pytest.mark.parametrize("mesh", ["tp=2", "dp=2", "dp=2,tp=2"])
+def test_mesh_training_equals_single_device(mesh, cache_dir):
+    ref_losses, ref_state, _ = _train(None, _sgd, cache_dir)
+    losses, state, _ = _train(mesh, _sgd, cache_dir)
+    assert losses == pytest.approx(ref_losses, rel=1e-5)
+    # Unsharded: model.state_dict() has the model's own shapes.
+    assert {k: v.shape for k, v in state.items()} == {k: v.shape for k, v in ref_state.items()}
+    assert _worst(state, ref_state) < 1e-5
+
+
+def test_mesh_adamw(cache_dir):
+    """AdamW divides by sqrt(v) + eps: a near-zero gradient's last-bit
+    differences (the partitioned sums add in another order) move its update
+    by up to lr, so parameters agree to about 1e-3 of their scale and the
+    losses to 1e-5 (the same happens between any two summation orders)."""
+    make = lambda params: torch.optim.AdamW(params, lr=1e-3)  # noqa: E731
+    ref_losses, ref_state, ref_opt = _train(None, make, cache_dir)
+    losses, state, opt = _train("dp=2,tp=2", make, cache_dir)
+    assert losses == pytest.approx(ref_losses, rel=1e-5)
+    assert _worst(state, ref_state) < 5e-3
+    # Optimizer state comes back whole too.
+    for p_state, r_state in zip(opt.state.values(), ref_opt.state.values()):
+        assert p_state["exp_avg"].shape == r_state["exp_avg"].shape
+
+
+@pytest.mark.parametrize("mesh,text", [
+    ("dp=0", "is not dp=N or tp=N with a positive N"),
+    ("tp=2,tp=4", "gives 'tp' twice"),
+    ("pp=2", "pipeline parallelism (pp) is not supported by compile_step yet"),
+    (3, "mesh must be a string"),
+])
+def test_bad_mesh(mesh, text):
+    model = gpt.GPT(gpt.GPTConfig())
+    with pytest.raises(trn.TrnError, match=text.replace("(", r"\(").replace(")", r"\)")):
+        trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1), gpt.loss_fn,
+                         mesh=mesh)
+
+
+def test_batch_not_divisible_by_dp(cache_dir):
+    model = gpt.GPT(gpt.GPTConfig())
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1), gpt.loss_fn,
+                            cache_dir=cache_dir, mesh="dp=2")
+    ids = torch.zeros(3, model.cfg.seq, dtype=torch.int64)
+    with pytest.raises(trn.TrnError, match="has 3 rows, which dp=2 does not divide"):
+        step(ids, ids)
+
+
+def test_example_trains_at_a_mesh(cache_dir):
+    single = run_example("gpt.py", "--device", "trn", "--steps", "3", "--cache-dir", cache_dir)
+    meshed = run_example("gpt.py", "--device", "trn", "--steps", "3", "--cache-dir", cache_dir,
+                         "--mesh", "dp=2,tp=2")
+    last = lambda proc: float(proc.stdout.strip().splitlines()[-1].split()[-1])  # noqa: E731
+    assert last(meshed) == pytest.approx(last(single), rel=1e-5)
+    refused = run_example("gpt.py", "--mesh", "tp=2", check=False)
+    assert refused.returncode != 0 and "--mesh partitions the step for --device trn" in refused.stderr
