@@ -21,7 +21,6 @@
 #include "trnrt/Target.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -127,54 +126,28 @@ void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
   buildNCKernelPipeline(pm);
 }
 
-/// Partitions `module` for --mesh dp=D,tp=T. The DP degree is not in the
-/// cache key, so the program must not depend on it: the graph is one data
-/// parallel replica's step (dist-spmd dp-replicas: dp splits no shape,
-/// gradients are averaged over dp, the degree is bound at load time) and is
-/// partitioned at a nominal dp = 2 whatever D is, so that every D gives the
-/// same artifact bytes (at dp = 1 the averages are over groups of one). A
-/// graph that cannot be a replica step (a value gathered over dp) is
-/// partitioned for tp alone when no dp was asked for; such a program
-/// refuses any dp degree but 1 at load time.
+/// Partitions `module` for --mesh dp=D,tp=T. The cache key records whether
+/// the program is data-parallel (D > 1), not the degree, so the program must
+/// not depend on D: with D > 1 the graph is one data-parallel replica's step
+/// (dist-spmd dp-replicas: dp splits no shape, gradients are averaged over
+/// dp, the degree is bound at load time), partitioned at a nominal dp = 2
+/// whatever D is, so every degree gives the same artifact bytes. With D = 1
+/// the program is partitioned for tp alone (no replica axis: it runs at
+/// dp = 1 only).
 static LogicalResult
 partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
-  auto run = [&](ModuleOp target, int64_t dp, bool replicas) {
-    PassManager pm(target.getContext(), ModuleOp::getOperationName());
-    trn::partition::PartitionOptions partitionOptions;
-    partitionOptions.mesh = {{"dp", dp}, {"tp", options.tp}};
-    partitionOptions.dpReplicas = replicas;
-    trn::partition::addPartitionPasses(pm, partitionOptions);
-    std::optional<TimingScope> timing;
-    if (options.timing) {
-      timing.emplace(options.timing->nest("partition"));
-      pm.enableTiming(*timing);
-    }
-    return pm.run(target);
-  };
-  // On a copy, with its diagnostics held back until we know they matter.
-  OwningOpRef<ModuleOp> replica = module.clone();
-  SmallVector<Diagnostic> held;
-  LogicalResult replicated = failure();
-  {
-    ScopedDiagnosticHandler hold(module.getContext(), [&](Diagnostic &diag) {
-      held.push_back(std::move(diag));
-      return success();
-    });
-    replicated = run(*replica, /*dp=*/2, /*replicas=*/true);
+  const bool replicas = options.dp > 1;
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  trn::partition::PartitionOptions partitionOptions;
+  partitionOptions.mesh = {{"dp", replicas ? 2 : 1}, {"tp", options.tp}};
+  partitionOptions.dpReplicas = replicas;
+  trn::partition::addPartitionPasses(pm, partitionOptions);
+  std::optional<TimingScope> timing;
+  if (options.timing) {
+    timing.emplace(options.timing->nest("partition"));
+    pm.enableTiming(*timing);
   }
-  if (succeeded(replicated)) {
-    module.getBody()->getOperations().clear();
-    module.getBody()->getOperations().splice(
-        module.getBody()->end(), replica->getBody()->getOperations());
-    return success();
-  }
-  if (options.dp > 1) {
-    // The replica step's own error says why dp cannot be bound at load.
-    for (Diagnostic &diag : held)
-      module.getContext()->getDiagEngine().emit(std::move(diag));
-    return failure();
-  }
-  return run(module, 1, false);
+  return pm.run(module); // a failing pass has emitted the diagnostic
 }
 
 FailureOr<trnrt::Program>
