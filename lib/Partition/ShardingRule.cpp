@@ -471,6 +471,37 @@ mlir::trn::partition::getShardingRule(Operation *op) {
         b.result(2, rank - 1, valueHead);
         return b.take();
       })
+      .Case<CrossEntropyOp, CrossEntropyGradOp>(
+          [&](Operation *) -> std::optional<ShardingRule> {
+            // logits [N, C], labels [N] (and the gradient's grad_loss: [N]
+            // for `none`, a scalar otherwise). The rows are parallel, or a
+            // reduction for the loss of `sum` and `mean`; the classes stay
+            // whole. A `mean` divides by the whole count of rows, so its
+            // rows split only over replica axes (dist-spmd checks).
+            RuleBuilder b(op);
+            ArrayRef<int64_t> logits = shapeOf(op->getOperand(0));
+            if (logits.size() != 2)
+              return std::nullopt;
+            bool gradient = isa<CrossEntropyGradOp>(op);
+            auto reduction =
+                op->getAttrOfType<LossReductionAttr>("reduction").getValue();
+            bool rowsKept = gradient || reduction == LossReduction::none;
+            int64_t rows =
+                b.factor(logits[0], rowsKept ? FactorKind::Parallel
+                                             : FactorKind::Reduction);
+            b.operand(0, 0, rows);
+            b.operand(1, 0, rows);
+            b.operand(0, 1, b.factor(logits[1], FactorKind::Replicated));
+            if (gradient) {
+              if (reduction == LossReduction::none)
+                b.operand(2, 0, rows);
+              b.result(0, 0, rows);
+              b.result(0, 1, b.rule.operands[0][1].front());
+            } else if (reduction == LossReduction::none) {
+              b.result(0, 0, rows);
+            }
+            return b.take();
+          })
       .Case([&](ConcatenateOp o) -> std::optional<ShardingRule> {
         RuleBuilder b(op);
         ArrayRef<int64_t> out = shapeOf(o.getResult());

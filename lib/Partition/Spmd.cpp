@@ -51,7 +51,8 @@ public:
   Partitioner(func::FuncOp function, dist::MeshOp mesh, bool dpReplicas)
       : function(function), mesh(mesh),
         meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {
-    if (dpReplicas && mesh.sizeOf("dp"))
+    // A dp of size 1 has no replicas to average over: not a replica axis.
+    if (dpReplicas && mesh.sizeOf("dp").value_or(1) > 1)
       replicaAxes.insert(StringAttr::get(function.getContext(), "dp"));
   }
 
@@ -325,10 +326,12 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
   const std::optional<ShardingRule> &rule = rules[op];
   actualResults.assign(results.begin(), results.end());
   if (!rule) {
+    // An op without a rule computes on whole tensors: its results are whole
+    // whatever an annotation refined from their users says.
     for (Value operand : op->getOperands())
       wanted.push_back(replicated(operand.getType()));
-    for (Sharding &result : actualResults)
-      result.partial.clear();
+    for (auto [index, result] : llvm::enumerate(actualResults))
+      result = replicated(op->getResult(index).getType());
     return wanted;
   }
   // The factors' shares, read back from the results: parallel factors
@@ -379,6 +382,17 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
   for (auto [factor, info] : llvm::enumerate(rule->factors))
     if (info.kind == FactorKind::Replicated)
       factors[factor] = FactorSharding();
+  // A mean cross-entropy divides by the count of all its rows: their split
+  // is kept only over replica axes (one replica's mean, averaged as DDP).
+  auto reduction = op->getAttrOfType<LossReductionAttr>("reduction");
+  if (isa<CrossEntropyOp, CrossEntropyGradOp>(op) && reduction &&
+      reduction.getValue() == LossReduction::mean) {
+    FactorSharding &rows = factors[rule->operands[0][0].front()];
+    if (llvm::any_of(rows.axes, [&](StringAttr axis) {
+          return !replicaAxes.contains(axis);
+        }))
+      rows = FactorSharding();
+  }
   while (legalizeFactors(rule->operands, *rule, axisSize, factors) ||
          legalizeFactors(rule->results, *rule, axisSize, factors)) {
   }
@@ -648,6 +662,22 @@ LogicalResult Partitioner::run() {
           alias.getInt() < int64_t(function.getNumArguments()))
         want = current[function.getArgument(alias.getInt())];
     want.partial.clear();
+    // One replica's result (a per-example output) stays split over the
+    // replica axes: the replicas' results side by side are the global one.
+    for (size_t dim = 0; dim < want.dims.size() && dim < have.dims.size();
+         ++dim)
+      if (want.dims[dim].empty() &&
+          llvm::any_of(have.dims[dim], [&](StringAttr axis) {
+            return replicaAxes.contains(axis);
+          })) {
+        Axes kept;
+        for (StringAttr axis : have.dims[dim]) {
+          if (!replicaAxes.contains(axis))
+            break;
+          kept.push_back(axis);
+        }
+        want.dims[dim] = kept;
+      }
     FailureOr<Value> moved = reshard(builder, ret.getLoc(), value, have, want);
     if (failed(moved))
       return failure();

@@ -19,11 +19,27 @@ func.func @step(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"d
 
 // -----
 
-// A value needed whole over dp (here the batch itself) would need the dp
-// degree: a replica program cannot have it.
+// A per-example result stays split over dp: the replicas' results side by
+// side are the global one.
+dist.mesh @mesh <dp = 2>
+// CHECK-LABEL: func.func @per_example
+// CHECK-SAME: -> (tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>})
+// CHECK-NOT: dist.all_gather
+func.func @per_example(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>})
+    -> tensor<8x16xf32> {
+  %y = trn.exp %x : tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}
+
+// -----
+
+// A value asked to be whole over dp would need the dp degree: a replica
+// program cannot have it.
 dist.mesh @mesh <dp = 2>
 func.func @gathered(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>})
-    -> (tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {}]>}) {
+    -> tensor<8x16xf32> {
   // expected-error @+1 {{this program is one 'dp' replica's step (dist-spmd dp-replicas), but a value must be gathered over 'dp', which needs its degree}}
-  return %x : tensor<8x16xf32>
+  %w = dist.sharding_constraint %x <@mesh, [{}, {}]> : tensor<8x16xf32>
+  %y = trn.exp %w : tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
 }
