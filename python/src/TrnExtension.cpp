@@ -13,6 +13,7 @@
 #include "trn/Driver/CompileGraph.h"
 #include "trnrt/Artifact.h"
 #include "trnrt/Mesh.h"
+#include "trnrt/MpiCommunicator.h"
 #include "trnrt/Numerics.h"
 #include "trnrt/trnrt.h"
 
@@ -147,9 +148,50 @@ private:
   trnrt_model *model = nullptr;
 };
 
+/// This process's Open MPI job when it is one of several tasks of mpirun or
+/// srun (started once, on the first mesh program).
+trnrt::MpiJob *mpiJob(int &rank, int &size) {
+  static std::unique_ptr<trnrt::MpiJob> job;
+  static bool launched = trnrt::launchedAsRank(rank, size);
+  if (!launched)
+    return nullptr;
+  if (!job) {
+    std::string error;
+    job = trnrt::MpiJob::start(/*timeoutSeconds=*/60.0, error);
+    if (!job)
+      throw DeviceFailure("starting Open MPI for this rank: " + error);
+  }
+  rank = job->rank();
+  size = job->size();
+  return job.get();
+}
+
+/// Appends `bytes` to `out` with its size first, and reads it back.
+void putBlock(std::vector<uint8_t> &out, const std::vector<uint8_t> &bytes) {
+  uint64_t size = bytes.size();
+  const auto *sizeBytes = reinterpret_cast<const uint8_t *>(&size);
+  out.insert(out.end(), sizeBytes, sizeBytes + sizeof(size));
+  out.insert(out.end(), bytes.begin(), bytes.end());
+}
+bool takeBlock(const std::vector<uint8_t> &in, size_t &at,
+               std::vector<uint8_t> &bytes) {
+  uint64_t size = 0;
+  if (at + sizeof(size) > in.size())
+    return false;
+  std::memcpy(&size, in.data() + at, sizeof(size));
+  at += sizeof(size);
+  if (at + size > in.size())
+    return false;
+  bytes.assign(in.begin() + long(at), in.begin() + long(at + size));
+  at += size;
+  return true;
+}
+
 /// A partitioned artifact run on one simulated NeuronCore per rank of a
-/// mesh, all in this process (trnrt::runMeshInProcess). Tensors go in and
-/// out global, by name, as for Program: the runtime splits inputs by their
+/// mesh, all in this process (trnrt::runMeshInProcess), or, when this
+/// process is one task of `mpirun -np N` / `srun -n N` with N the mesh's
+/// ranks, this process's rank only, collectives over Open MPI. Tensors go in
+/// and out global, by name, as for Program: the runtime splits inputs by their
 /// shardings and assembles outputs. Values stay here between runs, as on a
 /// device: an output that updates an input in place becomes that input.
 class MeshProgram {
@@ -169,6 +211,14 @@ public:
     if (!trnrt::parseMeshSpec(mesh, requested, error) ||
         !trnrt::bindMesh(program, requested, bound, error))
       throw DeviceFailure("mesh '" + mesh + "': " + error);
+    int rank = 0, size = 1;
+    job = mpiJob(rank, size);
+    if (job && size != ranks())
+      throw DeviceFailure("this job has " + std::to_string(size) +
+                          " processes but mesh '" + mesh + "' has " +
+                          std::to_string(ranks()) + " ranks; launch " +
+                          std::to_string(ranks()) + " (mpirun -np " +
+                          std::to_string(ranks()) + ")");
     for (size_t t = 0; t < program.tensors.size(); ++t) {
       const trnrt::HbmTensor &tensor = program.tensors[t];
       if (tensor.kind == trnrt::HbmTensor::Kind::Input) {
@@ -182,6 +232,9 @@ public:
       }
     }
   }
+
+  /// 1 in one process; the job's size when each process is one rank.
+  int processes() const { return job ? job->size() : 1; }
 
   int ranks() const {
     int count = 1;
@@ -230,8 +283,9 @@ public:
       py::gil_scoped_release release;
       trnrt::MeshRunOptions options;
       options.simulator.threads = 1; // the ranks already run side by side
-      ok = trnrt::runMeshInProcess(*target, program, bound, inputs, options,
-                                   runs, error);
+      ok = job ? runThisRank(options, runs, error)
+               : trnrt::runMeshInProcess(*target, program, bound, inputs,
+                                         options, runs, error);
       if (ok)
         trnrt::assembleOutputs(program, bound, runs, outputs);
     }
@@ -261,6 +315,55 @@ public:
   }
 
 private:
+  /// This process's rank, then every rank's outputs and device time
+  /// exchanged over the job, so that each process holds the whole state
+  /// (as the in-process run does) for the next step and for reads.
+  bool runThisRank(const trnrt::MeshRunOptions &options,
+                   std::vector<trnrt::RankRun> &runs, std::string &error) {
+    trnrt::RankRun mine;
+    trnrt::Communicator &communicator = job->communicator();
+    if (!trnrt::runRank(*target, program, bound, inputs, communicator, options,
+                        mine, error))
+      return false;
+    std::vector<uint8_t> message;
+    std::vector<uint8_t> time(sizeof(double));
+    std::memcpy(time.data(), &mine.stats.deviceTimeNs, sizeof(double));
+    putBlock(message, time);
+    for (const std::vector<uint8_t> &output : mine.outputs)
+      putBlock(message, output);
+    trnrt::CollectiveCall call;
+    // Past the program's own collectives' sequence numbers.
+    call.sequence = (uint64_t(1) << 40) + runCount++;
+    call.opcode = trnrt::Opcode::AllGather;
+    for (int r = 0; r < communicator.size(); ++r)
+      call.group.push_back(r);
+    call.position = communicator.rank();
+    call.description = "the step's outputs";
+    std::vector<std::vector<uint8_t>> theirs;
+    std::vector<double> starts;
+    if (!communicator.exchange(call, message, 0.0, theirs, starts, error))
+      return false;
+    runs.assign(theirs.size(), {});
+    for (size_t r = 0; r < theirs.size(); ++r) {
+      size_t at = 0;
+      std::vector<uint8_t> block;
+      if (!takeBlock(theirs[r], at, block) || block.size() != sizeof(double)) {
+        error = "rank " + std::to_string(r) + " sent malformed outputs";
+        return false;
+      }
+      std::memcpy(&runs[r].stats.deviceTimeNs, block.data(), sizeof(double));
+      while (at < theirs[r].size()) {
+        if (!takeBlock(theirs[r], at, block)) {
+          error = "rank " + std::to_string(r) + " sent malformed outputs";
+          return false;
+        }
+        runs[r].outputs.push_back(std::move(block));
+      }
+    }
+    runs[size_t(communicator.rank())].stats = mine.stats;
+    return true;
+  }
+
   size_t globalBytes(const trnrt::HbmTensor &tensor) const {
     int64_t count = 1;
     for (int64_t dim : trnrt::globalShape(tensor, bound))
@@ -277,6 +380,9 @@ private:
   /// name the input they update by tensor index).
   std::map<int64_t, size_t> inputSlotOfTensor;
   std::vector<std::vector<uint8_t>> inputs, outputs;
+  /// This process's job when it is one rank of several processes.
+  trnrt::MpiJob *job = nullptr;
+  uint64_t runCount = 0;
 };
 
 py::dict compile(const std::string &graph,
@@ -379,6 +485,7 @@ PYBIND11_MODULE(_trn, m) {
       .def(py::init<const py::bytes &, const std::string &>(),
            py::arg("artifact"), py::arg("mesh"))
       .def_property_readonly("ranks", &MeshProgram::ranks)
+      .def_property_readonly("processes", &MeshProgram::processes)
       .def("write", &MeshProgram::write, py::arg("name"), py::arg("data"))
       .def("read", &MeshProgram::read, py::arg("name"), py::arg("size"))
       .def("run", &MeshProgram::run);

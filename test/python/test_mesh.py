@@ -2,14 +2,15 @@
 mesh, every rank on its own simulated NeuronCore in this process, with the
 single-device results."""
 
-import copy
+import json
+import subprocess
 import sys
 
 import pytest
 import torch
 
 import trn
-from conftest import EXAMPLES, run_example
+from conftest import EXAMPLES, PYTHON, run_example
 
 sys.path.insert(0, str(EXAMPLES))
 import gpt  # noqa: E402  (the example's model)
@@ -94,3 +95,51 @@ def test_example_trains_at_a_mesh(cache_dir):
     assert last(meshed) == pytest.approx(last(single), rel=1e-5)
     refused = run_example("gpt.py", "--mesh", "tp=2", check=False)
     assert refused.returncode != 0 and "--mesh partitions the step for --device trn" in refused.stderr
+
+
+MPI_SCRIPT = r"""
+import json, os, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import gpt, trn
+torch.manual_seed(0)
+model = gpt.GPT(gpt.GPTConfig())
+step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                        gpt.loss_fn, cache_dir=sys.argv[2], mesh="dp=2,tp=2")
+g = torch.Generator().manual_seed(1)
+losses = []
+for _ in range(3):
+    ids = torch.randint(0, 128, (4, 16), generator=g)
+    labels = torch.randint(0, 128, (4, 16), generator=g)
+    losses.append(float(step(ids, labels)))
+state = {k: v.tolist() for k, v in model.state_dict().items() if k == "blocks.0.attn.qkv.weight"}
+rank = os.environ["OMPI_COMM_WORLD_RANK"]
+with open(os.path.join(sys.argv[3], f"rank{rank}.json"), "w") as out:
+    json.dump({"processes": step.last_executable.program.processes, "losses": losses,
+               "state": state}, out)
+"""
+
+
+def test_mesh_under_mpirun_runs_one_rank_per_process(cache_dir, tmp_path):
+    """Under `mpirun -np 4` each process of the script is one rank of the
+    dp=2 x tp=2 mesh, collectives over Open MPI; every process ends with the
+    single-device losses and the whole parameters."""
+    import shutil
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("mpirun not installed (utils/setup.sh installs openmpi-bin)")
+    script = tmp_path / "train.py"
+    script.write_text(MPI_SCRIPT)
+    proc = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4",
+                           PYTHON, str(script), str(EXAMPLES), cache_dir, str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reports = [json.loads(path.read_text()) for path in sorted(tmp_path.glob("rank*.json"))]
+    assert len(reports) == 4
+    ref_losses, ref_state, _ = _train(None, _sgd, cache_dir)
+    ref = ref_state["blocks.0.attn.qkv.weight"]
+    for report in reports:
+        assert report["processes"] == 4
+        assert report["losses"] == pytest.approx(ref_losses, rel=1e-5)
+        got = torch.tensor(report["state"]["blocks.0.attn.qkv.weight"])
+        assert float((got - ref).abs().max() / ref.abs().max()) < 1e-5
