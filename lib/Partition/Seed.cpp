@@ -246,9 +246,21 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
               cast<RankedTensorType>(reshape.getOperand().getType()).getShape();
           ArrayRef<int64_t> out =
               cast<RankedTensorType>(reshape.getType()).getShape();
+          // The features viewed as [..., heads, head_dim] (or, fused,
+          // [3, heads, head_dim]) at the end of the result.
           if (in.empty() || out.size() < 2 || in.back() != outFeatures ||
-              out[out.size() - 2] * out.back() != outFeatures ||
               out.back() == outFeatures)
+            continue;
+          int64_t trailing = 1;
+          bool viewed = false;
+          for (size_t j = out.size(); j-- > 0;) {
+            trailing *= out[j];
+            if (trailing == outFeatures && out.size() - j >= 2)
+              viewed = true;
+            if (trailing >= outFeatures)
+              break;
+          }
+          if (!viewed)
             continue;
           int64_t heads = out[out.size() - 2];
           if (heads % tpDegree == 0)

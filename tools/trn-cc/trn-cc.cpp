@@ -16,12 +16,14 @@
 
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
+#include "trn/Dialect/Dist/IR/DistDialect.h"
 #include "trn/Dialect/Trn/Utils/GraphHash.h"
 #include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/CompileGraph.h"
 #include "trn/Driver/Diagnostics.h"
 #include "trn/Driver/Pipeline.h"
 #include "trn/InitAll.h"
+#include "trn/Partition/Fit.h"
 #include "trn/Support/InputFile.h"
 
 #include "trnrt/Artifact.h"
@@ -941,7 +943,78 @@ int TrnCC::run() {
   return options.mode == Options::Mode::Compile ? compile() : analyze();
 }
 
+/// "1.5 GiB", "300.0 MiB".
+static std::string bytesText(int64_t bytes) {
+  char text[32];
+  if (bytes >= (int64_t(1) << 30))
+    std::snprintf(text, sizeof(text), "%.1f GiB", double(bytes) / (1 << 30));
+  else
+    std::snprintf(text, sizeof(text), "%.1f MiB", double(bytes) / (1 << 20));
+  return text;
+}
+
+/// With --mesh: partitions the graph (milliseconds, no lowering) and checks
+/// that one rank fits its NeuronCore's HBM, before compiling. Returns a
+/// one-line error naming the first violated constraint, or the footprint.
+static std::optional<std::string>
+checkMeshFit(ModuleOp module, const trn::cache::NormalizedFlags &flags,
+             const std::vector<std::string> &args,
+             std::optional<trn::partition::RankFootprint> &footprint,
+             std::string &meshText) {
+  int64_t tp = 1;
+  if (auto it = flags.values.find("tp"); it != flags.values.end())
+    tp = std::stoll(it->second);
+  int64_t dp = trn::dpDegreeOf(args);
+  if (tp <= 1 && dp <= 1)
+    return std::nullopt;
+  for (auto function : module.getOps<func::FuncOp>())
+    if (function->hasAttr(dist::DistDialect::getSpmdAttrName()))
+      return std::nullopt; // already one rank's program
+  meshText = "dp=" + std::to_string(dp) + ",tp=" + std::to_string(tp);
+  trn::partition::PartitionOptions options;
+  // Replicas at a nominal dp = 2 as trn-cc --mesh compiles them: the shapes
+  // and the footprint are one replica's whatever the degree.
+  options.mesh = {{"dp", dp > 1 ? 2 : 1}, {"tp", tp}};
+  trn::DiagnosticCollector diagnostics(module.getContext());
+  FailureOr<trn::partition::RankFootprint> measured =
+      trn::partition::partitionedFootprint(module, options);
+  if (failed(measured))
+    return "mesh " + meshText + " does not partition this graph: " +
+           (diagnostics.firstError().empty() ? std::string("see above")
+                                             : diagnostics.firstError());
+  footprint = *measured;
+  const trnrt::Target *target = trnrt::lookupTarget(flags.values.at("target"));
+  if (target && uint64_t(measured->total()) > target->hbmBytesPerCore)
+    return "mesh " + meshText + " does not fit: one rank needs " +
+           bytesText(measured->total()) + " of HBM, more than the " +
+           bytesText(int64_t(target->hbmBytesPerCore)) +
+           " of a NeuronCore (parameters " + bytesText(measured->parameters) +
+           ", optimizer state " + bytesText(measured->optimizerStates) +
+           ", peak intermediates " + bytesText(measured->peakIntermediates) +
+           "); raise tp, or shorten the sequence or the batch";
+  return std::nullopt;
+}
+
 int TrnCC::analyze() {
+  std::optional<trn::partition::RankFootprint> footprint;
+  std::string meshText;
+  {
+    TimingScope fitTiming = timing.nest("mesh fit check");
+    if (auto problem = checkMeshFit(*graph.module, options.flags,
+                                    options.codegenArgs, footprint, meshText))
+      return fail(*problem);
+  }
+  if (footprint && !options.json)
+    llvm::outs() << "per-rank HBM at " << meshText << ": "
+                 << bytesText(footprint->total()) << " (parameters "
+                 << bytesText(footprint->parameters) << ", optimizer state "
+                 << bytesText(footprint->optimizerStates) << ", gradients "
+                 << bytesText(footprint->gradients) << ", inputs "
+                 << bytesText(footprint->inputs) << ", peak intermediates "
+                 << bytesText(footprint->peakIntermediates) << ")\n";
+  // Shown at once: the compile and per-rank simulation that follow take
+  // far longer than the check.
+  llvm::outs().flush();
   TimingScope compileTiming = timing.nest("compile");
   CompileAttempt attempt =
       runCompile(*graph.module, options, key, compileTiming);
