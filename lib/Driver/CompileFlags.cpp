@@ -61,6 +61,20 @@ const std::vector<CompileFlagSpec> &compileFlagSpecs() {
        "1",
        "--dp N                           data parallelism: the program is "
        "one replica's step and serves every degree N > 1"},
+      {"zero1",
+       FlagKind::Switch,
+       "zero1",
+       {},
+       "",
+       "--zero1                          ZeRO-1: optimizer states split over "
+       "dp (the program is then per dp degree)"},
+      {"sequence-parallel",
+       FlagKind::Switch,
+       "sequence-parallel",
+       {},
+       "",
+       "--sequence-parallel              split the norm regions on the "
+       "sequence over tp (Megatron's)"},
       {"pp", FlagKind::MeshAxis, "pp", {}, "1", ""},
       {"tp", FlagKind::MeshAxis, "tp", {}, "1", ""},
       {"microbatches", FlagKind::PositiveInt, "microbatches", {}, "1", ""},
@@ -292,7 +306,7 @@ bool FlagNormalizer::splitArgs(const std::vector<std::string> &args,
     if (!use.spec)
       return fail(unknownFlagError(use.spelled, name));
 
-    bool takesValue = use.spec->kind != FlagKind::NeutralSwitch;
+    bool takesValue = use.spec->takesValue();
     if (takesValue && !inlineValue) {
       if (i + 1 >= tokens.size() || tokens[i + 1].rfind("--", 0) == 0)
         return fail("flag '" + use.spelled + "' needs a value");
@@ -387,6 +401,9 @@ bool FlagNormalizer::apply(const FlagUse &use) {
       return fail("invalid value '" + value + "' for '" + use.spelled +
                   "'; expected a positive integer");
     return true;
+  case FlagKind::Switch:
+    values[std::string(spec.key)] = "on";
+    return true;
   case FlagKind::NeutralSwitch:
     if (spec.name == "color" && use.value) {
       static const std::vector<std::string_view> colorChoices = {
@@ -434,11 +451,19 @@ FlagNormalizer::run(const std::vector<std::string> &args) {
         value = it->second.first;
       if (key == "dp") {
         // Any degree > 1 is the same program; 1 keeps the single-device
-        // key unchanged.
+        // key unchanged. ZeRO-1 splits the optimizer states by the degree:
+        // then it is kept.
         if (value == "1")
           continue;
-        value = "replicas";
+        if (!values.count("zero1"))
+          value = "replicas";
       }
+    } else if (spec.kind == FlagKind::Switch) {
+      // Off by default and then left out, so that adding a switch keeps
+      // every existing key.
+      if (!values.count(key))
+        continue;
+      value = values[key];
     } else {
       auto it = values.find(key);
       if (it != values.end())

@@ -60,6 +60,8 @@ mlir::trn::compileOptionsFromFlags(const cache::NormalizedFlags &flags) {
   options.autoCastType = values.at("auto-cast-type");
   if (auto tp = values.find("tp"); tp != values.end())
     options.tp = std::stoll(tp->second);
+  options.zero1 = values.count("zero1") != 0;
+  options.sequenceParallel = values.count("sequence-parallel") != 0;
   return options;
 }
 

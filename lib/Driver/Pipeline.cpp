@@ -136,11 +136,16 @@ void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
 /// dp = 1 only).
 static LogicalResult
 partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
-  const bool replicas = options.dp > 1;
+  // ZeRO-1 splits the optimizer states by the degree: partitioned at it
+  // (the key keeps the degree then).
+  const bool replicas = options.dp > 1 && !options.zero1;
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   trn::partition::PartitionOptions partitionOptions;
-  partitionOptions.mesh = {{"dp", replicas ? 2 : 1}, {"tp", options.tp}};
+  partitionOptions.mesh = {{"dp", replicas ? 2 : options.dp},
+                           {"tp", options.tp}};
   partitionOptions.dpReplicas = replicas;
+  partitionOptions.zero1 = options.zero1;
+  partitionOptions.sequenceParallel = options.sequenceParallel;
   trn::partition::addPartitionPasses(pm, partitionOptions);
   std::optional<TimingScope> timing;
   if (options.timing) {

@@ -59,7 +59,12 @@ public:
   LogicalResult run();
 
 private:
+  /// A replica axis splits nothing: in the factor arithmetic it has size 1
+  /// (a merged [B*S] split over (dp, tp) is then read as tp splitting it,
+  /// as the local shapes are).
   int64_t sizeOf(StringAttr axis) {
+    if (replicaAxes.contains(axis))
+      return 1;
     return mesh.sizeOf(axis.getValue()).value_or(1);
   }
   /// How many times smaller a dimension split over `axes` is locally: the
@@ -275,14 +280,18 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
     SmallVector<StringAttr> gather(have.begin() + common, have.end());
     if (failed(checkNoReplica(loc, gather, "gathered")))
       return failure();
-    value = alongBlocks(
-        builder, loc, value, dim, now.blocksOf(dim),
-        [&](Value input, unsigned d) -> Value {
-          auto type = cast<RankedTensorType>(input.getType());
-          return builder.create<dist::AllGatherOp>(
-              loc, withDim(input, d, type.getDimSize(d) * product(gather)),
-              input, meshRef, axesAttr(gather), builder.getI64IntegerAttr(d));
-        });
+    // One axis at a time, the most minor first: a collective's axes are
+    // bound in mesh order at run time, so several in another order would
+    // mean another layout.
+    for (StringAttr axis : llvm::reverse(gather))
+      value = alongBlocks(
+          builder, loc, value, dim, now.blocksOf(dim),
+          [&](Value input, unsigned d) -> Value {
+            auto type = cast<RankedTensorType>(input.getType());
+            return builder.create<dist::AllGatherOp>(
+                loc, withDim(input, d, type.getDimSize(d) * sizeOf(axis)),
+                input, meshRef, axesAttr({axis}), builder.getI64IntegerAttr(d));
+          });
     have.resize(common);
     if (have.empty())
       now.blocks[dim] = 1;
@@ -305,14 +314,16 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
              << (blocks > 1
                      ? " in each of " + std::to_string(blocks) + " blocks"
                      : std::string());
-    value = alongBlocks(
-        builder, loc, value, dim, blocks,
-        [&](Value input, unsigned d) -> Value {
-          auto type = cast<RankedTensorType>(input.getType());
-          return builder.create<dist::AllSliceOp>(
-              loc, withDim(input, d, type.getDimSize(d) / parts), input,
-              meshRef, axesAttr(slice), builder.getI64IntegerAttr(d));
-        });
+    // One axis at a time, the most major first (see the gathers above).
+    for (StringAttr axis : slice)
+      value = alongBlocks(
+          builder, loc, value, dim, blocks,
+          [&](Value input, unsigned d) -> Value {
+            auto type = cast<RankedTensorType>(input.getType());
+            return builder.create<dist::AllSliceOp>(
+                loc, withDim(input, d, type.getDimSize(d) / sizeOf(axis)),
+                input, meshRef, axesAttr({axis}), builder.getI64IntegerAttr(d));
+          });
     have = want;
     now.blocks[dim] = blocks;
   }

@@ -288,7 +288,9 @@ class CompiledStep:
                 inputs.append(torch.tensor(lr, dtype=torch.float32))
             args.append(_translate.ArgSpec("step", "hyperparameter"))
             inputs.append(torch.tensor(float(self._updates + 1)))
-        dp = self.mesh.get("dp", 1)
+        # One replica's step, unless ZeRO-1 (whose state shards depend on
+        # the degree) partitions the whole batch's graph.
+        dp = self.mesh.get("dp", 1) if "--zero1" not in self.flags else 1
         for i, t in enumerate(batch):
             label = self.batch_names[i] if i < len(self.batch_names) else f"input{i}"
             role = "label" if ("label" in label or "target" in label) else "data"

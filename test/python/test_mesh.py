@@ -16,11 +16,12 @@ sys.path.insert(0, str(EXAMPLES))
 import gpt  # noqa: E402  (the example's model)
 
 
-def _train(mesh, make_optimizer, cache_dir, steps=3):
+def _train(mesh, make_optimizer, cache_dir, steps=3, flags=""):
     torch.manual_seed(0)
     model = gpt.GPT(gpt.GPTConfig())
     optimizer = make_optimizer(model.parameters())
-    step = trn.compile_step(model, optimizer, gpt.loss_fn, cache_dir=cache_dir, mesh=mesh)
+    step = trn.compile_step(model, optimizer, gpt.loss_fn, cache_dir=cache_dir, mesh=mesh,
+                            flags=flags)
     generator = torch.Generator().manual_seed(1)
     losses = []
     for _ in range(steps):
@@ -47,6 +48,17 @@ def test_mesh_training_equals_single_device(mesh, cache_dir):
     assert losses == pytest.approx(ref_losses, rel=1e-5)
     # Unsharded: model.state_dict() has the model's own shapes.
     assert {k: v.shape for k, v in state.items()} == {k: v.shape for k, v in ref_state.items()}
+    assert _worst(state, ref_state) < 1e-5
+
+
+@pytest.mark.parametrize("flags", ["--zero1", "--sequence-parallel",
+                                   "--zero1 --sequence-parallel"])
+def test_mesh_with_zero1_and_sequence_parallelism(flags, cache_dir):
+    """ZeRO-1 (optimizer states split over dp, traced at the whole batch) and
+    Megatron's sequence parallelism, as compile flags."""
+    ref_losses, ref_state, _ = _train(None, _sgd, cache_dir)
+    losses, state, _ = _train("dp=2,tp=2", _sgd, cache_dir, flags=flags)
+    assert losses == pytest.approx(ref_losses, rel=1e-5)
     assert _worst(state, ref_state) < 1e-5
 
 

@@ -515,6 +515,21 @@ TEST(CacheFlagsTest, DataParallelDegreeIsNotInTheKey) {
   EXPECT_EQ(canonicalFlags({"--dp", "8"}).find("dp=8"), std::string::npos);
 }
 
+TEST(CacheFlagsTest, PartitioningSwitches) {
+  // Off by default and then absent: existing keys do not change.
+  EXPECT_EQ(canonicalFlags({}).find("zero1"), std::string::npos);
+  EXPECT_NE(flagHash({"--tp", "2", "--sequence-parallel"}),
+            flagHash({"--tp", "2"}));
+  // ZeRO-1 splits the optimizer states by the dp degree: then it is kept.
+  EXPECT_NE(flagHash({"--dp", "2", "--zero1"}),
+            flagHash({"--dp", "4", "--zero1"}));
+  EXPECT_NE(canonicalFlags({"--dp", "4", "--zero1"}).find("dp=4"),
+            std::string::npos);
+  // A switch takes no value.
+  std::string error;
+  EXPECT_FALSE(normalizeFlags({"--zero1=on"}, error).has_value());
+}
+
 TEST(CacheFlagsTest, OutputNeutralFlagsAreDropped) {
   Hash128 expected = flagHash({"--target", "trn2"});
   EXPECT_EQ(flagHash({"--target",

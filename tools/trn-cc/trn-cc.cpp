@@ -974,7 +974,11 @@ checkMeshFit(ModuleOp module, const trn::cache::NormalizedFlags &flags,
   trn::partition::PartitionOptions options;
   // Replicas at a nominal dp = 2 as trn-cc --mesh compiles them: the shapes
   // and the footprint are one replica's whatever the degree.
-  options.mesh = {{"dp", dp > 1 ? 2 : 1}, {"tp", tp}};
+  bool zero1 = flags.values.count("zero1") != 0;
+  options.mesh = {{"dp", dp > 1 && !zero1 ? 2 : dp}, {"tp", tp}};
+  options.dpReplicas = dp > 1 && !zero1;
+  options.zero1 = zero1;
+  options.sequenceParallel = flags.values.count("sequence-parallel") != 0;
   trn::DiagnosticCollector diagnostics(module.getContext());
   FailureOr<trn::partition::RankFootprint> measured =
       trn::partition::partitionedFootprint(module, options);

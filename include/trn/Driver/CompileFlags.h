@@ -29,6 +29,7 @@ enum class FlagKind {
   Mesh,          ///< --mesh dp=A,pp=B,tp=C
   NeutralValue,  ///< output-neutral, takes a value
   NeutralSwitch, ///< output-neutral, takes no value
+  Switch,        ///< changes the program, takes no value (in the key when on)
 };
 
 struct CompileFlagSpec {
@@ -41,7 +42,9 @@ struct CompileFlagSpec {
   /// One line for --help ("" keeps it out of the codegen help).
   std::string_view help;
 
-  bool takesValue() const { return kind != FlagKind::NeutralSwitch; }
+  bool takesValue() const {
+    return kind != FlagKind::NeutralSwitch && kind != FlagKind::Switch;
+  }
   /// Changes (or is validated as part of) the compiled program: what trn-cc
   /// calls a codegen flag. The others are output-neutral (paths, verbosity).
   bool isCodegen() const {

@@ -46,7 +46,9 @@ struct CompileOptions {
   /// the runtime rebinds dp when the program uses it only in all_reduce).
   int64_t tp = 1;
   int64_t dp = 1;
-  bool printIRAfterAll = false; ///< --mlir-print-ir-after-all
+  bool zero1 = false;            ///< --zero1 (then the program is per dp)
+  bool sequenceParallel = false; ///< --sequence-parallel
+  bool printIRAfterAll = false;  ///< --mlir-print-ir-after-all
   /// --timing: when set, the passes and the export phases are timed in a
   /// scope nested here. Output-neutral, like printIRAfterAll.
   TimingScope *timing = nullptr;

@@ -198,6 +198,23 @@ LogicalResult Lowering::lowerCollective(Operation *op) {
           return other->emitError("'")
                  << other->getName() << " mean' of " << element
                  << " values is not lowered: a mean needs a float type";
+        // The ISA names a collective's axes as a set, bound in mesh order
+        // (major first); several listed in another order would be another
+        // layout than the program means (a reduction does not care).
+        if (!isa<dist::AllReduceOp>(other))
+          if (auto axes = other->getAttrOfType<ArrayAttr>("axes")) {
+            int64_t previous = -1;
+            for (StringRef axis : axes.getAsValueRange<StringAttr>()) {
+              int64_t index =
+                  llvm::find(meshAxes, axis.str()) - meshAxes.begin();
+              if (index <= previous)
+                return other->emitError("'")
+                       << other->getName() << "' names its axes " << axes
+                       << " out of the mesh's order; list them major first "
+                          "as the mesh does, or use one collective per axis";
+              previous = index;
+            }
+          }
         Value src = source(input);
         Value dst = newTensor(result);
         // Nothing to move: every rank's tensor is empty.

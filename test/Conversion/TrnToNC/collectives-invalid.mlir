@@ -46,3 +46,14 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dist.spmd} {
   %1 = dist.all_reduce sum %0 on @b axes = ["tp"] : tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// The ISA binds a collective's axes in mesh order: listed in another order
+// they would mean another layout, so the lowering refuses them.
+dist.mesh @mesh <dp = 2, tp = 2>
+func.func @f(%x: tensor<8xf32>) -> tensor<2xf32> attributes {dist.spmd} {
+  // expected-error @+1 {{'dist.all_slice' names its axes ["tp", "dp"] out of the mesh's order; list them major first as the mesh does, or use one collective per axis}}
+  %0 = dist.all_slice %x on @mesh axes = ["tp", "dp"] dim = 0 : tensor<8xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
