@@ -77,22 +77,6 @@ private:
         size *= sizeOf(axis);
     return size;
   }
-  /// A reshard that would need a replica axis's degree in a shape.
-  LogicalResult checkNoReplica(Location loc, ArrayRef<StringAttr> axes,
-                               StringRef what) {
-    for (StringAttr axis : axes)
-      if (replicaAxes.contains(axis))
-        return emitError(loc)
-               << "this program is one '" << axis.getValue()
-               << "' replica's step (dist-spmd dp-replicas), but a value "
-                  "must be "
-               << what << " over '" << axis.getValue()
-               << "', which needs its degree; partition without "
-                  "dp-replicas (and compile per degree) or keep the value "
-                  "whole over '"
-               << axis.getValue() << "'";
-    return success();
-  }
   int64_t product(ArrayRef<StringAttr> axes) {
     int64_t size = 1;
     for (StringAttr axis : axes)
@@ -278,8 +262,10 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
     if (common == have.size())
       continue;
     SmallVector<StringAttr> gather(have.begin() + common, have.end());
-    if (failed(checkNoReplica(loc, gather, "gathered")))
-      return failure();
+    // A replica axis splits no shape: each replica's value is its whole
+    // value in the replica's step (as DDP computes), nothing to gather.
+    llvm::erase_if(gather,
+                   [&](StringAttr axis) { return replicaAxes.contains(axis); });
     // One axis at a time, the most minor first: a collective's axes are
     // bound in mesh order at run time, so several in another order would
     // mean another layout.
@@ -303,8 +289,8 @@ FailureOr<Value> Partitioner::reshard(OpBuilder &builder, Location loc,
     if (have.size() == want.size())
       continue;
     SmallVector<StringAttr> slice(want.begin() + have.size(), want.end());
-    if (failed(checkNoReplica(loc, slice, "sliced")))
-      return failure();
+    llvm::erase_if(slice,
+                   [&](StringAttr axis) { return replicaAxes.contains(axis); });
     int64_t parts = product(slice);
     int64_t blocks = to.blocksOf(dim);
     if (dimSize(dim) % blocks != 0 || (dimSize(dim) / blocks) % parts != 0)

@@ -99,8 +99,9 @@ def DistSpmd : Pass<"dist-spmd", "::mlir::ModuleOp"> {
     gradients (equal to the single-device step on the whole batch when the
     loss is a mean over it). The dp degree is then bound when the program
     is loaded, so one program serves every degree; the function is marked
-    `dist.replica_axes = ["dp"]`. A value that would have to be gathered,
-    sliced or scattered over dp (ZeRO-1) is an error.
+    `dist.replica_axes = ["dp"]`. Nothing is gathered or sliced over dp (a
+    value wanted whole is each replica's own, as in DDP); ZeRO-1, whose
+    state shards depend on the degree, is compiled without this option.
   }];
   let options = [
     Option<"dpReplicas", "dp-replicas", "bool", /*default=*/"false",
