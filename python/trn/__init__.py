@@ -17,11 +17,12 @@ from typing import Callable, Optional
 
 import torch
 
+from ._shard import shard
 from ._step import CompiledStep
 from .errors import (CompileError, DeviceError, ExtractionStop, TrnError,
                      UnsupportedOpError)
 
-__all__ = ["compile_step", "CompiledStep", "TrnError", "UnsupportedOpError",
+__all__ = ["compile_step", "CompiledStep", "shard", "TrnError", "UnsupportedOpError",
            "CompileError", "DeviceError", "ExtractionStop", "__version__"]
 
 

@@ -77,6 +77,13 @@ _ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i64": 8, "i32": 4, "i1": 1}
 _USE = re.compile(r"%[0-9]+\b")
 
 
+class Raw:
+    """An attribute value written as it is (e.g. a #dist.sharding)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
 @dataclass(frozen=True)
 class Value:
     """An SSA value of the graph being built."""
@@ -153,7 +160,9 @@ class GraphBuilder:
         def attrs(entries: Dict[str, object]) -> str:
             parts = []
             for key, value in entries.items():
-                if isinstance(value, str):
+                if isinstance(value, Raw):
+                    parts.append(f"{key} = {value.text}")
+                elif isinstance(value, str):
                     escaped = value.replace("\\", "\\\\").replace('"', '\\"')
                     parts.append(f'{key} = "{escaped}"')
                 else:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from . import _extract, _optim, _trace, _translate
+from . import _extract, _optim, _shard, _trace, _translate
 from ._mlir import element_type, torch_dtype
 from .errors import CompileError, DeviceError, TrnError, UnsupportedOpError
 
@@ -264,11 +264,16 @@ class CompiledStep:
 
         args: List[_translate.ArgSpec] = []
         inputs: List[torch.Tensor] = []
+        # The user's shardings (trn.shard) win over the compiler's seeds;
+        # without a mesh there is nothing to shard.
+        def sharding(t: torch.Tensor) -> Optional[str]:
+            spec = _shard.sharding_of(t) if self.mesh_spec else None
+            return _shard.attribute(spec) if spec is not None else None
         for name, p in trainable:
-            args.append(_translate.ArgSpec(name, "parameter"))
+            args.append(_translate.ArgSpec(name, "parameter", sharding(p)))
             inputs.append(p.detach())
         for name, t in others:
-            args.append(_translate.ArgSpec(name, "constant"))
+            args.append(_translate.ArgSpec(name, "constant", sharding(t)))
             inputs.append(t.detach())
         state_names: List[str] = []
         if update:
@@ -328,6 +333,14 @@ class CompiledStep:
                                              accum_names)
         graph = _translate.translate(gm, args, results, name=_GRAPH_NAMES[kind],
                                      seed_index=len(args) - 1, epilogue=epilogue)
+        if any(spec.sharding for spec in args):
+            # The mesh the shardings name, as trn-cc --mesh declares it: a
+            # data-parallel program is one replica's step at a nominal dp = 2.
+            dp = self.mesh.get("dp", 1)
+            if dp > 1 and "--zero1" not in self.flags:
+                dp = 2
+            graph.text = (f"dist.mesh @mesh <dp = {dp}, tp = {self.mesh.get('tp', 1)}>\n"
+                          + graph.text)
         trace_seconds = time.perf_counter() - start
         key = self._key(graph.text)
         return _Executable(graph=graph, key=key, signature=signature,

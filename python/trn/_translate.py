@@ -18,15 +18,17 @@ import torch
 import torch.fx
 
 from . import _aten, _record
-from ._mlir import _ELEMENT_BYTES, GraphBuilder, Value, element_type
+from ._mlir import _ELEMENT_BYTES, GraphBuilder, Raw, Value, element_type
 from .errors import UnsupportedOpError
 
 
 @dataclass
 class ArgSpec:
-    """How one placeholder becomes a function argument."""
+    """How one placeholder becomes a function argument; `sharding` is its
+    #dist.sharding attribute (trn.shard), if any."""
     name: str
     role: str
+    sharding: Optional[str] = None
 
 
 @dataclass
@@ -214,8 +216,10 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
         kept_args = arguments[:-1]
     arg_attrs = []
     for index, (spec, shape, element) in enumerate(kept_args):
-        arg_attrs.append((builder.argument(index, shape, element),
-                          {"trn.name": spec.name, "trn.role": spec.role}))
+        entries: Dict[str, object] = {"trn.name": spec.name, "trn.role": spec.role}
+        if spec.sharding is not None:
+            entries["dist.sharding"] = Raw(spec.sharding)
+        arg_attrs.append((builder.argument(index, shape, element), entries))
     result_attrs = []
     result_list = []
     for value, spec in zip(outputs, results):

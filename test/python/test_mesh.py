@@ -161,3 +161,41 @@ def test_mesh_under_mpirun_runs_one_rank_per_process(cache_dir, tmp_path):
         assert report["losses"] == pytest.approx(ref_losses, rel=1e-5)
         got = torch.tensor(report["state"]["blocks.0.attn.qkv.weight"])
         assert float((got - ref).abs().max() / ref.abs().max()) < 1e-5
+
+
+def test_user_sharding_wins_and_trains(cache_dir):
+    """trn.shard(parameter, spec) is the graph's argument sharding, which
+    wins over Megatron's plan (here the MLP's first weight split on its
+    input features instead of its output features); the step still equals
+    the single-device one."""
+    ref_losses, ref_state, _ = _train(None, _sgd, cache_dir)
+    torch.manual_seed(0)
+    model = gpt.GPT(gpt.GPTConfig())
+    assert trn.shard(model.blocks[0].mlp.fc.weight, (None, "tp")) is model.blocks[0].mlp.fc.weight
+    step = trn.compile_step(model, _sgd(model.parameters()), gpt.loss_fn, cache_dir=cache_dir,
+                            mesh="tp=2")
+    generator = torch.Generator().manual_seed(1)
+    losses = []
+    for i in range(3):
+        ids = torch.randint(0, model.cfg.vocab, (4, model.cfg.seq), generator=generator)
+        labels = torch.randint(0, model.cfg.vocab, (4, model.cfg.seq), generator=generator)
+        if i == 0:
+            text = step.lower(ids, labels)
+            assert text.startswith("dist.mesh @mesh <dp = 1, tp = 2>")
+            assert ('trn.name = "blocks.0.mlp.fc.weight", trn.role = "parameter", '
+                    'dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>') in text
+        losses.append(float(step(ids, labels)))
+    assert losses == pytest.approx(ref_losses, rel=1e-5)
+    assert _worst(model.state_dict(), ref_state) < 1e-5
+
+
+@pytest.mark.parametrize("spec,text", [
+    (("tp",), "has 1 entries but the tensor has 2 dimensions"),
+    (("pp", None), "unknown mesh axis 'pp'"),
+    (("tp", "tp"), "splits over 'tp' twice"),
+    ("tp", "must be a sequence with one entry per dimension"),
+])
+def test_bad_shard_spec(spec, text):
+    weight = torch.nn.Parameter(torch.zeros(4, 4))
+    with pytest.raises(trn.TrnError, match=text):
+        trn.shard(weight, spec)
