@@ -350,10 +350,17 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
       if (it == column.end() || function.getArgAttr(index, attrName))
         continue;
       int64_t splitDim = it->second ? 1 - use.contractedDim : use.contractedDim;
-      int64_t blocks = it->second ? blocksOf.lookup(use.weight) : 0;
-      function.setArgAttr(
-          index, attrName,
-          shardingWith(2, splitDim, "tp", std::max<int64_t>(blocks, 1)));
+      int64_t blocks =
+          std::max<int64_t>(it->second ? blocksOf.lookup(use.weight) : 0, 1);
+      // A dimension tp does not divide (GPT-2's 50,257-word LM head at
+      // tp = 8) stays whole: never an error (padding it is future work).
+      int64_t size =
+          cast<RankedTensorType>(use.weight.getType()).getDimSize(splitDim);
+      if (ShapedType::isDynamic(size) || size % blocks != 0 ||
+          (size / blocks) % tpDegree != 0)
+        continue;
+      function.setArgAttr(index, attrName,
+                          shardingWith(2, splitDim, "tp", blocks));
     }
   }
 
