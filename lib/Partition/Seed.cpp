@@ -248,16 +248,19 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
               cast<RankedTensorType>(reshape.getType()).getShape();
           // The features viewed as [..., heads, head_dim] (or, fused,
           // [3, heads, head_dim]) at the end of the result.
-          if (in.empty() || out.size() < 2 || in.back() != outFeatures ||
-              out.back() == outFeatures)
+          // (A fused projection's q, k or v is one block of its features.)
+          int64_t features = in.empty() ? 0 : in.back();
+          if (in.empty() || out.size() < 2 || features <= 0 ||
+              outFeatures % features != 0 || out.back() == features ||
+              out.back() == 1 || out[out.size() - 2] == 1)
             continue;
           int64_t trailing = 1;
           bool viewed = false;
           for (size_t j = out.size(); j-- > 0;) {
             trailing *= out[j];
-            if (trailing == outFeatures && out.size() - j >= 2)
+            if (trailing == features && out.size() - j >= 2)
               viewed = true;
-            if (trailing >= outFeatures)
+            if (trailing >= features)
               break;
           }
           if (!viewed)
