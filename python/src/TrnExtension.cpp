@@ -11,11 +11,16 @@
 #include "trn/Cache/Key.h"
 #include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/CompileGraph.h"
+#include "trn/Driver/Diagnostics.h"
+#include "trn/Partition/Fit.h"
 #include "trnrt/Artifact.h"
 #include "trnrt/Mesh.h"
 #include "trnrt/MpiCommunicator.h"
 #include "trnrt/Numerics.h"
 #include "trnrt/trnrt.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -385,6 +390,57 @@ private:
   uint64_t runCount = 0;
 };
 
+/// One rank's HBM for `graph` partitioned as `flags` (--mesh ...) say:
+/// partitions only (milliseconds), for the extraction manifest's per-rank
+/// estimate. ValueError naming the problem when the mesh does not
+/// partition the graph.
+py::dict meshFootprint(const std::string &graph,
+                       const std::vector<std::string> &flags) {
+  std::string error;
+  auto normalized = mlir::trn::normalizeFlags(flags, error);
+  if (!normalized)
+    throw py::value_error(error);
+  int64_t tp = 1;
+  if (auto it = normalized->values.find("tp"); it != normalized->values.end())
+    tp = std::stoll(it->second);
+  int64_t dp = mlir::trn::dpDegreeOf(flags);
+  bool zero1 = normalized->values.count("zero1") != 0;
+  mlir::trn::partition::PartitionOptions options;
+  options.mesh = {{"dp", dp > 1 && !zero1 ? 2 : dp}, {"tp", tp}};
+  options.dpReplicas = dp > 1 && !zero1;
+  options.zero1 = zero1;
+  options.sequenceParallel = normalized->values.count("sequence-parallel") != 0;
+  mlir::trn::partition::RankFootprint footprint;
+  {
+    py::gil_scoped_release release;
+    mlir::MLIRContext context;
+    mlir::trn::configureCompilerContext(context);
+    mlir::trn::DiagnosticCollector diagnostics(&context);
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(graph, &context);
+    if (!module) {
+      error = "cannot parse the step graph: " + diagnostics.firstError();
+    } else {
+      auto measured =
+          mlir::trn::partition::partitionedFootprint(*module, options);
+      if (mlir::failed(measured))
+        error = diagnostics.firstError().empty() ? "partitioning failed"
+                                                 : diagnostics.firstError();
+      else
+        footprint = *measured;
+    }
+  }
+  if (!error.empty())
+    throw py::value_error(error);
+  py::dict out;
+  out["parameters"] = footprint.parameters;
+  out["optimizer_states"] = footprint.optimizerStates;
+  out["gradients"] = footprint.gradients;
+  out["inputs"] = footprint.inputs;
+  out["peak_intermediates"] = footprint.peakIntermediates;
+  out["total"] = footprint.total();
+  return out;
+}
+
 py::dict compile(const std::string &graph,
                  const std::vector<std::string> &flags,
                  const std::string &cacheDir, bool useCache, bool retryFailed,
@@ -443,6 +499,9 @@ PYBIND11_MODULE(_trn, m) {
         py::arg("retry_failed") = false, py::arg("source_name") = "<python>",
         "Compiles a trn graph (MLIR text) through the compile cache; returns "
         "a dict with ok, error, artifact, key, cache_status, ...");
+  m.def("mesh_footprint", &meshFootprint, py::arg("graph"), py::arg("flags"),
+        "One rank's HBM (bytes by kind) of the graph partitioned for the "
+        "mesh in `flags`; ValueError when the mesh does not partition it.");
   m.def(
       "graph_key",
       [](const std::string &graph, const std::vector<std::string> &flags) {

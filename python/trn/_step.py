@@ -649,9 +649,27 @@ class CompiledStep:
             extractor.finish_step(first, update)
         return torch.zeros((), dtype=torch.float32)
 
+    def _rank_hbm_estimate(self, exe: _Executable) -> int:
+        """HBM one NeuronCore needs for the graph: with a mesh, one rank's
+        share (the compiler partitions it, milliseconds); else the whole."""
+        if not self.mesh_spec or not _native_available():
+            return exe.graph.argument_bytes + exe.graph.peak_live_bytes
+        try:
+            return int(_native().mesh_footprint(exe.graph.text, self.flags)["total"])
+        except ValueError as error:
+            raise TrnError(f"mesh {self.mesh_spec!r} does not partition the step: "
+                           f"{error}") from None
+
     def _extract(self, exe: _Executable, new: bool, kind: str) -> torch.Tensor:
         extractor = _extract.extractor()
         site = _call_site()
+        try:
+            hbm = self._rank_hbm_estimate(exe)
+        except TrnError as error:
+            if _extract.analyzing():
+                # `--command analyze` lists it with the other problems.
+                return self._record_unsupported((), kind, str(error))
+            raise
         record = {
             "flags": self.flags,
             "script": os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "",
@@ -666,7 +684,7 @@ class CompiledStep:
             "trace_seconds": round(exe.trace_seconds, 4),
             "estimated_compile_seconds": _estimate_compile_seconds(exe.graph),
             "estimated_compile_memory_bytes": _estimate_compile_memory(exe.graph),
-            "hbm_bytes_estimate": exe.graph.argument_bytes + exe.graph.peak_live_bytes,
+            "hbm_bytes_estimate": hbm,
             "pid": os.getpid(),
             "rank": int(os.environ.get("SLURM_PROCID",
                                        os.environ.get("OMPI_COMM_WORLD_RANK", "0"))),

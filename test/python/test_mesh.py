@@ -199,3 +199,25 @@ def test_bad_shard_spec(spec, text):
     weight = torch.nn.Parameter(torch.zeros(4, 4))
     with pytest.raises(trn.TrnError, match=text):
         trn.shard(weight, spec)
+
+
+def test_parallel_compile_analyze_checks_the_mesh(tmp_path):
+    """trn-parallel-compile --command analyze on a script with --mesh: the
+    manifest's HBM need is one rank's (the compiler partitions each traced
+    graph, milliseconds), and a mesh the model cannot take is listed with
+    the script's other problems, naming it."""
+    tool = str(EXAMPLES.parent / "build" / "bin" / "trn-parallel-compile")
+    def analyze(mesh, workdir):
+        return subprocess.run([tool, "--command", "analyze", "--workdir", str(workdir), "--json",
+                               str(workdir / "report.json"), "--", PYTHON,
+                               str(EXAMPLES / "gpt.py"), "--device", "trn", "--steps", "1",
+                               "--mesh", mesh], capture_output=True, text=True, timeout=300)
+    whole = analyze("dp=1", tmp_path / "whole")
+    split = analyze("tp=2", tmp_path / "tp2")
+    assert whole.returncode == 0 and split.returncode == 0, split.stdout + split.stderr
+    hbm = lambda d: json.loads((d / "report.json").read_text())["graphs"][0]["hbm_bytes_estimate"]  # noqa: E731
+    assert hbm(tmp_path / "tp2") < hbm(tmp_path / "whole")
+    bad = analyze("tp=3", tmp_path / "tp3")
+    assert bad.returncode != 0
+    assert "mesh 'tp=3' does not partition the step" in bad.stdout + bad.stderr
+    assert "tp=3 does not divide 4 heads" in bad.stdout + bad.stderr
