@@ -121,6 +121,18 @@ void ShardingAttr::print(AsmPrinter &printer) const {
   printer << ">";
 }
 
+LogicalResult PortAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               StringRef kind, int64_t index) {
+  if (!llvm::is_contained(
+          {"argument", "microbatch", "stash", "accumulator", "result"}, kind))
+    return emitError() << "unknown port kind \"" << kind
+                       << "\" (expected argument, microbatch, stash, "
+                          "accumulator or result)";
+  if (index < 0)
+    return emitError() << "a port's index is >= 0, not " << index;
+  return success();
+}
+
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FlatSymbolRefAttr mesh, ArrayAttr dims,
                                    ArrayAttr partial,
@@ -233,6 +245,21 @@ LogicalResult verifyValueSharding(Operation *op, Attribute attr, Type type,
   return success();
 }
 
+/// A fragment's port: a #dist.port of a kind that fits its side.
+LogicalResult verifyPort(Operation *op, Attribute value, bool isResult) {
+  auto port = llvm::dyn_cast<PortAttr>(value);
+  if (!port)
+    return op->emitError("'dist.port' is a #dist.port");
+  bool fits = isResult ? llvm::is_contained({"stash", "accumulator", "result"},
+                                            port.getKind())
+                       : port.getKind() != "result";
+  if (!fits)
+    return op->emitError() << "a fragment's "
+                           << (isResult ? "result" : "argument")
+                           << " cannot be a \"" << port.getKind() << "\" port";
+  return success();
+}
+
 Type regionArgType(Operation *op, unsigned region, unsigned index) {
   if (auto function = llvm::dyn_cast<FunctionOpInterface>(op))
     return index < function.getNumArguments()
@@ -249,6 +276,8 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned region,
                                                     unsigned index,
                                                     NamedAttribute attr) {
+  if (attr.getName() == getPortAttrName())
+    return verifyPort(op, attr.getValue(), /*isResult=*/false);
   if (attr.getName() != getShardingAttrName())
     return op->emitError() << "unknown dist argument attribute '"
                            << attr.getName().getValue() << "'";
@@ -261,6 +290,8 @@ LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned region,
                                                        unsigned index,
                                                        NamedAttribute attr) {
+  if (attr.getName() == getPortAttrName())
+    return verifyPort(op, attr.getValue(), /*isResult=*/true);
   if (attr.getName() != getShardingAttrName())
     return op->emitError() << "unknown dist result attribute '"
                            << attr.getName().getValue() << "'";
@@ -286,6 +317,28 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
             axes, [](Attribute axis) { return llvm::isa<StringAttr>(axis); }))
       return op->emitError("'dist.replica_axes' is a list of mesh axis names "
                            "on a function");
+    return success();
+  }
+  if (attr.getName() == getStageAttrName()) {
+    auto stage = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!stage || stage.getInt() < 0)
+      return op->emitError("'dist.stage' is a pipeline stage index (an "
+                           "integer >= 0)");
+    return success();
+  }
+  if (attr.getName() == getPhaseAttrName()) {
+    auto phase = llvm::dyn_cast<StringAttr>(attr.getValue());
+    if (!phase || !llvm::is_contained({"forward", "backward", "update"},
+                                      phase.getValue()))
+      return op->emitError("'dist.phase' is \"forward\", \"backward\" or "
+                           "\"update\"");
+    return success();
+  }
+  if (attr.getName() == getPipelineAttrName()) {
+    if (!llvm::isa<FlatSymbolRefAttr>(attr.getValue()) ||
+        !isa<FunctionOpInterface>(op))
+      return op->emitError("'dist.pipeline' names the dist.pipeline a "
+                           "function is a fragment of");
     return success();
   }
   if (attr.getName() != getShardingAttrName())

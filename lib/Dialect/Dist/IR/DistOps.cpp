@@ -8,6 +8,7 @@
 #include "trn/Dialect/Dist/IR/DistOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -306,3 +307,67 @@ ShardingConstraintOp::verifySymbolUses(SymbolTableCollection &symbols) {
 
 #define GET_OP_CLASSES
 #include "trn/Dialect/Dist/IR/DistOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The mesh has `axis` and `peer` is an index along it.
+LogicalResult verifyPeer(Operation *op, FlatSymbolRefAttr meshName,
+                         StringRef axis, int64_t peer,
+                         SymbolTableCollection &symbols) {
+  int64_t size;
+  Builder builder(op->getContext());
+  if (failed(verifyAxes(op, meshName, builder.getStrArrayAttr({axis}), symbols,
+                        size)))
+    return failure();
+  if (peer < 0 || peer >= size)
+    return op->emitOpError() << "names stage " << peer << " of axis \"" << axis
+                             << "\", which has " << size;
+  // A fragment knows its own stage: a transfer to itself is a mistake.
+  if (auto function = op->getParentOfType<mlir::FunctionOpInterface>())
+    if (auto stage = function->template getAttrOfType<IntegerAttr>(
+            DistDialect::getStageAttrName()))
+      if (stage.getInt() == peer)
+        return op->emitOpError()
+               << "names its own stage " << peer << " as the peer";
+  return success();
+}
+
+} // namespace
+
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyPeer(*this, getMeshAttr(), getAxis(), getPeer(), symbols);
+}
+
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyPeer(*this, getMeshAttr(), getAxis(), getPeer(), symbols);
+}
+
+LogicalResult PipelineOp::verify() {
+  if (getMicrobatches() < 1)
+    return emitOpError() << "needs at least one microbatch, not "
+                         << getMicrobatches();
+  if (getSchedule() != "gpipe" && getSchedule() != "1f1b")
+    return emitOpError() << "has an unknown schedule \"" << getSchedule()
+                         << "\" (expected gpipe or 1f1b)";
+  FunctionType type = getFunctionType();
+  if (getArgAttrs() && getArgAttrs()->size() != type.getNumInputs())
+    return emitOpError() << "has " << getArgAttrs()->size()
+                         << " argument attribute dictionaries for "
+                         << type.getNumInputs() << " arguments";
+  if (getResAttrs() && getResAttrs()->size() != type.getNumResults())
+    return emitOpError() << "has " << getResAttrs()->size()
+                         << " result attribute dictionaries for "
+                         << type.getNumResults() << " results";
+  return success();
+}
+
+LogicalResult PipelineOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  int64_t size;
+  Builder builder(getContext());
+  return verifyAxes(*this, getMeshAttr(), builder.getStrArrayAttr({getAxis()}),
+                    symbols, size);
+}

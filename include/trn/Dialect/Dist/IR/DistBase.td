@@ -48,6 +48,25 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getReplicaAxesAttrName() {
       return "dist.replica_axes";
     }
+    /// On an op or a pipeline fragment: its pipeline stage (an i64, the
+    /// index along the pipeline axis).
+    static constexpr ::llvm::StringLiteral getStageAttrName() {
+      return "dist.stage";
+    }
+    /// On an op or a pipeline fragment: "forward" or "backward" (run once
+    /// per microbatch) or "update" (once per step, after the microbatches).
+    static constexpr ::llvm::StringLiteral getPhaseAttrName() {
+      return "dist.phase";
+    }
+    /// On a pipeline fragment: the `dist.pipeline` it is part of.
+    static constexpr ::llvm::StringLiteral getPipelineAttrName() {
+      return "dist.pipeline";
+    }
+    /// On a fragment's argument or result: a #dist.port, where the runtime
+    /// takes it from or puts it.
+    static constexpr ::llvm::StringLiteral getPortAttrName() {
+      return "dist.port";
+    }
   }];
 }
 
@@ -97,6 +116,35 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
     /// Whether no dimension is split and nothing is partial.
     bool isReplicated() const;
   }];
+}
+
+def Dist_PortAttr : AttrDef<Dist_Dialect, "Port"> {
+  let mnemonic = "port";
+  let summary = "where a pipeline fragment's argument or result goes";
+  let description = [{
+    On the arguments and results of a pipeline fragment (a function with
+    `dist.pipeline`), `#dist.port<"stash", 3>` says how the runtime binds
+    it. Arguments:
+
+    - `"argument", N`: the step's argument N, once per step (a parameter,
+      an optimizer state, a hyperparameter);
+    - `"microbatch", N`: the current microbatch's slice of the step's
+      argument N (split on its first dimension);
+    - `"stash", K`: result K of the same stage's forward fragment for the
+      same microbatch (an activation kept for the backward);
+    - `"accumulator", K`: the running sum K of a per-microbatch value (zeros
+      before the first microbatch, then what the previous microbatch's
+      fragment returned as `"accumulator", K`); an update fragment gets the
+      sum over every microbatch.
+
+    Results: `"stash", K`, `"accumulator", K` and `"result", N` (the step's
+    result N; a parameter used by several stages is returned by each of
+    them, the same value).
+  }];
+  let parameters = (ins StringRefParameter<"the kind">:$kind,
+                        "int64_t":$index);
+  let assemblyFormat = "`<` $kind `,` $index `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // TRN_DIALECT_DIST_IR_DISTBASE_TD

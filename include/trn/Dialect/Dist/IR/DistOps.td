@@ -201,4 +201,72 @@ def Dist_ShardingConstraintOp : Dist_Op<"sharding_constraint", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+def Dist_SendOp : Dist_Op<"send", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "send a tensor to another stage of a pipeline";
+  let description = [{
+    Sends the input to the rank at index `peer` along the pipeline `axis`
+    whose other coordinates are this rank's (the same tensor-parallel and
+    data-parallel position on the next or previous stage). `tag` pairs it
+    with the `dist.recv` of the same tag there; within a fragment run for a
+    microbatch, the pair is also matched by the microbatch. A send does not
+    wait for its receiver.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis, I64Attr:$peer, I64Attr:$tag);
+  let assemblyFormat = [{
+    $input `to` $peer `on` $mesh `axis` `=` $axis `tag` `=` $tag attr-dict
+    `:` type($input)
+  }];
+}
+
+def Dist_RecvOp : Dist_Op<"recv", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "receive a tensor from another stage of a pipeline";
+  let description = [{
+    Waits for the tensor the rank at index `peer` along `axis` sends with
+    the same `tag` (see `dist.send`).
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrAttr:$axis, I64Attr:$peer,
+                       I64Attr:$tag);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    `from` $peer `on` $mesh `axis` `=` $axis `tag` `=` $tag attr-dict `:`
+    type($result)
+  }];
+}
+
+def Dist_PipelineOp : Dist_Op<"pipeline", [
+    Symbol, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a training step cut into pipeline stages";
+  let description = [{
+    The step `sym_name`, cut by dist-pipeline-split into fragments: the
+    functions whose `dist.pipeline` names it, one per stage (`dist.stage`,
+    an index along `axis`) and phase (`dist.phase`): `forward` and
+    `backward` run once per microbatch, `update` once per step after them.
+    `function_type`, `arg_attrs` and `res_attrs` are the step's signature as
+    its callers see it: a per-example argument (`#dist.port<"microbatch",
+    N>` in the fragments) holds `microbatches` microbatches on its first
+    dimension. `schedule` orders each stage's fragments: `gpipe` (every
+    forward, then every backward) or `1f1b` (forwards and backwards
+    interleaved, at most as many microbatches in flight as stages after
+    it). docs/partitioning.md, "Pipeline parallelism".
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$mesh,
+                       StrAttr:$axis, I64Attr:$microbatches,
+                       StrAttr:$schedule,
+                       TypeAttrOf<FunctionType>:$function_type,
+                       OptionalAttr<DictArrayAttr>:$arg_attrs,
+                       OptionalAttr<DictArrayAttr>:$res_attrs);
+  let assemblyFormat = [{
+    $sym_name `on` $mesh `axis` `=` $axis `microbatches` `=` $microbatches
+    `schedule` `=` $schedule attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TRN_DIALECT_DIST_IR_DISTOPS_TD
