@@ -805,17 +805,20 @@ LogicalResult Interpreter::evalOp(Operation *op) {
           // A sharding constraint only says where a value lives.
           if (other->getName().getStringRef() == "dist.sharding_constraint")
             return set(other->getResult(0), get(other->getOperand(0)));
-          if (!distOps || other->getNumResults() != 1)
+          if (!distOps || other->getNumResults() > 1)
             return other->emitError("reference evaluator: '")
                    << other->getName()
-                   << "' runs only in a multi-rank evaluation "
-                      "(evaluateSpmd, trn-eval --spmd)";
+                   << "' runs only on the ranks of a mesh (a dist.spmd "
+                      "function or a dist.pipeline)";
           SmallVector<const Tensor *> operands;
           for (Value operand : other->getOperands())
             operands.push_back(&get(operand));
           FailureOr<Tensor> result = distOps->evaluate(other, operands);
           if (failed(result))
             return failure();
+          // A send gives nothing back.
+          if (other->getNumResults() == 0)
+            return success();
           return set(other->getResult(0), std::move(*result));
         }
         return evalComposite(other);

@@ -1,11 +1,12 @@
 //===- Spmd.cpp - the reference evaluator over every rank of a mesh -------===//
 //
-// Every rank runs the same program in its own thread; a collective is a
-// world-wide exchange (every rank executes every collective in the same
-// order, so all of them meet at each one), after which each rank combines
-// the tensors of its replica group: the ranks that differ from it only along
-// the collective's axes, ordered by their index along those axes (the first
-// axis the most major).
+// Every rank runs in its own thread; a collective meets the other members
+// of the rank's replica group (the ranks that differ from it only along the
+// collective's axes, ordered by their index along those axes, the first
+// axis the most major): the k-th collective of a rank over a group meets
+// the k-th of every other member. A pipeline's ranks run their stage's
+// fragments in the schedule's order; dist.send posts to a mailbox that the
+// matching dist.recv (same ranks, tag and microbatch) waits on.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,10 +16,14 @@
 
 #include "trn/Dialect/Dist/IR/DistOps.h"
 
+#include "trnrt/PipelineSchedule.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <array>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -148,26 +153,59 @@ Tensor blockConcatenate(ArrayRef<Tensor> pieces, int64_t dim, int64_t blocks) {
   return mergeBlocks(concatenate(blocked, dim + 1), dim);
 }
 
-/// A barrier-based exchange among every rank, abortable when one fails.
+/// How the ranks' threads meet: a collective waits for the members of its
+/// replica group only (ranks of different pipeline stages run different
+/// collectives at the same time), a send posts to a mailbox that its
+/// receive waits on. Abortable when a rank fails.
 class Exchange {
 public:
-  explicit Exchange(int64_t ranks) : ranks(ranks), slots(ranks) {}
-
-  /// Every rank's `mine`, once all ranks called; std::nullopt if aborted.
-  std::optional<std::vector<Tensor>> all(int64_t rank, const Tensor &mine) {
+  /// Every member's `mine` in group order (`group`: world ranks in group
+  /// order), once all of them called; std::nullopt if a rank failed.
+  std::optional<std::vector<Tensor>> all(int64_t rank,
+                                         const std::vector<int64_t> &group,
+                                         int64_t position, const Tensor &mine) {
     std::unique_lock<std::mutex> lock(mutex);
-    slots[rank] = &mine;
-    if (!barrier(lock))
+    // The k-th collective of this rank over this group meets the k-th of
+    // every other member.
+    uint64_t sequence = sequences[{rank, group}]++;
+    Meeting &meeting = meetings[{group, sequence}];
+    if (meeting.slots.empty())
+      meeting.slots.resize(group.size());
+    meeting.slots[position] = mine;
+    ++meeting.arrived;
+    changed.notify_all();
+    changed.wait(lock, [&] {
+      return meeting.arrived == int64_t(group.size()) || aborted;
+    });
+    if (aborted)
       return std::nullopt;
-    std::vector<Tensor> everyone;
-    for (const Tensor *slot : slots)
-      everyone.push_back(*slot);
-    // The slots are reused by the next collective only after every rank
-    // has copied them.
-    if (!barrier(lock))
-      return std::nullopt;
+    std::vector<Tensor> everyone = meeting.slots;
+    if (++meeting.left == int64_t(group.size()))
+      meetings.erase({group, sequence});
     return everyone;
   }
+
+  void send(int64_t from, int64_t to, int64_t tag, int64_t microbatch,
+            Tensor tensor) {
+    std::lock_guard<std::mutex> lock(mutex);
+    mailbox[{from, to, tag, microbatch}] = std::move(tensor);
+    changed.notify_all();
+  }
+
+  /// What `from` sent to `to` with `tag` for `microbatch`; std::nullopt if
+  /// a rank failed.
+  std::optional<Tensor> receive(int64_t from, int64_t to, int64_t tag,
+                                int64_t microbatch) {
+    std::unique_lock<std::mutex> lock(mutex);
+    std::array<int64_t, 4> key = {from, to, tag, microbatch};
+    changed.wait(lock, [&] { return mailbox.count(key) || aborted; });
+    if (aborted)
+      return std::nullopt;
+    Tensor tensor = std::move(mailbox[key]);
+    mailbox.erase(key);
+    return tensor;
+  }
+
   void abort() {
     std::lock_guard<std::mutex> lock(mutex);
     aborted = true;
@@ -175,25 +213,15 @@ public:
   }
 
 private:
-  bool barrier(std::unique_lock<std::mutex> &lock) {
-    uint64_t generation = this->generation;
-    if (++arrived == ranks) {
-      arrived = 0;
-      ++this->generation;
-      changed.notify_all();
-    } else {
-      changed.wait(lock,
-                   [&] { return this->generation != generation || aborted; });
-    }
-    return !aborted;
-  }
-
-  int64_t ranks;
-  std::vector<const Tensor *> slots;
+  struct Meeting {
+    std::vector<Tensor> slots;
+    int64_t arrived = 0, left = 0;
+  };
   std::mutex mutex;
   std::condition_variable changed;
-  int64_t arrived = 0;
-  uint64_t generation = 0;
+  std::map<std::pair<int64_t, std::vector<int64_t>>, uint64_t> sequences;
+  std::map<std::pair<std::vector<int64_t>, uint64_t>, Meeting> meetings;
+  std::map<std::array<int64_t, 4>, Tensor> mailbox;
   bool aborted = false;
 };
 
@@ -206,11 +234,18 @@ public:
   FailureOr<Tensor> evaluate(Operation *op,
                              ArrayRef<const Tensor *> operands) override;
 
+  /// The microbatch a pipeline fragment runs for: it tells transfers of
+  /// different microbatches apart.
+  int64_t microbatch = 0;
+
 private:
   /// The tensors of this rank's group along `axes`, in group order, and
   /// this rank's position in it.
   std::optional<std::vector<Tensor>> group(const Tensor &mine, ArrayAttr axes,
                                            int64_t &position);
+  /// The world rank at index `peer` along `axis`, the other coordinates
+  /// this rank's.
+  int64_t peerRank(StringRef axis, int64_t peer);
   Tensor reduce(ArrayRef<Tensor> tensors, dist::ReductionKind kind);
 
   dist::MeshOp mesh;
@@ -221,27 +256,32 @@ private:
 
 std::optional<std::vector<Tensor>>
 RankDistOps::group(const Tensor &mine, ArrayAttr axes, int64_t &position) {
-  std::optional<std::vector<Tensor>> everyone = exchange.all(rank, mine);
-  if (!everyone)
-    return std::nullopt;
   SmallVector<StringRef> names = namesOf(axes);
   int64_t size;
   std::tie(position, size) = positionAlong(mesh, coords, names);
-  std::vector<Tensor> members(size);
   SmallVector<int64_t> named;
   for (StringRef name : names)
     named.push_back(axisIndex(mesh, name));
-  for (int64_t other = 0; other < int64_t(everyone->size()); ++other) {
+  std::vector<int64_t> members(size);
+  for (int64_t other = 0; other < mesh.numDevices(); ++other) {
     std::vector<int64_t> theirs = coordinatesOf(mesh, other);
     bool sameGroup = true;
     for (size_t d = 0; d < theirs.size(); ++d)
       if (!llvm::is_contained(named, int64_t(d)) && theirs[d] != coords[d])
         sameGroup = false;
     if (sameGroup)
-      members[positionAlong(mesh, theirs, names).first] =
-          std::move((*everyone)[other]);
+      members[positionAlong(mesh, theirs, names).first] = other;
   }
-  return members;
+  return exchange.all(rank, members, position, mine);
+}
+
+int64_t RankDistOps::peerRank(StringRef axis, int64_t peer) {
+  std::vector<int64_t> theirs = coords;
+  theirs[axisIndex(mesh, axis)] = peer;
+  int64_t linear = 0;
+  for (auto [coordinate, size] : llvm::zip(theirs, mesh.getSizes()))
+    linear = linear * size + coordinate;
+  return linear;
 }
 
 Tensor RankDistOps::reduce(ArrayRef<Tensor> tensors, dist::ReductionKind kind) {
@@ -319,6 +359,18 @@ FailureOr<Tensor> RankDistOps::evaluate(Operation *op,
         auto [at, size] = positionAlong(mesh, coords, namesOf(o.getAxes()));
         return chunkOf(*operands[0], o.getDim(), at, size);
       })
+      .Case([&](dist::SendOp o) -> FailureOr<Tensor> {
+        exchange.send(rank, peerRank(o.getAxis(), o.getPeer()), o.getTag(),
+                      microbatch, *operands[0]);
+        return Tensor();
+      })
+      .Case([&](dist::RecvOp o) -> FailureOr<Tensor> {
+        std::optional<Tensor> received = exchange.receive(
+            peerRank(o.getAxis(), o.getPeer()), rank, o.getTag(), microbatch);
+        if (!received)
+          return aborted();
+        return std::move(*received);
+      })
       .Case([&](dist::AxisIndexOp o) -> FailureOr<Tensor> {
         auto type = cast<RankedTensorType>(o.getType());
         Tensor out = Tensor::zeros(*dtypeOf(type.getElementType()), {});
@@ -331,39 +383,106 @@ FailureOr<Tensor> RankDistOps::evaluate(Operation *op,
       });
 }
 
-/// The axes that split each dimension of argument or result `index`.
-SmallVector<SmallVector<StringRef>> splitAxes(func::FuncOp function,
-                                              unsigned index, bool isResult) {
+/// The sharding of argument or result `index` of `function`, if any.
+dist::ShardingAttr shardingOf(func::FuncOp function, unsigned index,
+                              bool isResult) {
   StringRef name = dist::DistDialect::getShardingAttrName();
-  auto attr =
-      isResult ? function.getResultAttrOfType<dist::ShardingAttr>(index, name)
-               : function.getArgAttrOfType<dist::ShardingAttr>(index, name);
-  auto type =
-      cast<RankedTensorType>(isResult ? function.getResultTypes()[index]
-                                      : function.getArgumentTypes()[index]);
-  SmallVector<SmallVector<StringRef>> dims(type.getRank());
-  if (attr)
-    for (unsigned d = 0; d < dims.size(); ++d)
-      dims[d] = attr.axesOf(d);
-  return dims;
+  return isResult
+             ? function.getResultAttrOfType<dist::ShardingAttr>(index, name)
+             : function.getArgAttrOfType<dist::ShardingAttr>(index, name);
 }
 
-/// How many blocks each dimension of argument or result `index` is split
-/// in (1: contiguously).
-SmallVector<int64_t> splitBlocks(func::FuncOp function, unsigned index,
-                                 bool isResult) {
-  StringRef name = dist::DistDialect::getShardingAttrName();
-  auto attr =
-      isResult ? function.getResultAttrOfType<dist::ShardingAttr>(index, name)
-               : function.getArgAttrOfType<dist::ShardingAttr>(index, name);
-  auto type =
-      cast<RankedTensorType>(isResult ? function.getResultTypes()[index]
-                                      : function.getArgumentTypes()[index]);
-  SmallVector<int64_t> blocks(type.getRank(), 1);
-  if (attr)
-    for (unsigned d = 0; d < blocks.size(); ++d)
-      blocks[d] = attr.blocksOf(d);
-  return blocks;
+/// `type` with every dimension `sharding` splits multiplied by the size of
+/// its axes: the global type of a local one.
+RankedTensorType globalType(RankedTensorType type, dist::ShardingAttr sharding,
+                            dist::MeshOp mesh) {
+  SmallVector<int64_t> shape(type.getShape());
+  for (unsigned dim = 0; sharding && dim < shape.size(); ++dim)
+    for (StringRef axis : sharding.axesOf(dim))
+      shape[dim] *= mesh.sizeOf(axis).value_or(1);
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+/// The piece of `global` the rank at `coords` holds under `sharding`: split
+/// dimensions, major axis first.
+Tensor localPiece(const Tensor &global, dist::ShardingAttr sharding,
+                  dist::MeshOp mesh, ArrayRef<int64_t> coords) {
+  Tensor local = global;
+  for (unsigned dim = 0; sharding && dim < sharding.getDims().size(); ++dim) {
+    SmallVector<StringRef> axes = sharding.axesOf(dim);
+    if (axes.empty())
+      continue;
+    auto [position, size] = positionAlong(mesh, coords, axes);
+    local = blockChunkOf(local, dim, position, size, sharding.blocksOf(dim));
+  }
+  return local;
+}
+
+/// The global tensor from the pieces that ranks at `pieceCoords` hold
+/// under `sharding` (each distinct piece at least once).
+Tensor assemble(std::vector<Tensor> pieces,
+                std::vector<std::vector<int64_t>> pieceCoords,
+                dist::ShardingAttr sharding, dist::MeshOp mesh) {
+  int64_t rank = int64_t(pieces.front().shape.size());
+  // Concatenate dimension by dimension, innermost split first: the ranks
+  // of one group along a dimension's axes hold consecutive chunks.
+  for (int64_t dim = rank - 1; sharding && dim >= 0; --dim) {
+    SmallVector<StringRef> axes = sharding.axesOf(dim);
+    if (axes.empty())
+      continue;
+    // Merge the pieces that differ only along this dimension's axes.
+    std::vector<Tensor> merged;
+    std::vector<std::vector<int64_t>> mergedCoords;
+    SmallVector<int64_t> named;
+    for (StringRef axis : axes)
+      named.push_back(axisIndex(mesh, axis));
+    std::vector<bool> used(pieces.size(), false);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      if (used[i])
+        continue;
+      int64_t size = positionAlong(mesh, pieceCoords[i], axes).second;
+      std::vector<Tensor> ordered(size);
+      for (size_t j = i; j < pieces.size(); ++j) {
+        bool same = true;
+        for (size_t d = 0; d < pieceCoords[j].size(); ++d)
+          if (!llvm::is_contained(named, int64_t(d)) &&
+              pieceCoords[j][d] != pieceCoords[i][d])
+            same = false;
+        if (!same)
+          continue;
+        used[j] = true;
+        ordered[positionAlong(mesh, pieceCoords[j], axes).first] = pieces[j];
+      }
+      merged.push_back(blockConcatenate(ordered, dim, sharding.blocksOf(dim)));
+      std::vector<int64_t> coordinates = pieceCoords[i];
+      for (int64_t d : named)
+        coordinates[d] = 0;
+      mergedCoords.push_back(coordinates);
+    }
+    pieces = std::move(merged);
+    pieceCoords = std::move(mergedCoords);
+  }
+  // What remains is replicated: every piece is the same; the first.
+  return pieces.front();
+}
+
+/// Runs one thread per rank; on failure the others are stopped.
+LogicalResult runRanks(int64_t ranks, Exchange &exchange,
+                       llvm::function_ref<LogicalResult(int64_t)> body) {
+  std::vector<char> ok(ranks, 0);
+  // (MLIR's diagnostic engine takes a lock: ranks may report at once.)
+  auto run = [&](int64_t rank) {
+    ok[rank] = succeeded(body(rank));
+    if (!ok[rank])
+      exchange.abort();
+  };
+  std::vector<std::thread> threads;
+  for (int64_t rank = 1; rank < ranks; ++rank)
+    threads.emplace_back(run, rank);
+  run(0);
+  for (std::thread &thread : threads)
+    thread.join();
+  return success(llvm::all_of(ok, [](char value) { return value; }));
 }
 
 } // namespace
@@ -381,11 +500,7 @@ RankedTensorType mlir::trn::eval::globalTypeOf(func::FuncOp function,
   dist::MeshOp mesh = meshOf(function);
   if (!mesh || !isSpmd(function))
     return type;
-  SmallVector<int64_t> shape(type.getShape());
-  for (auto [dim, axes] : llvm::enumerate(splitAxes(function, index, isResult)))
-    for (StringRef axis : axes)
-      shape[dim] *= mesh.sizeOf(axis).value_or(1);
-  return RankedTensorType::get(shape, type.getElementType());
+  return globalType(type, shardingOf(function, index, isResult), mesh);
 }
 
 FailureOr<std::vector<Tensor>>
@@ -400,99 +515,226 @@ mlir::trn::eval::evaluateSpmd(func::FuncOp function,
            << globalInputs.size() << " inputs for "
            << function.getNumArguments() << " arguments";
 
-  // Each rank's shard of each input: split dimensions, major axis first.
-  std::vector<std::vector<Tensor>> inputs(ranks);
-  for (int64_t rank = 0; rank < ranks; ++rank) {
-    std::vector<int64_t> coords = coordinatesOf(mesh, rank);
-    for (auto [index, global] : llvm::enumerate(globalInputs)) {
-      Tensor local = global;
-      SmallVector<int64_t> blocks = splitBlocks(function, index, false);
-      for (auto [dim, axes] :
-           llvm::enumerate(splitAxes(function, index, false))) {
-        if (axes.empty())
-          continue;
-        auto [position, size] = positionAlong(mesh, coords, axes);
-        local = blockChunkOf(local, dim, position, size, blocks[dim]);
-      }
-      inputs[rank].push_back(std::move(local));
-    }
-  }
+  Exchange exchange;
+  std::vector<std::vector<Tensor>> outputs(ranks);
+  if (failed(runRanks(ranks, exchange, [&](int64_t rank) -> LogicalResult {
+        std::vector<int64_t> coords = coordinatesOf(mesh, rank);
+        std::vector<Tensor> inputs;
+        for (auto [index, global] : llvm::enumerate(globalInputs))
+          inputs.push_back(localPiece(
+              global, shardingOf(function, index, false), mesh, coords));
+        RankDistOps ops(mesh, rank, exchange);
+        Interpreter interpreter(&ops);
+        FailureOr<std::vector<Tensor>> result =
+            interpreter.run(function, inputs);
+        if (failed(result))
+          return failure();
+        outputs[rank] = std::move(*result);
+        return success();
+      })))
+    return failure();
 
-  Exchange exchange(ranks);
-  std::vector<FailureOr<std::vector<Tensor>>> outputs(
-      ranks, FailureOr<std::vector<Tensor>>(failure()));
-  // (MLIR's diagnostic engine takes a lock: ranks may report at once.)
-  auto runRank = [&](int64_t rank) {
-    RankDistOps ops(mesh, rank, exchange);
-    Interpreter interpreter(&ops);
-    FailureOr<std::vector<Tensor>> result =
-        interpreter.run(function, inputs[rank]);
-    if (failed(result))
-      exchange.abort();
-    outputs[rank] = std::move(result);
-  };
-  std::vector<std::thread> threads;
-  for (int64_t rank = 1; rank < ranks; ++rank)
-    threads.emplace_back(runRank, rank);
-  runRank(0);
-  for (std::thread &thread : threads)
-    thread.join();
-  for (const auto &output : outputs)
-    if (failed(output))
-      return failure();
-
-  // Assemble each result from the ranks that hold its distinct pieces.
   std::vector<Tensor> globals;
   for (unsigned index = 0; index < function.getNumResults(); ++index) {
-    SmallVector<SmallVector<StringRef>> dims = splitAxes(function, index, true);
-    SmallVector<int64_t> blocks = splitBlocks(function, index, true);
-    // Concatenate dimension by dimension, innermost split first: the ranks
-    // of one group along a dimension's axes hold consecutive chunks.
     std::vector<Tensor> pieces;
     std::vector<std::vector<int64_t>> pieceCoords;
     for (int64_t rank = 0; rank < ranks; ++rank) {
-      pieces.push_back((*outputs[rank])[index]);
+      pieces.push_back(outputs[rank][index]);
       pieceCoords.push_back(coordinatesOf(mesh, rank));
     }
-    for (int64_t dim = int64_t(dims.size()) - 1; dim >= 0; --dim) {
-      if (dims[dim].empty())
+    globals.push_back(assemble(std::move(pieces), std::move(pieceCoords),
+                               shardingOf(function, index, true), mesh));
+  }
+  return globals;
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+RankedTensorType mlir::trn::eval::pipelineGlobalType(dist::PipelineOp pipeline,
+                                                     unsigned index,
+                                                     bool isResult) {
+  FunctionType type = pipeline.getFunctionType();
+  auto local = cast<RankedTensorType>(isResult ? type.getResult(index)
+                                               : type.getInput(index));
+  std::optional<ArrayAttr> attrs =
+      isResult ? pipeline.getResAttrs() : pipeline.getArgAttrs();
+  dist::ShardingAttr sharding;
+  if (attrs)
+    sharding = cast<DictionaryAttr>((*attrs)[index])
+                   .getAs<dist::ShardingAttr>(
+                       dist::DistDialect::getShardingAttrName());
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<dist::MeshOp>(
+      pipeline, pipeline.getMeshAttr());
+  return mesh ? globalType(local, sharding, mesh) : local;
+}
+
+FailureOr<std::vector<Tensor>>
+mlir::trn::eval::evaluatePipeline(dist::PipelineOp pipeline,
+                                  ArrayRef<Tensor> globalInputs) {
+  auto module = pipeline->getParentOfType<ModuleOp>();
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<dist::MeshOp>(
+      pipeline, pipeline.getMeshAttr());
+  if (!module || !mesh)
+    return pipeline.emitError("reference evaluator: the pipeline's mesh is "
+                              "missing");
+  FunctionType stepType = pipeline.getFunctionType();
+  if (globalInputs.size() != stepType.getNumInputs())
+    return pipeline.emitError("reference evaluator: got ")
+           << globalInputs.size() << " inputs for " << stepType.getNumInputs()
+           << " arguments";
+  trnrt::PipelineSchedule schedule;
+  if (!trnrt::parsePipelineSchedule(pipeline.getSchedule().str(), schedule))
+    return pipeline.emitError("reference evaluator: unknown schedule");
+  const int64_t stages = *mesh.sizeOf(pipeline.getAxis());
+  const int64_t microbatches = pipeline.getMicrobatches();
+  const int64_t stageAxis = axisIndex(mesh, pipeline.getAxis());
+
+  // The fragments by stage and phase.
+  std::vector<std::array<func::FuncOp, 3>> fragments(stages);
+  for (func::FuncOp function : module.getOps<func::FuncOp>()) {
+    auto owner = function->getAttrOfType<FlatSymbolRefAttr>(
+        dist::DistDialect::getPipelineAttrName());
+    if (!owner || owner.getValue() != pipeline.getSymName())
+      continue;
+    auto stage = function->getAttrOfType<IntegerAttr>(
+        dist::DistDialect::getStageAttrName());
+    auto phase = function->getAttrOfType<StringAttr>(
+        dist::DistDialect::getPhaseAttrName());
+    if (!stage || !phase || stage.getInt() >= stages)
+      return function.emitError("reference evaluator: a pipeline fragment "
+                                "needs dist.stage (below ")
+             << stages << ") and dist.phase";
+    int slot = phase.getValue() == "forward"    ? 0
+               : phase.getValue() == "backward" ? 1
+                                                : 2;
+    fragments[stage.getInt()][slot] = function;
+  }
+  for (int64_t s = 0; s < stages; ++s)
+    for (func::FuncOp function : fragments[s])
+      if (!function)
+        return pipeline.emitError("reference evaluator: stage ")
+               << s << " lacks a fragment";
+  auto argSharding = [&](unsigned index) {
+    std::optional<ArrayAttr> attrs = pipeline.getArgAttrs();
+    return attrs ? cast<DictionaryAttr>((*attrs)[index])
+                       .getAs<dist::ShardingAttr>(
+                           dist::DistDialect::getShardingAttrName())
+                 : dist::ShardingAttr();
+  };
+
+  int64_t ranks = mesh.numDevices();
+  Exchange exchange;
+  // Per rank: its step results by index.
+  std::vector<std::map<int64_t, Tensor>> results(ranks);
+  if (failed(runRanks(ranks, exchange, [&](int64_t rank) -> LogicalResult {
+        std::vector<int64_t> coords = coordinatesOf(mesh, rank);
+        const int64_t stage = coords[stageAxis];
+        RankDistOps ops(mesh, rank, exchange);
+        std::map<int64_t, Tensor> local; // this rank's piece of each input
+        std::map<int64_t, Tensor> accumulators;
+        std::map<std::pair<int64_t, int64_t>, Tensor> stash; // (m, index)
+        auto run = [&](func::FuncOp function,
+                       int64_t microbatch) -> LogicalResult {
+          std::vector<Tensor> inputs;
+          for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+            auto port = function.getArgAttrOfType<dist::PortAttr>(
+                i, dist::DistDialect::getPortAttrName());
+            auto type = cast<RankedTensorType>(function.getArgumentTypes()[i]);
+            if (!port)
+              return function.emitError("reference evaluator: argument ")
+                     << i << " has no dist.port";
+            StringRef kind = port.getKind();
+            int64_t index = port.getIndex();
+            if (kind == "argument" || kind == "microbatch") {
+              if (index >= int64_t(globalInputs.size()))
+                return function.emitError("reference evaluator: argument ")
+                       << i << " names step argument " << index;
+              if (!local.count(index))
+                local[index] = localPiece(globalInputs[index],
+                                          argSharding(index), mesh, coords);
+              inputs.push_back(
+                  kind == "argument"
+                      ? local[index]
+                      : chunkOf(local[index], 0, microbatch, microbatches));
+            } else if (kind == "stash") {
+              auto it = stash.find({microbatch, index});
+              if (it == stash.end())
+                return function.emitError("reference evaluator: stash ")
+                       << index << " of microbatch " << microbatch
+                       << " was never filled";
+              inputs.push_back(std::move(it->second));
+              stash.erase(it);
+            } else {
+              auto it = accumulators.find(index);
+              inputs.push_back(
+                  it != accumulators.end()
+                      ? it->second
+                      : Tensor::zeros(*dtypeOf(type.getElementType()),
+                                      type.getShape()));
+            }
+          }
+          ops.microbatch = microbatch;
+          Interpreter interpreter(&ops);
+          FailureOr<std::vector<Tensor>> outputs =
+              interpreter.run(function, inputs);
+          if (failed(outputs))
+            return failure();
+          for (unsigned i = 0; i < function.getNumResults(); ++i) {
+            auto port = function.getResultAttrOfType<dist::PortAttr>(
+                i, dist::DistDialect::getPortAttrName());
+            if (!port)
+              return function.emitError("reference evaluator: result ")
+                     << i << " has no dist.port";
+            Tensor &value = (*outputs)[i];
+            if (port.getKind() == "stash")
+              stash[{microbatch, port.getIndex()}] = std::move(value);
+            else if (port.getKind() == "accumulator")
+              accumulators[port.getIndex()] = std::move(value);
+            else
+              results[rank][port.getIndex()] = std::move(value);
+          }
+          return success();
+        };
+        for (const trnrt::PipelineAction &action :
+             trnrt::pipelineStageOrder(schedule, stages, stage, microbatches))
+          if (failed(run(fragments[stage][action.backward ? 1 : 0],
+                         action.microbatch)))
+            return failure();
+        return run(fragments[stage][2], 0);
+      })))
+    return failure();
+
+  // Each result from the ranks of the first stage that returns it.
+  std::vector<Tensor> globals;
+  for (unsigned index = 0; index < stepType.getNumResults(); ++index) {
+    std::vector<Tensor> pieces;
+    std::vector<std::vector<int64_t>> pieceCoords;
+    std::optional<int64_t> from;
+    for (int64_t rank = 0; rank < ranks; ++rank) {
+      auto it = results[rank].find(index);
+      if (it == results[rank].end())
         continue;
-      // Merge the pieces that differ only along this dimension's axes.
-      std::vector<Tensor> merged;
-      std::vector<std::vector<int64_t>> mergedCoords;
-      SmallVector<int64_t> named;
-      for (StringRef axis : dims[dim])
-        named.push_back(axisIndex(mesh, axis));
-      std::vector<bool> used(pieces.size(), false);
-      for (size_t i = 0; i < pieces.size(); ++i) {
-        if (used[i])
-          continue;
-        auto [unused, size] = positionAlong(mesh, pieceCoords[i], dims[dim]);
-        (void)unused;
-        std::vector<Tensor> ordered(size);
-        for (size_t j = i; j < pieces.size(); ++j) {
-          bool same = true;
-          for (size_t d = 0; d < pieceCoords[j].size(); ++d)
-            if (!llvm::is_contained(named, int64_t(d)) &&
-                pieceCoords[j][d] != pieceCoords[i][d])
-              same = false;
-          if (!same)
-            continue;
-          used[j] = true;
-          ordered[positionAlong(mesh, pieceCoords[j], dims[dim]).first] =
-              pieces[j];
-        }
-        merged.push_back(blockConcatenate(ordered, dim, blocks[dim]));
-        std::vector<int64_t> coordinates = pieceCoords[i];
-        for (int64_t d : named)
-          coordinates[d] = 0;
-        mergedCoords.push_back(coordinates);
-      }
-      pieces = std::move(merged);
-      pieceCoords = std::move(mergedCoords);
+      std::vector<int64_t> coords = coordinatesOf(mesh, rank);
+      if (!from)
+        from = coords[stageAxis];
+      if (coords[stageAxis] != *from)
+        continue;
+      pieces.push_back(it->second);
+      pieceCoords.push_back(coords);
     }
-    // What remains is replicated: every piece is the same; rank 0's.
-    globals.push_back(pieces.front());
+    if (pieces.empty())
+      return pipeline.emitError("reference evaluator: no fragment returns "
+                                "result ")
+             << index;
+    dist::ShardingAttr sharding;
+    if (std::optional<ArrayAttr> attrs = pipeline.getResAttrs())
+      sharding = cast<DictionaryAttr>((*attrs)[index])
+                     .getAs<dist::ShardingAttr>(
+                         dist::DistDialect::getShardingAttrName());
+    globals.push_back(
+        assemble(std::move(pieces), std::move(pieceCoords), sharding, mesh));
   }
   return globals;
 }

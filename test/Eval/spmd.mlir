@@ -8,7 +8,7 @@
 // CHECK: sum : tensor<2x4xf32>
 // VALUES: True True True True True
 // RUN: not trn-eval %s --entry unpartitioned --zeros 2>&1 | FileCheck %s --check-prefix=NOT-SPMD
-// NOT-SPMD: error: reference evaluator: 'dist.all_reduce' runs only in a multi-rank evaluation (evaluateSpmd, trn-eval --spmd)
+// NOT-SPMD: error: reference evaluator: 'dist.all_reduce' runs only on the ranks of a mesh (a dist.spmd function or a dist.pipeline)
 
 dist.mesh @mesh <dp = 2, tp = 2>
 

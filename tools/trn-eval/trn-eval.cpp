@@ -5,7 +5,8 @@
 //
 // Inputs and outputs are NumPy .npz archives keyed by each argument's and
 // result's `trn.name` (else `arg<i>` / `result<i>`), so PyTorch and NumPy
-// can produce and check the data.
+// can produce and check the data. A module holding a dist.pipeline (a step
+// cut into pipeline stages) runs that step on every rank of its mesh.
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,13 +204,20 @@ int main(int argc, char **argv) {
   if (!module)
     return 1; // the parser or verifier has reported the problem
 
-  // Pick the entry function.
+  // Pick the entry: a pipelined step (dist-pipeline-split's output) or a
+  // function.
   func::FuncOp function;
+  dist::PipelineOp pipeline;
   llvm::SmallVector<func::FuncOp> functions(module->getOps<func::FuncOp>());
+  llvm::SmallVector<dist::PipelineOp> pipelines(
+      module->getOps<dist::PipelineOp>());
   if (!entryName.empty()) {
+    pipeline = module->lookupSymbol<dist::PipelineOp>(entryName);
     function = module->lookupSymbol<func::FuncOp>(entryName);
-    if (!function)
-      return fail("no function @" + entryName + " in " + inputFile);
+    if (!function && !pipeline)
+      return fail("no function or pipeline @" + entryName + " in " + inputFile);
+  } else if (pipelines.size() == 1) {
+    pipeline = pipelines.front();
   } else if (functions.size() == 1) {
     function = functions.front();
   } else {
@@ -219,6 +227,30 @@ int main(int argc, char **argv) {
                   " functions in the module and none is @main; choose one "
                   "with --entry NAME");
   }
+  // A partitioned (SPMD) graph or a pipeline takes and gives global
+  // tensors: the evaluator splits them over its mesh's ranks and assembles
+  // the results.
+  const bool spmd = function && mlir::trn::eval::isSpmd(function);
+  FunctionType signature =
+      pipeline ? pipeline.getFunctionType() : function.getFunctionType();
+  auto valueType = [&](unsigned index, bool isResult) -> Type {
+    if (pipeline)
+      return mlir::trn::eval::pipelineGlobalType(pipeline, index, isResult);
+    if (spmd)
+      return mlir::trn::eval::globalTypeOf(function, index, isResult);
+    return isResult ? signature.getResult(index) : signature.getInput(index);
+  };
+  auto nameOf = [&](unsigned index, bool isResult) -> std::string {
+    if (!pipeline)
+      return valueName(function, index, isResult);
+    std::optional<ArrayAttr> attrs =
+        isResult ? pipeline.getResAttrs() : pipeline.getArgAttrs();
+    if (attrs)
+      if (auto name = cast<DictionaryAttr>((*attrs)[index])
+                          .getAs<StringAttr>("trn.name"))
+        return name.str();
+    return (isResult ? "result" : "arg") + std::to_string(index);
+  };
 
   // Gather the inputs.
   std::map<std::string, trnrt::NpyArray> provided;
@@ -231,20 +263,17 @@ int main(int argc, char **argv) {
   }
   std::mt19937_64 rng(randomSeed >= 0 ? randomSeed : 0);
   std::vector<Tensor> inputs;
-  // A partitioned (SPMD) graph takes and gives global tensors: the
-  // evaluator splits them over its mesh's ranks and assembles the results.
-  bool spmd = mlir::trn::eval::isSpmd(function);
-  for (auto [i, type] : llvm::enumerate(function.getArgumentTypes())) {
+  for (auto [i, type] : llvm::enumerate(signature.getInputs())) {
     auto tensorType = dyn_cast<RankedTensorType>(type);
-    if (spmd && tensorType)
-      tensorType = mlir::trn::eval::globalTypeOf(function, i, false);
+    if (tensorType)
+      tensorType = cast<RankedTensorType>(valueType(i, false));
     if (!tensorType || !mlir::trn::eval::dtypeOf(tensorType.getElementType()))
       return fail("argument " + llvm::Twine(i) + " has type " +
                   typeString(type) + ", which the evaluator does not support");
     if (mlir::trn::eval::checkedNumElements(tensorType.getShape()) < 0)
       return fail("argument " + llvm::Twine(i) + " (" + typeString(type) +
                   ") has more than 2^27 elements, the evaluator's limit");
-    std::string name = valueName(function, i, /*isResult=*/false);
+    std::string name = nameOf(i, /*isResult=*/false);
     Tensor tensor =
         Tensor::zeros(*mlir::trn::eval::dtypeOf(tensorType.getElementType()),
                       tensorType.getShape());
@@ -272,24 +301,22 @@ int main(int argc, char **argv) {
   if (!saveInputsFile.empty()) {
     std::vector<std::pair<std::string, trnrt::NpyArray>> arrays;
     for (auto [i, tensor] : llvm::enumerate(inputs))
-      arrays.emplace_back(valueName(function, i, false), toNpy(tensor));
+      arrays.emplace_back(nameOf(i, false), toNpy(tensor));
     if (!trnrt::writeNpz(saveInputsFile, arrays, errorMessage))
       return fail(errorMessage);
   }
 
   FailureOr<std::vector<Tensor>> outputs =
-      spmd ? mlir::trn::eval::evaluateSpmd(function, inputs)
-           : mlir::trn::eval::evaluate(function, inputs);
+      pipeline ? mlir::trn::eval::evaluatePipeline(pipeline, inputs)
+      : spmd   ? mlir::trn::eval::evaluateSpmd(function, inputs)
+               : mlir::trn::eval::evaluate(function, inputs);
   if (failed(outputs))
     return 1; // the evaluator has reported the problem at the op
 
   std::vector<std::pair<std::string, trnrt::NpyArray>> arrays;
   for (auto [i, tensor] : llvm::enumerate(*outputs)) {
-    std::string name = valueName(function, i, /*isResult=*/true);
-    printSummary(name,
-                 spmd ? Type(mlir::trn::eval::globalTypeOf(function, i, true))
-                      : function.getResultTypes()[i],
-                 tensor);
+    std::string name = nameOf(i, /*isResult=*/true);
+    printSummary(name, valueType(i, true), tensor);
     arrays.emplace_back(name, toNpy(tensor));
   }
   if (!outputsFile.empty() &&

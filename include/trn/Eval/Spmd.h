@@ -13,6 +13,7 @@
 #ifndef TRN_EVAL_SPMD_H
 #define TRN_EVAL_SPMD_H
 
+#include "trn/Dialect/Dist/IR/DistOps.h"
 #include "trn/Eval/Evaluator.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -33,6 +34,19 @@ bool isSpmd(func::FuncOp function);
 /// Errors are reported at the offending op (of the failing rank).
 FailureOr<std::vector<Tensor>> evaluateSpmd(func::FuncOp function,
                                             ArrayRef<Tensor> globalInputs);
+
+/// The global type of argument or result `index` of the step a
+/// dist.pipeline describes (its per-example arguments hold every
+/// microbatch of every data-parallel replica).
+RankedTensorType pipelineGlobalType(dist::PipelineOp pipeline, unsigned index,
+                                    bool isResult);
+
+/// Runs a pipelined step (dist-pipeline-split's output) on every rank of
+/// its mesh: each rank runs its stage's forward and backward fragments for
+/// every microbatch in the schedule's order, then its update; transfers go
+/// between the ranks' threads. Takes and gives the step's global tensors.
+FailureOr<std::vector<Tensor>> evaluatePipeline(dist::PipelineOp pipeline,
+                                                ArrayRef<Tensor> globalInputs);
 
 } // namespace mlir::trn::eval
 

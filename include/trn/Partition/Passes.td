@@ -110,4 +110,68 @@ def DistSpmd : Pass<"dist-spmd", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
 
+def DistPipelineStages : Pass<"dist-pipeline-stages", "::mlir::ModuleOp"> {
+  let summary = "give every op of a partitioned step its pipeline stage";
+  let description = [{
+    Adds the `pp` axis to the mesh (after `dp`) and marks every op of a
+    partitioned step (dist-spmd's output, whose mesh has `dp`) with
+    `dist.phase` and `dist.stage`:
+
+    - phase: the ops that depend on per-example data (arguments with role
+      `data` or `label`) up to the collectives over `dp` that reduce over
+      the batch run once per microbatch; those collectives and what depends
+      on them (the optimizer update, the loss's average) run once per step
+      (`update`). Of the per-microbatch ops, those the loss depends on are
+      the `forward` pass, the rest the `backward`. An op that combines a
+      batch-reduced value with per-example values (a batch norm) is an
+      error: such a step cannot be split into microbatches.
+    - stage: parameters named with a layer index (`blocks.3.`, `layers.12.`)
+      belong to stage `layer * pp / layers` (equal runs of layers, as NxD
+      and NeMo cut by default); a forward op runs on the latest stage of its
+      inputs, a backward op on the stage of its layer's weights (else of the
+      activations it reads, but never later than the gradient it reads), a
+      per-step op beside its largest input; a parameter without a layer
+      index (an embedding) belongs to the first stage that uses it.
+      Constants are left unmarked: every fragment makes its own.
+
+    Arguments get `dist.stage` too. dist-pipeline-split reads all this.
+    docs/partitioning.md, "Pipeline parallelism".
+  }];
+  let options = [
+    Option<"pp", "pp", "int64_t", /*default=*/"1",
+           "the number of pipeline stages">
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
+def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
+  let summary = "cut a staged step into per-stage pipeline fragments";
+  let description = [{
+    Replaces each step function marked by dist-pipeline-stages with a
+    `dist.pipeline` and its fragments: per stage, `<step>.s<k>.forward` and
+    `<step>.s<k>.backward` (run once per microbatch) and `<step>.s<k>.update`
+    (once per step). Every fragment is an ordinary per-rank program; its
+    arguments and results carry `#dist.port`s that say how the runtime binds
+    them. Values crossing stages travel by `dist.send`/`dist.recv` along
+    `pp`; forward values a backward needs are stashed (returned by the
+    forward, passed to the backward of the same microbatch); per-microbatch
+    values the update reads (the gradients before their dp all-reduce, the
+    loss) are summed into accumulators in place (in f32 for bf16 values)
+    and divided by the number of microbatches in the update. A step's
+    result comes from its stage's update; a parameter that several stages
+    read (tied embeddings) is sent to each after its update, and each
+    returns it. The transfers are checked against the schedule: a cut that
+    would make the stages wait for each other forever is an error.
+    docs/partitioning.md, "Pipeline parallelism".
+  }];
+  let options = [
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "microbatches per step (the traced batch is one)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "the order of forwards and backwards: gpipe or 1f1b">
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect", "::mlir::trn::TrnDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // TRN_PARTITION_PASSES_TD

@@ -212,3 +212,83 @@ dist.mesh @mesh <tp = 2>
 func.func @blocks(%x: tensor<12xf32> {dist.sharding = #dist.sharding<@mesh, [3x{}]>}) {
   return
 }
+
+// -----
+
+dist.mesh @mesh <dp = 2, pp = 2>
+func.func @self(%x: tensor<4xf32>) attributes {dist.stage = 1 : i64} {
+  // expected-error @+1 {{'dist.send' op names its own stage 1 as the peer}}
+  dist.send %x to 1 on @mesh axis = "pp" tag = 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2, pp = 2>
+func.func @far() -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.recv' op names stage 2 of axis "pp", which has 2}}
+  %x = dist.recv from 2 on @mesh axis = "pp" tag = 0 : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+dist.mesh @mesh <dp = 2>
+func.func @noAxis(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'dist.send' op names axis "pp", which @mesh does not have}}
+  dist.send %x to 1 on @mesh axis = "pp" tag = 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+dist.mesh @mesh <pp = 2>
+// expected-error @+1 {{'dist.pipeline' op has an unknown schedule "zigzag" (expected gpipe or 1f1b)}}
+dist.pipeline @step on @mesh axis = "pp" microbatches = 2 schedule = "zigzag" {function_type = () -> ()}
+
+// -----
+
+dist.mesh @mesh <pp = 2>
+// expected-error @+1 {{'dist.pipeline' op needs at least one microbatch, not 0}}
+dist.pipeline @step on @mesh axis = "pp" microbatches = 0 schedule = "1f1b" {function_type = () -> ()}
+
+// -----
+
+dist.mesh @mesh <pp = 2>
+// expected-error @+1 {{'dist.pipeline' op has 1 argument attribute dictionaries for 0 arguments}}
+dist.pipeline @step on @mesh axis = "pp" microbatches = 1 schedule = "1f1b" {function_type = () -> (), arg_attrs = [{}]}
+
+// -----
+
+// expected-error @+1 {{unknown port kind "parameter" (expected argument, microbatch, stash, accumulator or result)}}
+func.func @port(%x: tensor<4xf32> {dist.port = #dist.port<"parameter", 0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a fragment's argument cannot be a "result" port}}
+func.func @port(%x: tensor<4xf32> {dist.port = #dist.port<"result", 0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a fragment's result cannot be a "microbatch" port}}
+func.func @port(%x: tensor<4xf32>) -> (tensor<4xf32> {dist.port = #dist.port<"microbatch", 0>}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dist.phase' is "forward", "backward" or "update"}}
+func.func @phase() attributes {dist.phase = "sideways"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dist.stage' is a pipeline stage index (an integer >= 0)}}
+func.func @stage() attributes {dist.stage = -1 : i64} {
+  return
+}

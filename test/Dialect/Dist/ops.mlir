@@ -53,3 +53,23 @@ func.func @blocks(%w: tensor<96x64xf32> {dist.sharding = #dist.sharding<@mesh, [
   %0 = dist.all_reduce mean %w on @mesh axes = ["dp"] : tensor<96x64xf32>
   return %0 : tensor<96x64xf32>
 }
+
+// Pipelines: a fragment of stage 1 of @pipe receives from stage 0 and
+// sends back, its ports say how the runtime binds its arguments and
+// results.
+dist.mesh @pmesh <dp = 2, pp = 2>
+// CHECK-LABEL: func.func @pipe.s1.forward
+// CHECK-SAME: %{{.*}}: tensor<4xf32> {dist.port = #dist.port<"microbatch", 3>}
+// CHECK-SAME: -> (tensor<4xf32> {dist.port = #dist.port<"stash", 0>})
+// CHECK-SAME: attributes {dist.phase = "forward", dist.pipeline = @pipe, dist.stage = 1 : i64}
+// CHECK: %[[R:.*]] = dist.recv from 0 on @pmesh axis = "pp" tag = 7 : tensor<4xf32>
+// CHECK: dist.send %[[R]] to 0 on @pmesh axis = "pp" tag = 8 : tensor<4xf32>
+func.func @pipe.s1.forward(%x: tensor<4xf32> {dist.port = #dist.port<"microbatch", 3>})
+    -> (tensor<4xf32> {dist.port = #dist.port<"stash", 0>})
+    attributes {dist.phase = "forward", dist.pipeline = @pipe, dist.stage = 1 : i64} {
+  %0 = dist.recv from 0 on @pmesh axis = "pp" tag = 7 : tensor<4xf32>
+  dist.send %0 to 0 on @pmesh axis = "pp" tag = 8 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// CHECK: dist.pipeline @pipe on @pmesh axis = "pp" microbatches = 4 schedule = "1f1b" {function_type = (tensor<8xf32>) -> tensor<f32>}
+dist.pipeline @pipe on @pmesh axis = "pp" microbatches = 4 schedule = "1f1b" {function_type = (tensor<8xf32>) -> tensor<f32>}

@@ -278,6 +278,13 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == getPortAttrName())
     return verifyPort(op, attr.getValue(), /*isResult=*/false);
+  if (attr.getName() == getStageAttrName()) {
+    auto stage = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!stage || stage.getInt() < 0)
+      return op->emitError() << "'dist.stage' of argument " << index
+                             << " is a pipeline stage index (an integer >= 0)";
+    return success();
+  }
   if (attr.getName() != getShardingAttrName())
     return op->emitError() << "unknown dist argument attribute '"
                            << attr.getName().getValue() << "'";
