@@ -664,6 +664,30 @@ LogicalResult Exporter::emit(Operation *op) {
         append(o, Engine::Sync, 0, std::move(inst));
         return success();
       })
+      .Case([&](SendOp o) -> LogicalResult {
+        auto src = wholeTensor(o, o.getSrc());
+        if (failed(src))
+          return failure();
+        inst.opcode = trnrt::Opcode::Send;
+        inst.srcs.push_back(*src);
+        inst.meshAxes = meshAxesOf(o.getAxes());
+        inst.peer = o.getPeer();
+        inst.tag = o.getTag();
+        append(o, Engine::Sync, 0, std::move(inst));
+        return success();
+      })
+      .Case([&](RecvOp o) -> LogicalResult {
+        auto dst = wholeTensor(o, o.getDst());
+        if (failed(dst))
+          return failure();
+        inst.opcode = trnrt::Opcode::Recv;
+        inst.dst = *dst;
+        inst.meshAxes = meshAxesOf(o.getAxes());
+        inst.peer = o.getPeer();
+        inst.tag = o.getTag();
+        append(o, Engine::Sync, 0, std::move(inst));
+        return success();
+      })
       .Case([&](AxisIndexOp o) -> LogicalResult {
         auto dst = wholeTensor(o, o.getDst());
         if (failed(dst))

@@ -63,12 +63,21 @@ void printStream(llvm::raw_ostream &os, const char *name,
                  const std::vector<trnrt::Instruction> &stream) {
   for (size_t i = 0; i < stream.size(); ++i) {
     const trnrt::Instruction &inst = stream[i];
-    os << name << "[" << i << "] " << trnrt::opcodeName(inst.opcode) << " ";
-    printPattern(os, inst.dst);
+    os << name << "[" << i << "] " << trnrt::opcodeName(inst.opcode);
+    // A send writes nothing of its own.
+    if (inst.opcode != trnrt::Opcode::Send) {
+      os << " ";
+      printPattern(os, inst.dst);
+    }
     for (const trnrt::AccessPattern &src : inst.srcs) {
       os << " <- ";
       printPattern(os, src);
     }
+    if (trnrt::isCollectiveOpcode(inst.opcode))
+      os << " axes(" << inst.meshAxes << ")";
+    if (inst.opcode == trnrt::Opcode::Send ||
+        inst.opcode == trnrt::Opcode::Recv)
+      os << " peer(" << inst.peer << ") tag(" << inst.tag << ")";
     for (const trnrt::SemaphoreWait &wait : inst.waits)
       os << " wait(s" << wait.semaphore << ">=" << wait.value << ")";
     if (inst.signal >= 0)

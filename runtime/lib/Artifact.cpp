@@ -105,22 +105,38 @@ enum InstructionField : unsigned {
   kFieldCollectiveDim,
   kFieldConcatDim,
   kFieldShift,
+  kFieldPeer,
+  kFieldTag,
   kNumInstructionFields,
 };
 constexpr const char *kInstructionFieldNames[kNumInstructionFields] = {
-    "waits",         "signal",
-    "dst",           "srcs",
-    "flags",         "func",
-    "scale",         "bias",
-    "reduceDst",     "op0",
-    "op1",           "scalar0",
-    "scalar1",       "value",
-    "base",          "channelMultiplier",
-    "steps",         "compare",
-    "indices",       "meshAxes",
-    "rngStream",     "collectiveShape",
-    "collectiveDim", "concatDim",
-    "shift"};
+    "waits",
+    "signal",
+    "dst",
+    "srcs",
+    "flags",
+    "func",
+    "scale",
+    "bias",
+    "reduceDst",
+    "op0",
+    "op1",
+    "scalar0",
+    "scalar1",
+    "value",
+    "base",
+    "channelMultiplier",
+    "steps",
+    "compare",
+    "indices",
+    "meshAxes",
+    "rngStream",
+    "collectiveShape",
+    "collectiveDim",
+    "concatDim",
+    "shift",
+    "peer",
+    "tag"};
 constexpr uint32_t kKnownFieldMask = (1u << kNumInstructionFields) - 1;
 
 // Bits of the instruction's flags field.
@@ -674,6 +690,10 @@ bool equalField(const Instruction &a, const Instruction &b, unsigned field,
            differ(diff, "concatDim", a.concatDim, b.concatDim);
   case kFieldShift:
     return a.shift == b.shift || differ(diff, "shift", a.shift, b.shift);
+  case kFieldPeer:
+    return a.peer == b.peer || differ(diff, "peer", a.peer, b.peer);
+  case kFieldTag:
+    return a.tag == b.tag || differ(diff, "tag", a.tag, b.tag);
   default:
     return true;
   }
@@ -850,6 +870,10 @@ void encodeInstruction(ByteWriter &w, const Instruction &inst) {
     w.i64(inst.concatDim);
   if (has(kFieldShift))
     w.i64(inst.shift);
+  if (has(kFieldPeer))
+    w.i64(inst.peer);
+  if (has(kFieldTag))
+    w.i64(inst.tag);
 }
 
 std::vector<uint8_t> encodeStream(const std::vector<Instruction> &stream) {
@@ -1332,6 +1356,10 @@ bool decodeInstruction(Cursor &c, Instruction &inst) {
   if (has(kFieldConcatDim) && !c.i64(inst.concatDim))
     return false;
   if (has(kFieldShift) && !c.i64(inst.shift))
+    return false;
+  if (has(kFieldPeer) && !c.i64(inst.peer))
+    return false;
+  if (has(kFieldTag) && !c.i64(inst.tag))
     return false;
 
   std::string problem;

@@ -87,6 +87,20 @@ std::string CollectiveContext::axisNames(uint32_t meshAxes) const {
   return names;
 }
 
+int CollectiveContext::peerRank(uint32_t meshAxes, int64_t peer) const {
+  std::vector<int64_t> coords = coordinates();
+  for (size_t a = 0; a < axes.size(); ++a)
+    if ((meshAxes >> a) & 1) {
+      if (peer < 0 || peer >= axes[a].size)
+        return -1;
+      coords[a] = peer;
+    }
+  int64_t linear = 0;
+  for (size_t a = 0; a < axes.size(); ++a)
+    linear = linear * axes[a].size + coords[a];
+  return int(linear);
+}
+
 //===----------------------------------------------------------------------===//
 // Semantics
 //===----------------------------------------------------------------------===//
@@ -377,6 +391,12 @@ public:
   bool exchange(const CollectiveCall &call, const std::vector<uint8_t> &mine,
                 double startNs, std::vector<std::vector<uint8_t>> &theirs,
                 std::vector<double> &startsNs, std::string &error) override;
+  bool send(int to, uint64_t key, const std::vector<uint8_t> &bytes,
+            double sentNs, const std::string &description,
+            std::string &error) override;
+  bool receive(int from, uint64_t key, std::vector<uint8_t> &bytes,
+               double &sentNs, const std::string &description,
+               std::string &error) override;
   void abort(const std::string &message) override;
   void stall() override {
     std::unique_lock<std::mutex> lock(job.mutex);
@@ -478,6 +498,56 @@ bool InProcessCommunicator::exchange(const CollectiveCall &call,
     if (--it->second->readersLeft == 0)
       box.erase(it);
   }
+  return true;
+}
+
+bool InProcessCommunicator::send(int to, uint64_t key,
+                                 const std::vector<uint8_t> &bytes,
+                                 double sentNs, const std::string &description,
+                                 std::string &error) {
+  std::lock_guard<std::mutex> lock(job.mutex);
+  if (job.aborted) {
+    error = description + " stopped: rank " + std::to_string(job.abortRank) +
+            " failed";
+    return false;
+  }
+  InProcessJob::Posting &posting = job.transfers[{myRank, to, key}];
+  posting.data = bytes;
+  posting.startNs = sentNs;
+  posting.readersLeft = 1;
+  job.changed.notify_all();
+  return true;
+}
+
+bool InProcessCommunicator::receive(int from, uint64_t key,
+                                    std::vector<uint8_t> &bytes, double &sentNs,
+                                    const std::string &description,
+                                    std::string &error) {
+  std::unique_lock<std::mutex> lock(job.mutex);
+  const auto id = std::make_tuple(from, myRank, key);
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::duration<double>(job.timeoutSeconds));
+  bool ready = job.changed.wait_until(lock, deadline, [&] {
+    return job.aborted || job.transfers.count(id) != 0;
+  });
+  if (job.aborted) {
+    error = description + " stopped: rank " + std::to_string(job.abortRank) +
+            " failed";
+    return false;
+  }
+  if (!ready) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%g", job.timeoutSeconds);
+    error = description + " timed out after " + seconds + " s: rank " +
+            std::to_string(from) +
+            " never sent it (raise --collective-timeout if it is slow)";
+    return false;
+  }
+  auto it = job.transfers.find(id);
+  bytes = std::move(it->second.data);
+  sentNs = it->second.startNs;
+  job.transfers.erase(it);
   return true;
 }
 

@@ -252,6 +252,47 @@ int64_t AccessPattern::freeElements() const {
   return product;
 }
 
+bool opcodeRunsOn(Opcode opcode, Engine engine) {
+  switch (opcode) {
+  case Opcode::Matmul:
+  case Opcode::Transpose:
+    return engine == Engine::Tensor;
+  case Opcode::Activation:
+    return engine == Engine::Scalar;
+  case Opcode::TensorTensor:
+  case Opcode::TensorScalar:
+  case Opcode::TensorReduce:
+  case Opcode::TensorCopy:
+  case Opcode::Select:
+  case Opcode::Memset:
+    return engine == Engine::Vector || engine == Engine::GpSimd;
+  case Opcode::BnStats:
+  case Opcode::BnAggr:
+  case Opcode::Rng:
+    return engine == Engine::Vector;
+  case Opcode::Iota:
+  case Opcode::AffineSelect:
+    return engine == Engine::GpSimd;
+  case Opcode::DmaCopy:
+    return engine == Engine::Dma;
+  case Opcode::Nop:
+    return true;
+  case Opcode::AllReduce:
+  case Opcode::AllGather:
+  case Opcode::ReduceScatter:
+  case Opcode::Send:
+  case Opcode::Recv:
+  case Opcode::AllSlice:
+  case Opcode::AllToAll:
+  case Opcode::CollectivePermute:
+  case Opcode::AxisIndex:
+    // One stream for every collective: each rank meets them in program
+    // order, so the k-th collective of every rank is the same one.
+    return engine == Engine::Sync;
+  }
+  return false;
+}
+
 namespace {
 
 using Wide = __int128;
@@ -330,48 +371,6 @@ unsigned memoryBit(Memory memory) { return 1u << unsigned(memory); }
 constexpr unsigned kHbm = 1u << unsigned(Memory::Hbm);
 constexpr unsigned kSbuf = 1u << unsigned(Memory::Sbuf);
 constexpr unsigned kPsum = 1u << unsigned(Memory::Psum);
-
-/// Which engines may issue an opcode (docs/isa.md, "Engines and opcodes").
-bool opcodeRunsOn(Opcode opcode, Engine engine) {
-  switch (opcode) {
-  case Opcode::Matmul:
-  case Opcode::Transpose:
-    return engine == Engine::Tensor;
-  case Opcode::Activation:
-    return engine == Engine::Scalar;
-  case Opcode::TensorTensor:
-  case Opcode::TensorScalar:
-  case Opcode::TensorReduce:
-  case Opcode::TensorCopy:
-  case Opcode::Select:
-  case Opcode::Memset:
-    return engine == Engine::Vector || engine == Engine::GpSimd;
-  case Opcode::BnStats:
-  case Opcode::BnAggr:
-  case Opcode::Rng:
-    return engine == Engine::Vector;
-  case Opcode::Iota:
-  case Opcode::AffineSelect:
-    return engine == Engine::GpSimd;
-  case Opcode::DmaCopy:
-    return engine == Engine::Dma;
-  case Opcode::Nop:
-    return true;
-  case Opcode::AllReduce:
-  case Opcode::AllGather:
-  case Opcode::ReduceScatter:
-  case Opcode::Send:
-  case Opcode::Recv:
-  case Opcode::AllSlice:
-  case Opcode::AllToAll:
-  case Opcode::CollectivePermute:
-  case Opcode::AxisIndex:
-    // One stream for every collective: each rank meets them in program
-    // order, so the k-th collective of every rank is the same one.
-    return engine == Engine::Sync;
-  }
-  return false;
-}
 
 const char *opcodeEngines(Opcode opcode) {
   switch (opcode) {
@@ -1177,10 +1176,27 @@ bool InstructionChecker::checkDmaCopy() {
 }
 
 bool InstructionChecker::checkCollective() {
-  if (inst.opcode == Opcode::Send || inst.opcode == Opcode::Recv)
-    return fail("is reserved for pipeline transfers and not supported yet");
   if (inst.meshAxes == 0)
     return fail("spans no mesh axis (meshAxes is 0)");
+  if (inst.opcode == Opcode::Send || inst.opcode == Opcode::Recv) {
+    if (inst.meshAxes & (inst.meshAxes - 1))
+      return fail("names more than one mesh axis (a transfer goes along one)");
+    if (inst.peer < 0 || inst.tag < 0)
+      return fail("peer ", inst.peer, " and tag ", inst.tag,
+                  " must not be negative");
+    bool send = inst.opcode == Opcode::Send;
+    if (send ? !checkSourceCount(1, "src") : !checkSourceCount(0, "none"))
+      return false;
+    const AccessPattern &tensor = send ? inst.srcs[0] : inst.dst;
+    const char *name = send ? "src" : "dst";
+    if (!checkOperand(tensor, name, kHbm))
+      return false;
+    if (!isWholeTensor(tensor))
+      return fail(name, " must be a whole contiguous HBM tensor "
+                        "(numPartitions = elements, partitionStride 1, one "
+                        "free dim of size 1)");
+    return true;
+  }
   if (inst.opcode == Opcode::AxisIndex) {
     if (!checkSourceCount(0, "none") || !checkOperand(inst.dst, "dst", kHbm))
       return false;

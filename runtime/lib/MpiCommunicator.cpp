@@ -14,9 +14,12 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <list>
+#include <map>
 #include <thread>
 
 namespace trnrt {
@@ -35,9 +38,12 @@ bool readRank(const char *name, int &out) {
   return true;
 }
 
-/// Collective tags 1..30000 (tag 0 is gatherToRoot's); MPI guarantees
-/// tags up to 32767.
+/// Collective tags 1..30000 (tag 0 is gatherToRoot's, kTransferTag the
+/// pipeline transfers'); MPI guarantees tags up to 32767.
 int tagOf(uint64_t sequence) { return int(sequence % 30000) + 1; }
+constexpr int kTransferTag = 32000;
+/// A transfer's message: its key and send time, then the bytes.
+constexpr size_t kTransferHeader = sizeof(uint64_t) + sizeof(double);
 
 std::string secondsText(double seconds) {
   char text[32];
@@ -49,6 +55,17 @@ class MpiCommunicator : public Communicator {
 public:
   MpiCommunicator(int rank, int size, double timeoutSeconds)
       : myRank(rank), worldSize(size), timeoutSeconds(timeoutSeconds) {}
+  ~MpiCommunicator() override {
+    // Sends still on their way finish before MPI_Finalize.
+    for (auto &[request, buffer] : pending)
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+  }
+  bool send(int to, uint64_t key, const std::vector<uint8_t> &bytes,
+            double sentNs, const std::string &description,
+            std::string &error) override;
+  bool receive(int from, uint64_t key, std::vector<uint8_t> &bytes,
+               double &sentNs, const std::string &description,
+               std::string &error) override;
   int rank() const override { return myRank; }
   int size() const override { return worldSize; }
   bool exchange(const CollectiveCall &call, const std::vector<uint8_t> &mine,
@@ -67,9 +84,97 @@ public:
   }
 
 private:
+  /// Drops the sends that have completed.
+  void reapSends();
+
   int myRank, worldSize;
   double timeoutSeconds;
+  /// Non-blocking sends in flight, with the buffers they read.
+  std::list<std::pair<MPI_Request, std::vector<uint8_t>>> pending;
+  /// Transfers that arrived before their receive asked, by (from, key):
+  /// their send time and bytes.
+  std::map<std::pair<int, uint64_t>, std::pair<double, std::vector<uint8_t>>>
+      early;
 };
+
+void MpiCommunicator::reapSends() {
+  for (auto it = pending.begin(); it != pending.end();) {
+    int done = 0;
+    MPI_Test(&it->first, &done, MPI_STATUS_IGNORE);
+    it = done ? pending.erase(it) : std::next(it);
+  }
+}
+
+bool MpiCommunicator::send(int to, uint64_t key,
+                           const std::vector<uint8_t> &bytes, double sentNs,
+                           const std::string &description, std::string &error) {
+  reapSends();
+  pending.emplace_back(MPI_REQUEST_NULL, std::vector<uint8_t>());
+  std::vector<uint8_t> &message = pending.back().second;
+  message.resize(kTransferHeader + bytes.size());
+  std::memcpy(message.data(), &key, sizeof(key));
+  std::memcpy(message.data() + sizeof(key), &sentNs, sizeof(sentNs));
+  if (!bytes.empty())
+    std::memcpy(message.data() + kTransferHeader, bytes.data(), bytes.size());
+  if (message.size() > size_t(INT32_MAX)) {
+    error = description + ": " + std::to_string(bytes.size()) +
+            " bytes is more than one MPI message carries";
+    return false;
+  }
+  MPI_Isend(message.data(), int(message.size()), MPI_BYTE, to, kTransferTag,
+            MPI_COMM_WORLD, &pending.back().first);
+  return true;
+}
+
+bool MpiCommunicator::receive(int from, uint64_t key,
+                              std::vector<uint8_t> &bytes, double &sentNs,
+                              const std::string &description,
+                              std::string &error) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::duration<double>(timeoutSeconds));
+  for (;;) {
+    auto it = early.find({from, key});
+    if (it != early.end()) {
+      sentNs = it->second.first;
+      bytes = std::move(it->second.second);
+      early.erase(it);
+      return true;
+    }
+    reapSends();
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(from, kTransferTag, MPI_COMM_WORLD, &flag, &status);
+    if (flag) {
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      std::vector<uint8_t> message(size_t(std::max(count, 0)));
+      MPI_Recv(message.data(), count, MPI_BYTE, from, kTransferTag,
+               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (message.size() < kTransferHeader) {
+        error = description + ": rank " + std::to_string(from) +
+                " sent a malformed transfer";
+        return false;
+      }
+      uint64_t theirKey;
+      double theirTime;
+      std::memcpy(&theirKey, message.data(), sizeof(theirKey));
+      std::memcpy(&theirTime, message.data() + sizeof(theirKey),
+                  sizeof(theirTime));
+      early[{from, theirKey}] = {
+          theirTime, std::vector<uint8_t>(message.begin() + kTransferHeader,
+                                          message.end())};
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      error = description + " timed out after " + secondsText(timeoutSeconds) +
+              " s: rank " + std::to_string(from) +
+              " never sent it (raise --collective-timeout if it is slow)";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
 
 bool MpiCommunicator::exchange(const CollectiveCall &call,
                                const std::vector<uint8_t> &mine, double startNs,

@@ -106,44 +106,6 @@ std::string gibibytes(uint64_t bytes) {
   return text;
 }
 
-bool allowedOn(Engine engine, Opcode opcode) {
-  switch (opcode) {
-  case Opcode::Nop:
-    return true;
-  case Opcode::Matmul:
-  case Opcode::Transpose:
-    return engine == Engine::Tensor;
-  case Opcode::Activation:
-    return engine == Engine::Scalar;
-  case Opcode::TensorTensor:
-  case Opcode::TensorScalar:
-  case Opcode::TensorReduce:
-  case Opcode::TensorCopy:
-  case Opcode::Select:
-  case Opcode::Memset:
-    return engine == Engine::Vector || engine == Engine::GpSimd;
-  case Opcode::BnStats:
-  case Opcode::BnAggr:
-  case Opcode::Rng:
-    return engine == Engine::Vector;
-  case Opcode::Iota:
-  case Opcode::AffineSelect:
-    return engine == Engine::GpSimd;
-  case Opcode::DmaCopy:
-    return engine == Engine::Dma;
-  case Opcode::AllReduce:
-  case Opcode::AllGather:
-  case Opcode::ReduceScatter:
-  case Opcode::AllSlice:
-  case Opcode::AllToAll:
-  case Opcode::CollectivePermute:
-  case Opcode::AxisIndex:
-    return engine == Engine::Sync;
-  default:
-    return false;
-  }
-}
-
 /// Byte range [begin, end) per partition and partition range of an on-chip
 /// access pattern (no checks: only used to compare with a checked write).
 Extent extentOf(const AccessPattern &ap) {
@@ -351,7 +313,7 @@ bool Scheduler::prepare() {
             "with trn-run --mesh (or the multi-rank runtime API)");
       if (unsigned(inst.opcode) > unsigned(kLastOpcode))
         return core.fail("unknown opcode");
-      if (!allowedOn(stream.engine, inst.opcode))
+      if (!opcodeRunsOn(inst.opcode, stream.engine))
         return core.fail(std::string("cannot run on the ") +
                          engineName(stream.engine) + " engine");
       for (const SemaphoreWait &wait : inst.waits)

@@ -44,6 +44,9 @@ bool SimulatorCoreBase::executeCollective(const Instruction &inst,
                 " (TRNRT_TEST_STALL_RANK)");
   }
 
+  if (inst.opcode == Opcode::Send || inst.opcode == Opcode::Recv)
+    return executeTransfer(inst, startNs, call.description, timing);
+
   TileView dstView;
   if (!makeView(inst.dst, "dst", dstView))
     return false;
@@ -65,9 +68,14 @@ bool SimulatorCoreBase::executeCollective(const Instruction &inst,
   if (local) {
     members.push_back(std::move(mine));
     starts.push_back(startNs);
-  } else if (!context->communicator->exchange(call, mine, startNs, members,
-                                              starts, error)) {
+  } else if (!context->communicator->exchange(call, mine,
+                                              startNs + context->clockOffsetNs,
+                                              members, starts, error)) {
     return fail(error);
+  } else {
+    // The others' times on this run's clock.
+    for (double &start : starts)
+      start -= context->clockOffsetNs;
   }
   std::vector<uint8_t> result;
   if (!computeCollective(inst, members, call.position, result, error))
@@ -86,6 +94,66 @@ bool SimulatorCoreBase::executeCollective(const Instruction &inst,
   timing.durationNs = timing.waitNs + collectiveTimeNs(target, inst, call.group,
                                                        context->worldSize(),
                                                        timing.bytes, dstBytes);
+  return true;
+}
+
+/// A pipeline transfer: a send posts this rank's tensor and lasts as long as
+/// the bytes take to leave over the link to the peer (S/B + a, as a
+/// permute); a receive lasts until they have arrived: the send's start plus
+/// that time, if later than its own start.
+bool SimulatorCoreBase::executeTransfer(const Instruction &inst, double startNs,
+                                        const std::string &description,
+                                        CollectiveTiming &timing) {
+  CollectiveContext *context = options.collectives;
+  const bool send = inst.opcode == Opcode::Send;
+  const int peer = context->peerRank(inst.meshAxes, inst.peer);
+  if (peer < 0 || peer == context->rank)
+    return fail(description + " names stage " + std::to_string(inst.peer) +
+                ", which is " +
+                (peer < 0 ? "outside the mesh binding" : "this rank's own"));
+  if (context->microbatch < 0 || context->microbatch >= (int64_t(1) << 24) ||
+      inst.tag >= (int64_t(1) << 39))
+    return fail(description + ": tag or microbatch out of range");
+  const uint64_t key =
+      (uint64_t(inst.tag) << 24) | uint64_t(context->microbatch);
+  const std::string what =
+      std::string(send ? "send" : "recv") + " tag " + std::to_string(inst.tag) +
+      " of microbatch " + std::to_string(context->microbatch) +
+      (send ? " to rank " : " from rank ") + std::to_string(peer);
+  TileView view;
+  if (!makeView(send ? inst.srcs[0] : inst.dst, send ? "src (srcs[0])" : "dst",
+                view))
+    return false;
+  const uint64_t bytes = uint64_t(view.totalElements()) * view.elementBytes;
+  timing.bytes = bytes;
+  const std::vector<int> pair = {std::min(context->rank, peer),
+                                 std::max(context->rank, peer)};
+  Instruction permute;
+  permute.opcode = Opcode::CollectivePermute;
+  const double linkNs = collectiveTimeNs(target, permute, pair,
+                                         context->worldSize(), bytes, bytes);
+  std::string error;
+  if (send) {
+    std::vector<uint8_t> data(bytes);
+    gatherBytes(view, data.data());
+    if (!context->communicator->send(
+            peer, key, data, startNs + context->clockOffsetNs, what, error))
+      return fail(error);
+    timing.durationNs = linkNs;
+    return true;
+  }
+  std::vector<uint8_t> data;
+  double sentNs = 0;
+  if (!context->communicator->receive(peer, key, data, sentNs, what, error))
+    return fail(error);
+  if (data.size() != bytes)
+    return fail(what + " brought " + std::to_string(data.size()) +
+                " bytes but dst holds " + std::to_string(bytes) +
+                " (the stages' programs do not match)");
+  scatterBytes(data.data(), view);
+  const double arrival = sentNs - context->clockOffsetNs + linkNs;
+  timing.waitNs = std::max(0.0, arrival - linkNs - startNs);
+  timing.durationNs = std::max(arrival - startNs, 0.0);
   return true;
 }
 

@@ -285,6 +285,10 @@ public:
   /// the group finishes (SimulatorCollectives.cpp).
   bool executeCollective(const Instruction &inst, double startNs,
                          CollectiveTiming &timing);
+  /// Send and Recv, through the same context (SimulatorCollectives.cpp).
+  bool executeTransfer(const Instruction &inst, double startNs,
+                       const std::string &description,
+                       CollectiveTiming &timing);
 
 private:
   bool scalarValues(const ScalarOperand &operand, unsigned partitions,

@@ -550,8 +550,8 @@ TEST(ArtifactTest, PatchedInstructionFieldsAreRejected) {
   EXPECT_TRUE(contains(patched(inst, 200), "section 'stream.scalar': "
                                            "instruction 0: opcode 200 out of "
                                            "range"));
-  // Bit 25, the first unknown field.
-  EXPECT_TRUE(contains(patched(inst + 4, 0x02),
+  // Bit 27, the first unknown field.
+  EXPECT_TRUE(contains(patched(inst + 4, 0x08),
                        "instruction 0: unknown fields in presence mask"));
   EXPECT_TRUE(contains(patched(dst, 3), "instruction 0: dst: memory 3 out of "
                                         "range (0..2)"));

@@ -9,6 +9,7 @@
 
 #include "trnrt/Collectives.h"
 #include "trnrt/Artifact.h"
+#include "trnrt/IsaValidate.h"
 #include "trnrt/Mesh.h"
 #include "trnrt/Numerics.h"
 #include "trnrt/Simulator.h"
@@ -458,7 +459,7 @@ TEST(Artifact, MeshAndCollectivesRoundTrip) {
       << error;
   std::string difference;
   EXPECT_TRUE(programsEqual(program, read, &difference)) << difference;
-  EXPECT_EQ(info.formatVersion, 3u);
+  EXPECT_EQ(info.formatVersion, kArtifactFormatVersion);
   ASSERT_EQ(info.mesh.size(), 2u);
   EXPECT_EQ(info.mesh[1].name, "tp");
   ASSERT_EQ(info.inputs.size(), 1u);
@@ -620,4 +621,107 @@ TEST(SimulatedCollectives, WithoutABindingTheRunFails) {
   EXPECT_EQ(error, "sync stream #0 all_reduce: the program is partitioned and "
                    "needs its mesh bound: run it with trn-run --mesh (or the "
                    "multi-rank runtime API)");
+}
+
+//===----------------------------------------------------------------------===//
+// Pipeline transfers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Stage 0 sends x (256 f32) to stage 1, which receives it into y; both on
+/// a mesh pp = 2.
+Program transferProgram(bool sender, int64_t tag) {
+  Program program;
+  program.mesh = {{"pp", 2}};
+  program.hbmBytes = 1 << 20;
+  HbmTensor x, y;
+  x.name = "x";
+  x.shape = {256};
+  y.name = "y";
+  y.kind = HbmTensor::Kind::Output;
+  y.shape = {256};
+  y.offset = 4096;
+  program.tensors = {x, y};
+  Instruction transfer;
+  transfer.opcode = sender ? Opcode::Send : Opcode::Recv;
+  transfer.meshAxes = 1;
+  transfer.peer = sender ? 1 : 0;
+  transfer.tag = tag;
+  if (sender)
+    transfer.srcs = {whole(DType::F32, 256)};
+  else
+    transfer.dst = whole(DType::F32, 256, 4096);
+  program.engineStreams[size_t(Engine::Sync)].push_back(transfer);
+  return program;
+}
+
+} // namespace
+
+TEST(SimulatedTransfers, SendAndReceiveAcrossStages) {
+  std::vector<RankResult> results =
+      runGroup({transferProgram(true, 7), transferProgram(false, 7)});
+  ASSERT_TRUE(results[0].ok) << results[0].error;
+  ASSERT_TRUE(results[1].ok) << results[1].error;
+  EXPECT_EQ(results[1].y, std::vector<double>(256, 1.0)); // rank 0's x
+  // S/B + a between two cores of an instance; the receive ends when the
+  // bytes have arrived.
+  const double link = 1024.0 / 192.0 + 1300.0;
+  EXPECT_DOUBLE_EQ(endOf(results[0].stats, 4, Opcode::Send), link);
+  EXPECT_DOUBLE_EQ(endOf(results[1].stats, 4, Opcode::Recv), link);
+}
+
+TEST(SimulatedTransfers, AReceiveWithoutItsSendTimesOut) {
+  InProcessJob job(2, 0.05);
+  CollectiveContext context;
+  context.axes = {{"pp", 2}};
+  context.rank = 1;
+  context.communicator = &job.communicator(1);
+  SimulatorOptions options;
+  options.threads = 1;
+  options.collectives = &context;
+  Simulator sim(trn1Target(), options);
+  std::string error;
+  Program program = transferProgram(false, 3); // the simulator keeps it
+  ASSERT_TRUE(sim.load(program, error)) << error;
+  SimulationStats stats;
+  EXPECT_FALSE(sim.run(stats, error));
+  EXPECT_EQ(error, "sync stream #0 recv: recv tag 3 of microbatch 0 from rank "
+                   "0 timed out after 0.05 s: rank 0 never sent it (raise "
+                   "--collective-timeout if it is slow)");
+}
+
+TEST(SimulatedTransfers, TransfersAreMatchedByTagAndMicrobatch) {
+  InProcessJob job(2, 1.0);
+  std::string error;
+  double sent = 0;
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(
+      job.communicator(0).send(1, (5u << 24) | 1, {1}, 10.0, "a", error));
+  ASSERT_TRUE(
+      job.communicator(0).send(1, (5u << 24) | 0, {0}, 20.0, "b", error));
+  ASSERT_TRUE(
+      job.communicator(1).receive(0, (5u << 24) | 0, bytes, sent, "b", error));
+  EXPECT_EQ(bytes, std::vector<uint8_t>{0});
+  EXPECT_EQ(sent, 20.0);
+  ASSERT_TRUE(
+      job.communicator(1).receive(0, (5u << 24) | 1, bytes, sent, "a", error));
+  EXPECT_EQ(bytes, std::vector<uint8_t>{1});
+}
+
+TEST(SimulatedTransfers, Validation) {
+  std::string error;
+  Instruction send =
+      transferProgram(true, 0).engineStreams[size_t(Engine::Sync)][0];
+  EXPECT_TRUE(validateInstruction(send, Engine::Sync, trn1Target(), error))
+      << error;
+  send.meshAxes = 3;
+  EXPECT_FALSE(validateInstruction(send, Engine::Sync, trn1Target(), error));
+  EXPECT_NE(error.find("names more than one mesh axis"), std::string::npos)
+      << error;
+  Instruction recv =
+      transferProgram(false, 0).engineStreams[size_t(Engine::Sync)][0];
+  recv.peer = -1;
+  EXPECT_FALSE(validateInstruction(recv, Engine::Sync, trn1Target(), error));
+  EXPECT_NE(error.find("must not be negative"), std::string::npos) << error;
 }

@@ -1313,8 +1313,16 @@ TEST(IsaValidate, Collectives) {
   Instruction send =
       make(Opcode::Send, AccessPattern(), {whole(DType::F32, 8)});
   send.meshAxes = 1;
+  send.peer = 1;
+  EXPECT_EQ(check(send, Engine::Sync), "");
+  send.meshAxes = 3;
   EXPECT_EQ(check(send, Engine::Sync),
-            "send: is reserved for pipeline transfers and not supported yet");
+            "send: names more than one mesh axis (a transfer goes along one)");
+  Instruction recv = make(Opcode::Recv, whole(DType::F32, 8));
+  recv.meshAxes = 1;
+  recv.tag = -2;
+  EXPECT_EQ(check(recv, Engine::Sync),
+            "recv: peer 0 and tag -2 must not be negative");
 }
 
 /// A program with one collective on a mesh dp=2, tp=4.

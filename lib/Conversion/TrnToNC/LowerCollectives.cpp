@@ -28,7 +28,8 @@ FlatSymbolRefAttr meshRefOf(Operation *op) {
   return llvm::TypeSwitch<Operation *, FlatSymbolRefAttr>(op)
       .Case<dist::AllReduceOp, dist::AllGatherOp, dist::ReduceScatterOp,
             dist::AllSliceOp, dist::AllToAllOp, dist::CollectivePermuteOp,
-            dist::AxisIndexOp>([](auto o) { return o.getMeshAttr(); })
+            dist::AxisIndexOp, dist::SendOp, dist::RecvOp>(
+          [](auto o) { return o.getMeshAttr(); })
       .Default([](Operation *) { return FlatSymbolRefAttr(); });
 }
 
@@ -178,6 +179,22 @@ LogicalResult Lowering::lowerCollective(Operation *op) {
       .Case([&](dist::AxisIndexOp o) {
         builder.create<AxisIndexOp>(kb.loc, newTensor(o.getResult()),
                                     o.getAxes());
+        return success();
+      })
+      .Case([&](dist::SendOp o) {
+        if (elements(o.getInput()) == 0)
+          return success(); // nothing to move
+        builder.create<SendOp>(kb.loc, source(o.getInput()),
+                               builder.getStrArrayAttr({o.getAxis()}),
+                               o.getPeer(), o.getTag());
+        return success();
+      })
+      .Case([&](dist::RecvOp o) {
+        Value dst = newTensor(o.getResult());
+        if (elements(o.getResult()) != 0)
+          builder.create<RecvOp>(kb.loc, dst,
+                                 builder.getStrArrayAttr({o.getAxis()}),
+                                 o.getPeer(), o.getTag());
         return success();
       })
       .Default([&](Operation *other) -> LogicalResult {

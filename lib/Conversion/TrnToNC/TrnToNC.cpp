@@ -1125,8 +1125,8 @@ LogicalResult Lowering::lower(Operation *op) {
       .Case([&](trn::AttentionGradOp o) { return lowerAttentionGrad(o); })
       .Case<dist::AllReduceOp, dist::AllGatherOp, dist::ReduceScatterOp,
             dist::AllSliceOp, dist::AllToAllOp, dist::CollectivePermuteOp,
-            dist::AxisIndexOp, dist::ShardingConstraintOp>(
-          [&](Operation *o) { return lowerCollective(o); })
+            dist::AxisIndexOp, dist::ShardingConstraintOp, dist::SendOp,
+            dist::RecvOp>([&](Operation *o) { return lowerCollective(o); })
       .Case([&](trn::GeluGradOp o) {
         ActivationFunc derivative =
             o.getApproximate() == trn::GeluApproximation::tanh

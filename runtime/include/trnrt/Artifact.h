@@ -31,7 +31,7 @@
 namespace trnrt {
 
 /// The format version this runtime writes and the newest it reads.
-constexpr uint32_t kArtifactFormatVersion = 3;
+constexpr uint32_t kArtifactFormatVersion = 4;
 
 // Structural limits, enforced by the writer and the reader alike.
 constexpr unsigned kArtifactMaxDmaQueues = 16;

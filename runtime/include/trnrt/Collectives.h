@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace trnrt {
@@ -58,6 +59,17 @@ public:
                         const std::vector<uint8_t> &mine, double startNs,
                         std::vector<std::vector<uint8_t>> &theirs,
                         std::vector<double> &startsNs, std::string &error) = 0;
+  /// A pipeline transfer: posts `bytes` (sent at simulated time `sentNs`)
+  /// for rank `to` under `key` and returns without waiting for the
+  /// receiver.
+  virtual bool send(int to, uint64_t key, const std::vector<uint8_t> &bytes,
+                    double sentNs, const std::string &description,
+                    std::string &error) = 0;
+  /// Waits for what rank `from` sent this rank under `key` (its bytes and
+  /// the simulated time it was sent); fails like exchange().
+  virtual bool receive(int from, uint64_t key, std::vector<uint8_t> &bytes,
+                       double &sentNs, const std::string &description,
+                       std::string &error) = 0;
   /// Stops the job because this rank failed with `message`: the other ranks'
   /// exchanges fail naming this rank instead of waiting for it.
   virtual void abort(const std::string &message) = 0;
@@ -94,6 +106,8 @@ private:
   int abortRank = -1;
   std::string abortMessage;
   std::vector<std::unique_ptr<Communicator>> communicators;
+  /// Pipeline transfers posted and not received yet, by (from, to, key).
+  std::map<std::tuple<int, int, uint64_t>, Posting> transfers;
 };
 
 /// A rank's binding of a partitioned program: the mesh at run time, its
@@ -109,6 +123,12 @@ struct CollectiveContext {
   bool injectStall = false;
   /// Collectives met so far (the next one's sequence number).
   uint64_t sequence = 0;
+  /// The microbatch a pipeline fragment runs for: a transfer is matched by
+  /// its tag and this.
+  int64_t microbatch = 0;
+  /// Added to this run's simulated times when they meet other ranks' (a
+  /// pipeline rank runs one fragment after another on one clock).
+  double clockOffsetNs = 0;
 
   int worldSize() const;
   std::vector<int64_t> sizes() const;
@@ -119,6 +139,9 @@ struct CollectiveContext {
   std::vector<int> group(uint32_t meshAxes, int &position) const;
   /// "tp" or "dp,tp".
   std::string axisNames(uint32_t meshAxes) const;
+  /// The world rank whose index along the one axis of `meshAxes` is `peer`,
+  /// its other coordinates this rank's; -1 if `peer` is outside the axis.
+  int peerRank(uint32_t meshAxes, int64_t peer) const;
 };
 
 /// The result of collective `inst` for the member at `position` of a group

@@ -149,8 +149,8 @@ enum class Opcode : uint8_t {
   AllReduce, ///< dst = reduce(op0) of the group's srcs[0] (op1 divide: mean)
   AllGather, ///< dst = the group's srcs[0] concatenated along a dim
   ReduceScatter, ///< dst = this rank's slice of reduce(op0) along a dim
-  Send,          ///< reserved (pipeline transfers); rejected
-  Recv,          ///< reserved (pipeline transfers); rejected
+  Send,          ///< srcs[0] to the rank at index `peer` along the axis
+  Recv,          ///< dst = what the rank at index `peer` sent with `tag`
   // Vector Engine, appended so that earlier opcodes keep their encoding.
   Rng, ///< dst[p, i...] = Philox draw at index base + p*cm + sum(step*i)
   // Collectives (format 3).
@@ -161,10 +161,12 @@ enum class Opcode : uint8_t {
 };
 /// The highest opcode value (validators and the artifact reader refuse more).
 inline constexpr Opcode kLastOpcode = Opcode::AxisIndex;
-/// Whether `opcode` is a collective (runs on the Sync stream and needs a
-/// mesh binding to execute; Send and Recv are reserved).
+/// Whether `opcode` is a collective or a pipeline transfer (runs on the
+/// Sync stream and needs a mesh binding to execute).
 bool isCollectiveOpcode(Opcode opcode);
 const char *opcodeName(Opcode opcode);
+/// Which engines may issue an opcode (docs/isa.md, "Engines and opcodes").
+bool opcodeRunsOn(Opcode opcode, Engine engine);
 
 /// Synchronisation attached to every instruction.
 struct SemaphoreWait {
@@ -217,6 +219,13 @@ struct Instruction {
   int64_t collectiveDim = 0; ///< gathered / scattered / sliced / split dim
   int64_t concatDim = 0;     ///< all_to_all: the dim received pieces join
   int64_t shift = 0;         ///< collective_permute: send to position + shift
+  // Send / Recv (format 4): a pipeline transfer to or from the rank whose
+  // index along the one axis of meshAxes is `peer` (its other coordinates
+  // this rank's); a receive takes the send of the same tag, and, in a
+  // fragment run for a microbatch, of the same microbatch. A send does not
+  // wait for its receiver.
+  int64_t peer = 0;
+  int64_t tag = 0;
   // Rng: srcs[0] is the seed, [P, 2] int32 (low, high word) on every
   // partition of dst; base, channelMultiplier and steps give each element's
   // int64 counter. Bernoulli: dst = (draw >> 8) < value ? 1 : 0 (value an

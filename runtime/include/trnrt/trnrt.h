@@ -109,9 +109,8 @@ trnrt_status trnrt_read_tensor(const trnrt_model *model, const char *name,
  * bytes. No conversion, so framework tensors copy in and out exactly. */
 trnrt_status trnrt_write_tensor_bytes(trnrt_model *model, const char *name,
                                       const void *bytes, size_t size);
-trnrt_status trnrt_read_tensor_bytes(const trnrt_model *model,
-                                     const char *name, void *bytes,
-                                     size_t size);
+trnrt_status trnrt_read_tensor_bytes(const trnrt_model *model, const char *name,
+                                     void *bytes, size_t size);
 
 /* Runs the program once. */
 trnrt_status trnrt_execute(trnrt_model *model);

@@ -131,7 +131,34 @@ NC_GROUP_SIZE(AllSliceOp)
 NC_GROUP_SIZE(AllToAllOp)
 NC_GROUP_SIZE(CollectivePermuteOp)
 NC_GROUP_SIZE(AxisIndexOp)
+NC_GROUP_SIZE(SendOp)
+NC_GROUP_SIZE(RecvOp)
 #undef NC_GROUP_SIZE
+
+namespace {
+
+/// A transfer goes along one axis, to another index of it.
+LogicalResult checkTransfer(Operation *op, ArrayAttr axes, int64_t peer) {
+  FailureOr<int64_t> size = groupSizeOf(op, axes, /*emit=*/true);
+  if (failed(size))
+    return failure();
+  if (axes.size() != 1)
+    return op->emitOpError("goes along one mesh axis, not ") << axes;
+  if (peer >= *size)
+    return op->emitOpError("peer ")
+           << peer << " is outside axis " << axes[0] << " of size " << *size;
+  return success();
+}
+
+} // namespace
+
+LogicalResult SendOp::verify() {
+  return checkTransfer(*this, getAxes(), getPeer());
+}
+
+LogicalResult RecvOp::verify() {
+  return checkTransfer(*this, getAxes(), getPeer());
+}
 
 LogicalResult AllReduceOp::verify() {
   if (failed(checkCommon(*this)) ||

@@ -226,7 +226,7 @@ int64_t mlir::nc::streamOf(Operation *op) {
     return 3;
   // Collectives: the Sync engine, in program order on every rank.
   if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp, AllToAllOp,
-          CollectivePermuteOp, AxisIndexOp>(op))
+          CollectivePermuteOp, AxisIndexOp, SendOp, RecvOp>(op))
     return 4;
   if (auto o = dyn_cast<DmaCopyOp>(op))
     return kDmaStreamBase + o.getQueue();

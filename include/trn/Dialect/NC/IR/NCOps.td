@@ -330,7 +330,8 @@ def NC_DmaScatterAddOp : NC_Op<"dma_scatter_add"> {
 def NC_HbmDst : Arg<NC_AnyHbm, "destination HBM tensor", [MemWrite]>;
 def NC_HbmSrc : Arg<NC_AnyHbm, "source HBM tensor", [MemRead]>;
 
-class NC_CollectiveOp<string mnemonic> : NC_Op<mnemonic> {
+class NC_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : NC_Op<mnemonic, traits> {
   let hasVerifier = 1;
   code extraCollectiveDeclaration = [{
     /// The product of the compile-time sizes of `axes` (nc.mesh_sizes of the
@@ -412,6 +413,33 @@ def NC_AxisIndexOp : NC_CollectiveOp<"axis_index"> {
   let summary = "dst (one i32 or i64) = this rank's index along `axes`";
   let arguments = (ins NC_HbmDst:$dst, StrArrayAttr:$axes);
   let assemblyFormat = "$dst `axes` `=` $axes attr-dict `:` type($dst)";
+}
+
+// Pipeline transfers: the send has an effect beyond reading src (the peer
+// receives it), so it is never dead.
+def NC_SendOp : NC_CollectiveOp<"send", [MemoryEffects<[MemWrite]>]> {
+  let summary = "post src for the rank at index `peer` along the one axis";
+  let description = [{
+    The rank whose index along `axes` (one axis, the pipeline's) is `peer`
+    and whose other coordinates are this rank's receives src with the
+    `nc.recv` of the same `tag`. Does not wait for the receiver.
+  }];
+  let arguments = (ins NC_HbmSrc:$src, StrArrayAttr:$axes,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
+  let assemblyFormat = [{
+    $src `to` $peer `axes` `=` $axes `tag` `=` $tag attr-dict `:` type($src)
+  }];
+}
+
+def NC_RecvOp : NC_CollectiveOp<"recv"> {
+  let summary = "dst = what the rank at index `peer` sent with `tag`";
+  let arguments = (ins NC_HbmDst:$dst, StrArrayAttr:$axes,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
+  let assemblyFormat = [{
+    $dst `from` $peer `axes` `=` $axes `tag` `=` $tag attr-dict `:` type($dst)
+  }];
 }
 
 #endif // TRN_DIALECT_NC_IR_NCOPS_TD
