@@ -77,13 +77,29 @@ const std::vector<CompileFlagSpec> &compileFlagSpecs() {
        "sequence over tp (Megatron's)"},
       {"pp", FlagKind::MeshAxis, "pp", {}, "1", ""},
       {"tp", FlagKind::MeshAxis, "tp", {}, "1", ""},
-      {"microbatches", FlagKind::PositiveInt, "microbatches", {}, "1", ""},
+      {"microbatches",
+       FlagKind::PositiveInt,
+       "microbatches",
+       {},
+       "1",
+       "--microbatches M                 pipeline: microbatches per step, "
+       "each the traced batch (default 1)"},
       {"pipeline-schedule",
        FlagKind::Choice,
        "pipeline-schedule",
        {"gpipe", "1f1b"},
        "1f1b",
-       ""},
+       "--pipeline-schedule gpipe|1f1b   pipeline: the order of forwards "
+       "and backwards (default 1f1b)"},
+      // One compile (and cache entry) per pipeline stage; in the key only
+      // when pp > 1.
+      {"stage",
+       FlagKind::Index,
+       "stage",
+       {},
+       "0",
+       "--stage K                        pipeline: compile stage K only "
+       "(trn-cc compiles every stage without it)"},
       // Output-neutral: accepted in flag strings ($TRN_CC_FLAGS) and dropped
       // from the key.
       {"cache-dir", FlagKind::NeutralValue, "", {}, "", ""},
@@ -384,6 +400,18 @@ bool FlagNormalizer::apply(const FlagUse &use) {
     values[std::string(spec.key)] = *canonical;
     return true;
   }
+  case FlagKind::Index: {
+    auto canonical = parsePositiveInt("1" + value);
+    if (value.empty() || !canonical ||
+        value.find_first_not_of("0123456789") != std::string::npos)
+      return fail("invalid value '" + value + "' for '" + use.spelled +
+                  "'; expected a non-negative integer");
+    // Canonical: no leading zeros.
+    size_t first = value.find_first_not_of('0');
+    values[std::string(spec.key)] =
+        first == std::string::npos ? "0" : value.substr(first);
+    return true;
+  }
   case FlagKind::MeshAxis: {
     auto canonical = parsePositiveInt(value);
     if (!canonical)
@@ -470,6 +498,23 @@ FlagNormalizer::run(const std::vector<std::string> &args) {
         value = it->second;
     }
     flags.values[key] = value;
+  }
+  // Pipeline flags mean something only with stages to cut.
+  if (flags.values["pp"] == "1") {
+    if (values.count("stage")) {
+      error = "--stage applies to pipeline parallelism (--pp > 1)";
+      return std::nullopt;
+    }
+    if (flags.values["microbatches"] != "1") {
+      error = "--microbatches applies to pipeline parallelism (--pp > 1)";
+      return std::nullopt;
+    }
+    flags.values.erase("stage");
+  } else if (std::strtoll(flags.values["stage"].c_str(), nullptr, 10) >=
+             std::strtoll(flags.values["pp"].c_str(), nullptr, 10)) {
+    error = "--stage " + flags.values["stage"] + " is not a stage of --pp " +
+            flags.values["pp"] + " (stages count from 0)";
+    return std::nullopt;
   }
   return flags;
 }

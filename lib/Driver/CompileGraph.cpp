@@ -10,6 +10,7 @@
 #include "trn/Driver/Pipeline.h"
 #include "trn/InitAll.h"
 #include "trnrt/Artifact.h"
+#include "trnrt/StageArtifact.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -62,6 +63,14 @@ mlir::trn::compileOptionsFromFlags(const cache::NormalizedFlags &flags) {
     options.tp = std::stoll(tp->second);
   options.zero1 = values.count("zero1") != 0;
   options.sequenceParallel = values.count("sequence-parallel") != 0;
+  if (auto pp = values.find("pp"); pp != values.end())
+    options.pp = std::strtoll(pp->second.c_str(), nullptr, 10);
+  if (auto m = values.find("microbatches"); m != values.end())
+    options.microbatches = std::strtoll(m->second.c_str(), nullptr, 10);
+  if (auto schedule = values.find("pipeline-schedule"); schedule != values.end())
+    options.pipelineSchedule = schedule->second;
+  if (auto stage = values.find("stage"); stage != values.end())
+    options.stage = std::strtoll(stage->second.c_str(), nullptr, 10);
   return options;
 }
 
@@ -85,14 +94,24 @@ mlir::trn::compileModule(ModuleOp module, const cache::CacheKey &key,
   CompileAttempt attempt;
   auto start = std::chrono::steady_clock::now();
   DiagnosticCollector diagnostics(module.getContext());
-  FailureOr<trnrt::Program> program = compileToProgram(module, options);
-  if (succeeded(program)) {
+  FailureOr<std::vector<trnrt::Program>> programs =
+      compileToPrograms(module, options);
+  if (succeeded(programs)) {
     std::optional<TimingScope> serializeTiming;
     if (options.timing)
       serializeTiming.emplace(options.timing->nest("serialize artifact"));
     std::string error;
-    if (serializeProgram(*program, key, flags, attempt.artifact, error))
-      attempt.program = std::move(*program);
+    // A pipeline stage's fragments go into one stage artifact.
+    std::vector<std::vector<uint8_t>> fragments(programs->size());
+    bool ok = true;
+    for (size_t i = 0; ok && i < programs->size(); ++i)
+      ok = serializeProgram((*programs)[i], key, flags, fragments[i], error);
+    if (ok && options.pp > 1)
+      ok = trnrt::writeStageArtifact(fragments, attempt.artifact, error);
+    else if (ok)
+      attempt.artifact = std::move(fragments.front());
+    if (ok)
+      attempt.program = std::move(programs->front());
     else
       attempt.diagnostic = "internal compiler error: the program cannot be "
                            "serialised: " +

@@ -138,7 +138,11 @@ static LogicalResult
 partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
   // ZeRO-1 splits the optimizer states by the degree: partitioned at it
   // (the key keeps the degree then).
-  const bool replicas = options.dp > 1 && !options.zero1;
+  // A pipeline finds the end of a microbatch's work at the dp collectives:
+  // it is partitioned as one replica's step even at dp = 1.
+  const bool pipelined = options.pp > 1;
+  const bool replicas =
+      (options.dp > 1 || pipelined) && !(options.zero1 && options.dp > 1);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   trn::partition::PartitionOptions partitionOptions;
   partitionOptions.mesh = {{"dp", replicas ? 2 : options.dp},
@@ -147,16 +151,114 @@ partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
   partitionOptions.zero1 = options.zero1;
   partitionOptions.sequenceParallel = options.sequenceParallel;
   trn::partition::addPartitionPasses(pm, partitionOptions);
+  if (pipelined) {
+    trn::partition::DistPipelineStagesOptions stages;
+    stages.pp = options.pp;
+    pm.addPass(trn::partition::createDistPipelineStages(stages));
+    trn::partition::DistPipelineSplitOptions split;
+    split.microbatches = options.microbatches;
+    split.schedule = options.pipelineSchedule;
+    pm.addPass(trn::partition::createDistPipelineSplit(split));
+  }
   std::optional<TimingScope> timing;
   if (options.timing) {
     timing.emplace(options.timing->nest("partition"));
     pm.enableTiming(*timing);
   }
-  return pm.run(module); // a failing pass has emitted the diagnostic
+  if (failed(pm.run(module)))
+    return failure(); // a failing pass has emitted the diagnostic
+  if (!pipelined)
+    return success();
+  // One stage is compiled (one artifact per stage): the others' fragments
+  // go.
+  for (func::FuncOp function :
+       llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+    auto stage = function->getAttrOfType<IntegerAttr>(
+        dist::DistDialect::getStageAttrName());
+    if (stage && stage.getInt() != options.stage)
+      function.erase();
+  }
+  return success();
+}
+
+/// Exports one kernel and checks it: it fits the core's HBM, keeps the
+/// hardware's rules and cannot deadlock.
+static FailureOr<trnrt::Program>
+exportKernel(func::FuncOp kernel, const trnrt::Target &targetRef,
+             const mlir::trn::CompileOptions &options, bool syncInExport,
+             TimingScope &timing) {
+  const trnrt::Target *target = &targetRef;
+  TimingScope exportTiming = timing.nest("export program");
+  FailureOr<trnrt::Program> program =
+      nc::exportProgram(kernel, /*synchronize=*/syncInExport);
+  if (failed(program))
+    return failure();
+  program->flops = matmulFlops(*program);
+  program->sbufPeakBytesPerPartition =
+      peakBytesPerPartition(kernel, nc::MemorySpace::sbuf);
+  program->psumPeakBytesPerPartition =
+      peakBytesPerPartition(kernel, nc::MemorySpace::psum);
+  exportTiming.stop();
+  if (options.stats) {
+    // Summed over a pipeline stage's fragments.
+    mlir::trn::CompileStats &stats = *options.stats;
+    kernel.walk([&](Operation *) { ++stats.kernelOps; });
+    for (size_t engine = 0; engine < stats.engineInstructions.size(); ++engine)
+      stats.engineInstructions[engine] += program->engineStreams[engine].size();
+    for (const std::vector<trnrt::Instruction> &queue : program->dmaQueues)
+      stats.dmaInstructions += queue.size();
+    stats.hbmBytes = std::max(stats.hbmBytes, program->hbmBytes);
+    stats.exported = true;
+  }
+
+  // A step larger than the core's HBM is the user's problem to solve (by
+  // partitioning or a smaller batch), not a compiler bug: say so plainly.
+  if (program->hbmBytes > target->hbmBytesPerCore) {
+    auto gib = [](uint64_t bytes) {
+      return llvm::formatv("{0:F1} GiB", static_cast<double>(bytes) /
+                                             static_cast<double>(1ull << 30))
+          .str();
+    };
+    return kernel.emitError("the step needs ")
+           << gib(program->hbmBytes) << " of device memory (HBM) for its "
+           << "inputs, outputs and intermediates, more than the "
+           << gib(target->hbmBytesPerCore) << " of one " << target->name
+           << " core; reduce the batch size or sequence length, or partition "
+              "the model over more cores";
+  }
+
+  // The lowering must only produce programs the hardware accepts and that
+  // cannot deadlock: a violation is our bug, not the user's graph.
+  std::string error;
+  TimingScope validateTiming = timing.nest("validate program");
+  if (!trnrt::validateProgram(*program, *target, error))
+    return kernel.emitError("internal compiler error: the compiled program "
+                            "breaks a hardware rule: ")
+           << error << "; this is a trn bug, please report it with the graph";
+  validateTiming.stop();
+  TimingScope deadlockTiming = timing.nest("check semaphores (deadlock)");
+  if (!trnrt::checkSemaphoresCanComplete(*program, error))
+    return kernel.emitError("internal compiler error: the compiled program "
+                            "can deadlock: ")
+           << error << "; this is a trn bug, please report it with the graph";
+  return program;
 }
 
 FailureOr<trnrt::Program>
 mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
+  FailureOr<std::vector<trnrt::Program>> programs =
+      compileToPrograms(module, options);
+  if (failed(programs))
+    return failure();
+  if (programs->size() != 1)
+    return module.emitError("the step compiles to ")
+           << programs->size()
+           << " programs (pipeline fragments); use compileToPrograms";
+  return std::move(programs->front());
+}
+
+FailureOr<std::vector<trnrt::Program>>
+mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
   const trnrt::Target *target = trnrt::lookupTarget(options.target);
   if (!target)
     return module.emitError("unknown target '")
@@ -172,15 +274,24 @@ mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
     return module.emitError("--auto-cast all casts to bf16 only; use "
                             "--auto-cast matmul with --auto-cast-type "
                             "fp8_e4m3");
-  if (options.tp < 1 || options.dp < 1)
+  if (options.tp < 1 || options.dp < 1 || options.pp < 1)
     return module.emitError("mesh degrees must be positive (dp=")
-           << options.dp << ", tp=" << options.tp << ")";
+           << options.dp << ", pp=" << options.pp << ", tp=" << options.tp
+           << ")";
+  if (options.pp > 1 && (options.stage < 0 || options.stage >= options.pp ||
+                         options.microbatches < 1 ||
+                         (options.pipelineSchedule != "gpipe" &&
+                          options.pipelineSchedule != "1f1b")))
+    return module.emitError("pipeline options: stage ")
+           << options.stage << " of pp=" << options.pp << ", "
+           << options.microbatches << " microbatches, schedule '"
+           << options.pipelineSchedule << "'";
   // A graph that is already the program every rank runs compiles as is;
   // otherwise --mesh partitions it first.
   bool spmd = false;
   for (func::FuncOp function : module.getOps<func::FuncOp>())
     spmd |= function->hasAttr(dist::DistDialect::getSpmdAttrName());
-  if (!spmd && (options.tp > 1 || options.dp > 1) &&
+  if (!spmd && (options.tp > 1 || options.dp > 1 || options.pp > 1) &&
       failed(partitionForMesh(module, options)))
     return failure();
 
@@ -225,66 +336,21 @@ mlir::trn::compileToProgram(ModuleOp module, const CompileOptions &options) {
   for (func::FuncOp function : module.getOps<func::FuncOp>())
     if (isKernel(function))
       kernels.push_back(function);
-  if (kernels.size() != 1)
+  // One kernel, or a pipeline stage's forward, backward and update.
+  const size_t expected = options.pp > 1 ? 3 : 1;
+  if (kernels.size() != expected)
     return module.emitError("internal compiler error: the pipeline produced ")
-           << kernels.size()
-           << " nc kernel functions, expected exactly one; this is a trn bug, "
-              "please report it with the graph";
-  func::FuncOp kernel = kernels.front();
-
-  TimingScope exportTiming = timing.nest("export program");
-  FailureOr<trnrt::Program> program =
-      nc::exportProgram(kernel, /*synchronize=*/syncInExport);
-  if (failed(program))
-    return failure();
-  program->flops = matmulFlops(*program);
-  program->sbufPeakBytesPerPartition =
-      peakBytesPerPartition(kernel, nc::MemorySpace::sbuf);
-  program->psumPeakBytesPerPartition =
-      peakBytesPerPartition(kernel, nc::MemorySpace::psum);
-  exportTiming.stop();
-  if (options.stats) {
-    CompileStats &stats = *options.stats;
-    stats.kernelOps = 0;
-    kernel.walk([&](Operation *) { ++stats.kernelOps; });
-    for (size_t engine = 0; engine < stats.engineInstructions.size(); ++engine)
-      stats.engineInstructions[engine] = program->engineStreams[engine].size();
-    stats.dmaInstructions = 0;
-    for (const std::vector<trnrt::Instruction> &queue : program->dmaQueues)
-      stats.dmaInstructions += queue.size();
-    stats.hbmBytes = program->hbmBytes;
-    stats.exported = true;
+           << kernels.size() << " nc kernel functions, expected " << expected
+           << "; this is a trn bug, please report it with the graph";
+  std::vector<trnrt::Program> programs;
+  if (options.stats)
+    *options.stats = mlir::trn::CompileStats();
+  for (func::FuncOp kernel : kernels) {
+    FailureOr<trnrt::Program> program =
+        exportKernel(kernel, *target, options, syncInExport, timing);
+    if (failed(program))
+      return failure();
+    programs.push_back(std::move(*program));
   }
-
-  // A step larger than the core's HBM is the user's problem to solve (by
-  // partitioning or a smaller batch), not a compiler bug: say so plainly.
-  if (program->hbmBytes > target->hbmBytesPerCore) {
-    auto gib = [](uint64_t bytes) {
-      return llvm::formatv("{0:F1} GiB", static_cast<double>(bytes) /
-                                             static_cast<double>(1ull << 30))
-          .str();
-    };
-    return kernel.emitError("the step needs ")
-           << gib(program->hbmBytes) << " of device memory (HBM) for its "
-           << "inputs, outputs and intermediates, more than the "
-           << gib(target->hbmBytesPerCore) << " of one " << target->name
-           << " core; reduce the batch size or sequence length, or partition "
-              "the model over more cores";
-  }
-
-  // The lowering must only produce programs the hardware accepts and that
-  // cannot deadlock: a violation is our bug, not the user's graph.
-  std::string error;
-  TimingScope validateTiming = timing.nest("validate program");
-  if (!trnrt::validateProgram(*program, *target, error))
-    return kernel.emitError("internal compiler error: the compiled program "
-                            "breaks a hardware rule: ")
-           << error << "; this is a trn bug, please report it with the graph";
-  validateTiming.stop();
-  TimingScope deadlockTiming = timing.nest("check semaphores (deadlock)");
-  if (!trnrt::checkSemaphoresCanComplete(*program, error))
-    return kernel.emitError("internal compiler error: the compiled program "
-                            "can deadlock: ")
-           << error << "; this is a trn bug, please report it with the graph";
-  return program;
+  return programs;
 }

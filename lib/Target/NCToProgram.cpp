@@ -68,7 +68,11 @@ public:
 private:
   LogicalResult layoutHbm();
   LogicalResult readMesh();
+  /// nc.pipeline: the kernel is a pipeline fragment.
+  LogicalResult readPipeline();
   std::vector<trnrt::DimSharding> shardingOf(unsigned argument, bool output);
+  /// nc.port (or nc.output_port) of a kernel argument.
+  trnrt::TensorPort portOf(unsigned argument, bool output);
   /// A whole HBM tensor as a collective operand (docs/isa.md §5.6).
   FailureOr<trnrt::AccessPattern> wholeTensor(Operation *user, Value tensor);
   /// The bitmask of `axes` in the kernel's mesh.
@@ -146,12 +150,14 @@ LogicalResult Exporter::layoutHbm() {
                      std::nullopt)))
       return failure();
     program.tensors.back().sharding = shardingOf(index, /*output=*/false);
+    program.tensors.back().port = portOf(index, /*output=*/false);
     if (kind == "inout") {
       // The updated value is an output aliasing the input in place.
       trnrt::HbmTensor output = program.tensors.back();
       output.kind = trnrt::HbmTensor::Kind::Output;
       output.aliasesInput = static_cast<int32_t>(program.tensors.size() - 1);
       output.sharding = shardingOf(index, /*output=*/true);
+      output.port = portOf(index, /*output=*/true);
       program.tensors.push_back(output);
     }
   }
@@ -211,6 +217,37 @@ LogicalResult Exporter::readMesh() {
       for (trnrt::MeshAxis &axis : program.mesh)
         if (axis.name == cast<StringAttr>(replica).getValue())
           axis.replica = true;
+  return success();
+}
+
+trnrt::TensorPort Exporter::portOf(unsigned argument, bool output) {
+  trnrt::TensorPort port;
+  auto attr = kernel.getArgAttrOfType<DenseI64ArrayAttr>(
+      argument, output ? NCDialect::getOutputPortAttrName()
+                       : NCDialect::getPortAttrName());
+  if (attr && attr.size() == 2) {
+    port.kind = static_cast<trnrt::TensorPort::Kind>(attr[0]);
+    port.index = attr[1];
+  }
+  return port;
+}
+
+LogicalResult Exporter::readPipeline() {
+  auto dict =
+      kernel->getAttrOfType<DictionaryAttr>(NCDialect::getPipelineAttrName());
+  if (!dict)
+    return success();
+  trnrt::PipelineFragment &p = program.pipeline;
+  p.step = dict.getAs<StringAttr>("step").str();
+  p.stage = dict.getAs<IntegerAttr>("stage").getInt();
+  p.stages = dict.getAs<IntegerAttr>("stages").getInt();
+  p.microbatches = dict.getAs<IntegerAttr>("microbatches").getInt();
+  p.schedule = dict.getAs<StringAttr>("schedule").str();
+  p.phase = dict.getAs<StringAttr>("phase").str();
+  StringRef axis = dict.getAs<StringAttr>("axis").getValue();
+  for (size_t a = 0; a < program.mesh.size(); ++a)
+    if (program.mesh[a].name == axis)
+      p.axis = static_cast<uint32_t>(a);
   return success();
 }
 
@@ -711,7 +748,7 @@ FailureOr<trnrt::Program> Exporter::run() {
   if (!target)
     return failure();
   program.target = target->name;
-  if (failed(readMesh()) || failed(layoutHbm()))
+  if (failed(readMesh()) || failed(layoutHbm()) || failed(readPipeline()))
     return failure();
   if (synchronize) {
     auto record = [&](Operation *op, int64_t stream,

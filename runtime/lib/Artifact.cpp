@@ -52,6 +52,7 @@ constexpr uint32_t kSectionTensors = 2;
 constexpr uint32_t kSectionConstants = 3;
 /// Present exactly when the program has a mesh (format 3).
 constexpr uint32_t kSectionMesh = 4;
+constexpr uint32_t kSectionPipeline = 5;          // format 5
 constexpr uint32_t kSectionFirstEngineStream = 8; // Tensor..Sync: 8..12
 constexpr uint32_t kNumEngineStreams = 5;
 constexpr uint32_t kSectionFirstDmaQueue = 16; // queue q: 16 + q
@@ -230,6 +231,8 @@ std::string sectionName(uint32_t id) {
     return "constants";
   if (id == kSectionMesh)
     return "mesh";
+  if (id == kSectionPipeline)
+    return "pipeline";
   if (id >= kSectionFirstEngineStream &&
       id < kSectionFirstEngineStream + kNumEngineStreams)
     return kStreamNames[id - kSectionFirstEngineStream];
@@ -242,6 +245,7 @@ std::string sectionName(uint32_t id) {
 bool isKnownSection(uint32_t id) {
   return id == kSectionMetadata || id == kSectionTensors ||
          id == kSectionConstants || id == kSectionMesh ||
+         id == kSectionPipeline ||
          (id >= kSectionFirstEngineStream &&
           id < kSectionFirstEngineStream + kNumEngineStreams) ||
          (id >= kSectionFirstDmaQueue &&
@@ -734,6 +738,9 @@ bool equalTensor(const HbmTensor &a, const HbmTensor &b, std::string *diff) {
     return differ(diff, "aliasesInput", a.aliasesInput, b.aliasesInput);
   if (a.role != b.role)
     return differ(diff, "role", quoted(a.role), quoted(b.role));
+  if (a.port.kind != b.port.kind || a.port.index != b.port.index)
+    return differ(diff, "port", int(a.port.kind) * 1000000 + a.port.index,
+                  int(b.port.kind) * 1000000 + b.port.index);
   if (a.sharding.size() != b.sharding.size())
     return differInU64(diff, "sharding.size", a.sharding.size(),
                        b.sharding.size());
@@ -1001,6 +1008,88 @@ bool checkMesh(const Program &program, std::string &problem) {
   return true;
 }
 
+/// The pipeline section: the fragment's place in its pipeline, then every
+/// tensor's port.
+std::vector<uint8_t> encodePipeline(const Program &program) {
+  std::vector<uint8_t> bytes;
+  ByteWriter w(bytes);
+  const PipelineFragment &p = program.pipeline;
+  w.string(p.step);
+  w.i64(p.stage);
+  w.i64(p.stages);
+  w.i64(p.microbatches);
+  w.string(p.schedule);
+  w.string(p.phase);
+  w.u32(p.axis);
+  w.u32(uint32_t(program.tensors.size()));
+  for (const HbmTensor &tensor : program.tensors) {
+    w.u8(uint8_t(tensor.port.kind));
+    w.i64(tensor.port.index);
+  }
+  return bytes;
+}
+
+/// The format's rules for a fragment (the runtime checks the rest when it
+/// binds the pipeline).
+bool checkPipeline(const Program &program, std::string &problem) {
+  const PipelineFragment &p = program.pipeline;
+  if (!p.isFragment()) {
+    for (const HbmTensor &tensor : program.tensors)
+      if (tensor.port.kind != TensorPort::Kind::None) {
+        problem = "tensor " + quoted(tensor.name) +
+                  " has a port but the program is not a pipeline fragment";
+        return false;
+      }
+    return true;
+  }
+  if (!checkText(p.step, kArtifactMaxNameBytes, "pipeline step", problem))
+    return false;
+  if (p.stages < 1 || p.stage >= p.stages || p.microbatches < 1 ||
+      p.microbatches > (int64_t(1) << 24)) {
+    problem = formatString("stage %" PRId64 " of %" PRId64 " with %" PRId64
+                           " microbatches",
+                           p.stage, p.stages, p.microbatches);
+    return false;
+  }
+  if (p.schedule != "gpipe" && p.schedule != "1f1b") {
+    problem = "unknown schedule " + quoted(p.schedule);
+    return false;
+  }
+  if (p.phase != "forward" && p.phase != "backward" && p.phase != "update") {
+    problem = "unknown phase " + quoted(p.phase);
+    return false;
+  }
+  if (p.axis >= program.mesh.size() || program.mesh[p.axis].size != p.stages) {
+    problem = formatString("pipeline axis #%u is not a mesh axis of size "
+                           "%" PRId64,
+                           p.axis, p.stages);
+    return false;
+  }
+  for (const HbmTensor &tensor : program.tensors) {
+    if (unsigned(tensor.port.kind) > unsigned(TensorPort::Kind::Result) ||
+        tensor.port.index < 0) {
+      problem = "tensor " + quoted(tensor.name) + " has an invalid port";
+      return false;
+    }
+    bool input = tensor.kind == HbmTensor::Kind::Input;
+    bool output = tensor.kind == HbmTensor::Kind::Output;
+    bool hasPort = tensor.port.kind != TensorPort::Kind::None;
+    bool inputPort = tensor.port.kind != TensorPort::Kind::Result;
+    if ((input || output) != hasPort || (hasPort && input && !inputPort) ||
+        (hasPort && output &&
+         (tensor.port.kind == TensorPort::Kind::Argument ||
+          tensor.port.kind == TensorPort::Kind::Microbatch))) {
+      problem = "tensor " + quoted(tensor.name) + " (" +
+                (input    ? "input"
+                 : output ? "output"
+                          : "internal") +
+                ") cannot have port '" + portKindName(tensor.port.kind) + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
 std::vector<uint8_t> encodeConstants(const Program &program) {
   std::vector<uint8_t> bytes;
   for (const HbmTensor &tensor : program.tensors)
@@ -1038,6 +1127,10 @@ bool checkProgramForWriting(const Program &program, const ArtifactInfo &info,
   }
   if (!checkMesh(program, problem)) {
     error = "mesh: " + problem;
+    return false;
+  }
+  if (!checkPipeline(program, problem)) {
+    error = "pipeline: " + problem;
     return false;
   }
   auto checkStream = [&](const std::vector<Instruction> &stream,
@@ -1573,6 +1666,36 @@ bool decodeMesh(const uint8_t *bytes, size_t size, Program &program,
   return checkMesh(program, problem);
 }
 
+bool decodePipeline(const uint8_t *bytes, size_t size, Program &program,
+                    std::string &problem) {
+  Cursor c(bytes, size, problem);
+  PipelineFragment &p = program.pipeline;
+  uint32_t tensors;
+  if (!c.string(p.step, kArtifactMaxNameBytes, "step") || !c.i64(p.stage) ||
+      !c.i64(p.stages) || !c.i64(p.microbatches) ||
+      !c.string(p.schedule, kArtifactMaxNameBytes, "schedule") ||
+      !c.string(p.phase, kArtifactMaxNameBytes, "phase") || !c.u32(p.axis) ||
+      !c.u32(tensors))
+    return false;
+  if (p.stage < 0)
+    return c.fail(formatString("stage %" PRId64, p.stage));
+  if (tensors != program.tensors.size())
+    return c.fail(formatString("ports of %" PRIu32 " tensors for a table of "
+                               "%zu",
+                               tensors, program.tensors.size()));
+  for (HbmTensor &tensor : program.tensors) {
+    uint8_t kind;
+    if (!c.u8(kind) || !c.i64(tensor.port.index))
+      return false;
+    if (kind > uint8_t(TensorPort::Kind::Result))
+      return c.fail(formatString("port kind %u out of range", kind));
+    tensor.port.kind = TensorPort::Kind(kind);
+  }
+  if (!c.expectEnd())
+    return false;
+  return checkPipeline(program, problem);
+}
+
 //===----------------------------------------------------------------------===//
 // The container: header, section table, checksums, compression
 //===----------------------------------------------------------------------===//
@@ -1589,7 +1712,7 @@ struct SectionEntry {
 struct Container {
   uint32_t version = 0;
   std::vector<SectionEntry> sections;
-  int metadata = -1, tensors = -1, constants = -1, mesh = -1;
+  int metadata = -1, tensors = -1, constants = -1, mesh = -1, pipeline = -1;
   int engineStreams[kNumEngineStreams] = {-1, -1, -1, -1, -1};
   std::vector<int> dmaQueues;
 };
@@ -1764,6 +1887,8 @@ bool parseContainer(const uint8_t *data, size_t size,
       container.constants = index;
     else if (entry.id == kSectionMesh)
       container.mesh = index;
+    else if (entry.id == kSectionPipeline)
+      container.pipeline = index;
     else if (entry.id < kSectionFirstDmaQueue)
       container.engineStreams[entry.id - kSectionFirstEngineStream] = index;
     else if (entry.id ==
@@ -1909,6 +2034,15 @@ bool readHeaderSections(const uint8_t *data, const Container &container,
       return false;
     }
   }
+  if (container.pipeline >= 0) {
+    const SectionEntry &pipeline = container.sections[container.pipeline];
+    if (!loadSection(data, pipeline, context, buffer, raw, error))
+      return false;
+    if (!decodePipeline(raw, size_t(pipeline.rawSize), program, problem)) {
+      error = "section 'pipeline': " + problem;
+      return false;
+    }
+  }
   return true;
 }
 
@@ -1987,6 +2121,8 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
   sections.push_back({kSectionConstants, encodeConstants(program)});
   if (!program.mesh.empty())
     sections.push_back({kSectionMesh, encodeMesh(program)});
+  if (program.pipeline.isFragment())
+    sections.push_back({kSectionPipeline, encodePipeline(program)});
   for (uint32_t e = 0; e < kNumEngineStreams; ++e)
     sections.push_back({kSectionFirstEngineStream + e, {}});
   for (size_t q = 0; q < program.dmaQueues.size(); ++q)
@@ -1996,7 +2132,8 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
                ? program.engineStreams[id - kSectionFirstEngineStream]
                : program.dmaQueues[id - kSectionFirstDmaQueue];
   };
-  const size_t firstStream = program.mesh.empty() ? 3 : 4;
+  const size_t firstStream = 3 + (program.mesh.empty() ? 0 : 1) +
+                             (program.pipeline.isFragment() ? 1 : 0);
   tbb::parallel_for(firstStream, sections.size(), [&](size_t i) {
     sections[i].raw = encodeStream(streamOf(sections[i].id));
   });
@@ -2171,6 +2308,12 @@ bool writeArtifactFile(const std::string &path, const Program &program,
     error = path + ": " + error;
     return false;
   }
+  return writeFileAtomically(path, bytes, error);
+}
+
+bool writeFileAtomically(const std::string &path,
+                         const std::vector<uint8_t> &bytes,
+                         std::string &error) {
   std::string tempPath = makeTempPath(path);
   int fd =
       open(tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -2278,6 +2421,12 @@ bool programsEqual(const Program &a, const Program &b,
           a.mesh[i].replica != b.mesh[i].replica)
         return differ(diff, ("mesh[" + std::to_string(i) + "]").c_str(),
                       quoted(a.mesh[i].name), quoted(b.mesh[i].name));
+    const PipelineFragment &p = a.pipeline, &q = b.pipeline;
+    if (p.step != q.step || p.stage != q.stage || p.stages != q.stages ||
+        p.microbatches != q.microbatches || p.schedule != q.schedule ||
+        p.phase != q.phase || p.axis != q.axis)
+      return differ(diff, "pipeline", quoted(p.step + " " + p.phase),
+                    quoted(q.step + " " + q.phase));
     for (size_t e = 0; e < a.engineStreams.size(); ++e)
       if (!equalVectors(a.engineStreams[e], b.engineStreams[e], diff,
                         equalInstruction))

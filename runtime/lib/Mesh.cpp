@@ -187,6 +187,11 @@ uint64_t elementsOf(const std::vector<int64_t> &shape) {
 
 } // namespace
 
+std::vector<int64_t> rankCoordinates(const std::vector<MeshAxis> &bound,
+                                     int rank) {
+  return coordinatesOf(bound, rank);
+}
+
 std::vector<int64_t> globalShape(const HbmTensor &tensor,
                                  const std::vector<MeshAxis> &bound) {
   std::vector<int64_t> shape;

@@ -289,6 +289,8 @@ std::unique_ptr<MpiJob> MpiJob::start(double timeoutSeconds,
 }
 
 MpiJob::~MpiJob() {
+  // The communicator finishes its sends in flight first.
+  world.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized)

@@ -574,8 +574,9 @@ TEST(CacheFlagsTest, EveryCodegenFlagChangesTheHash) {
       {"--auto-cast-type", "fp8_e4m3"},
       {"--tp", "2"},
       {"--pp", "2"},
-      {"--microbatches", "4"},
-      {"--pipeline-schedule", "gpipe"},
+      {"--pp", "2", "--microbatches", "4"},
+      {"--pp", "2", "--pipeline-schedule", "gpipe"},
+      {"--pp", "2", "--stage", "1"},
   };
   std::vector<Hash128> hashes;
   for (const auto &args : variants) {
@@ -584,6 +585,18 @@ TEST(CacheFlagsTest, EveryCodegenFlagChangesTheHash) {
       EXPECT_NE(hash, hashes[i]) << variants[i].size() << " vs " << args[0];
     hashes.push_back(hash);
   }
+}
+
+TEST(CacheFlagsTest, PipelineFlagsNeedStages) {
+  EXPECT_EQ(flagError({"--microbatches", "4"}),
+            "--microbatches applies to pipeline parallelism (--pp > 1)");
+  EXPECT_EQ(flagError({"--stage", "0"}),
+            "--stage applies to pipeline parallelism (--pp > 1)");
+  EXPECT_EQ(flagError({"--pp", "2", "--stage", "2"}),
+            "--stage 2 is not a stage of --pp 2 (stages count from 0)");
+  EXPECT_EQ(flagError({"--pp", "2", "--stage", "-1"}),
+            "invalid value '-1' for '--stage'; expected a non-negative "
+            "integer");
 }
 
 TEST(CacheFlagsTest, UnknownFlagsSuggestTheClosest) {

@@ -29,6 +29,7 @@
 #include "trnrt/Artifact.h"
 #include "trnrt/Mesh.h"
 #include "trnrt/Simulator.h"
+#include "trnrt/StageArtifact.h"
 #include "trnrt/Target.h"
 
 #include "mlir/Bytecode/BytecodeReader.h"
@@ -422,16 +423,6 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
       mlir::trn::normalizeFlags(options.codegenArgs, error);
   if (!flags)
     return error;
-  // Pipeline parallelism is part of the key's vocabulary, but this trn-cc
-  // has no pipeline partitioner yet: compiling "for pp=4" an unpartitioned
-  // program would be a wrong artifact under a right-looking key.
-  if (flags->values["pp"] != "1")
-    return "--pp " + flags->values["pp"] +
-           " needs pipeline partitioning, which this trn-cc does not have "
-           "yet; compile with pp=1 (dp and tp are supported)";
-  if (flags->values["microbatches"] != "1")
-    return std::string("--microbatches applies to pipeline parallelism "
-                       "(--pp > 1), which this trn-cc does not have yet");
   options.flags = std::move(*flags);
   return std::nullopt;
 }
@@ -1156,7 +1147,16 @@ int TrnCC::compile() {
     bytes = std::move(*cached);
     trnrt::ArtifactInfo info;
     std::string error;
-    if (!trnrt::readArtifact(bytes.data(), bytes.size(), program, info, error))
+    // A pipeline stage's entry holds its fragments (the first reported).
+    trnrt::StageArtifact stage;
+    bool decoded =
+        trnrt::isStageArtifact(bytes.data(), bytes.size())
+            ? trnrt::readStageArtifact(bytes.data(), bytes.size(), stage, error)
+            : trnrt::readArtifact(bytes.data(), bytes.size(), program, info,
+                                  error);
+    if (decoded && !stage.fragments.empty())
+      program = std::move(stage.fragments.front());
+    if (!decoded)
       return fail("the cached artifact of " + report.key +
                   " does not decode (" + error +
                   "); 'trn-cache clean' or --no-cache works around it");
@@ -1210,6 +1210,51 @@ int TrnCC::finish(const trnrt::Program &program, ReportContext &report) {
   return kExitOk;
 }
 
+/// `path` with ".s<stage>" before its extension: step.trnart ->
+/// step.s1.trnart.
+std::string stagePath(const std::string &path, int64_t stage) {
+  size_t slash = path.rfind('/');
+  size_t dot = path.rfind('.');
+  std::string suffix = ".s" + std::to_string(stage);
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+    return path + suffix;
+  return path.substr(0, dot) + suffix + path.substr(dot);
+}
+
+/// A pipelined step (--pp > 1) compiles to one artifact, and one cache
+/// entry, per stage: without --stage every stage is compiled in turn,
+/// into -o with the stage before the extension.
+int compileEveryStage(const Options &options) {
+  const std::string &pp = options.flags.values.at("pp");
+  bool stageGiven = false;
+  for (const std::string &arg : options.codegenArgs)
+    stageGiven |=
+        arg == "--stage" || llvm::StringRef(arg).starts_with("--stage=");
+  if (pp == "1" || stageGiven)
+    return TrnCC(options).run();
+  const int64_t stages = std::strtoll(pp.c_str(), nullptr, 10);
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    Options one = options;
+    one.codegenArgs.push_back("--stage");
+    one.codegenArgs.push_back(std::to_string(stage));
+    std::string error;
+    std::optional<cache::NormalizedFlags> flags =
+        mlir::trn::normalizeFlags(one.codegenArgs, error);
+    if (!flags) {
+      llvm::errs() << "trn-cc: error: " << error << "\n";
+      return kExitUsage;
+    }
+    one.flags = std::move(*flags);
+    if (!one.outputPath.empty())
+      one.outputPath = stagePath(options.outputPath, stage);
+    if (!one.reportPath.empty())
+      one.reportPath = stagePath(options.reportPath, stage);
+    if (int status = TrnCC(std::move(one)).run())
+      return status;
+  }
+  return kExitOk;
+}
+
 int printVersion() {
   llvm::outs() << "trn-cc " << TRN_VERSION_STRING << "\n";
   llvm::outs() << "compiler version " << cache::compilerVersion()
@@ -1247,5 +1292,7 @@ int main(int argc, char **argv) {
   case Options::Mode::Analyze:
     break;
   }
-  return TrnCC(std::move(options)).run();
+  return options.mode == Options::Mode::Compile
+             ? compileEveryStage(options)
+             : TrnCC(std::move(options)).run();
 }

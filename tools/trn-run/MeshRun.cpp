@@ -7,6 +7,7 @@
 #include "trnrt/Mesh.h"
 #include "trnrt/MpiCommunicator.h"
 #include "trnrt/Npy.h"
+#include "trnrt/PipelineRun.h"
 #include "trnrt/Target.h"
 
 #include <nlohmann/json.hpp>
@@ -58,9 +59,28 @@ int testRank(const char *name) {
   return std::atoi(value);
 }
 
-/// The global inputs, as bytes of each Input tensor's dtype, in program
-/// order: from an .npz (by name, global shapes), random, or zeros.
-bool globalInputs(const MeshCommand &command, const Program &program,
+/// A global input or output: its name, dtype and global shape.
+struct GlobalValue {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+/// The global inputs or outputs of a partitioned program, in program order.
+std::vector<GlobalValue> globalValues(const Program &program,
+                                      const std::vector<MeshAxis> &bound,
+                                      HbmTensor::Kind kind) {
+  std::vector<GlobalValue> values;
+  for (const HbmTensor &tensor : program.tensors)
+    if (tensor.kind == kind)
+      values.push_back({tensor.name, tensor.dtype, globalShape(tensor, bound)});
+  return values;
+}
+
+/// The global inputs, as bytes of each value's dtype: from an .npz (by
+/// name, global shapes), random, or zeros.
+bool globalInputs(const MeshCommand &command,
+                  const std::vector<GlobalValue> &specs,
                   const std::vector<MeshAxis> &bound,
                   std::vector<std::vector<uint8_t>> &inputs,
                   std::string &error) {
@@ -73,34 +93,32 @@ bool globalInputs(const MeshCommand &command, const Program &program,
       provided.emplace(name, std::move(array));
   }
   std::mt19937_64 rng(command.randomSeed >= 0 ? command.randomSeed : 0);
-  for (const HbmTensor &tensor : program.tensors) {
-    if (tensor.kind != HbmTensor::Kind::Input)
-      continue;
-    std::vector<int64_t> shape = globalShape(tensor, bound);
+  for (const GlobalValue &spec : specs) {
+    const std::vector<int64_t> &shape = spec.shape;
     int64_t count = elementCount(shape);
     std::vector<double> values(size_t(count), 0.0);
     if (!command.inputs.empty()) {
-      auto it = provided.find(tensor.name);
+      auto it = provided.find(spec.name);
       if (it == provided.end()) {
-        error = command.inputs + " has no entry '" + tensor.name +
-                "' for global input " + tensor.name + " " + shapeText(shape);
+        error = command.inputs + " has no entry '" + spec.name +
+                "' for global input " + spec.name + " " + shapeText(shape);
         return false;
       }
       const NpyArray &array = it->second;
       if (array.shape != shape) {
-        error = command.inputs + ": entry '" + tensor.name + "' has shape " +
+        error = command.inputs + ": entry '" + spec.name + "' has shape " +
                 shapeText(array.shape) + " but the global input under --mesh " +
                 meshText(bound) + " is " + shapeText(shape) + " " +
-                dtypeName(tensor.dtype);
+                dtypeName(spec.dtype);
         return false;
       }
-      if (!isFloatDType(tensor.dtype) && array.kind == 'f') {
-        error = command.inputs + ": entry '" + tensor.name +
-                "' holds floats but the input is " + dtypeName(tensor.dtype) +
+      if (!isFloatDType(spec.dtype) && array.kind == 'f') {
+        error = command.inputs + ": entry '" + spec.name +
+                "' holds floats but the input is " + dtypeName(spec.dtype) +
                 "; pass integers";
         return false;
       }
-      if (tensor.dtype == DType::I64 && array.kind != 'f') {
+      if (spec.dtype == DType::I64 && array.kind != 'f') {
         std::vector<uint8_t> bytes(size_t(count) * 8);
         for (int64_t i = 0; i < count; ++i) {
           int64_t value = array.getInt64(i);
@@ -115,43 +133,41 @@ bool globalInputs(const MeshCommand &command, const Program &program,
       std::uniform_real_distribution<double> uniform(-1.0, 1.0);
       std::uniform_int_distribution<int> bits(0, 1);
       for (double &value : values)
-        value = isFloatDType(tensor.dtype) ? uniform(rng) : bits(rng);
+        value = isFloatDType(spec.dtype) ? uniform(rng) : bits(rng);
     }
     inputs.push_back(
-        encodeTensorValues(tensor.dtype, values.data(), values.size()));
+        encodeTensorValues(spec.dtype, values.data(), values.size()));
   }
   return true;
 }
 
-bool writeOutputs(const std::string &path, const Program &program,
-                  const std::vector<MeshAxis> &bound,
+bool writeOutputs(const std::string &path,
+                  const std::vector<GlobalValue> &specs,
                   const std::vector<std::vector<uint8_t>> &outputs,
                   std::string &error) {
   std::vector<std::pair<std::string, NpyArray>> arrays;
-  size_t index = 0;
-  for (const HbmTensor &tensor : program.tensors) {
-    if (tensor.kind != HbmTensor::Kind::Output)
-      continue;
-    const std::vector<uint8_t> &bytes = outputs[index++];
-    std::vector<int64_t> shape = globalShape(tensor, bound);
+  for (size_t index = 0; index < specs.size(); ++index) {
+    const GlobalValue &spec = specs[index];
+    const std::vector<uint8_t> &bytes = outputs[index];
+    const std::vector<int64_t> &shape = spec.shape;
     NpyArray array;
-    if (tensor.dtype == DType::I64) {
+    if (spec.dtype == DType::I64) {
       std::vector<int64_t> ints(bytes.size() / 8);
       std::memcpy(ints.data(), bytes.data(), ints.size() * 8);
       array = NpyArray::fromInt64s(shape, ints, 'i', 8);
     } else {
       std::vector<double> values =
-          decodeTensorValues(tensor.dtype, bytes.data(), bytes.size());
-      if (tensor.dtype == DType::I32 || tensor.dtype == DType::I1) {
+          decodeTensorValues(spec.dtype, bytes.data(), bytes.size());
+      if (spec.dtype == DType::I32 || spec.dtype == DType::I1) {
         std::vector<int64_t> ints(values.begin(), values.end());
         array = NpyArray::fromInt64s(shape, ints,
-                                     tensor.dtype == DType::I1 ? 'b' : 'i',
-                                     tensor.dtype == DType::I1 ? 1 : 4);
+                                     spec.dtype == DType::I1 ? 'b' : 'i',
+                                     spec.dtype == DType::I1 ? 1 : 4);
       } else {
         array = NpyArray::fromDoubles(shape, values, 4);
       }
     }
-    arrays.emplace_back(tensor.name, std::move(array));
+    arrays.emplace_back(spec.name, std::move(array));
   }
   return writeNpz(path, arrays, error);
 }
@@ -265,7 +281,9 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
                         std::to_string(job->size()) +
                         "; start trn-run with mpirun, or srun --mpi=pmix",
                     1);
-    if (!globalInputs(command, program, bound, inputs, error))
+    if (!globalInputs(command,
+                      globalValues(program, bound, HbmTensor::Kind::Input),
+                      bound, inputs, error))
       job->abortJob("rank " + std::to_string(job->rank()) + ": " + error, 1);
     RankRun run;
     if (!runRank(*target, program, bound, inputs, job->communicator(), options,
@@ -298,14 +316,18 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
     std::vector<std::vector<uint8_t>> outputs;
     assembleOutputs(program, bound, runs, outputs);
     if (!command.outputs.empty() &&
-        !writeOutputs(command.outputs, program, bound, outputs, error))
+        !writeOutputs(command.outputs,
+                      globalValues(program, bound, HbmTensor::Kind::Output),
+                      outputs, error))
       job->abortJob("rank 0: " + error, 1);
     printReport(command, program, bound, "one per MPI process", run.stats,
                 ranks);
     return 0;
   }
 
-  if (!globalInputs(command, program, bound, inputs, error))
+  if (!globalInputs(command,
+                    globalValues(program, bound, HbmTensor::Kind::Input), bound,
+                    inputs, error))
     return fail(error);
   std::vector<RankRun> runs;
   if (!runMeshInProcess(*target, program, bound, inputs, options, runs, error))
@@ -313,13 +335,157 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
   std::vector<std::vector<uint8_t>> outputs;
   assembleOutputs(program, bound, runs, outputs);
   if (!command.outputs.empty() &&
-      !writeOutputs(command.outputs, program, bound, outputs, error))
+      !writeOutputs(command.outputs,
+                    globalValues(program, bound, HbmTensor::Kind::Output),
+                    outputs, error))
     return fail(error);
   std::vector<RankFigures> ranks;
   for (const RankRun &run : runs)
     ranks.push_back(figuresOf(run.stats));
   printReport(command, program, bound, "threads of one process",
               runs.front().stats, ranks);
+  return 0;
+}
+
+int runPipelineCommand(const MeshCommand &command,
+                       const std::vector<StageArtifact> &stages) {
+  std::string error;
+  const Program &first = stages.front().fragments.front();
+  const Target *target = lookupTarget(first.target);
+  if (!target)
+    return fail(command.artifact + ": unknown target '" + first.target + "'");
+  std::vector<MeshAxis> requested;
+  if (!parseMeshSpec(command.mesh, requested, error))
+    return fail("--mesh: " + error);
+  BoundPipeline pipeline;
+  if (!bindPipeline(stages, requested, pipeline, error))
+    return fail(error);
+  int world = 1;
+  for (const MeshAxis &axis : pipeline.bound)
+    world *= int(axis.size);
+  // The step's arguments and results in index order (absent indices: the
+  // step has an argument no stage reads; it is given zeros).
+  std::vector<GlobalValue> arguments, results;
+  for (size_t i = 0; i < pipeline.arguments.size(); ++i) {
+    const PipelineValue &value = pipeline.arguments[i];
+    arguments.push_back({value.present ? value.name : "arg" + std::to_string(i),
+                         value.dtype, value.shape});
+  }
+  for (size_t i = 0; i < pipeline.results.size(); ++i) {
+    const PipelineValue &value = pipeline.results[i];
+    results.push_back(
+        {value.present ? value.name : "result" + std::to_string(i), value.dtype,
+         value.shape});
+  }
+  MeshRunOptions options;
+  options.simulator.threads = 1;
+  options.collectiveTimeoutSeconds = command.collectiveTimeoutSeconds;
+  options.failRank = testRank("TRNRT_TEST_FAIL_RANK");
+  options.stallRank = testRank("TRNRT_TEST_STALL_RANK");
+  std::vector<std::vector<uint8_t>> inputs;
+  std::vector<PipelineRankRun> runs;
+  const char *where = "threads of one process";
+  int launchedRank = 0, launchedSize = 1;
+  std::unique_ptr<MpiJob> job;
+  if (launchedAsRank(launchedRank, launchedSize)) {
+    if (launchedSize != world)
+      return fail("the launcher started " + std::to_string(launchedSize) +
+                  " processes but --mesh " + meshText(pipeline.bound) +
+                  " has " + std::to_string(world) + " ranks; start " +
+                  std::to_string(world));
+    job = MpiJob::start(command.collectiveTimeoutSeconds, error);
+    if (!job)
+      return fail(error);
+    if (!globalInputs(command, arguments, pipeline.bound, inputs, error))
+      job->abortJob("rank " + std::to_string(job->rank()) + ": " + error, 1);
+    PipelineRankRun run;
+    if (!runPipelineRank(*target, pipeline, inputs, job->communicator(),
+                         options, run, error))
+      job->abortJob(error, 1);
+    // To rank 0: [step ns][compute ns][count][index, size, bytes]...
+    std::vector<uint8_t> message(3 * sizeof(double));
+    double header[3] = {run.stepNs, run.computeNs, double(run.results.size())};
+    std::memcpy(message.data(), header, sizeof(header));
+    for (const auto &[index, bytes] : run.results) {
+      uint64_t fields[2] = {uint64_t(index), uint64_t(bytes.size())};
+      const uint8_t *raw = reinterpret_cast<const uint8_t *>(fields);
+      message.insert(message.end(), raw, raw + sizeof(fields));
+      message.insert(message.end(), bytes.begin(), bytes.end());
+    }
+    std::vector<std::vector<uint8_t>> all;
+    if (!job->gatherToRoot(message, all, error))
+      job->abortJob("rank 0: " + error, 1);
+    if (job->rank() != 0)
+      return 0;
+    runs.assign(size_t(world), {});
+    for (int r = 0; r < world; ++r) {
+      const std::vector<uint8_t> &bytes = all[size_t(r)];
+      double got[3];
+      std::memcpy(got, bytes.data(), sizeof(got));
+      runs[size_t(r)].stepNs = got[0];
+      runs[size_t(r)].computeNs = got[1];
+      size_t offset = sizeof(got);
+      for (uint64_t k = 0; k < uint64_t(got[2]); ++k) {
+        uint64_t fields[2];
+        std::memcpy(fields, bytes.data() + offset, sizeof(fields));
+        offset += sizeof(fields);
+        runs[size_t(r)].results[int64_t(fields[0])].assign(
+            bytes.begin() + long(offset),
+            bytes.begin() + long(offset + fields[1]));
+        offset += fields[1];
+      }
+    }
+    where = "one per MPI process";
+  } else {
+    if (!globalInputs(command, arguments, pipeline.bound, inputs, error))
+      return fail(error);
+    if (!runPipelineInProcess(*target, pipeline, inputs, options, runs, error))
+      return fail(error);
+  }
+  std::vector<std::vector<uint8_t>> outputs;
+  assemblePipelineResults(pipeline, runs, outputs);
+  if (!command.outputs.empty() &&
+      !writeOutputs(command.outputs, results, outputs, error)) {
+    if (job)
+      job->abortJob("rank 0: " + error, 1);
+    return fail(error);
+  }
+  // The step ends with its slowest rank; the bubble is the share of the
+  // ranks' time they did not compute.
+  double step = 0, compute = 0;
+  for (const PipelineRankRun &run : runs) {
+    step = std::max(step, run.stepNs);
+    compute += run.computeNs;
+  }
+  const double bubble =
+      step > 0 ? 1.0 - compute / (step * double(runs.size())) : 0.0;
+  if (command.json) {
+    nlohmann::json out = {{"artifact", command.artifact},
+                          {"mesh", meshText(pipeline.bound)},
+                          {"ranks_run", where},
+                          {"stages", pipeline.fragments.size()},
+                          {"microbatches", pipeline.microbatches},
+                          {"schedule", pipelineScheduleName(pipeline.schedule)},
+                          {"step_time_ns", step},
+                          {"idle_fraction", bubble}};
+    out["ranks"] = nlohmann::json::array();
+    for (size_t r = 0; r < runs.size(); ++r)
+      out["ranks"].push_back({{"rank", r},
+                              {"step_time_ns", runs[r].stepNs},
+                              {"compute_ns", runs[r].computeNs}});
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("pipeline         %s: %zu stages, %lld microbatches, %s\n",
+              pipeline.step.c_str(), pipeline.fragments.size(),
+              (long long)pipeline.microbatches,
+              pipelineScheduleName(pipeline.schedule));
+  std::printf("mesh             %s (%zu ranks, %s)\n",
+              meshText(pipeline.bound).c_str(), runs.size(), where);
+  std::printf("step time        %.3f us (slowest rank)\n", step / 1000.0);
+  std::printf("idle             %.1f%% of the ranks' time (pipeline bubbles, "
+              "transfers, collectives)\n",
+              100.0 * bubble);
   return 0;
 }
 

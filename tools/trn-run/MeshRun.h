@@ -13,6 +13,7 @@
 
 #include "trnrt/Artifact.h"
 #include "trnrt/Isa.h"
+#include "trnrt/StageArtifact.h"
 
 #include <string>
 
@@ -30,6 +31,11 @@ struct MeshCommand {
 /// trn-run's exit status for the command.
 int runMeshCommand(const MeshCommand &command, const Program &program,
                    const ArtifactInfo &info);
+
+/// Runs a pipelined step (one stage artifact per stage) on every rank of
+/// the mesh, in this process or one rank per MPI process.
+int runPipelineCommand(const MeshCommand &command,
+                       const std::vector<StageArtifact> &stages);
 
 } // namespace trnrt
 

@@ -18,7 +18,9 @@
 
 #include "CheckAgainst.h"
 #include "MeshRun.h"
+
 #include "ProfileSummary.h"
+#include "trnrt/StageArtifact.h"
 
 #include "trnrt/Artifact.h"
 #include "trnrt/IsaValidate.h"
@@ -51,14 +53,15 @@ int fail(const std::string &message, int status = 1) {
 }
 
 const char *kUsage =
-    R"(usage: trn-run ARTIFACT [--inputs in.npz | --random SEED | --zeros]
+    R"(usage: trn-run ARTIFACT... [--inputs in.npz | --random SEED | --zeros]
                [--outputs out.npz] [--profile trace.json] [--iterations N]
                [--threads N] [--profile-summary] [--profile-top N]
                [--check-against GRAPH.mlir [--rtol X]] [--poison] [--json]
                [--mesh AXIS=N,... [--collective-timeout SECONDS]]
 
 Runs a trn artifact on the simulated NeuronCore and reports device time,
-engine utilisation, MFU and DMA traffic.
+engine utilisation, MFU and DMA traffic. A pipelined step is one artifact
+per stage (trn-cc --pp writes them): give them all, with --mesh.
 
   --inputs FILE      inputs by name from a NumPy .npz (any numeric dtype)
   --random SEED      random inputs: floats in [-1, 1), integers in [0, 2)
@@ -98,6 +101,8 @@ engine utilisation, MFU and DMA traffic.
 
 struct Options {
   std::string artifact, inputs, outputs, profile, checkAgainst;
+  /// A pipelined step: the artifacts of the stages after the first.
+  std::vector<std::string> moreArtifacts;
   std::optional<double> rtol;
   long long randomSeed = -1;
   bool zeros = false, poison = false, json = false, profileSummary = false;
@@ -184,7 +189,7 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
     else if (options.artifact.empty())
       options.artifact = arg;
     else
-      problem = "unexpected argument '" + arg + "'";
+      options.moreArtifacts.push_back(arg);
     if (problem)
       return problem;
   }
@@ -308,10 +313,41 @@ int main(int argc, char **argv) {
   }
 
   std::string error;
-  Program program;
-  ArtifactInfo info;
-  if (!readArtifactFile(options.artifact, program, info, error))
-    return fail(error);
+  // A pipelined step: stage artifacts, run on every rank of the mesh.
+  std::vector<StageArtifact> stages;
+  for (size_t i = 0; i <= options.moreArtifacts.size(); ++i) {
+    const std::string &path =
+        i == 0 ? options.artifact : options.moreArtifacts[i - 1];
+    stages.emplace_back();
+    if (!readStageArtifactFile(path, stages.back(), error))
+      return fail(error);
+  }
+  if (stages.front().fragments.front().pipeline.isFragment()) {
+    if (options.mesh.empty())
+      return fail(
+          options.artifact +
+          " is a stage of a pipelined step; run every stage's "
+          "artifact together with trn-run --mesh (e.g. --mesh "
+          "pp=" +
+          std::to_string(stages.front().fragments.front().pipeline.stages) +
+          ")");
+    MeshCommand command;
+    command.artifact = options.artifact;
+    command.mesh = options.mesh;
+    command.inputs = options.inputs;
+    command.outputs = options.outputs;
+    command.randomSeed = options.randomSeed;
+    command.json = options.json;
+    if (options.collectiveTimeout)
+      command.collectiveTimeoutSeconds = *options.collectiveTimeout;
+    return runPipelineCommand(command, stages);
+  }
+  if (!options.moreArtifacts.empty())
+    return fail("unexpected argument '" + options.moreArtifacts.front() +
+                    "': only a pipelined step takes several artifacts",
+                2);
+  Program program = std::move(stages.front().fragments.front());
+  ArtifactInfo info = std::move(stages.front().infos.front());
   const Target *target = lookupTarget(program.target);
   if (!target)
     return fail(options.artifact + ": unknown target '" + program.target + "'");

@@ -25,6 +25,7 @@ enum class FlagKind {
   Choice,        ///< one of `choices`
   OptLevel,      ///< 0..3 (also spelled -O0 .. -O3)
   PositiveInt,   ///< microbatches
+  Index,         ///< a non-negative integer (stage)
   MeshAxis,      ///< --dp/--pp/--tp: a positive integer for one mesh axis
   Mesh,          ///< --mesh dp=A,pp=B,tp=C
   NeutralValue,  ///< output-neutral, takes a value

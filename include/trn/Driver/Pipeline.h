@@ -47,6 +47,13 @@ struct CompileOptions {
   int64_t tp = 1;
   int64_t dp = 1;
   bool zero1 = false;            ///< --zero1 (then the program is per dp)
+  /// Pipeline parallelism (--pp > 1): the step is cut into `pp` stages of
+  /// `microbatches` microbatches ordered by `pipelineSchedule`, and only
+  /// stage `stage`'s fragments are compiled (one artifact per stage).
+  int64_t pp = 1;
+  int64_t microbatches = 1;
+  std::string pipelineSchedule = "1f1b";
+  int64_t stage = 0;
   bool sequenceParallel = false; ///< --sequence-parallel
   bool printIRAfterAll = false;  ///< --mlir-print-ir-after-all
   /// --timing: when set, the passes and the export phases are timed in a
@@ -73,6 +80,11 @@ void buildNCKernelPipeline(OpPassManager &pm, bool insertSync = true);
 /// emitted as diagnostics at the offending op.
 FailureOr<trnrt::Program> compileToProgram(ModuleOp module,
                                            const CompileOptions &options);
+
+/// compileToProgram for any step: one program, or with options.pp > 1 the
+/// forward, backward and update fragments of stage options.stage.
+FailureOr<std::vector<trnrt::Program>>
+compileToPrograms(ModuleOp module, const CompileOptions &options);
 
 } // namespace mlir::trn
 

@@ -266,3 +266,39 @@ LogicalResult Lowering::lowerCollective(Operation *op) {
         return success();
       });
 }
+
+LogicalResult Lowering::setPipeline(func::FuncOp kernel) {
+  auto owner = graph->getAttrOfType<FlatSymbolRefAttr>(
+      dist::DistDialect::getPipelineAttrName());
+  if (!owner)
+    return success();
+  auto pipeline =
+      SymbolTable::lookupNearestSymbolFrom<dist::PipelineOp>(graph, owner);
+  auto stage =
+      graph->getAttrOfType<IntegerAttr>(dist::DistDialect::getStageAttrName());
+  auto phase =
+      graph->getAttrOfType<StringAttr>(dist::DistDialect::getPhaseAttrName());
+  if (!pipeline || !stage || !phase)
+    return graph.emitError("a pipeline fragment needs its dist.pipeline ")
+           << owner << ", dist.stage and dist.phase";
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<dist::MeshOp>(
+      graph, pipeline.getMeshAttr());
+  std::optional<int64_t> stages =
+      mesh ? mesh.sizeOf(pipeline.getAxis()) : std::nullopt;
+  if (!stages)
+    return graph.emitError("the pipeline's axis is not a mesh axis");
+  Builder b(graph.getContext());
+  kernel->setAttr(
+      NCDialect::getPipelineAttrName(),
+      b.getDictionaryAttr({
+          b.getNamedAttr("step", b.getStringAttr(pipeline.getSymName())),
+          b.getNamedAttr("stage", b.getI64IntegerAttr(stage.getInt())),
+          b.getNamedAttr("stages", b.getI64IntegerAttr(*stages)),
+          b.getNamedAttr("microbatches",
+                         b.getI64IntegerAttr(pipeline.getMicrobatches())),
+          b.getNamedAttr("schedule", pipeline.getScheduleAttr()),
+          b.getNamedAttr("phase", phase),
+          b.getNamedAttr("axis", pipeline.getAxisAttr()),
+      }));
+  return success();
+}

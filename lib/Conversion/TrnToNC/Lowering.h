@@ -190,6 +190,9 @@ private:
                             NamedAttrList &attrs, bool output);
   /// dist collectives on whole HBM tensors (LowerCollectives.cpp).
   LogicalResult lowerCollective(Operation *op);
+  /// Records a pipeline fragment's place in its pipeline on the kernel
+  /// (nc.pipeline), from its dist.pipeline.
+  LogicalResult setPipeline(func::FuncOp kernel);
   /// Loads indices [i0, i0 + count) of an i32 or i64 index tensor into a
   /// [count, 1] i32 tile (i64 indices are read as their low words).
   Value loadIndices(Value indices, int64_t i0, int64_t count);

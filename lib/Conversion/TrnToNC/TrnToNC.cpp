@@ -15,6 +15,7 @@
 #include "trn/Dialect/Trn/Utils/MatmulForm.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::trn {
@@ -1181,6 +1182,23 @@ LogicalResult Lowering::run() {
       aliasOf[r] = alias.getInt();
       updated[alias.getInt()] = true;
     }
+  // A pipeline fragment's ports: #dist.port as array<i64: kind, index>.
+  auto portOf = [&](DictionaryAttr attrs) -> Attribute {
+    auto port =
+        attrs
+            ? attrs.getAs<dist::PortAttr>(dist::DistDialect::getPortAttrName())
+            : dist::PortAttr();
+    if (!port)
+      return {};
+    int64_t kind = llvm::StringSwitch<int64_t>(port.getKind())
+                       .Case("argument", 1)
+                       .Case("microbatch", 2)
+                       .Case("stash", 3)
+                       .Case("accumulator", 4)
+                       .Case("result", 5)
+                       .Default(0);
+    return DenseI64ArrayAttr::get(context, {kind, port.getIndex()});
+  };
   for (unsigned i = 0; i < numInputs; ++i) {
     if (!isa<RankedTensorType>(graph.getArgumentTypes()[i]))
       return graph.emitError("argument ") << i << " is not a tensor";
@@ -1201,6 +1219,12 @@ LogicalResult Lowering::run() {
           failed(addSharding(graph.getResultAttr(r, shardingName),
                              graph.getLoc(), attrs, /*output=*/true)))
         return failure();
+    if (Attribute port = portOf(graph.getArgAttrDict(i)))
+      attrs.set(NCDialect::getPortAttrName(), port);
+    for (unsigned r = 0; r < graph.getNumResults(); ++r)
+      if (aliasOf[r] == static_cast<int64_t>(i))
+        if (Attribute port = portOf(graph.getResultAttrDict(r)))
+          attrs.set(NCDialect::getOutputPortAttrName(), port);
     // The updated value keeps the name the graph gives its result.
     for (unsigned r = 0; r < graph.getNumResults(); ++r)
       if (aliasOf[r] == static_cast<int64_t>(i))
@@ -1229,6 +1253,8 @@ LogicalResult Lowering::run() {
     if (failed(addSharding(graph.getResultAttr(r, shardingName), graph.getLoc(),
                            attrs, /*output=*/false)))
       return failure();
+    if (Attribute port = portOf(graph.getResultAttrDict(r)))
+      attrs.set(NCDialect::getPortAttrName(), port);
     argAttrs.push_back(attrs.getDictionary(context));
   }
 
@@ -1253,6 +1279,8 @@ LogicalResult Lowering::run() {
                       ArrayAttr::get(context, replicas));
     }
   }
+  if (failed(setPipeline(kernel)))
+    return failure();
   Block *body = kernel.addEntryBlock();
   builder.setInsertionPointToEnd(body);
   for (unsigned i = 0; i < numInputs; ++i)

@@ -31,7 +31,7 @@
 namespace trnrt {
 
 /// The format version this runtime writes and the newest it reads.
-constexpr uint32_t kArtifactFormatVersion = 4;
+constexpr uint32_t kArtifactFormatVersion = 5;
 
 // Structural limits, enforced by the writer and the reader alike.
 constexpr unsigned kArtifactMaxDmaQueues = 16;
@@ -120,6 +120,11 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
 bool writeArtifactFile(const std::string &path, const Program &program,
                        const ArtifactInfo &info, std::string &error,
                        const ArtifactWriteOptions &options = {});
+
+/// `bytes` to a uniquely named temporary file beside `path`, fsync, then
+/// rename over `path` (what writeArtifactFile does with an artifact's).
+bool writeFileAtomically(const std::string &path,
+                         const std::vector<uint8_t> &bytes, std::string &error);
 
 /// Parses an artifact. On failure returns false with a one-line `error`
 /// naming the section and the problem; `program` and `info` are then

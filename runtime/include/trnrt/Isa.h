@@ -257,6 +257,37 @@ struct DimSharding {
   int64_t blocks = 1;
 };
 
+/// How the runtime binds an input or output of a pipeline fragment
+/// (docs/partitioning.md, "Pipeline parallelism"; #dist.port).
+struct TensorPort {
+  enum class Kind : uint8_t {
+    None,        ///< not a fragment's tensor
+    Argument,    ///< the step's argument `index`, once per step
+    Microbatch,  ///< the current microbatch's slice of argument `index`
+    Stash,       ///< the same stage's forward result `index`, per microbatch
+    Accumulator, ///< running sum `index` (zeros before the first microbatch)
+    Result,      ///< the step's result `index`
+  } kind = Kind::None;
+  int64_t index = 0;
+};
+inline const char *portKindName(TensorPort::Kind kind) {
+  switch (kind) {
+  case TensorPort::Kind::None:
+    return "none";
+  case TensorPort::Kind::Argument:
+    return "argument";
+  case TensorPort::Kind::Microbatch:
+    return "microbatch";
+  case TensorPort::Kind::Stash:
+    return "stash";
+  case TensorPort::Kind::Accumulator:
+    return "accumulator";
+  case TensorPort::Kind::Result:
+    return "result";
+  }
+  return "?";
+}
+
 /// A named HBM tensor of the program (inputs, outputs, constants, scratch).
 struct HbmTensor {
   std::string name;
@@ -275,6 +306,8 @@ struct HbmTensor {
   /// Inputs and outputs of a partitioned program: per dimension, how the
   /// global tensor maps to this local one (empty: the same on every rank).
   std::vector<DimSharding> sharding;
+  /// Inputs and outputs of a pipeline fragment: how they are bound.
+  TensorPort port;
 
   bool isSpill() const {
     return kind == Kind::Scratch &&
@@ -285,6 +318,20 @@ struct HbmTensor {
 
 /// Byte size of a tensor, or false on a negative dim or overflow.
 bool tensorBytes(const HbmTensor &tensor, uint64_t &bytes);
+
+/// What makes a program one fragment of a pipelined step (dist.pipeline):
+/// the runtime runs stage `stage`'s forward and backward fragments once per
+/// microbatch in the schedule's order, then its update.
+struct PipelineFragment {
+  std::string step;   ///< the pipelined step's name
+  int64_t stage = -1; ///< -1: the program is not a fragment
+  int64_t stages = 0; ///< the size of the pipeline axis
+  int64_t microbatches = 1;
+  std::string schedule; ///< "gpipe" or "1f1b"
+  std::string phase;    ///< "forward", "backward" or "update"
+  uint32_t axis = 0;    ///< the pipeline axis: an index into Program::mesh
+  bool isFragment() const { return stage >= 0; }
+};
 
 struct Program {
   std::string target = "trn1";
@@ -301,6 +348,8 @@ struct Program {
   /// The mesh of a partitioned (SPMD) program: every rank runs this program
   /// on its local tensors. Empty for a single-core program.
   std::vector<MeshAxis> mesh;
+  /// Set when the program is one fragment of a pipelined step (format 5).
+  PipelineFragment pipeline;
 };
 
 } // namespace trnrt

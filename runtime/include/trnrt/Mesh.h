@@ -46,6 +46,11 @@ bool isElasticAxis(const Program &program, size_t axis);
 bool bindMesh(const Program &program, const std::vector<MeshAxis> &requested,
               std::vector<MeshAxis> &bound, std::string &error);
 
+/// Rank `rank`'s index along every axis of `bound` (row-major, the first
+/// axis the most major).
+std::vector<int64_t> rankCoordinates(const std::vector<MeshAxis> &bound,
+                                     int rank);
+
 /// The global shape of an input or output under the bound mesh.
 std::vector<int64_t> globalShape(const HbmTensor &tensor,
                                  const std::vector<MeshAxis> &bound);

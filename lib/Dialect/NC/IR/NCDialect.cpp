@@ -92,6 +92,20 @@ LogicalResult NCDialect::verifyOperationAttribute(Operation *op,
              << name << " is a kernel's list of mesh axis names";
     return success();
   }
+  if (name == getPipelineAttrName()) {
+    auto dict = dyn_cast<DictionaryAttr>(value);
+    bool ok = dict && isa<FunctionOpInterface>(op);
+    for (StringRef key : {"step", "schedule", "phase", "axis"})
+      ok = ok && dict.getAs<StringAttr>(key);
+    for (StringRef key : {"stage", "stages", "microbatches"})
+      ok = ok && dict.getAs<IntegerAttr>(key);
+    if (!ok)
+      return op->emitError()
+             << name
+             << " is a kernel's {step, stage, stages, microbatches, "
+                "schedule, phase, axis}";
+    return success();
+  }
   if (name == getMeshSizesAttrName()) {
     auto sizes = dyn_cast<DenseI64ArrayAttr>(value);
     if (!isa<FunctionOpInterface>(op) || !sizes ||
@@ -146,6 +160,14 @@ LogicalResult NCDialect::verifyRegionArgAttribute(Operation *op, unsigned,
         llvm::any_of(blocks.asArrayRef(), [](int64_t b) { return b < 1; }))
       return op->emitError() << "argument " << argIndex << " has invalid "
                              << name << " (expected positive block counts)";
+    return success();
+  }
+  if (name == getPortAttrName() || name == getOutputPortAttrName()) {
+    auto port = dyn_cast<DenseI64ArrayAttr>(attribute.getValue());
+    if (!port || port.size() != 2 || port[0] < 1 || port[0] > 5 || port[1] < 0)
+      return op->emitError()
+             << "argument " << argIndex << " has invalid " << name
+             << " (expected array<i64: kind 1..5, index>)";
     return success();
   }
   if (name == getKindAttrName()) {

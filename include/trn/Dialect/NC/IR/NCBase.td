@@ -56,6 +56,14 @@ def NC_Dialect : Dialect {
     /// The mesh axes the kernel is one replica's step along (their size is
     /// bound at load time: data parallelism).
     static constexpr ::llvm::StringLiteral getReplicaAxesAttrName() { return "nc.replica_axes"; }
+    /// A pipeline fragment kernel: {step, stage, stages, microbatches,
+    /// schedule, phase, axis} (trnrt::PipelineFragment).
+    static constexpr ::llvm::StringLiteral getPipelineAttrName() { return "nc.pipeline"; }
+    /// A fragment's argument: how the runtime binds it, array<i64: kind,
+    /// index> (trnrt::TensorPort: 1 argument, 2 microbatch, 3 stash,
+    /// 4 accumulator, 5 result); nc.output_port for an inout's update.
+    static constexpr ::llvm::StringLiteral getPortAttrName() { return "nc.port"; }
+    static constexpr ::llvm::StringLiteral getOutputPortAttrName() { return "nc.output_port"; }
     /// How a partitioned kernel's argument maps to the global tensor: per
     /// dimension the mesh axes (indices into nc.mesh_axes, major first) that
     /// split it, and (optionally) in how many blocks; for an "inout"

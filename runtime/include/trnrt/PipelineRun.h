@@ -1,0 +1,86 @@
+//===- PipelineRun.h - running a pipelined step on every rank ----*- C++
+//-*-===//
+//
+// A pipelined step is one stage artifact per stage (trnrt/StageArtifact.h).
+// Each rank runs its stage's forward and backward fragments once per
+// microbatch in the schedule's order (trnrt/PipelineSchedule.h), then its
+// update, binding every fragment input and output by its port: the step's
+// arguments (split by their shardings, a per-example one also into
+// microbatches), stashes kept between a microbatch's forward and backward,
+// accumulators kept across microbatches, the step's results. Transfers
+// between stages and the collectives inside a stage go through the rank's
+// Communicator (threads of one process, or Open MPI processes). One clock
+// per rank runs through its fragments, so the step time includes the
+// pipeline's bubbles (docs/simulator.md, "Pipelines"). No MLIR or LLVM; no
+// exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRNRT_PIPELINERUN_H
+#define TRNRT_PIPELINERUN_H
+
+#include "trnrt/Mesh.h"
+#include "trnrt/PipelineSchedule.h"
+#include "trnrt/StageArtifact.h"
+
+#include <map>
+
+namespace trnrt {
+
+/// A step argument or result as callers see it.
+struct PipelineValue {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape; ///< global
+  bool present = false;
+};
+
+/// A pipelined step bound to a job's mesh.
+struct BoundPipeline {
+  /// By stage: its forward, backward and update fragments.
+  std::vector<std::array<const Program *, 3>> fragments;
+  std::vector<MeshAxis> bound;
+  uint32_t axis = 0; ///< the pipeline axis in `bound`
+  int64_t microbatches = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  std::string step;
+  std::vector<PipelineValue> arguments, results;
+};
+
+/// Checks that `stages` are every stage of one pipelined step, once each,
+/// and binds their mesh to `requested` as bindMesh does (dp, a replica
+/// axis, may take any size). `stages` must outlive `pipeline`.
+bool bindPipeline(const std::vector<StageArtifact> &stages,
+                  const std::vector<MeshAxis> &requested,
+                  BoundPipeline &pipeline, std::string &error);
+
+/// One rank's run of the step.
+struct PipelineRankRun {
+  std::map<int64_t, std::vector<uint8_t>> results; ///< local, by index
+  double stepNs = 0;    ///< this rank's clock at the end of its update
+  double computeNs = 0; ///< its fragments' time outside transfers and waits
+  uint64_t fragmentsRun = 0;
+};
+
+/// Runs rank `communicator.rank()` (global inputs by argument index).
+bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
+                     const std::vector<std::vector<uint8_t>> &globalInputs,
+                     Communicator &communicator, const MeshRunOptions &options,
+                     PipelineRankRun &run, std::string &error);
+
+/// Every rank on its own thread; `error` names the first rank that failed.
+bool runPipelineInProcess(const Target &target, const BoundPipeline &pipeline,
+                          const std::vector<std::vector<uint8_t>> &globalInputs,
+                          const MeshRunOptions &options,
+                          std::vector<PipelineRankRun> &runs,
+                          std::string &error);
+
+/// The global results (by index) from every rank's run: each from the
+/// ranks of the first stage that returns it.
+void assemblePipelineResults(const BoundPipeline &pipeline,
+                             const std::vector<PipelineRankRun> &runs,
+                             std::vector<std::vector<uint8_t>> &globalResults);
+
+} // namespace trnrt
+
+#endif // TRNRT_PIPELINERUN_H

@@ -1,0 +1,385 @@
+//===- PipelineRun.cpp - running a pipelined step on every rank -----------===//
+
+#include "trnrt/PipelineRun.h"
+
+#include "trnrt/Collectives.h"
+#include "trnrt/Simulator.h"
+
+#include <cstring>
+#include <thread>
+
+namespace trnrt {
+
+namespace {
+
+int phaseIndex(const std::string &phase) {
+  return phase == "forward" ? 0 : phase == "backward" ? 1 : 2;
+}
+
+uint64_t bytesOf(DType dtype, const std::vector<int64_t> &shape) {
+  uint64_t count = 1;
+  for (int64_t dim : shape)
+    count *= uint64_t(dim);
+  return count * dtypeSizeInBytes(dtype);
+}
+
+/// Records what a port says of the step's argument or result `index`.
+bool note(std::vector<PipelineValue> &values, int64_t index,
+          const HbmTensor &tensor, std::vector<int64_t> shape, const char *what,
+          std::string &error) {
+  if (index < 0 || index > (int64_t(1) << 20)) {
+    error = std::string(what) + " index " + std::to_string(index) +
+            " is out of range";
+    return false;
+  }
+  if (size_t(index) >= values.size())
+    values.resize(size_t(index) + 1);
+  PipelineValue &value = values[size_t(index)];
+  if (value.present && (value.dtype != tensor.dtype || value.shape != shape)) {
+    error = std::string(what) + " " + std::to_string(index) + " ('" +
+            tensor.name + "') has different types in different fragments";
+    return false;
+  }
+  value.present = true;
+  value.name = tensor.name;
+  value.dtype = tensor.dtype;
+  value.shape = std::move(shape);
+  return true;
+}
+
+} // namespace
+
+bool bindPipeline(const std::vector<StageArtifact> &stages,
+                  const std::vector<MeshAxis> &requested,
+                  BoundPipeline &pipeline, std::string &error) {
+  pipeline = BoundPipeline();
+  const Program *first = nullptr;
+  for (const StageArtifact &stage : stages)
+    for (const Program &program : stage.fragments) {
+      const PipelineFragment &p = program.pipeline;
+      if (!p.isFragment()) {
+        error = "an artifact is not a pipeline fragment (compile the step "
+                "with trn-cc --pp)";
+        return false;
+      }
+      if (!first) {
+        first = &program;
+        pipeline.step = p.step;
+        pipeline.microbatches = p.microbatches;
+        pipeline.axis = p.axis;
+        parsePipelineSchedule(p.schedule, pipeline.schedule);
+        pipeline.fragments.assign(size_t(p.stages),
+                                  {nullptr, nullptr, nullptr});
+      }
+      const PipelineFragment &q = first->pipeline;
+      if (p.step != q.step || p.stages != q.stages ||
+          p.microbatches != q.microbatches || p.schedule != q.schedule ||
+          p.axis != q.axis) {
+        error = "the artifacts are fragments of different pipelines ('" +
+                q.step + "' of " + std::to_string(q.stages) + " stages and '" +
+                p.step + "' of " + std::to_string(p.stages) + ")";
+        return false;
+      }
+      const Program *&slot =
+          pipeline.fragments[size_t(p.stage)][size_t(phaseIndex(p.phase))];
+      if (slot) {
+        error = "stage " + std::to_string(p.stage) + "'s " + p.phase +
+                " fragment is given twice";
+        return false;
+      }
+      slot = &program;
+    }
+  if (!first) {
+    error = "no pipeline stage given";
+    return false;
+  }
+  for (size_t s = 0; s < pipeline.fragments.size(); ++s)
+    for (int phase = 0; phase < 3; ++phase)
+      if (!pipeline.fragments[s][size_t(phase)]) {
+        static const char *const kNames[] = {"forward", "backward", "update"};
+        error = "stage " + std::to_string(s) + "'s " + kNames[phase] +
+                " fragment is missing: give one artifact per stage (" +
+                std::to_string(pipeline.fragments.size()) + " stages)";
+        return false;
+      }
+  // Every fragment binds the mesh alike.
+  for (const auto &stage : pipeline.fragments)
+    for (const Program *program : stage) {
+      std::vector<MeshAxis> bound;
+      if (!bindMesh(*program, requested, bound, error))
+        return false;
+      if (pipeline.bound.empty()) {
+        pipeline.bound = bound;
+        continue;
+      }
+      for (size_t a = 0; a < bound.size(); ++a)
+        if (bound.size() != pipeline.bound.size() ||
+            bound[a].size != pipeline.bound[a].size) {
+          error = "the fragments' meshes differ";
+          return false;
+        }
+    }
+  // The step's signature, from the ports.
+  for (const auto &stage : pipeline.fragments)
+    for (const Program *program : stage)
+      for (const HbmTensor &tensor : program->tensors) {
+        std::vector<int64_t> shape = globalShape(tensor, pipeline.bound);
+        switch (tensor.port.kind) {
+        case TensorPort::Kind::Microbatch:
+          if (shape.empty()) {
+            error = "microbatch input '" + tensor.name + "' has no dimension";
+            return false;
+          }
+          shape[0] *= pipeline.microbatches;
+          [[fallthrough]];
+        case TensorPort::Kind::Argument:
+          if (!note(pipeline.arguments, tensor.port.index, tensor, shape,
+                    "argument", error))
+            return false;
+          break;
+        case TensorPort::Kind::Result:
+          if (!note(pipeline.results, tensor.port.index, tensor, shape,
+                    "result", error))
+            return false;
+          break;
+        default:
+          break;
+        }
+      }
+  return true;
+}
+
+bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
+                     const std::vector<std::vector<uint8_t>> &globalInputs,
+                     Communicator &communicator, const MeshRunOptions &options,
+                     PipelineRankRun &run, std::string &error) {
+  const int rank = communicator.rank();
+  const std::vector<int64_t> coords = rankCoordinates(pipeline.bound, rank);
+  const int64_t stage = coords[pipeline.axis];
+  const int64_t microbatches = pipeline.microbatches;
+  static const char *const kPhases[] = {"forward", "backward", "update"};
+  auto failWith = [&](const std::string &message) {
+    error = "rank " + std::to_string(rank) + " (stage " +
+            std::to_string(stage) + "): " + message;
+    communicator.abort(error);
+    return false;
+  };
+  CollectiveContext context;
+  context.axes = pipeline.bound;
+  context.rank = rank;
+  context.communicator = &communicator;
+  context.injectFailure = options.failRank == rank;
+  context.injectStall = options.stallRank == rank;
+  SimulatorOptions simulatorOptions = options.simulator;
+  simulatorOptions.collectives = &context;
+  std::vector<std::unique_ptr<Simulator>> simulators;
+  std::string problem;
+  for (int phase = 0; phase < 3; ++phase) {
+    simulators.push_back(std::make_unique<Simulator>(target, simulatorOptions));
+    if (!simulators.back()->load(*pipeline.fragments[size_t(stage)][phase],
+                                 problem))
+      return failWith(std::string(kPhases[phase]) + ": " + problem);
+  }
+
+  // This rank's piece of each step argument it reads (whole microbatches).
+  std::map<int64_t, std::vector<uint8_t>> pieces;
+  std::map<std::pair<int64_t, int64_t>, std::vector<uint8_t>> stash;
+  std::map<int64_t, std::vector<uint8_t>> accumulators;
+  run = PipelineRankRun();
+  double clock = 0;
+
+  auto runFragment = [&](int phase, int64_t microbatch) -> bool {
+    const Program &program = *pipeline.fragments[size_t(stage)][phase];
+    Simulator &simulator = *simulators[size_t(phase)];
+    const std::string where = std::string(kPhases[phase]) + " of microbatch " +
+                              std::to_string(microbatch);
+    for (const HbmTensor &tensor : program.tensors) {
+      if (tensor.kind != HbmTensor::Kind::Input)
+        continue;
+      const uint64_t size = bytesOf(tensor.dtype, tensor.shape);
+      const int64_t index = tensor.port.index;
+      std::vector<uint8_t> local;
+      switch (tensor.port.kind) {
+      case TensorPort::Kind::Argument:
+      case TensorPort::Kind::Microbatch: {
+        const bool split = tensor.port.kind == TensorPort::Kind::Microbatch;
+        if (size_t(index) >= globalInputs.size())
+          return failWith(where + ": no value for argument " +
+                          std::to_string(index) + " ('" + tensor.name + "')");
+        auto it = pieces.find(index);
+        if (it == pieces.end()) {
+          // The rank's piece of the whole argument: for a per-example one,
+          // every microbatch of its replica.
+          HbmTensor whole = tensor;
+          if (split)
+            whole.shape[0] *= microbatches;
+          const std::vector<uint8_t> &global = globalInputs[size_t(index)];
+          if (global.size() !=
+              bytesOf(whole.dtype, globalShape(whole, pipeline.bound)))
+            return failWith("argument " + std::to_string(index) + " ('" +
+                            tensor.name + "') has " +
+                            std::to_string(global.size()) +
+                            " bytes, not its global shape's");
+          std::vector<uint8_t> piece(bytesOf(whole.dtype, whole.shape));
+          copyShard(whole, pipeline.bound, rank,
+                    const_cast<uint8_t *>(global.data()), piece.data(),
+                    /*toLocal=*/true);
+          it = pieces.emplace(index, std::move(piece)).first;
+        }
+        if (split)
+          local.assign(it->second.begin() + microbatch * size,
+                       it->second.begin() + (microbatch + 1) * size);
+        else
+          local = it->second;
+        break;
+      }
+      case TensorPort::Kind::Stash: {
+        auto it = stash.find({microbatch, index});
+        if (it == stash.end())
+          return failWith(where + ": stash " + std::to_string(index) +
+                          " was never filled (the stage's fragments do not "
+                          "match)");
+        local = std::move(it->second);
+        stash.erase(it);
+        break;
+      }
+      case TensorPort::Kind::Accumulator: {
+        auto it = accumulators.find(index);
+        local = it != accumulators.end() ? it->second
+                                         : std::vector<uint8_t>(size, 0);
+        break;
+      }
+      default:
+        return failWith(where + ": input '" + tensor.name + "' has no port");
+      }
+      if (local.size() != size)
+        return failWith(where + ": input '" + tensor.name + "' gets " +
+                        std::to_string(local.size()) + " bytes, not " +
+                        std::to_string(size));
+      if (!simulator.writeTensorBytes(tensor.name, local.data(), local.size(),
+                                      problem))
+        return failWith(where + ": " + problem);
+    }
+    context.microbatch = microbatch;
+    context.clockOffsetNs = clock;
+    SimulationStats stats;
+    if (!simulator.run(stats, problem))
+      return failWith(where + ": " + problem);
+    clock += stats.deviceTimeNs;
+    run.computeNs += std::max(0.0, stats.deviceTimeNs - stats.collectiveWaitNs);
+    ++run.fragmentsRun;
+    for (const HbmTensor &tensor : program.tensors) {
+      if (tensor.kind != HbmTensor::Kind::Output)
+        continue;
+      std::vector<uint8_t> bytes;
+      if (!simulator.readTensorBytes(tensor.name, bytes, problem))
+        return failWith(where + ": " + problem);
+      const int64_t index = tensor.port.index;
+      switch (tensor.port.kind) {
+      case TensorPort::Kind::Stash:
+        stash[{microbatch, index}] = std::move(bytes);
+        break;
+      case TensorPort::Kind::Accumulator:
+        accumulators[index] = std::move(bytes);
+        break;
+      case TensorPort::Kind::Result:
+        run.results[index] = std::move(bytes);
+        break;
+      default:
+        return failWith(where + ": output '" + tensor.name + "' has no port");
+      }
+    }
+    return true;
+  };
+
+  for (const PipelineAction &action :
+       pipelineStageOrder(pipeline.schedule, int64_t(pipeline.fragments.size()),
+                          stage, microbatches))
+    if (!runFragment(action.backward ? 1 : 0, action.microbatch))
+      return false;
+  if (!runFragment(2, 0))
+    return false;
+  run.stepNs = clock;
+  return true;
+}
+
+bool runPipelineInProcess(const Target &target, const BoundPipeline &pipeline,
+                          const std::vector<std::vector<uint8_t>> &globalInputs,
+                          const MeshRunOptions &options,
+                          std::vector<PipelineRankRun> &runs,
+                          std::string &error) {
+  int ranks = 1;
+  for (const MeshAxis &axis : pipeline.bound)
+    ranks *= int(axis.size);
+  InProcessJob job(ranks, options.collectiveTimeoutSeconds);
+  runs.assign(size_t(ranks), {});
+  std::vector<std::string> errors(static_cast<size_t>(ranks));
+  std::vector<char> ok(static_cast<size_t>(ranks), 0);
+  auto body = [&](int rank) {
+    ok[size_t(rank)] =
+        runPipelineRank(target, pipeline, globalInputs, job.communicator(rank),
+                        options, runs[size_t(rank)], errors[size_t(rank)]);
+  };
+  std::vector<std::thread> threads;
+  for (int rank = 1; rank < ranks; ++rank)
+    threads.emplace_back(body, rank);
+  body(0);
+  for (std::thread &thread : threads)
+    thread.join();
+  int failed;
+  std::string message;
+  if (job.failed(failed, message)) {
+    error = message;
+    return false;
+  }
+  for (int rank = 0; rank < ranks; ++rank)
+    if (!ok[size_t(rank)]) {
+      error = errors[size_t(rank)];
+      return false;
+    }
+  return true;
+}
+
+void assemblePipelineResults(const BoundPipeline &pipeline,
+                             const std::vector<PipelineRankRun> &runs,
+                             std::vector<std::vector<uint8_t>> &globalResults) {
+  globalResults.assign(pipeline.results.size(), {});
+  for (size_t index = 0; index < pipeline.results.size(); ++index) {
+    // The first stage whose update returns it, and its tensor there.
+    const HbmTensor *tensor = nullptr;
+    int64_t home = -1;
+    for (size_t s = 0; s < pipeline.fragments.size() && !tensor; ++s)
+      for (const HbmTensor &candidate : pipeline.fragments[s][2]->tensors)
+        if (candidate.kind == HbmTensor::Kind::Output &&
+            candidate.port.kind == TensorPort::Kind::Result &&
+            candidate.port.index == int64_t(index)) {
+          tensor = &candidate;
+          home = int64_t(s);
+          break;
+        }
+    if (!tensor)
+      continue;
+    std::vector<uint8_t> &global = globalResults[index];
+    global.assign(bytesOf(tensor->dtype, globalShape(*tensor, pipeline.bound)),
+                  0);
+    std::vector<bool> splits(pipeline.bound.size(), false);
+    for (const DimSharding &dim : tensor->sharding)
+      for (uint32_t axis : dim.axes)
+        if (axis < splits.size())
+          splits[axis] = true;
+    for (size_t rank = 0; rank < runs.size(); ++rank) {
+      std::vector<int64_t> coords = rankCoordinates(pipeline.bound, int(rank));
+      bool take = coords[pipeline.axis] == home;
+      for (size_t a = 0; a < coords.size(); ++a)
+        if (a != pipeline.axis && !splits[a])
+          take &= coords[a] == 0;
+      auto it = runs[rank].results.find(int64_t(index));
+      if (!take || it == runs[rank].results.end())
+        continue;
+      copyShard(*tensor, pipeline.bound, int(rank), global.data(),
+                const_cast<uint8_t *>(it->second.data()), /*toLocal=*/false);
+    }
+  }
+}
+
+} // namespace trnrt
