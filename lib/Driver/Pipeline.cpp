@@ -219,7 +219,12 @@ exportKernel(func::FuncOp kernel, const trnrt::Target &targetRef,
                                              static_cast<double>(1ull << 30))
           .str();
     };
-    return kernel.emitError("the step needs ")
+    // A pipeline fragment says which.
+    std::string what = "the step";
+    if (program->pipeline.isFragment())
+      what = "stage " + std::to_string(program->pipeline.stage) + "'s " +
+             program->pipeline.phase + " fragment";
+    return kernel.emitError(what + " needs ")
            << gib(program->hbmBytes) << " of device memory (HBM) for its "
            << "inputs, outputs and intermediates, more than the "
            << gib(target->hbmBytesPerCore) << " of one " << target->name

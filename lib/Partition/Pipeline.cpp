@@ -34,6 +34,7 @@ void addPartitionPasses(OpPassManager &pm, const PartitionOptions &options) {
   DistSeedOptions seed;
   seed.meshSpec = meshSpec;
   seed.sequenceParallel = options.sequenceParallel;
+  seed.dpReplicas = options.dpReplicas && !options.zero1;
   pm.addPass(createDistSeed(seed));
   DistPropagateOptions propagate;
   propagate.zero1 = options.zero1;

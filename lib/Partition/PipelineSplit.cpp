@@ -164,20 +164,27 @@ FailureOr<Value> Splitter::averaged(Fragment &from, Value value, Location loc) {
   Attribute accPort = port("accumulator", index);
   Value acc = addArgument(from, accType, accPort,
                           DictionaryAttr::get(step.getContext()), loc);
-  Value contribution =
-      widen ? Value(from.builder.create<ConvertOp>(loc, accType, value))
-            : value;
-  addResult(from, from.builder.create<AddOp>(loc, acc, contribution), accPort,
-            DictionaryAttr::get(step.getContext()));
-  Value sum = addArgument(update, accType, accPort,
-                          DictionaryAttr::get(step.getContext()), loc);
-  Value mean = sum;
+  // Added as soon as it is made: the contribution (a weight gradient) dies
+  // there instead of living to the end of the fragment.
+  Value sum;
+  {
+    OpBuilder::InsertionGuard guard(from.builder);
+    from.builder.setInsertionPointAfterValue(value);
+    Value contribution =
+        widen ? Value(from.builder.create<ConvertOp>(loc, accType, value))
+              : value;
+    sum = from.builder.create<AddOp>(loc, acc, contribution);
+  }
+  addResult(from, sum, accPort, DictionaryAttr::get(step.getContext()));
+  Value total = addArgument(update, accType, accPort,
+                            DictionaryAttr::get(step.getContext()), loc);
+  Value mean = total;
   if (microbatches > 1) {
     Attribute scale = update.builder.getFloatAttr(accType.getElementType(),
                                                   1.0 / double(microbatches));
     Value factor = update.builder.create<ConstantOp>(
         loc, cast<ElementsAttr>(DenseElementsAttr::get(accType, scale)));
-    mean = update.builder.create<MulOp>(loc, sum, factor);
+    mean = update.builder.create<MulOp>(loc, total, factor);
   }
   if (widen)
     mean = update.builder.create<ConvertOp>(loc, type, mean);

@@ -30,7 +30,6 @@ namespace {
 
 enum class Phase { Undecided, Microbatch, Step };
 
-
 /// What moving `value` to another stage costs: a broadcast (an op that
 /// grows its one input) is made again there from its input.
 int64_t movedBytes(Value value) {

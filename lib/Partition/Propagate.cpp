@@ -47,7 +47,11 @@ public:
 
 private:
   bool known(Value value) const { return state.count(value); }
+  /// An axis's size in the factor arithmetic: a replica axis splits
+  /// nothing (1).
   int64_t sizeOf(StringAttr axis) {
+    if (dist::isReplicaAxis(mesh, axis.getValue()))
+      return 1;
     return mesh.sizeOf(axis.getValue()).value_or(1);
   }
   /// Sets a value's sharding if it has none or this one refines it; never

@@ -123,6 +123,11 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
         return signalPassFailure();
       }
     }
+    // One replica's step over dp: dp splits no shape, so the batch is split
+    // over it whatever its size (the factor arithmetic sees dp as 1).
+    if (dpReplicas && mesh.sizeOf("dp").value_or(1) > 1)
+      mesh->setAttr(dist::DistDialect::getReplicaAxesAttrName(),
+                    builder.getStrArrayAttr({"dp"}));
     for (auto function : module.getOps<func::FuncOp>())
       if (!function.isExternal())
         seed(function, mesh);
@@ -406,6 +411,8 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
       Value input = op->getOperand(index);
       auto type = cast<RankedTensorType>(input.getType());
       int64_t dp = mesh.sizeOf("dp").value_or(1);
+      // What dp divides: nothing when it is a replica axis.
+      const int64_t dpSplit = dist::isReplicaAxis(mesh, "dp") ? 1 : dp;
       auto dpAxis = StringAttr::get(context, "dp");
       auto tpName = StringAttr::get(context, "tp");
       ArrayAttr dims;
@@ -414,13 +421,13 @@ struct DistSeedPass : mlir::trn::partition::impl::DistSeedBase<DistSeedPass> {
           continue;
         // The batch keeps its data-parallel split.
         auto batch =
-            dp > 1 && !type.isDynamicDim(0) && type.getDimSize(0) % dp == 0
+            dp > 1 && !type.isDynamicDim(0) && type.getDimSize(0) % dpSplit == 0
                 ? ArrayAttr::get(context, {dpAxis})
                 : none;
         dims = ArrayAttr::get(context, {batch, tpAxis, none});
       } else if (type.getRank() == 2) {
         // [tokens, hidden]: batch-major tokens, split over dp then tp.
-        int64_t parts = tp * (dp > 1 ? dp : 1);
+        int64_t parts = tp * (dp > 1 ? dpSplit : 1);
         if (type.isDynamicDim(0) || type.getDimSize(0) % parts != 0)
           continue;
         SmallVector<Attribute> axes;

@@ -97,17 +97,22 @@ normRule(Operation *op, Value input, int64_t axis,
 /// one input and one output dimension of equal size shares a factor; a
 /// group that splits or merges dimensions gets one factor per dimension of
 /// its finer side, and each coarse dimension is made of those factors
-/// (major first). Size-1 dimensions get no factor.
+/// (major first). A size-1 dimension next to others it merges with or
+/// splits from keeps a factor of size 1: nothing real splits it, but a
+/// replica axis does (data parallelism over a traced batch of one).
 std::optional<ShardingRule> reshapeRule(ReshapeOp op) {
   RuleBuilder b(op);
   ArrayRef<int64_t> in = shapeOf(op.getOperand()),
                     out = shapeOf(op.getResult());
   size_t i = 0, o = 0;
+  // Size-1 dimensions on both sides pair up; on one side only they join the
+  // next group (a leading batch of one merges into the tokens).
   auto skipOnes = [&] {
-    while (i < in.size() && in[i] == 1)
-      ++i;
-    while (o < out.size() && out[o] == 1)
-      ++o;
+    while (i < in.size() && o < out.size() && in[i] == 1 && out[o] == 1) {
+      int64_t f = b.factor(1);
+      b.operand(0, i++, f);
+      b.result(0, o++, f);
+    }
   };
   skipOnes();
   while (i < in.size() && o < out.size()) {
@@ -132,8 +137,6 @@ std::optional<ShardingRule> reshapeRule(ReshapeOp op) {
     } else if (i1 - i == 1) {
       // One input dimension split into several output dimensions.
       for (size_t d = o; d < o1; ++d) {
-        if (out[d] == 1)
-          continue;
         int64_t f = b.factor(out[d]);
         b.result(0, d, f);
         b.operand(0, i, f);
@@ -141,8 +144,6 @@ std::optional<ShardingRule> reshapeRule(ReshapeOp op) {
     } else if (o1 - o == 1) {
       // Several input dimensions merged into one output dimension.
       for (size_t d = i; d < i1; ++d) {
-        if (in[d] == 1)
-          continue;
         int64_t f = b.factor(in[d]);
         b.operand(0, d, f);
         b.result(0, o, f);

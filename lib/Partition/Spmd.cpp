@@ -52,7 +52,8 @@ public:
       : function(function), mesh(mesh),
         meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {
     // A dp of size 1 has no replicas to average over: not a replica axis.
-    if (dpReplicas && mesh.sizeOf("dp").value_or(1) > 1)
+    if ((dpReplicas || dist::isReplicaAxis(mesh, "dp")) &&
+        mesh.sizeOf("dp").value_or(1) > 1)
       replicaAxes.insert(StringAttr::get(function.getContext(), "dp"));
   }
 

@@ -45,3 +45,20 @@ func.func @whole(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"
   %y = trn.exp %w : tensor<8x16xf32>
   return %y : tensor<8x16xf32>
 }
+
+// -----
+
+// A replica axis splits no shape, so it splits a batch of one too: the
+// reshape merging the batch into the tokens keeps dp on the merged
+// dimension (a size-1 dimension keeps a factor), and the contraction over
+// the tokens is averaged over the replicas.
+dist.mesh @mesh <dp = 2> {dist.replica_axes = ["dp"]}
+// CHECK-LABEL: func.func @one
+// CHECK: %[[G:.*]] = trn.dot_general {{.*}} -> tensor<8x8xf32>
+// CHECK: dist.all_reduce mean %[[G]] on @mesh axes = ["dp"] : tensor<8x8xf32>
+func.func @one(%x: tensor<1x4x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}, {}]>, trn.role = "data"})
+    -> tensor<8x8xf32> {
+  %t = trn.reshape %x : (tensor<1x4x8xf32>) -> tensor<4x8xf32>
+  %g = trn.dot_general %t, %t, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  return %g : tensor<8x8xf32>
+}

@@ -71,7 +71,10 @@ def DistSeed : Pass<"dist-seed", "::mlir::ModuleOp"> {
            "mesh axes and sizes, e.g. dp=2,tp=4">,
     Option<"sequenceParallel", "sequence-parallel", "bool",
            /*default=*/"false",
-           "split the norm regions on the sequence over tp">
+           "split the norm regions on the sequence over tp">,
+    Option<"dpReplicas", "dp-replicas", "bool", /*default=*/"false",
+           "dp is a replica axis (one replica's step): mark the mesh so that "
+           "dp splits the batch whatever its size">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }

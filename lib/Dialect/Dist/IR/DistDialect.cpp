@@ -319,11 +319,11 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == getReplicaAxesAttrName()) {
     auto axes = llvm::dyn_cast<ArrayAttr>(attr.getValue());
-    if (!axes || !isa<FunctionOpInterface>(op) ||
+    if (!axes || !(isa<FunctionOpInterface>(op) || isa<MeshOp>(op)) ||
         !llvm::all_of(
             axes, [](Attribute axis) { return llvm::isa<StringAttr>(axis); }))
       return op->emitError("'dist.replica_axes' is a list of mesh axis names "
-                           "on a function");
+                           "on a function or a mesh");
     return success();
   }
   if (attr.getName() == getStageAttrName()) {

@@ -93,6 +93,16 @@ int64_t MeshOp::numDevices() {
   return count;
 }
 
+bool mlir::dist::isReplicaAxis(MeshOp mesh, StringRef axis) {
+  auto axes = mesh ? mesh->getAttrOfType<ArrayAttr>(
+                         DistDialect::getReplicaAxesAttrName())
+                   : ArrayAttr();
+  return axes && llvm::any_of(axes, [&](Attribute name) {
+           auto text = llvm::dyn_cast<StringAttr>(name);
+           return text && text.getValue() == axis;
+         });
+}
+
 MeshOp mlir::dist::lookupMesh(Operation *from, FlatSymbolRefAttr symbol) {
   if (!symbol)
     return {};

@@ -23,6 +23,10 @@
 namespace mlir::dist {
 /// The mesh `symbol` names from `from`, or nullptr.
 MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr symbol);
+/// Whether `axis` is listed in the mesh's dist.replica_axes: the program is
+/// one replica's step along it, so it splits no shape (dist-seed
+/// dp-replicas).
+bool isReplicaAxis(MeshOp mesh, StringRef axis);
 } // namespace mlir::dist
 
 #endif // TRN_DIALECT_DIST_IR_DISTOPS_H
