@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Pipeline stages of the tutorials' models: per-stage compile time.
+
+    bench/pipeline.py [--cases gpt3-23b,gpt3-46b,gpt3-175b,llama3-70b,bert-large]
+                      [--stages all|0,3] [--json bench-pipeline.json]
+
+Each model is traced once, whole, by the frontend on meta tensors (bf16,
+batch 1, a microbatch of one data-parallel replica, unless said), then every stage
+is compiled cold and alone, as trn-parallel-compile or a cluster's nodes
+would: `trn-cc compile --no-cache --mesh ... --microbatches M --stage K`
+(the partitioner cuts the whole step, then only stage K's forward, backward
+and update fragments are lowered). The configurations are AWS's tutorials':
+
+- gpt3-23b: 28 layers, hidden 8192, 64 heads, sequence 2048; tp=8, pp=4;
+- gpt3-46b: the same at 56 layers; tp=8, pp=8;
+- gpt3-175b: 96 layers, hidden 12288, 96 heads, ffn 49152; tp=32, pp=8;
+- llama3-70b: 80 layers, hidden 8192, 64 heads over 8 kv heads, sequence
+  8192; dp=2, tp=32, pp=8;
+- bert-large: 24 layers, hidden 1024, sequence 128, 16 per replica; dp=2 only
+  (one program).
+
+Printed as a table (trace time; per stage: wall time of the trn-cc process,
+the compile time trn-cc reports, peak memory) and written as JSON. The bar
+is 10 s per stage. A stage that does not fit a NeuronCore's 16 GiB is
+reported with trn-cc's one-line error.
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PYTHON = "/usr/bin/python3"
+
+CASES = {
+    "gpt3-23b": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
+                 "mesh": "tp=8,pp=4", "microbatches": 8},
+    "gpt3-46b": {"script": "gpt.py", "args": ["--config", "gpt3-23b", "--layers", "56"],
+                 "mesh": "tp=8,pp=8", "microbatches": 8},
+    "gpt3-175b": {"script": "gpt.py",
+                  "args": ["--config", "gpt3-23b", "--layers", "96", "--hidden", "12288",
+                           "--heads", "96", "--ffn", "49152"],
+                  "mesh": "tp=32,pp=8", "microbatches": 8},
+    "llama3-70b": {"script": "llama.py", "args": ["--config", "llama3-70b"],
+                   "mesh": "dp=2,tp=32,pp=8", "microbatches": 8},
+    # AWS's phase-1 micro-batch of 16 per replica.
+    "bert-large": {"script": "bert.py", "args": ["--config", "bert-large"],
+                   "mesh": "dp=2", "microbatches": 1, "batch": 16},
+}
+
+
+def build_bin() -> pathlib.Path:
+    for candidate in (os.environ.get("TRN_BUILD_DIR"), ROOT / "build"):
+        if candidate and (pathlib.Path(candidate) / "bin" / "trn-cc").exists():
+            return pathlib.Path(candidate) / "bin"
+    sys.exit("bench: build/bin/trn-cc not found; run utils/setup.sh")
+
+
+def trace(case: dict, work: pathlib.Path) -> tuple:
+    graphs = work / "graphs"
+    env = dict(os.environ, TRN_EXTRACT_GRAPHS_ONLY="1", TRN_EXTRACT_MAX_STEPS="1",
+               TRN_GRAPH_MANIFEST=str(graphs / "manifest.jsonl"))
+    start = time.monotonic()
+    subprocess.run([PYTHON, str(ROOT / "examples" / case["script"]), *case["args"],
+                    "--dtype", "bfloat16", "--batch", str(case.get("batch", 1)),
+                    "--device", "trn",
+                    "--steps", "1", "--quiet"], env=env, check=True,
+                   capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    modules = sorted(graphs.glob("MODULE_*.mlir"))
+    if len(modules) != 1:
+        sys.exit(f"bench: expected one traced graph in {graphs}, got {len(modules)}")
+    return modules[0], seconds
+
+
+def compile_stage(bin_dir: pathlib.Path, graph: pathlib.Path, case: dict,
+                  stage, out: pathlib.Path) -> dict:
+    args = [str(bin_dir / "trn-cc"), "compile", str(graph), "--no-cache",
+            "--mesh", case["mesh"], "-o", str(out)]
+    if stage is not None:
+        args += ["--microbatches", str(case["microbatches"]), "--stage", str(stage)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.monotonic()
+    proc = subprocess.run(args, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    row = {"stage": stage, "wall_s": round(wall, 2),
+           # ru_maxrss of all children so far: a lower bound for this one
+           # only when it is the largest yet.
+           "peak_rss_gib": round(max(peak, before) / (1 << 20), 2)}
+    match = re.search(r"compiled \S+ in ([0-9.]+) (ms|s)", proc.stdout + proc.stderr)
+    if match:
+        value = float(match.group(1))
+        row["compile_s"] = round(value / 1000 if match.group(2) == "ms" else value, 2)
+    if proc.returncode != 0:
+        row["error"] = proc.stderr.strip().splitlines()[-1][:300]
+    elif out.exists():
+        row["artifact_mib"] = round(out.stat().st_size / (1 << 20), 1)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--stages", default="all",
+                        help="all, or a comma list of stage indices")
+    parser.add_argument("--json", default="bench-pipeline.json")
+    options = parser.parse_args()
+    bin_dir = build_bin()
+    results = []
+    for name in options.cases.split(","):
+        case = CASES[name]
+        with tempfile.TemporaryDirectory(prefix="trn-bench-pipeline-") as tmp:
+            work = pathlib.Path(tmp)
+            graph, traced = trace(case, work)
+            pp = int(dict(a.split("=") for a in case["mesh"].split(",")).get("pp", "1"))
+            stages = list(range(pp)) if options.stages == "all" else [
+                int(s) for s in options.stages.split(",") if int(s) < pp]
+            rows = []
+            for stage in (stages if pp > 1 else [None]):
+                row = compile_stage(bin_dir, graph, case, stage, work / "stage.trnart")
+                rows.append(row)
+                print(f"{name} stage {stage}: {row}", file=sys.stderr, flush=True)
+            results.append({"case": name, "mesh": case["mesh"],
+                            "microbatches": case["microbatches"],
+                            "trace_s": round(traced, 2), "stages": rows})
+    print(f"{'case':<12} {'mesh':<17} {'trace s':>8} {'stage':>5} {'wall s':>7} "
+          f"{'compile s':>9}  note")
+    for result in results:
+        for row in result["stages"]:
+            stage = "-" if row["stage"] is None else str(row["stage"])
+            print(f"{result['case']:<12} {result['mesh']:<17} {result['trace_s']:>8.2f} "
+                  f"{stage:>5} {row['wall_s']:>7.2f} {row.get('compile_s', 0):>9.2f}  "
+                  f"{row.get('error', '')}")
+    pathlib.Path(options.json).write_text(json.dumps(
+        {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count(),
+         "results": results}, indent=2) + "\n")
+    print(f"wrote {options.json}")
+
+
+if __name__ == "__main__":
+    main()
