@@ -17,6 +17,8 @@
 #include "trnrt/Mesh.h"
 #include "trnrt/MpiCommunicator.h"
 #include "trnrt/Numerics.h"
+#include "trnrt/PipelineRun.h"
+#include "trnrt/StageArtifact.h"
 #include "trnrt/trnrt.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -390,6 +392,228 @@ private:
   uint64_t runCount = 0;
 };
 
+/// A pipelined step: one stage artifact per stage, run on every rank of a
+/// dp x pp x tp mesh (trnrt/PipelineRun.h), in this process or, under
+/// mpirun/srun with as many processes as ranks, this process's rank with
+/// the results exchanged so that every process holds the whole state.
+/// Tensors go in and out global and by name, as for MeshProgram; a result
+/// named like an argument (an updated parameter or state) becomes that
+/// argument for the next run. A name no stage reads is accepted and unused
+/// (a seed without dropout).
+class PipelineProgram {
+public:
+  PipelineProgram(const std::vector<py::bytes> &artifacts,
+                  const std::string &mesh) {
+    std::string error;
+    for (const py::bytes &artifact : artifacts) {
+      std::string bytes = artifact;
+      stages.emplace_back();
+      if (!trnrt::readStageArtifact(
+              reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(),
+              stages.back(), error))
+        throw DeviceFailure(error);
+    }
+    std::vector<trnrt::MeshAxis> requested;
+    if (!trnrt::parseMeshSpec(mesh, requested, error) ||
+        !trnrt::bindPipeline(stages, requested, pipeline, error))
+      throw DeviceFailure("mesh '" + mesh + "': " + error);
+    target = trnrt::lookupTarget(stages.front().fragments.front().target);
+    if (!target)
+      throw DeviceFailure("the artifact's target is unknown to this runtime");
+    int rank = 0, size = 1;
+    job = mpiJob(rank, size);
+    if (job && size != ranks())
+      throw DeviceFailure("this job has " + std::to_string(size) +
+                          " processes but mesh '" + mesh + "' has " +
+                          std::to_string(ranks()) + " ranks; launch " +
+                          std::to_string(ranks()));
+    for (size_t i = 0; i < pipeline.arguments.size(); ++i) {
+      const trnrt::PipelineValue &value = pipeline.arguments[i];
+      inputs.emplace_back(value.present ? bytesOf(value) : 0, 0);
+      if (value.present)
+        inputIndex[value.name] = i;
+    }
+    outputs.assign(pipeline.results.size(), {});
+    for (size_t i = 0; i < pipeline.results.size(); ++i)
+      if (pipeline.results[i].present)
+        outputIndex[pipeline.results[i].name] = i;
+  }
+
+  int processes() const { return job ? job->size() : 1; }
+  int ranks() const {
+    int count = 1;
+    for (const trnrt::MeshAxis &axis : pipeline.bound)
+      count *= int(axis.size);
+    return count;
+  }
+
+  void write(const std::string &name, const py::buffer &data) {
+    auto it = inputIndex.find(name);
+    if (it == inputIndex.end())
+      return; // no stage reads it
+    py::buffer_info info = data.request();
+    size_t size = static_cast<size_t>(info.size * info.itemsize);
+    std::vector<uint8_t> &slot = inputs[it->second];
+    if (size != slot.size())
+      throw DeviceFailure("input '" + name + "' takes " +
+                          std::to_string(slot.size()) +
+                          " bytes (its global shape under the mesh), got " +
+                          std::to_string(size));
+    std::memcpy(slot.data(), info.ptr, size);
+  }
+
+  py::bytes read(const std::string &name, size_t size) const {
+    const std::vector<uint8_t> *bytes = nullptr;
+    if (auto out = outputIndex.find(name);
+        out != outputIndex.end() && !outputs[out->second].empty())
+      bytes = &outputs[out->second];
+    else if (auto it = inputIndex.find(name); it != inputIndex.end())
+      bytes = &inputs[it->second];
+    if (!bytes)
+      throw DeviceFailure("the pipelined step has no tensor '" + name + "'");
+    if (bytes->size() != size)
+      throw DeviceFailure("tensor '" + name + "' holds " +
+                          std::to_string(bytes->size()) + " bytes, not " +
+                          std::to_string(size));
+    return py::bytes(reinterpret_cast<const char *>(bytes->data()),
+                     bytes->size());
+  }
+
+  py::dict run() {
+    std::vector<trnrt::PipelineRankRun> runs;
+    std::string error;
+    bool ok;
+    {
+      py::gil_scoped_release release;
+      trnrt::MeshRunOptions options;
+      options.simulator.threads = 1;
+      ok = job ? runThisRank(options, runs, error)
+               : trnrt::runPipelineInProcess(*target, pipeline, inputs, options,
+                                             runs, error);
+      if (ok)
+        trnrt::assemblePipelineResults(pipeline, runs, outputs);
+    }
+    if (!ok)
+      throw DeviceFailure(error);
+    // Updated parameters and states are the next run's inputs.
+    for (const auto &[name, index] : outputIndex) {
+      auto in = inputIndex.find(name);
+      if (in != inputIndex.end() &&
+          inputs[in->second].size() == outputs[index].size())
+        inputs[in->second] = outputs[index];
+    }
+    double step = 0, compute = 0;
+    for (const trnrt::PipelineRankRun &run : runs) {
+      step = std::max(step, run.stepNs);
+      compute += run.computeNs;
+    }
+    py::dict result;
+    result["device_time_ns"] = step;
+    result["idle_fraction"] =
+        step > 0 ? 1.0 - compute / (step * double(runs.size())) : 0.0;
+    result["ranks"] = runs.size();
+    result["stages"] = pipeline.fragments.size();
+    result["microbatches"] = pipeline.microbatches;
+    return result;
+  }
+
+private:
+  size_t bytesOf(const trnrt::PipelineValue &value) const {
+    int64_t count = 1;
+    for (int64_t dim : value.shape)
+      count *= dim;
+    return size_t(count) * trnrt::dtypeSizeInBytes(value.dtype);
+  }
+
+  /// This process's rank, then every rank's results exchanged over the job.
+  bool runThisRank(const trnrt::MeshRunOptions &options,
+                   std::vector<trnrt::PipelineRankRun> &runs,
+                   std::string &error) {
+    trnrt::PipelineRankRun mine;
+    trnrt::Communicator &communicator = job->communicator();
+    if (!trnrt::runPipelineRank(*target, pipeline, inputs, communicator,
+                                options, mine, error))
+      return false;
+    std::vector<uint8_t> message;
+    double figures[2] = {mine.stepNs, mine.computeNs};
+    putBlock(message,
+             std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(figures),
+                                  reinterpret_cast<const uint8_t *>(figures) +
+                                      sizeof(figures)));
+    for (const auto &[index, bytes] : mine.results) {
+      uint64_t at = uint64_t(index);
+      putBlock(message,
+               std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(&at),
+                                    reinterpret_cast<const uint8_t *>(&at) +
+                                        sizeof(at)));
+      putBlock(message, bytes);
+    }
+    // Ranks of different stages return different results: the lengths
+    // first, then every message padded to the longest.
+    trnrt::CollectiveCall call;
+    call.opcode = trnrt::Opcode::AllGather;
+    for (int r = 0; r < communicator.size(); ++r)
+      call.group.push_back(r);
+    call.position = communicator.rank();
+    call.description = "the step's result sizes";
+    call.sequence = (uint64_t(1) << 40) + runCount++;
+    uint64_t length = message.size();
+    std::vector<std::vector<uint8_t>> theirs;
+    std::vector<double> starts;
+    if (!communicator.exchange(
+            call,
+            std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(&length),
+                                 reinterpret_cast<const uint8_t *>(&length) +
+                                     sizeof(length)),
+            0.0, theirs, starts, error))
+      return false;
+    std::vector<uint64_t> lengths(theirs.size());
+    uint64_t longest = 0;
+    for (size_t r = 0; r < theirs.size(); ++r) {
+      std::memcpy(&lengths[r], theirs[r].data(), sizeof(uint64_t));
+      longest = std::max(longest, lengths[r]);
+    }
+    message.resize(longest, 0);
+    call.description = "the step's results";
+    call.sequence = (uint64_t(1) << 40) + runCount++;
+    if (!communicator.exchange(call, message, 0.0, theirs, starts, error))
+      return false;
+    runs.assign(theirs.size(), {});
+    for (size_t r = 0; r < theirs.size(); ++r) {
+      theirs[r].resize(lengths[r]);
+      size_t at = 0;
+      std::vector<uint8_t> block, data;
+      if (!takeBlock(theirs[r], at, block) ||
+          block.size() != 2 * sizeof(double)) {
+        error = "rank " + std::to_string(r) + " sent malformed results";
+        return false;
+      }
+      std::memcpy(figures, block.data(), sizeof(figures));
+      runs[r].stepNs = figures[0];
+      runs[r].computeNs = figures[1];
+      while (at < theirs[r].size()) {
+        uint64_t index = 0;
+        if (!takeBlock(theirs[r], at, block) || block.size() != sizeof(index) ||
+            !takeBlock(theirs[r], at, data)) {
+          error = "rank " + std::to_string(r) + " sent malformed results";
+          return false;
+        }
+        std::memcpy(&index, block.data(), sizeof(index));
+        runs[r].results[int64_t(index)] = std::move(data);
+      }
+    }
+    return true;
+  }
+
+  std::vector<trnrt::StageArtifact> stages;
+  trnrt::BoundPipeline pipeline;
+  const trnrt::Target *target = nullptr;
+  std::map<std::string, size_t> inputIndex, outputIndex;
+  std::vector<std::vector<uint8_t>> inputs, outputs;
+  trnrt::MpiJob *job = nullptr;
+  uint64_t runCount = 0;
+};
+
 /// One rank's HBM for `graph` partitioned as `flags` (--mesh ...) say:
 /// partitions only (milliseconds), for the extraction manifest's per-rank
 /// estimate. ValueError naming the problem when the mesh does not
@@ -548,4 +772,12 @@ PYBIND11_MODULE(_trn, m) {
       .def("write", &MeshProgram::write, py::arg("name"), py::arg("data"))
       .def("read", &MeshProgram::read, py::arg("name"), py::arg("size"))
       .def("run", &MeshProgram::run);
+  py::class_<PipelineProgram>(m, "PipelineProgram")
+      .def(py::init<const std::vector<py::bytes> &, const std::string &>(),
+           py::arg("artifacts"), py::arg("mesh"))
+      .def_property_readonly("ranks", &PipelineProgram::ranks)
+      .def_property_readonly("processes", &PipelineProgram::processes)
+      .def("write", &PipelineProgram::write, py::arg("name"), py::arg("data"))
+      .def("read", &PipelineProgram::read, py::arg("name"), py::arg("size"))
+      .def("run", &PipelineProgram::run);
 }

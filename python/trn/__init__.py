@@ -41,7 +41,9 @@ def compile_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  loss_fn: Callable[..., torch.Tensor], flags: str = "",
                  cache_dir: Optional[str] = None, grad_accum: int = 1,
                  max_grad_norm: Optional[float] = None, sync: str = "step",
-                 retry_failed: bool = False, mesh: Optional[str] = None) -> CompiledStep:
+                 retry_failed: bool = False, mesh: Optional[str] = None,
+                 microbatches: Optional[int] = None,
+                 pipeline_schedule: str = "1f1b") -> CompiledStep:
     """Wraps one training step of `model` for trn.
 
     Args:
@@ -71,7 +73,15 @@ def compile_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
             step is the global batch: each data-parallel replica takes its
             share of the first dimension and the gradients are averaged, as
             DDP does. Parameters and optimizer state are read back whole
-            (`model.state_dict()` is unsharded). docs/partitioning.md.
+            (`model.state_dict()` is unsharded). With pp, e.g.
+            "dp=2,pp=2,tp=2", the compiler also cuts the step into pipeline
+            stages at layer boundaries (parameters named with a layer index,
+            such as "blocks.3."), one compiled artifact per stage.
+            docs/partitioning.md.
+        microbatches: with pp > 1, the microbatches each data-parallel
+            replica's share of the batch is cut into (default: pp); the
+            gradients are averaged over them, as gradient accumulation does.
+        pipeline_schedule: with pp > 1, "1f1b" (default) or "gpipe".
 
     Returns:
         A `CompiledStep`; calling it with a batch runs one (micro-)step and
@@ -80,4 +90,6 @@ def compile_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     return CompiledStep(model, optimizer, loss_fn, flags=flags,
                         cache_dir=cache_dir, grad_accum=grad_accum,
                         max_grad_norm=max_grad_norm, sync=sync,
-                        retry_failed=retry_failed, mesh=mesh)
+                        retry_failed=retry_failed, mesh=mesh,
+                        microbatches=microbatches,
+                        pipeline_schedule=pipeline_schedule)

@@ -94,7 +94,9 @@ class CompiledStep:
                  loss_fn: Callable[..., torch.Tensor], flags: str = "",
                  cache_dir: Optional[str] = None, grad_accum: int = 1,
                  max_grad_norm: Optional[float] = None, sync: str = "step",
-                 retry_failed: bool = False, mesh: Optional[str] = None) -> None:
+                 retry_failed: bool = False, mesh: Optional[str] = None,
+                 microbatches: Optional[int] = None,
+                 pipeline_schedule: str = "1f1b") -> None:
         if not isinstance(model, torch.nn.Module):
             raise TrnError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -120,6 +122,23 @@ class CompiledStep:
         self.flags = self._parse_flags(flags)
         if self.mesh_spec:
             self.flags += ["--mesh", self.mesh_spec]
+        # Pipeline parallelism: the batch of each replica is cut into
+        # microbatches, each the traced step's batch.
+        self.stages = self.mesh.get("pp", 1)
+        if microbatches is not None and (not isinstance(microbatches, int)
+                                         or isinstance(microbatches, bool)
+                                         or microbatches < 1):
+            raise TrnError(f"microbatches must be a positive integer, got {microbatches!r}")
+        if microbatches is not None and self.stages == 1:
+            raise TrnError("microbatches applies to pipeline parallelism: give the mesh "
+                           "a pp above 1 (e.g. mesh='pp=2')")
+        if pipeline_schedule not in ("1f1b", "gpipe"):
+            raise TrnError(f"pipeline_schedule must be '1f1b' or 'gpipe', got "
+                           f"{pipeline_schedule!r}")
+        self.microbatches = microbatches or self.stages
+        if self.stages > 1:
+            self.flags += ["--microbatches", str(self.microbatches),
+                           "--pipeline-schedule", pipeline_schedule]
         self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else ""
         self.grad_accum = grad_accum
         self.max_grad_norm = float(max_grad_norm) if max_grad_norm else None
@@ -296,19 +315,24 @@ class CompiledStep:
         # One replica's step, unless ZeRO-1 (whose state shards depend on
         # the degree) partitions the whole batch's graph.
         dp = self.mesh.get("dp", 1) if "--zero1" not in self.flags else 1
+        # A pipelined step is traced at one microbatch of one replica.
+        parts = dp * (self.microbatches if self.stages > 1 else 1)
         for i, t in enumerate(batch):
             label = self.batch_names[i] if i < len(self.batch_names) else f"input{i}"
             role = "label" if ("label" in label or "target" in label) else "data"
             args.append(_translate.ArgSpec(label, role))
-            if dp > 1:
+            if parts > 1:
                 # The graph is one data-parallel replica's step: traced at
                 # each replica's share of the batch (docs/partitioning.md).
-                if t.dim() == 0 or t.shape[0] % dp:
+                if t.dim() == 0 or t.shape[0] % parts:
                     rows = t.shape[0] if t.dim() else "no"
+                    what = (f"dp={dp} x {self.microbatches} microbatches"
+                            if self.stages > 1 else f"dp={dp}")
                     raise TrnError(f"step input '{label}' has {rows} rows, which "
-                                   f"dp={dp} does not divide; give every "
-                                   "data-parallel replica the same share of the batch")
-                t = t[: t.shape[0] // dp]
+                                   f"{what} does not divide; give every "
+                                   "data-parallel replica (and microbatch) the same "
+                                   "share of the batch")
+                t = t[: t.shape[0] // parts]
             inputs.append(t.detach())
         args.append(_translate.ArgSpec("seed", "seed"))
         inputs.append(torch.tensor(0, dtype=torch.int64))
@@ -391,8 +415,22 @@ class CompiledStep:
                                f"failed: {result['error']}")
         exe.cache_status = result["cache_status"]
         exe.compile_seconds = result["compile_seconds"]
+        artifacts = [result["artifact"]]
+        # A pipelined step: one artifact (and cache entry) per stage.
+        for stage in range(1, self.stages):
+            more = _native().compile(exe.graph.text, self.flags + ["--stage", str(stage)],
+                                     cache_dir=self.cache_dir, use_cache=True,
+                                     retry_failed=self.retry_failed,
+                                     source_name="<trn step>")
+            if not more["ok"]:
+                raise CompileError(f"compiling stage {stage} of the step graph "
+                                   f"{more['key'] or ''} failed: {more['error']}")
+            exe.compile_seconds += more["compile_seconds"]
+            artifacts.append(more["artifact"])
         try:
-            if self.mesh_spec:
+            if self.stages > 1:
+                exe.program = _native().PipelineProgram(artifacts, self.mesh_spec)
+            elif self.mesh_spec:
                 exe.program = _native().MeshProgram(result["artifact"], self.mesh_spec)
             else:
                 exe.program = _native().Program(result["artifact"])
@@ -618,13 +656,19 @@ class CompiledStep:
         """Traces and compiles (through the cache) without running; works for
         models on the meta device. Returns key, cache status and timings."""
         exe, _ = self._executable(batch, self._next_kind())
-        result = _native().compile(exe.graph.text, self.flags, cache_dir=self.cache_dir,
-                                   retry_failed=self.retry_failed,
-                                   source_name="<trn step>")
-        if not result["ok"]:
-            raise CompileError(f"compiling the step graph failed: {result['error']}")
-        return {"key": exe.key, "cache_status": result["cache_status"],
-                "compile_seconds": result["compile_seconds"],
+        seconds, statuses = 0.0, []
+        # A pipelined step compiles every stage (one cache entry each).
+        for stage in range(self.stages):
+            flags = self.flags + (["--stage", str(stage)] if self.stages > 1 else [])
+            result = _native().compile(exe.graph.text, flags, cache_dir=self.cache_dir,
+                                       retry_failed=self.retry_failed,
+                                       source_name="<trn step>")
+            if not result["ok"]:
+                raise CompileError(f"compiling the step graph failed: {result['error']}")
+            seconds += result["compile_seconds"]
+            statuses.append(result["cache_status"])
+        status = statuses[0] if len(set(statuses)) == 1 else ",".join(statuses)
+        return {"key": exe.key, "cache_status": status, "compile_seconds": seconds,
                 "trace_seconds": exe.trace_seconds, "ops": exe.graph.ops}
 
     # -- extraction -------------------------------------------------------
@@ -724,15 +768,11 @@ def _parse_mesh(mesh: Optional[str]) -> Tuple[Dict[str, int], str]:
         name = name.strip()
         if name not in ("dp", "tp", "pp") or not degree.strip().isdigit() \
                 or int(degree) < 1:
-            raise TrnError(f"mesh {mesh!r}: {item!r} is not dp=N or tp=N with a "
-                           "positive N (e.g. mesh='dp=2,tp=2')")
+            raise TrnError(f"mesh {mesh!r}: {item!r} is not dp=N, pp=N or tp=N with "
+                           "a positive N (e.g. mesh='dp=2,pp=2,tp=2')")
         if name in degrees:
             raise TrnError(f"mesh {mesh!r} gives '{name}' twice")
         degrees[name] = int(degree)
-    if degrees.get("pp", 1) > 1:
-        raise TrnError(f"mesh {mesh!r}: pipeline parallelism (pp) is not supported "
-                       "by compile_step yet; use dp and tp")
-    degrees.pop("pp", None)
     if all(d == 1 for d in degrees.values()):
         return degrees, ""
     return degrees, ",".join(f"{k}={v}" for k, v in degrees.items())
