@@ -17,6 +17,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Parallel.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <sys/resource.h>
@@ -67,7 +68,8 @@ mlir::trn::compileOptionsFromFlags(const cache::NormalizedFlags &flags) {
     options.pp = std::strtoll(pp->second.c_str(), nullptr, 10);
   if (auto m = values.find("microbatches"); m != values.end())
     options.microbatches = std::strtoll(m->second.c_str(), nullptr, 10);
-  if (auto schedule = values.find("pipeline-schedule"); schedule != values.end())
+  if (auto schedule = values.find("pipeline-schedule");
+      schedule != values.end())
     options.pipelineSchedule = schedule->second;
   if (auto stage = values.find("stage"); stage != values.end())
     options.stage = std::strtoll(stage->second.c_str(), nullptr, 10);
@@ -103,9 +105,19 @@ mlir::trn::compileModule(ModuleOp module, const cache::CacheKey &key,
     std::string error;
     // A pipeline stage's fragments go into one stage artifact.
     std::vector<std::vector<uint8_t>> fragments(programs->size());
+    std::vector<std::string> errors(programs->size());
+    std::vector<char> serialized(programs->size(), 0);
+    // The fragments serialise side by side (zstd per section).
+    llvm::parallelFor(0, programs->size(), [&](size_t i) {
+      serialized[i] =
+          serializeProgram((*programs)[i], key, flags, fragments[i], errors[i]);
+    });
     bool ok = true;
     for (size_t i = 0; ok && i < programs->size(); ++i)
-      ok = serializeProgram((*programs)[i], key, flags, fragments[i], error);
+      if (!serialized[i]) {
+        ok = false;
+        error = errors[i];
+      }
     if (ok && options.pp > 1)
       ok = trnrt::writeStageArtifact(fragments, attempt.artifact, error);
     else if (ok)

@@ -21,6 +21,7 @@
 #include "trnrt/Target.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -186,7 +187,7 @@ partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
 static FailureOr<trnrt::Program>
 exportKernel(func::FuncOp kernel, const trnrt::Target &targetRef,
              const mlir::trn::CompileOptions &options, bool syncInExport,
-             TimingScope &timing) {
+             TimingScope &timing, mlir::trn::CompileStats *kernelStats) {
   const trnrt::Target *target = &targetRef;
   TimingScope exportTiming = timing.nest("export program");
   FailureOr<trnrt::Program> program =
@@ -199,9 +200,8 @@ exportKernel(func::FuncOp kernel, const trnrt::Target &targetRef,
   program->psumPeakBytesPerPartition =
       peakBytesPerPartition(kernel, nc::MemorySpace::psum);
   exportTiming.stop();
-  if (options.stats) {
-    // Summed over a pipeline stage's fragments.
-    mlir::trn::CompileStats &stats = *options.stats;
+  if (kernelStats) {
+    mlir::trn::CompileStats &stats = *kernelStats;
     kernel.walk([&](Operation *) { ++stats.kernelOps; });
     for (size_t engine = 0; engine < stats.engineInstructions.size(); ++engine)
       stats.engineInstructions[engine] += program->engineStreams[engine].size();
@@ -347,15 +347,45 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
     return module.emitError("internal compiler error: the pipeline produced ")
            << kernels.size() << " nc kernel functions, expected " << expected
            << "; this is a trn bug, please report it with the graph";
-  std::vector<trnrt::Program> programs;
-  if (options.stats)
-    *options.stats = mlir::trn::CompileStats();
-  for (func::FuncOp kernel : kernels) {
+  // A pipeline stage's fragments export side by side (they only read the
+  // IR); with --timing one after another, so that the report nests.
+  std::vector<std::optional<trnrt::Program>> exported(kernels.size());
+  std::vector<mlir::trn::CompileStats> kernelStats(kernels.size());
+  auto exportOne = [&](size_t i, TimingScope &scope) -> LogicalResult {
     FailureOr<trnrt::Program> program =
-        exportKernel(kernel, *target, options, syncInExport, timing);
+        exportKernel(kernels[i], *target, options, syncInExport, scope,
+                     options.stats ? &kernelStats[i] : nullptr);
     if (failed(program))
       return failure();
-    programs.push_back(std::move(*program));
+    exported[i] = std::move(*program);
+    return success();
+  };
+  if (options.timing || kernels.size() == 1) {
+    for (size_t i = 0; i < kernels.size(); ++i)
+      if (failed(exportOne(i, timing)))
+        return failure();
+  } else if (failed(failableParallelForEachN(module.getContext(), 0,
+                                             kernels.size(), [&](size_t i) {
+                                               TimingScope untimed;
+                                               return exportOne(i, untimed);
+                                             }))) {
+    return failure();
   }
+  std::vector<trnrt::Program> programs;
+  if (options.stats) {
+    // Summed over a pipeline stage's fragments.
+    mlir::trn::CompileStats &stats = *options.stats;
+    stats = mlir::trn::CompileStats();
+    for (const mlir::trn::CompileStats &one : kernelStats) {
+      stats.kernelOps += one.kernelOps;
+      for (size_t e = 0; e < stats.engineInstructions.size(); ++e)
+        stats.engineInstructions[e] += one.engineInstructions[e];
+      stats.dmaInstructions += one.dmaInstructions;
+      stats.hbmBytes = std::max(stats.hbmBytes, one.hbmBytes);
+      stats.exported |= one.exported;
+    }
+  }
+  for (std::optional<trnrt::Program> &program : exported)
+    programs.push_back(std::move(*program));
   return programs;
 }

@@ -78,9 +78,9 @@ def test_mesh_adamw(cache_dir):
 
 
 @pytest.mark.parametrize("mesh,text", [
-    ("dp=0", "is not dp=N or tp=N with a positive N"),
+    ("dp=0", "is not dp=N, pp=N or tp=N with a positive N"),
     ("tp=2,tp=4", "gives 'tp' twice"),
-    ("pp=2", "pipeline parallelism (pp) is not supported by compile_step yet"),
+    ("ep=2", "'ep=2' is not dp=N, pp=N or tp=N"),
     (3, "mesh must be a string"),
 ])
 def test_bad_mesh(mesh, text):

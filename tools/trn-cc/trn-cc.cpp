@@ -1224,6 +1224,17 @@ std::string stagePath(const std::string &path, int64_t stage) {
 /// A pipelined step (--pp > 1) compiles to one artifact, and one cache
 /// entry, per stage: without --stage every stage is compiled in turn,
 /// into -o with the stage before the extension.
+/// Runs one compile and ends the process: a big step's IR (millions of
+/// ops) takes a second to free, which the OS does at once.
+[[noreturn]] int runAndExit(const Options &options) {
+  auto *compiler = new TrnCC(options); // NOLINT: freed by the process's exit
+  int status = compiler->run();
+  llvm::outs().flush();
+  llvm::errs().flush();
+  std::fflush(nullptr);
+  std::_Exit(status);
+}
+
 int compileEveryStage(const Options &options) {
   const std::string &pp = options.flags.values.at("pp");
   bool stageGiven = false;
@@ -1231,7 +1242,7 @@ int compileEveryStage(const Options &options) {
     stageGiven |=
         arg == "--stage" || llvm::StringRef(arg).starts_with("--stage=");
   if (pp == "1" || stageGiven)
-    return TrnCC(options).run();
+    return runAndExit(options);
   const int64_t stages = std::strtoll(pp.c_str(), nullptr, 10);
   for (int64_t stage = 0; stage < stages; ++stage) {
     Options one = options;
