@@ -952,25 +952,69 @@ checkMeshFit(ModuleOp module, const trn::cache::NormalizedFlags &flags,
              const std::vector<std::string> &args,
              std::optional<trn::partition::RankFootprint> &footprint,
              std::string &meshText) {
-  int64_t tp = 1;
+  int64_t tp = 1, pp = 1;
   if (auto it = flags.values.find("tp"); it != flags.values.end())
     tp = std::stoll(it->second);
+  if (auto it = flags.values.find("pp"); it != flags.values.end())
+    pp = std::stoll(it->second);
   int64_t dp = trn::dpDegreeOf(args);
-  if (tp <= 1 && dp <= 1)
+  if (tp <= 1 && dp <= 1 && pp <= 1)
     return std::nullopt;
   for (auto function : module.getOps<func::FuncOp>())
     if (function->hasAttr(dist::DistDialect::getSpmdAttrName()))
       return std::nullopt; // already one rank's program
-  meshText = "dp=" + std::to_string(dp) + ",tp=" + std::to_string(tp);
+  meshText = "dp=" + std::to_string(dp) +
+             (pp > 1 ? ",pp=" + std::to_string(pp) : std::string()) +
+             ",tp=" + std::to_string(tp);
   trn::partition::PartitionOptions options;
   // Replicas at a nominal dp = 2 as trn-cc --mesh compiles them: the shapes
-  // and the footprint are one replica's whatever the degree.
+  // and the footprint are one replica's whatever the degree (a pipeline's
+  // too, even at dp = 1).
   bool zero1 = flags.values.count("zero1") != 0;
-  options.mesh = {{"dp", dp > 1 && !zero1 ? 2 : dp}, {"tp", tp}};
-  options.dpReplicas = dp > 1 && !zero1;
+  bool replicas = (dp > 1 || pp > 1) && !(zero1 && dp > 1);
+  options.mesh = {{"dp", replicas ? 2 : dp}, {"tp", tp}};
+  options.dpReplicas = replicas;
   options.zero1 = zero1;
   options.sequenceParallel = flags.values.count("sequence-parallel") != 0;
   trn::DiagnosticCollector diagnostics(module.getContext());
+  const trnrt::Target *target = trnrt::lookupTarget(flags.values.at("target"));
+  if (pp > 1) {
+    // Every stage's rank: the first that does not fit is the error.
+    FailureOr<std::vector<trn::partition::RankFootprint>> stages =
+        trn::partition::partitionedPipelineFootprints(
+            module, options, pp, std::stoll(flags.values.at("microbatches")),
+            flags.values.at("pipeline-schedule"));
+    if (failed(stages))
+      return "mesh " + meshText + " does not partition this graph: " +
+             (diagnostics.firstError().empty() ? std::string("see above")
+                                               : diagnostics.firstError());
+    for (size_t s = 0; s < stages->size(); ++s) {
+      const trn::partition::RankFootprint &f = (*stages)[s];
+      llvm::outs() << "stage " << s << " per-rank HBM at " << meshText << ": "
+                   << bytesText(f.total()) << " (parameters "
+                   << bytesText(f.parameters) << ", optimizer state "
+                   << bytesText(f.optimizerStates) << ", gradient accumulators "
+                   << bytesText(f.gradients) << ", stashed activations "
+                   << bytesText(f.stash) << " for " << f.microbatchesInFlight
+                   << " microbatches in flight, peak intermediates "
+                   << bytesText(f.peakIntermediates) << ")\n";
+    }
+    for (size_t s = 0; s < stages->size(); ++s) {
+      const trn::partition::RankFootprint &f = (*stages)[s];
+      if (target && uint64_t(f.total()) > target->hbmBytesPerCore)
+        return "mesh " + meshText + " does not fit: stage " +
+               std::to_string(s) + "'s rank needs " + bytesText(f.total()) +
+               " of HBM, more than the " +
+               bytesText(int64_t(target->hbmBytesPerCore)) +
+               " of a NeuronCore (parameters " + bytesText(f.parameters) +
+               ", optimizer state " + bytesText(f.optimizerStates) +
+               ", gradient accumulators " + bytesText(f.gradients) +
+               ", stashed activations " + bytesText(f.stash) +
+               ", peak intermediates " + bytesText(f.peakIntermediates) +
+               "); raise pp or tp, or use fewer microbatches in flight";
+    }
+    return std::nullopt;
+  }
   FailureOr<trn::partition::RankFootprint> measured =
       trn::partition::partitionedFootprint(module, options);
   if (failed(measured))
@@ -978,7 +1022,6 @@ checkMeshFit(ModuleOp module, const trn::cache::NormalizedFlags &flags,
            (diagnostics.firstError().empty() ? std::string("see above")
                                              : diagnostics.firstError());
   footprint = *measured;
-  const trnrt::Target *target = trnrt::lookupTarget(flags.values.at("target"));
   if (target && uint64_t(measured->total()) > target->hbmBytesPerCore)
     return "mesh " + meshText + " does not fit: one rank needs " +
            bytesText(measured->total()) + " of HBM, more than the " +

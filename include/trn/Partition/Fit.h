@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlir::trn::partition {
 
@@ -29,9 +30,14 @@ struct RankFootprint {
   /// its definition to its last use, in program order): activations saved
   /// for the backward pass, gradients before their update.
   int64_t peakIntermediates = 0;
+  /// Pipelines: the activations a stage keeps from a microbatch's forward
+  /// for its backward, times the microbatches in flight under the schedule
+  /// (1F1B: at most the stages from this one to the last; GPipe: all).
+  int64_t stash = 0;
+  int64_t microbatchesInFlight = 0;
   int64_t total() const {
     return parameters + optimizerStates + gradients + inputs +
-           peakIntermediates;
+           peakIntermediates + stash;
   }
 };
 
@@ -44,6 +50,22 @@ RankFootprint rankFootprint(func::FuncOp function);
 /// when partitioning fails (the pass's diagnostic names the problem).
 FailureOr<RankFootprint> partitionedFootprint(ModuleOp module,
                                               const PartitionOptions &options);
+
+/// One rank's footprint of each stage of a pipelined module
+/// (dist-pipeline-split's output), by stage: the step arguments its
+/// fragments read (once each), its gradient accumulators, its stash times
+/// the microbatches in flight, and the largest intermediates of any of its
+/// fragments (they run one at a time).
+std::vector<RankFootprint> pipelineFootprints(ModuleOp module);
+
+/// Partitions a clone of `module` with `options`, cuts it into `pp` stages
+/// of `microbatches` microbatches under `schedule` (the passes trn-cc runs
+/// for --pp) and returns every stage's footprint; failure when a pass fails
+/// (its diagnostic names the problem).
+FailureOr<std::vector<RankFootprint>>
+partitionedPipelineFootprints(ModuleOp module, const PartitionOptions &options,
+                              int64_t pp, int64_t microbatches,
+                              StringRef schedule);
 
 } // namespace mlir::trn::partition
 
