@@ -577,7 +577,14 @@ ProgramSummary summarize(const trnrt::Program &program, bool simulate) {
   summary.sbufUsableBytesPerPartition = target->sbufUsableBytesPerPartition;
   summary.psumBytesPerPartition = target->psumBytesPerPartition;
   summary.hbmBytesPerCore = target->hbmBytesPerCore;
-  if (simulate)
+  if (program.pipeline.isFragment())
+    // A fragment's transfers need the other stages: trn-run runs them all.
+    summary.deviceTimeError =
+        "stage " + std::to_string(program.pipeline.stage) + "'s " +
+        program.pipeline.phase +
+        " fragment runs with the rest of its pipeline (trn-run every "
+        "stage's artifact with --mesh)";
+  else if (simulate)
     estimateDeviceTime(program, *target, summary);
   else
     summary.deviceTimeError = "not estimated";
