@@ -10,6 +10,7 @@
 
 #include "trn/Dialect/Dist/IR/DistOps.h"
 #include "trn/Dialect/Trn/IR/TrnDialect.h"
+#include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Partition/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -60,6 +61,7 @@ private:
   /// users (a value is made where it is first needed), else stage 0.
   void fromUsers(ArrayRef<Operation *> ops);
   void ownArguments();
+  void deferCrossStageSums(ArrayRef<Operation *> backwardOps);
 
   func::FuncOp function;
   int64_t stages;
@@ -425,6 +427,41 @@ void StageAssigner::assignStages() {
   }
   fromUsers(stepOps);
   ownArguments();
+  deferCrossStageSums(backwardOps);
+}
+
+/// A sum of two per-microbatch values made on different stages that only a
+/// batch collective reads (a tied embedding's gradient: the lookup's part
+/// on the first stage, the LM head's on the last) is taken once per step
+/// instead: each part is averaged over the microbatches on its own stage
+/// and the sum of the averages (the same value) crosses once, as Megatron
+/// all-reduces the embedding group's gradient once per step.
+void StageAssigner::deferCrossStageSums(ArrayRef<Operation *> backwardOps) {
+  for (Operation *op : backwardOps) {
+    if (!isa<AddOp>(op) || op->getNumResults() != 1 ||
+        op->getResult(0).use_empty() ||
+        !llvm::all_of(op->getResult(0).getUsers(), [&](Operation *user) {
+          return boundaries.contains(user);
+        }))
+      continue;
+    auto stageOfOperand = [&](Value operand) -> std::optional<int64_t> {
+      Operation *def = operand.getDefiningOp();
+      if (!def || free.contains(def) || phase.lookup(def) != Phase::Microbatch)
+        return std::nullopt;
+      auto it = stage.find(def);
+      return it == stage.end() ? std::nullopt
+                               : std::optional<int64_t>(it->second);
+    };
+    std::optional<int64_t> a = stageOfOperand(op->getOperand(0)),
+                           b = stageOfOperand(op->getOperand(1));
+    if (!a || !b || *a == *b)
+      continue;
+    phase[op] = Phase::Step;
+    stage[op] = std::min(*a, *b);
+    // Its collectives stay beside it.
+    for (Operation *user : op->getResult(0).getUsers())
+      stage[user] = stage[op];
+  }
 }
 
 void StageAssigner::annotate() {
