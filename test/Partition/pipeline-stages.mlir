@@ -64,3 +64,4 @@ func.func @step(
   %n1 = trn.sub %w1, %u1 : tensor<4x4xf32>
   return %loss, %n0, %n1 : tensor<f32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
+
