@@ -265,6 +265,8 @@ bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
     SimulationStats stats;
     if (!simulator.run(stats, problem))
       return failWith(where + ": " + problem);
+    run.spans.push_back({phase, microbatch, clock, clock + stats.deviceTimeNs,
+                         stats.collectiveWaitNs});
     clock += stats.deviceTimeNs;
     run.computeNs += std::max(0.0, stats.deviceTimeNs - stats.collectiveWaitNs);
     ++run.fragmentsRun;

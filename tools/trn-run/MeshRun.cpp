@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -347,6 +348,54 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
   return 0;
 }
 
+/// The pipeline's timeline as Chrome-trace JSON: a process per rank, its
+/// fragments as complete events on one track (the gaps are its bubbles).
+static bool writePipelineProfile(const std::string &path,
+                                 const BoundPipeline &pipeline,
+                                 const std::vector<PipelineRankRun> &runs,
+                                 std::string &error) {
+  static const char *const kPhases[] = {"forward", "backward", "update"};
+  nlohmann::json events = nlohmann::json::array();
+  for (size_t rank = 0; rank < runs.size(); ++rank) {
+    std::vector<int64_t> coords = rankCoordinates(pipeline.bound, int(rank));
+    std::string name = "rank " + std::to_string(rank) + " (";
+    for (size_t a = 0; a < coords.size(); ++a)
+      name += (a ? ", " : "") + pipeline.bound[a].name + " " +
+              std::to_string(coords[a]);
+    name += ")";
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", rank},
+                      {"args", {{"name", name}}}});
+    events.push_back({{"name", "process_sort_index"},
+                      {"ph", "M"},
+                      {"pid", rank},
+                      {"args", {{"sort_index", rank}}}});
+    for (const PipelineSpan &span : runs[rank].spans) {
+      std::string label = kPhases[span.phase];
+      if (span.phase != 2)
+        label += " " + std::to_string(span.microbatch);
+      events.push_back({{"name", label},
+                        {"ph", "X"},
+                        {"pid", rank},
+                        {"tid", 0},
+                        {"ts", span.startNs / 1000.0},
+                        {"dur", (span.endNs - span.startNs) / 1000.0},
+                        {"args",
+                         {{"microbatch", span.microbatch},
+                          {"waiting_us", span.waitNs / 1000.0}}}});
+    }
+  }
+  std::ofstream out(path);
+  out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}
+             .dump();
+  if (!out) {
+    error = path + ": cannot write the profile";
+    return false;
+  }
+  return true;
+}
+
 int runPipelineCommand(const MeshCommand &command,
                        const std::vector<StageArtifact> &stages) {
   std::string error;
@@ -440,6 +489,14 @@ int runPipelineCommand(const MeshCommand &command,
     if (!globalInputs(command, arguments, pipeline.bound, inputs, error))
       return fail(error);
     if (!runPipelineInProcess(*target, pipeline, inputs, options, runs, error))
+      return fail(error);
+  }
+  if (!command.profile.empty()) {
+    if (job) // the spans stay with their processes
+      job->abortJob("--profile of a pipelined step runs in one process "
+                    "(without mpirun) for now",
+                    1);
+    if (!writePipelineProfile(command.profile, pipeline, runs, error))
       return fail(error);
   }
   std::vector<std::vector<uint8_t>> outputs;

@@ -21,6 +21,8 @@ namespace trnrt {
 
 struct MeshCommand {
   std::string artifact, mesh, inputs, outputs;
+  /// Pipelines: a Chrome-trace / Perfetto timeline, one process per rank.
+  std::string profile;
   long long randomSeed = -1;
   bool poison = false, json = false, profileSummary = false;
   long long profileTop = 10;

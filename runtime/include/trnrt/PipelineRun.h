@@ -54,8 +54,21 @@ bool bindPipeline(const std::vector<StageArtifact> &stages,
                   const std::vector<MeshAxis> &requested,
                   BoundPipeline &pipeline, std::string &error);
 
+/// One fragment run on a rank's clock.
+struct PipelineSpan {
+  int phase = 0; ///< 0 forward, 1 backward, 2 update
+  int64_t microbatch = 0;
+  double startNs = 0, endNs = 0;
+  /// Of which waiting: for transfers from other stages and for collectives'
+  /// other members.
+  double waitNs = 0;
+};
+
 /// One rank's run of the step.
 struct PipelineRankRun {
+  /// Its fragments in the order they ran (the gaps between the ranks'
+  /// spans are the pipeline's bubbles).
+  std::vector<PipelineSpan> spans;
   std::map<int64_t, std::vector<uint8_t>> results; ///< local, by index
   double stepNs = 0;    ///< this rank's clock at the end of its update
   double computeNs = 0; ///< its fragments' time outside transfers and waits
