@@ -194,6 +194,43 @@ bool takeBlock(const std::vector<uint8_t> &in, size_t &at,
   return true;
 }
 
+/// Every process's `message` (in rank order), whatever their lengths: the
+/// lengths first, then every message padded to the longest. `runCount`
+/// numbers these exchanges past the programs' own collectives.
+bool gatherFromEveryRank(trnrt::Communicator &communicator, uint64_t &runCount,
+                         std::vector<uint8_t> message, const std::string &what,
+                         std::vector<std::vector<uint8_t>> &theirs,
+                         std::string &error) {
+  trnrt::CollectiveCall call;
+  call.opcode = trnrt::Opcode::AllGather;
+  for (int r = 0; r < communicator.size(); ++r)
+    call.group.push_back(r);
+  call.position = communicator.rank();
+  call.description = what + " (sizes)";
+  call.sequence = (uint64_t(1) << 40) + runCount++;
+  uint64_t length = message.size();
+  std::vector<double> starts;
+  const auto *lengthBytes = reinterpret_cast<const uint8_t *>(&length);
+  if (!communicator.exchange(
+          call, std::vector<uint8_t>(lengthBytes, lengthBytes + sizeof(length)),
+          0.0, theirs, starts, error))
+    return false;
+  std::vector<uint64_t> lengths(theirs.size());
+  uint64_t longest = 0;
+  for (size_t r = 0; r < theirs.size(); ++r) {
+    std::memcpy(&lengths[r], theirs[r].data(), sizeof(uint64_t));
+    longest = std::max(longest, lengths[r]);
+  }
+  message.resize(longest, 0);
+  call.description = what;
+  call.sequence = (uint64_t(1) << 40) + runCount++;
+  if (!communicator.exchange(call, message, 0.0, theirs, starts, error))
+    return false;
+  for (size_t r = 0; r < theirs.size(); ++r)
+    theirs[r].resize(lengths[r]);
+  return true;
+}
+
 /// A partitioned artifact run on one simulated NeuronCore per rank of a
 /// mesh, all in this process (trnrt::runMeshInProcess), or, when this
 /// process is one task of `mpirun -np N` / `srun -n N` with N the mesh's
@@ -338,17 +375,9 @@ private:
     putBlock(message, time);
     for (const std::vector<uint8_t> &output : mine.outputs)
       putBlock(message, output);
-    trnrt::CollectiveCall call;
-    // Past the program's own collectives' sequence numbers.
-    call.sequence = (uint64_t(1) << 40) + runCount++;
-    call.opcode = trnrt::Opcode::AllGather;
-    for (int r = 0; r < communicator.size(); ++r)
-      call.group.push_back(r);
-    call.position = communicator.rank();
-    call.description = "the step's outputs";
     std::vector<std::vector<uint8_t>> theirs;
-    std::vector<double> starts;
-    if (!communicator.exchange(call, message, 0.0, theirs, starts, error))
+    if (!gatherFromEveryRank(communicator, runCount, std::move(message),
+                             "the step's outputs", theirs, error))
       return false;
     runs.assign(theirs.size(), {});
     for (size_t r = 0; r < theirs.size(); ++r) {
@@ -548,39 +577,13 @@ private:
                                         sizeof(at)));
       putBlock(message, bytes);
     }
-    // Ranks of different stages return different results: the lengths
-    // first, then every message padded to the longest.
-    trnrt::CollectiveCall call;
-    call.opcode = trnrt::Opcode::AllGather;
-    for (int r = 0; r < communicator.size(); ++r)
-      call.group.push_back(r);
-    call.position = communicator.rank();
-    call.description = "the step's result sizes";
-    call.sequence = (uint64_t(1) << 40) + runCount++;
-    uint64_t length = message.size();
+    // Ranks of different stages return different results.
     std::vector<std::vector<uint8_t>> theirs;
-    std::vector<double> starts;
-    if (!communicator.exchange(
-            call,
-            std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(&length),
-                                 reinterpret_cast<const uint8_t *>(&length) +
-                                     sizeof(length)),
-            0.0, theirs, starts, error))
-      return false;
-    std::vector<uint64_t> lengths(theirs.size());
-    uint64_t longest = 0;
-    for (size_t r = 0; r < theirs.size(); ++r) {
-      std::memcpy(&lengths[r], theirs[r].data(), sizeof(uint64_t));
-      longest = std::max(longest, lengths[r]);
-    }
-    message.resize(longest, 0);
-    call.description = "the step's results";
-    call.sequence = (uint64_t(1) << 40) + runCount++;
-    if (!communicator.exchange(call, message, 0.0, theirs, starts, error))
+    if (!gatherFromEveryRank(communicator, runCount, std::move(message),
+                             "the step's results", theirs, error))
       return false;
     runs.assign(theirs.size(), {});
     for (size_t r = 0; r < theirs.size(); ++r) {
-      theirs[r].resize(lengths[r]);
       size_t at = 0;
       std::vector<uint8_t> block, data;
       if (!takeBlock(theirs[r], at, block) ||

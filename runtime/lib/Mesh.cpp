@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <thread>
 
@@ -395,27 +396,24 @@ void assembleOutputs(const Program &program, const std::vector<MeshAxis> &bound,
   }
 }
 
-bool runMeshInProcess(const Target &target, const Program &program,
-                      const std::vector<MeshAxis> &bound,
-                      const std::vector<std::vector<uint8_t>> &globalInputs,
-                      const MeshRunOptions &options, std::vector<RankRun> &runs,
-                      std::string &error) {
+bool runEveryRankInProcess(
+    const std::vector<MeshAxis> &bound, double timeoutSeconds,
+    const std::function<bool(int, Communicator &, std::string &)> &runOne,
+    std::string &error) {
   int ranks = 1;
   for (const MeshAxis &axis : bound)
     ranks *= int(axis.size);
-  InProcessJob job(ranks, options.collectiveTimeoutSeconds);
-  runs.assign(size_t(ranks), RankRun());
+  InProcessJob job(ranks, timeoutSeconds);
   std::vector<std::string> errors(static_cast<size_t>(ranks));
   std::vector<char> ok(static_cast<size_t>(ranks), 0);
-  auto runOne = [&](int rank) {
+  auto body = [&](int rank) {
     ok[size_t(rank)] =
-        runRank(target, program, bound, globalInputs, job.communicator(rank),
-                options, runs[size_t(rank)], errors[size_t(rank)]);
+        runOne(rank, job.communicator(rank), errors[size_t(rank)]);
   };
   std::vector<std::thread> threads;
   for (int rank = 1; rank < ranks; ++rank)
-    threads.emplace_back(runOne, rank);
-  runOne(0);
+    threads.emplace_back(body, rank);
+  body(0);
   for (std::thread &thread : threads)
     thread.join();
   int failedRank;
@@ -430,6 +428,24 @@ bool runMeshInProcess(const Target &target, const Program &program,
       return false;
     }
   return true;
+}
+
+bool runMeshInProcess(const Target &target, const Program &program,
+                      const std::vector<MeshAxis> &bound,
+                      const std::vector<std::vector<uint8_t>> &globalInputs,
+                      const MeshRunOptions &options, std::vector<RankRun> &runs,
+                      std::string &error) {
+  int ranks = 1;
+  for (const MeshAxis &axis : bound)
+    ranks *= int(axis.size);
+  runs.assign(size_t(ranks), RankRun());
+  return runEveryRankInProcess(
+      bound, options.collectiveTimeoutSeconds,
+      [&](int rank, Communicator &communicator, std::string &rankError) {
+        return runRank(target, program, bound, globalInputs, communicator,
+                       options, runs[size_t(rank)], rankError);
+      },
+      error);
 }
 
 } // namespace trnrt

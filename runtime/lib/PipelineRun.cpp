@@ -6,7 +6,6 @@
 #include "trnrt/Simulator.h"
 
 #include <cstring>
-#include <thread>
 
 namespace trnrt {
 
@@ -313,33 +312,14 @@ bool runPipelineInProcess(const Target &target, const BoundPipeline &pipeline,
   int ranks = 1;
   for (const MeshAxis &axis : pipeline.bound)
     ranks *= int(axis.size);
-  InProcessJob job(ranks, options.collectiveTimeoutSeconds);
   runs.assign(size_t(ranks), {});
-  std::vector<std::string> errors(static_cast<size_t>(ranks));
-  std::vector<char> ok(static_cast<size_t>(ranks), 0);
-  auto body = [&](int rank) {
-    ok[size_t(rank)] =
-        runPipelineRank(target, pipeline, globalInputs, job.communicator(rank),
-                        options, runs[size_t(rank)], errors[size_t(rank)]);
-  };
-  std::vector<std::thread> threads;
-  for (int rank = 1; rank < ranks; ++rank)
-    threads.emplace_back(body, rank);
-  body(0);
-  for (std::thread &thread : threads)
-    thread.join();
-  int failed;
-  std::string message;
-  if (job.failed(failed, message)) {
-    error = message;
-    return false;
-  }
-  for (int rank = 0; rank < ranks; ++rank)
-    if (!ok[size_t(rank)]) {
-      error = errors[size_t(rank)];
-      return false;
-    }
-  return true;
+  return runEveryRankInProcess(
+      pipeline.bound, options.collectiveTimeoutSeconds,
+      [&](int rank, Communicator &communicator, std::string &rankError) {
+        return runPipelineRank(target, pipeline, globalInputs, communicator,
+                               options, runs[size_t(rank)], rankError);
+      },
+      error);
 }
 
 void assemblePipelineResults(const BoundPipeline &pipeline,

@@ -298,6 +298,25 @@ bool writeProfile(const std::string &path, const SimulationStats &stats,
   return true;
 }
 
+/// What a --mesh run (partitioned or pipelined) takes of the options.
+MeshCommand meshCommandOf(const Options &options) {
+  MeshCommand command;
+  command.artifact = options.artifact;
+  command.mesh = options.mesh;
+  command.inputs = options.inputs;
+  command.outputs = options.outputs;
+  command.profile = options.profile;
+  command.randomSeed = options.randomSeed;
+  command.poison = options.poison;
+  command.json = options.json;
+  command.profileSummary = options.profileSummary;
+  command.profileTop = options.profileTop;
+  command.iterations = options.iterations;
+  if (options.collectiveTimeout)
+    command.collectiveTimeoutSeconds = *options.collectiveTimeout;
+  return command;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -330,17 +349,7 @@ int main(int argc, char **argv) {
           "pp=" +
           std::to_string(stages.front().fragments.front().pipeline.stages) +
           ")");
-    MeshCommand command;
-    command.artifact = options.artifact;
-    command.mesh = options.mesh;
-    command.inputs = options.inputs;
-    command.outputs = options.outputs;
-    command.profile = options.profile;
-    command.randomSeed = options.randomSeed;
-    command.json = options.json;
-    if (options.collectiveTimeout)
-      command.collectiveTimeoutSeconds = *options.collectiveTimeout;
-    return runPipelineCommand(command, stages);
+    return runPipelineCommand(meshCommandOf(options), stages);
   }
   if (!options.mesh.empty() && !options.profile.empty())
     return fail("--profile applies to a pipelined step's --mesh run only "
@@ -357,20 +366,7 @@ int main(int argc, char **argv) {
   if (!target)
     return fail(options.artifact + ": unknown target '" + program.target + "'");
   if (!options.mesh.empty()) {
-    MeshCommand command;
-    command.artifact = options.artifact;
-    command.mesh = options.mesh;
-    command.inputs = options.inputs;
-    command.outputs = options.outputs;
-    command.randomSeed = options.randomSeed;
-    command.poison = options.poison;
-    command.json = options.json;
-    command.profileSummary = options.profileSummary;
-    command.profileTop = options.profileTop;
-    command.iterations = options.iterations;
-    if (options.collectiveTimeout)
-      command.collectiveTimeoutSeconds = *options.collectiveTimeout;
-    return runMeshCommand(command, program, info);
+    return runMeshCommand(meshCommandOf(options), program, info);
   }
   if (!program.mesh.empty()) {
     std::string mesh;

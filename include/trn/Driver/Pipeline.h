@@ -46,7 +46,7 @@ struct CompileOptions {
   /// the runtime rebinds dp when the program uses it only in all_reduce).
   int64_t tp = 1;
   int64_t dp = 1;
-  bool zero1 = false;            ///< --zero1 (then the program is per dp)
+  bool zero1 = false; ///< --zero1 (then the program is per dp)
   /// Pipeline parallelism (--pp > 1): the step is cut into `pp` stages of
   /// `microbatches` microbatches ordered by `pipelineSchedule`, and only
   /// stage `stage`'s fragments are compiled (one artifact per stage).

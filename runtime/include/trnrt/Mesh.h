@@ -19,6 +19,7 @@
 #include "trnrt/Target.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -100,6 +101,15 @@ bool runRank(const Target &target, const Program &program,
 void assembleOutputs(const Program &program, const std::vector<MeshAxis> &bound,
                      const std::vector<RankRun> &runs,
                      std::vector<std::vector<uint8_t>> &globalOutputs);
+
+/// Runs `runOne(rank, communicator, error)` for every rank of `bound` on a
+/// thread of this process, collectives in shared memory (an InProcessJob
+/// with `timeoutSeconds`). On failure `error` names the first rank that
+/// failed.
+bool runEveryRankInProcess(
+    const std::vector<MeshAxis> &bound, double timeoutSeconds,
+    const std::function<bool(int, Communicator &, std::string &)> &runOne,
+    std::string &error);
 
 /// Every rank in this process, one thread each, collectives in shared
 /// memory. On failure `error` names the first rank that failed.
