@@ -145,20 +145,9 @@ struct DimMap {
   }
 };
 
-std::vector<int64_t> coordinatesOf(const std::vector<MeshAxis> &bound,
-                                   int rank) {
-  std::vector<int64_t> coords(bound.size());
-  int64_t rest = rank;
-  for (size_t a = bound.size(); a-- > 0;) {
-    coords[a] = rest % bound[a].size;
-    rest /= bound[a].size;
-  }
-  return coords;
-}
-
 std::vector<DimMap> dimMaps(const HbmTensor &tensor,
                             const std::vector<MeshAxis> &bound, int rank) {
-  std::vector<int64_t> coords = coordinatesOf(bound, rank);
+  std::vector<int64_t> coords = rankCoordinates(bound, rank);
   std::vector<DimMap> maps(tensor.shape.size());
   for (size_t d = 0; d < maps.size(); ++d) {
     DimMap &map = maps[d];
@@ -190,7 +179,28 @@ uint64_t elementsOf(const std::vector<int64_t> &shape) {
 
 std::vector<int64_t> rankCoordinates(const std::vector<MeshAxis> &bound,
                                      int rank) {
-  return coordinatesOf(bound, rank);
+  std::vector<int64_t> coords(bound.size());
+  int64_t rest = rank;
+  for (size_t a = bound.size(); a-- > 0;) {
+    coords[a] = rest % bound[a].size;
+    rest /= bound[a].size;
+  }
+  return coords;
+}
+
+bool holdsCanonicalPiece(const HbmTensor &tensor,
+                         const std::vector<MeshAxis> &bound, int rank,
+                         std::optional<size_t> exceptAxis) {
+  std::vector<bool> splits(bound.size(), false);
+  for (const DimSharding &dim : tensor.sharding)
+    for (uint32_t axis : dim.axes)
+      if (axis < splits.size())
+        splits[axis] = true;
+  std::vector<int64_t> coords = rankCoordinates(bound, rank);
+  for (size_t a = 0; a < bound.size(); ++a)
+    if (!splits[a] && a != exceptAxis && coords[a] != 0)
+      return false;
+  return true;
 }
 
 std::vector<int64_t> globalShape(const HbmTensor &tensor,
@@ -373,24 +383,12 @@ void assembleOutputs(const Program &program, const std::vector<MeshAxis> &bound,
       continue;
     std::vector<uint8_t> global(elementsOf(globalShape(tensor, bound)) *
                                 dtypeSizeInBytes(tensor.dtype));
-    // The pieces of the ranks at index 0 along every axis that does not
-    // split the tensor (the reference evaluator's choice: a replicated
-    // value is rank 0's, even where a program made the ranks differ).
-    std::vector<bool> splits(bound.size(), false);
-    for (const DimSharding &dim : tensor.sharding)
-      for (uint32_t axis : dim.axes)
-        if (axis < splits.size())
-          splits[axis] = true;
-    for (size_t rank = 0; rank < runs.size(); ++rank) {
-      std::vector<int64_t> coords = coordinatesOf(bound, int(rank));
-      bool first = true;
-      for (size_t a = 0; a < bound.size(); ++a)
-        first &= splits[a] || coords[a] == 0;
-      if (first && output < runs[rank].outputs.size())
+    for (size_t rank = 0; rank < runs.size(); ++rank)
+      if (holdsCanonicalPiece(tensor, bound, int(rank)) &&
+          output < runs[rank].outputs.size())
         copyShard(tensor, bound, int(rank), global.data(),
                   const_cast<uint8_t *>(runs[rank].outputs[output].data()),
                   /*toLocal=*/false);
-    }
     globalOutputs.push_back(std::move(global));
     ++output;
   }

@@ -344,17 +344,11 @@ void assemblePipelineResults(const BoundPipeline &pipeline,
     std::vector<uint8_t> &global = globalResults[index];
     global.assign(bytesOf(tensor->dtype, globalShape(*tensor, pipeline.bound)),
                   0);
-    std::vector<bool> splits(pipeline.bound.size(), false);
-    for (const DimSharding &dim : tensor->sharding)
-      for (uint32_t axis : dim.axes)
-        if (axis < splits.size())
-          splits[axis] = true;
     for (size_t rank = 0; rank < runs.size(); ++rank) {
-      std::vector<int64_t> coords = rankCoordinates(pipeline.bound, int(rank));
-      bool take = coords[pipeline.axis] == home;
-      for (size_t a = 0; a < coords.size(); ++a)
-        if (a != pipeline.axis && !splits[a])
-          take &= coords[a] == 0;
+      bool take =
+          rankCoordinates(pipeline.bound, int(rank))[pipeline.axis] == home &&
+          holdsCanonicalPiece(*tensor, pipeline.bound, int(rank),
+                              pipeline.axis);
       auto it = runs[rank].results.find(int64_t(index));
       if (!take || it == runs[rank].results.end())
         continue;

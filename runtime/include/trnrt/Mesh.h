@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,15 @@ bool bindMesh(const Program &program, const std::vector<MeshAxis> &requested,
 /// axis the most major).
 std::vector<int64_t> rankCoordinates(const std::vector<MeshAxis> &bound,
                                      int rank);
+
+/// Whether rank `rank`'s piece of `tensor` belongs to the canonical copy
+/// assembled into a global result: the ranks at index 0 along every axis that
+/// does not split it (the reference evaluator's choice: a replicated value is
+/// rank 0's, even where a program made the ranks differ). `exceptAxis` is left
+/// to the caller (a pipeline picks the stage that returns the value).
+bool holdsCanonicalPiece(const HbmTensor &tensor,
+                         const std::vector<MeshAxis> &bound, int rank,
+                         std::optional<size_t> exceptAxis = std::nullopt);
 
 /// The global shape of an input or output under the bound mesh.
 std::vector<int64_t> globalShape(const HbmTensor &tensor,
