@@ -280,12 +280,7 @@ public:
   /// 1 in one process; the job's size when each process is one rank.
   int processes() const { return job ? job->size() : 1; }
 
-  int ranks() const {
-    int count = 1;
-    for (const trnrt::MeshAxis &axis : bound)
-      count *= int(axis.size);
-    return count;
-  }
+  int ranks() const { return trnrt::rankCount(bound); }
 
   void write(const std::string &name, const py::buffer &data) {
     auto it = inputIndex.find(name);
@@ -469,12 +464,7 @@ public:
   }
 
   int processes() const { return job ? job->size() : 1; }
-  int ranks() const {
-    int count = 1;
-    for (const trnrt::MeshAxis &axis : pipeline.bound)
-      count *= int(axis.size);
-    return count;
-  }
+  int ranks() const { return trnrt::rankCount(pipeline.bound); }
 
   void write(const std::string &name, const py::buffer &data) {
     auto it = inputIndex.find(name);

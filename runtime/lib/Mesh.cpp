@@ -177,6 +177,13 @@ uint64_t elementsOf(const std::vector<int64_t> &shape) {
 
 } // namespace
 
+int rankCount(const std::vector<MeshAxis> &bound) {
+  int64_t count = 1;
+  for (const MeshAxis &axis : bound)
+    count *= axis.size;
+  return int(count);
+}
+
 std::vector<int64_t> rankCoordinates(const std::vector<MeshAxis> &bound,
                                      int rank) {
   std::vector<int64_t> coords(bound.size());
@@ -398,9 +405,7 @@ bool runEveryRankInProcess(
     const std::vector<MeshAxis> &bound, double timeoutSeconds,
     const std::function<bool(int, Communicator &, std::string &)> &runOne,
     std::string &error) {
-  int ranks = 1;
-  for (const MeshAxis &axis : bound)
-    ranks *= int(axis.size);
+  int ranks = rankCount(bound);
   InProcessJob job(ranks, timeoutSeconds);
   std::vector<std::string> errors(static_cast<size_t>(ranks));
   std::vector<char> ok(static_cast<size_t>(ranks), 0);
@@ -433,9 +438,7 @@ bool runMeshInProcess(const Target &target, const Program &program,
                       const std::vector<std::vector<uint8_t>> &globalInputs,
                       const MeshRunOptions &options, std::vector<RankRun> &runs,
                       std::string &error) {
-  int ranks = 1;
-  for (const MeshAxis &axis : bound)
-    ranks *= int(axis.size);
+  int ranks = rankCount(bound);
   runs.assign(size_t(ranks), RankRun());
   return runEveryRankInProcess(
       bound, options.collectiveTimeoutSeconds,

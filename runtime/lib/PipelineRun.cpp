@@ -309,9 +309,7 @@ bool runPipelineInProcess(const Target &target, const BoundPipeline &pipeline,
                           const MeshRunOptions &options,
                           std::vector<PipelineRankRun> &runs,
                           std::string &error) {
-  int ranks = 1;
-  for (const MeshAxis &axis : pipeline.bound)
-    ranks *= int(axis.size);
+  int ranks = rankCount(pipeline.bound);
   runs.assign(size_t(ranks), {});
   return runEveryRankInProcess(
       pipeline.bound, options.collectiveTimeoutSeconds,

@@ -247,9 +247,7 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
     return fail("--mesh: " + error);
   if (!bindMesh(program, requested, bound, error))
     return fail(command.artifact + ": " + error);
-  int world = 1;
-  for (const MeshAxis &axis : bound)
-    world *= int(axis.size);
+  int world = rankCount(bound);
 
   MeshRunOptions options;
   options.simulator.poisonMemory = command.poison;
@@ -409,9 +407,7 @@ int runPipelineCommand(const MeshCommand &command,
   BoundPipeline pipeline;
   if (!bindPipeline(stages, requested, pipeline, error))
     return fail(error);
-  int world = 1;
-  for (const MeshAxis &axis : pipeline.bound)
-    world *= int(axis.size);
+  int world = rankCount(pipeline.bound);
   // The step's arguments and results in index order (absent indices: the
   // step has an argument no stage reads; it is given zeros).
   std::vector<GlobalValue> arguments, results;

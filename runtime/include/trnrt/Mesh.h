@@ -48,6 +48,9 @@ bool isElasticAxis(const Program &program, size_t axis);
 bool bindMesh(const Program &program, const std::vector<MeshAxis> &requested,
               std::vector<MeshAxis> &bound, std::string &error);
 
+/// How many ranks the bound mesh has (the product of its axes' sizes).
+int rankCount(const std::vector<MeshAxis> &bound);
+
 /// Rank `rank`'s index along every axis of `bound` (row-major, the first
 /// axis the most major).
 std::vector<int64_t> rankCoordinates(const std::vector<MeshAxis> &bound,
