@@ -872,6 +872,14 @@ class TrnCC {
 public:
   explicit TrnCC(Options options) : options(std::move(options)) {}
   int run();
+  /// --timing: prints the report now (it is otherwise printed when the
+  /// manager is destroyed, which a process ended by _Exit never does).
+  void printTiming() {
+    if (!options.timing)
+      return;
+    timing.stop();
+    timingManager.print();
+  }
 
 private:
   int fail(const std::string &message, int status = kExitFailure) {
@@ -1279,6 +1287,7 @@ std::string stagePath(const std::string &path, int64_t stage) {
 [[noreturn]] int runAndExit(const Options &options) {
   auto *compiler = new TrnCC(options); // NOLINT: freed by the process's exit
   int status = compiler->run();
+  compiler->printTiming();
   llvm::outs().flush();
   llvm::errs().flush();
   std::fflush(nullptr);
