@@ -312,6 +312,10 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
   PassManager lowering(module.getContext(), ModuleOp::getOperationName());
   PassManager nc(module.getContext(), ModuleOp::getOperationName());
   nc.enableVerifier(false);
+  // A pipeline stage's forward, backward and update are independent kernels:
+  // lowered, allocated and exported on the host's cores side by side.
+  if (options.pp > 1 && !options.printIRAfterAll)
+    module.getContext()->enableMultithreading();
   if (options.printIRAfterAll) {
     // Printing per pass from several threads would interleave the dumps.
     module.getContext()->disableMultithreading();
@@ -360,10 +364,20 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
     exported[i] = std::move(*program);
     return success();
   };
-  if (options.timing || kernels.size() == 1) {
-    for (size_t i = 0; i < kernels.size(); ++i)
-      if (failed(exportOne(i, timing)))
+  // options.timing is set (inactive) whenever the caller may time.
+  bool timed = options.timing && static_cast<bool>(*options.timing);
+  if (timed || kernels.size() == 1) {
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      if (kernels.size() == 1) {
+        if (failed(exportOne(i, timing)))
+          return failure();
+        continue;
+      }
+      // A stage's report has one line per fragment.
+      TimingScope fragment = timing.nest(kernels[i].getSymName().str());
+      if (failed(exportOne(i, fragment)))
         return failure();
+    }
   } else if (failed(failableParallelForEachN(module.getContext(), 0,
                                              kernels.size(), [&](size_t i) {
                                                TimingScope untimed;

@@ -126,7 +126,9 @@ class Lowering {
 public:
   Lowering(func::FuncOp graph, OpBuilder &builder)
       : graph(graph), builder(builder), kb(builder, graph.getLoc()) {}
-  LogicalResult run();
+  /// Builds the graph's kernel, not yet in the module (so that several
+  /// graphs lower side by side); the caller puts it in the graph's place.
+  FailureOr<func::FuncOp> run();
 
 private:
   LogicalResult lower(Operation *op);

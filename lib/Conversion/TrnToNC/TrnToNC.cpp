@@ -15,6 +15,8 @@
 #include "trn/Dialect/Trn/Utils/MatmulForm.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Threading.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -1156,7 +1158,7 @@ LogicalResult Lowering::lower(Operation *op) {
       });
 }
 
-LogicalResult Lowering::run() {
+FailureOr<func::FuncOp> Lowering::run() {
   MLIRContext *context = builder.getContext();
   if (!graph.getBody().hasOneBlock())
     return graph.emitError("a step graph has a single block");
@@ -1258,10 +1260,13 @@ LogicalResult Lowering::run() {
     argAttrs.push_back(attrs.getDictionary(context));
   }
 
-  builder.setInsertionPoint(graph);
-  auto kernel =
-      builder.create<func::FuncOp>(graph.getLoc(), graph.getSymName(),
-                                   FunctionType::get(context, argTypes, {}));
+  auto kernel = func::FuncOp::create(graph.getLoc(), graph.getSymName(),
+                                     FunctionType::get(context, argTypes, {}));
+  // Erased with its ops unless the lowering succeeds.
+  auto eraseOnFailure = llvm::make_scope_exit([&] {
+    if (kernel && !kernel->getBlock())
+      kernel.erase();
+  });
   kernel.setAllArgAttrs(argAttrs);
   if (!meshAxes.empty()) {
     SmallVector<Attribute> names;
@@ -1312,8 +1317,8 @@ LogicalResult Lowering::run() {
       return failure();
   }
   builder.create<func::ReturnOp>(graph.getLoc());
-  graph.erase();
-  return success();
+  eraseOnFailure.release();
+  return kernel;
 }
 
 namespace {
@@ -1325,11 +1330,27 @@ struct ConvertTrnToNCPass
     for (auto function : module.getOps<func::FuncOp>())
       if (!function.isExternal())
         graphs.push_back(function);
-    OpBuilder builder(module.getContext());
-    for (func::FuncOp graph : graphs) {
-      Lowering lowering(graph, builder);
-      if (failed(lowering.run()))
-        return signalPassFailure();
+    // Each graph (a pipeline stage has three) lowers on its own thread
+    // into a kernel outside the module: the module is only read meanwhile.
+    SmallVector<func::FuncOp> kernels(graphs.size());
+    LogicalResult lowered = failableParallelForEachN(
+        module.getContext(), 0, graphs.size(), [&](size_t i) {
+          OpBuilder builder(module.getContext());
+          FailureOr<func::FuncOp> kernel = Lowering(graphs[i], builder).run();
+          if (failed(kernel))
+            return failure();
+          kernels[i] = *kernel;
+          return success();
+        });
+    if (failed(lowered)) {
+      for (func::FuncOp kernel : kernels)
+        if (kernel)
+          kernel.erase();
+      return signalPassFailure();
+    }
+    for (auto [graph, kernel] : llvm::zip(graphs, kernels)) {
+      module.getBody()->getOperations().insert(graph->getIterator(), kernel);
+      graph.erase();
     }
   }
 };
