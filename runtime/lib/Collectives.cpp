@@ -551,4 +551,66 @@ bool InProcessCommunicator::receive(int from, uint64_t key,
   return true;
 }
 
+//===----------------------------------------------------------------------===//
+// Mirrored ranks
+//===----------------------------------------------------------------------===//
+
+bool MirrorCommunicator::exchange(const CollectiveCall &call,
+                                  const std::vector<uint8_t> &mine,
+                                  double startNs,
+                                  std::vector<std::vector<uint8_t>> &theirs,
+                                  std::vector<double> &startsNs,
+                                  std::string &error) {
+  for (int member : call.group)
+    if (member != worldRank && simulatedIndex(member) >= 0) {
+      // Two simulated ranks in one group would each need the other's real
+      // contribution: the groups are not symmetric.
+      error = call.description + " meets simulated rank " +
+              std::to_string(member) +
+              "; a mirrored run needs collectives inside the mirrored ranks "
+              "(run every rank instead)";
+      return false;
+    }
+  theirs.assign(call.group.size(), mine);
+  startsNs.assign(call.group.size(), startNs);
+  return true;
+}
+
+int MirrorCommunicator::peerOf(int worldPeer, const std::string &description,
+                               std::string &error) const {
+  int peer = simulatedIndex(worldPeer);
+  if (peer < 0 || !simulated)
+    error = description + ": rank " + std::to_string(worldPeer) +
+            " is mirrored, not simulated (run every rank instead)";
+  return simulated ? peer : -1;
+}
+
+bool MirrorCommunicator::send(int to, uint64_t key,
+                              const std::vector<uint8_t> &bytes, double sentNs,
+                              const std::string &description,
+                              std::string &error) {
+  int peer = peerOf(to, description, error);
+  return peer >= 0 &&
+         simulated->send(peer, key, bytes, sentNs, description, error);
+}
+
+bool MirrorCommunicator::receive(int from, uint64_t key,
+                                 std::vector<uint8_t> &bytes, double &sentNs,
+                                 const std::string &description,
+                                 std::string &error) {
+  int peer = peerOf(from, description, error);
+  return peer >= 0 &&
+         simulated->receive(peer, key, bytes, sentNs, description, error);
+}
+
+void MirrorCommunicator::abort(const std::string &message) {
+  if (simulated)
+    simulated->abort(message);
+}
+
+void MirrorCommunicator::stall() {
+  if (simulated)
+    simulated->stall();
+}
+
 } // namespace trnrt

@@ -346,9 +346,11 @@ bool runRank(const Target &target, const Program &program,
   if (!simulator.load(program, problem))
     return failWith(problem);
 
+  // Timing only: nothing is bound or read back.
+  const bool values = !options.simulator.timingOnly;
   size_t input = 0;
   for (const HbmTensor &tensor : program.tensors) {
-    if (tensor.kind != HbmTensor::Kind::Input)
+    if (tensor.kind != HbmTensor::Kind::Input || !values)
       continue;
     if (input >= globalInputs.size())
       return failWith("no value for input '" + tensor.name + "'");
@@ -371,7 +373,7 @@ bool runRank(const Target &target, const Program &program,
       return failWith(problem);
   run.outputs.clear();
   for (const HbmTensor &tensor : program.tensors) {
-    if (tensor.kind != HbmTensor::Kind::Output)
+    if (tensor.kind != HbmTensor::Kind::Output || !values)
       continue;
     run.outputs.emplace_back();
     if (!simulator.readTensorBytes(tensor.name, run.outputs.back(), problem))
@@ -405,7 +407,13 @@ bool runEveryRankInProcess(
     const std::vector<MeshAxis> &bound, double timeoutSeconds,
     const std::function<bool(int, Communicator &, std::string &)> &runOne,
     std::string &error) {
-  int ranks = rankCount(bound);
+  return runRanksInProcess(rankCount(bound), timeoutSeconds, runOne, error);
+}
+
+bool runRanksInProcess(
+    int ranks, double timeoutSeconds,
+    const std::function<bool(int, Communicator &, std::string &)> &runOne,
+    std::string &error) {
   InProcessJob job(ranks, timeoutSeconds);
   std::vector<std::string> errors(static_cast<size_t>(ranks));
   std::vector<char> ok(static_cast<size_t>(ranks), 0);

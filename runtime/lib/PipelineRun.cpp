@@ -185,7 +185,9 @@ bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
   std::map<std::pair<int64_t, int64_t>, std::vector<uint8_t>> stash;
   std::map<int64_t, std::vector<uint8_t>> accumulators;
   run = PipelineRankRun();
+  run.rank = rank;
   double clock = 0;
+  const bool values = !options.simulator.timingOnly;
 
   auto runFragment = [&](int phase, int64_t microbatch) -> bool {
     const Program &program = *pipeline.fragments[size_t(stage)][phase];
@@ -193,7 +195,7 @@ bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
     const std::string where = std::string(kPhases[phase]) + " of microbatch " +
                               std::to_string(microbatch);
     for (const HbmTensor &tensor : program.tensors) {
-      if (tensor.kind != HbmTensor::Kind::Input)
+      if (tensor.kind != HbmTensor::Kind::Input || !values)
         continue;
       const uint64_t size = bytesOf(tensor.dtype, tensor.shape);
       const int64_t index = tensor.port.index;
@@ -269,8 +271,9 @@ bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
     clock += stats.deviceTimeNs;
     run.computeNs += std::max(0.0, stats.deviceTimeNs - stats.collectiveWaitNs);
     ++run.fragmentsRun;
+    run.matmulFlops += stats.matmulFlops;
     for (const HbmTensor &tensor : program.tensors) {
-      if (tensor.kind != HbmTensor::Kind::Output)
+      if (tensor.kind != HbmTensor::Kind::Output || !values)
         continue;
       std::vector<uint8_t> bytes;
       if (!simulator.readTensorBytes(tensor.name, bytes, problem))
@@ -316,6 +319,36 @@ bool runPipelineInProcess(const Target &target, const BoundPipeline &pipeline,
       [&](int rank, Communicator &communicator, std::string &rankError) {
         return runPipelineRank(target, pipeline, globalInputs, communicator,
                                options, runs[size_t(rank)], rankError);
+      },
+      error);
+}
+
+bool runPipelineMirrored(const Target &target, const BoundPipeline &pipeline,
+                         const MeshRunOptions &options,
+                         std::vector<PipelineRankRun> &runs,
+                         std::string &error) {
+  const int stages = int(pipeline.fragments.size());
+  const int world = rankCount(pipeline.bound);
+  // Row-major ranks: stage s's first rank is s times the pipeline axis's
+  // stride.
+  int stride = 1;
+  for (size_t a = pipeline.axis + 1; a < pipeline.bound.size(); ++a)
+    stride *= int(pipeline.bound[a].size);
+  auto simulatedIndex = [stride, stages](int worldRank) {
+    return worldRank % stride == 0 && worldRank / stride < stages
+               ? worldRank / stride
+               : -1;
+  };
+  MeshRunOptions mirrored = options;
+  mirrored.simulator.timingOnly = true;
+  runs.assign(size_t(stages), {});
+  return runRanksInProcess(
+      stages, options.collectiveTimeoutSeconds,
+      [&](int stage, Communicator &stageRanks, std::string &stageError) {
+        MirrorCommunicator communicator(stage * stride, world, simulatedIndex,
+                                        &stageRanks);
+        return runPipelineRank(target, pipeline, {}, communicator, mirrored,
+                               runs[size_t(stage)], stageError);
       },
       error);
 }

@@ -50,15 +50,20 @@ bool SimulatorCoreBase::executeCollective(const Instruction &inst,
   TileView dstView;
   if (!makeView(inst.dst, "dst", dstView))
     return false;
+  // Timing only: the members exchange their start times, no bytes.
+  const bool values = !options.timingOnly;
   std::vector<uint8_t> mine;
+  timing.bytes = 0;
   if (inst.opcode != Opcode::AxisIndex) {
     TileView srcView;
     if (!makeView(inst.srcs[0], "src (srcs[0])", srcView))
       return false;
-    mine.resize(size_t(srcView.totalElements()) * srcView.elementBytes);
-    gatherBytes(srcView, mine.data());
+    timing.bytes = uint64_t(srcView.totalElements()) * srcView.elementBytes;
+    if (values) {
+      mine.resize(size_t(timing.bytes));
+      gatherBytes(srcView, mine.data());
+    }
   }
-  timing.bytes = mine.size();
 
   std::vector<std::vector<uint8_t>> members;
   std::vector<double> starts;
@@ -77,17 +82,19 @@ bool SimulatorCoreBase::executeCollective(const Instruction &inst,
     for (double &start : starts)
       start -= context->clockOffsetNs;
   }
-  std::vector<uint8_t> result;
-  if (!computeCollective(inst, members, call.position, result, error))
-    return fail(error);
   const uint64_t dstBytes =
       uint64_t(dstView.totalElements()) * dstView.elementBytes;
-  if (result.size() != dstBytes)
-    return fail(call.description + " produces " +
-                std::to_string(result.size()) + " bytes but dst holds " +
-                std::to_string(dstBytes) +
-                " (the program does not fit this mesh binding)");
-  scatterBytes(result.data(), dstView);
+  if (values) {
+    std::vector<uint8_t> result;
+    if (!computeCollective(inst, members, call.position, result, error))
+      return fail(error);
+    if (result.size() != dstBytes)
+      return fail(call.description + " produces " +
+                  std::to_string(result.size()) + " bytes but dst holds " +
+                  std::to_string(dstBytes) +
+                  " (the program does not fit this mesh binding)");
+    scatterBytes(result.data(), dstView);
+  }
 
   const double lastArrival = *std::max_element(starts.begin(), starts.end());
   timing.waitNs = lastArrival - startNs;
@@ -133,9 +140,12 @@ bool SimulatorCoreBase::executeTransfer(const Instruction &inst, double startNs,
   const double linkNs = collectiveTimeNs(target, permute, pair,
                                          context->worldSize(), bytes, bytes);
   std::string error;
+  // Timing only: the transfer carries no bytes, only its time.
+  const bool values = !options.timingOnly;
   if (send) {
-    std::vector<uint8_t> data(bytes);
-    gatherBytes(view, data.data());
+    std::vector<uint8_t> data(values ? bytes : 0);
+    if (values)
+      gatherBytes(view, data.data());
     if (!context->communicator->send(
             peer, key, data, startNs + context->clockOffsetNs, what, error))
       return fail(error);
@@ -146,11 +156,12 @@ bool SimulatorCoreBase::executeTransfer(const Instruction &inst, double startNs,
   double sentNs = 0;
   if (!context->communicator->receive(peer, key, data, sentNs, what, error))
     return fail(error);
-  if (data.size() != bytes)
+  if (values && data.size() != bytes)
     return fail(what + " brought " + std::to_string(data.size()) +
                 " bytes but dst holds " + std::to_string(bytes) +
                 " (the stages' programs do not match)");
-  scatterBytes(data.data(), view);
+  if (values)
+    scatterBytes(data.data(), view);
   const double arrival = sentNs - context->clockOffsetNs + linkNs;
   timing.waitNs = std::max(0.0, arrival - linkNs - startNs);
   timing.durationNs = std::max(arrival - startNs, 0.0);

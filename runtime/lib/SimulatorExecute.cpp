@@ -754,6 +754,25 @@ bool SimulatorCoreBase::execMatmul(const Instruction &inst,
   // the row plus 64 bytes: SBUF's partition pitch (192 KiB) is a multiple of
   // 4 KiB, and BLAS packing rows that far apart maps them all to one cache
   // set.
+  if (!options.timingOnly)
+    matmulValues(inst, stationary, moving, dst);
+  result.shape.matmulK = K;
+  result.shape.matmulM = M;
+  result.shape.matmulN = N;
+  result.shape.fp32Inputs = stationaryF32;
+  result.shape.freeElements = N;
+  result.flops = uint64_t(2) * uint64_t(M) * uint64_t(N) * uint64_t(K);
+  noteWrite(dst, result);
+  return true;
+}
+
+/// dst[M,N] (+)= stationary[K,M]^T moving[K,N], accumulated in fp32.
+void SimulatorCoreBase::matmulValues(const Instruction &inst,
+                                     const TileView &stationary,
+                                     const TileView &moving,
+                                     const TileView &dst) {
+  const int64_t K = stationary.partitions, M = stationary.freeElements,
+                N = moving.freeElements;
   const int lda = int(M) + 16, ldb = int(N) + 16;
   ensureSize(bufA, K * lda);
   ensureSize(bufB, K * ldb);
@@ -802,15 +821,6 @@ bool SimulatorCoreBase::execMatmul(const Instruction &inst,
   });
   if (!inPlace)
     encodeTile(c, dst);
-
-  result.shape.matmulK = K;
-  result.shape.matmulM = M;
-  result.shape.matmulN = N;
-  result.shape.fp32Inputs = stationaryF32;
-  result.shape.freeElements = N;
-  result.flops = uint64_t(2) * uint64_t(M) * uint64_t(N) * uint64_t(K);
-  noteWrite(dst, result);
-  return true;
 }
 
 bool SimulatorCoreBase::execTranspose(const Instruction &inst,
@@ -841,7 +851,9 @@ bool SimulatorCoreBase::execTranspose(const Instruction &inst,
   // An exact copy (docs/isa.md §5.1). NeuronCore-v2 hardware transposes by
   // an identity matmul, which turns a column holding NaN/Inf into NaN and
   // -0 into +0; the compiler must not rely on transposing non-finite data.
-  if (src.dtype == dst.dtype) {
+  if (options.timingOnly) {
+    // Costed below from the shapes alone.
+  } else if (src.dtype == dst.dtype) {
     // src (SBUF) and dst (PSUM) never overlap. The tile goes through
     // contiguous [P][F] and [F][P] buffers: the memories' partition pitches
     // are multiples of 4 KiB, so transposing between them directly would
@@ -918,32 +930,34 @@ bool SimulatorCoreBase::execActivation(const Instruction &inst,
     return fail("unknown activation function " +
                 std::to_string(unsigned(inst.func)));
   float *x = bufA.data();
-  elementwisePieces(
-      P, int64_t(P) * F, viewsMayOverlap(src, dst),
-      [&](unsigned first, unsigned count) {
-        decodeTile(partitionSlice(src, first, count), x + int64_t(first) * F);
-      },
-      [&](unsigned first, unsigned count) {
-        for (unsigned p = first; p < first + count; ++p) {
-          float *row = x + int64_t(p) * F;
-          const float s = scale[p], b = bias[p];
-          for (int64_t j = 0; j < F; ++j)
-            row[j] = row[j] * s + b;
-        }
-        applyActivation(inst.func, x + int64_t(first) * F, int64_t(count) * F);
-        if (inst.accumulateRow) {
-          // The accumulator adds the fp32 results, before the output cast.
+  if (!options.timingOnly)
+    elementwisePieces(
+        P, int64_t(P) * F, viewsMayOverlap(src, dst),
+        [&](unsigned first, unsigned count) {
+          decodeTile(partitionSlice(src, first, count), x + int64_t(first) * F);
+        },
+        [&](unsigned first, unsigned count) {
           for (unsigned p = first; p < first + count; ++p) {
-            const float *row = x + int64_t(p) * F;
-            float sum = 0.0f;
+            float *row = x + int64_t(p) * F;
+            const float s = scale[p], b = bias[p];
             for (int64_t j = 0; j < F; ++j)
-              sum += row[j];
-            sums[p] = sum;
+              row[j] = row[j] * s + b;
           }
-        }
-        encodeTile(x + int64_t(first) * F, partitionSlice(dst, first, count));
-      });
-  if (inst.accumulateRow)
+          applyActivation(inst.func, x + int64_t(first) * F,
+                          int64_t(count) * F);
+          if (inst.accumulateRow) {
+            // The accumulator adds the fp32 results, before the output cast.
+            for (unsigned p = first; p < first + count; ++p) {
+              const float *row = x + int64_t(p) * F;
+              float sum = 0.0f;
+              for (int64_t j = 0; j < F; ++j)
+                sum += row[j];
+              sums[p] = sum;
+            }
+          }
+          encodeTile(x + int64_t(first) * F, partitionSlice(dst, first, count));
+        });
+  if (inst.accumulateRow && !options.timingOnly)
     encodeTile(sums, reduceDst);
   result.shape.freeElements = F;
   result.shape.stridePenalty = anyStridePenalty(target, {&src, &dst});
@@ -970,7 +984,9 @@ bool SimulatorCoreBase::execTensorTensor(Engine engine, const Instruction &inst,
   const bool intPath = isIntegerDType(a.dtype) && isIntegerDType(b.dtype) &&
                        isIntegerDType(dst.dtype) && usesIntegerAlu(engine, op);
   bool known;
-  if (intPath) {
+  if (options.timingOnly) {
+    known = intPath ? dispatchIntAlu(op, [](auto) {}) : isAluOp(op);
+  } else if (intPath) {
     ensureSize(intA, count);
     ensureSize(intB, count);
     int64_t *x = intA.data();
@@ -1052,11 +1068,14 @@ bool SimulatorCoreBase::execTensorScalar(Engine engine, const Instruction &inst,
   if (intPath) {
     ensureSize(intA, int64_t(P) * F);
     int64_t *x = intA.data();
-    decodeTileInt(src, x);
+    if (!options.timingOnly)
+      decodeTileInt(src, x);
     for (const Step &step : steps) {
       if (step.op == AluOp::Bypass)
         continue;
       bool known = dispatchIntAlu(step.op, [&](auto f) {
+        if (options.timingOnly)
+          return;
         for (unsigned p = 0; p < P; ++p) {
           int64_t *row = x + int64_t(p) * F;
           // Immediates and columns convert toward zero (docs/isa.md §5.2).
@@ -1067,31 +1086,33 @@ bool SimulatorCoreBase::execTensorScalar(Engine engine, const Instruction &inst,
       if (!known)
         return fail("unknown ALU op " + std::to_string(unsigned(step.op)));
     }
-    encodeTileInt(x, dst);
+    if (!options.timingOnly)
+      encodeTileInt(x, dst);
   } else {
     for (const Step &step : steps)
       if (!isAluOp(step.op))
         return fail("unknown ALU op " + std::to_string(unsigned(step.op)));
     ensureSize(bufA, int64_t(P) * F);
     float *x = bufA.data();
-    elementwisePieces(
-        P, int64_t(P) * F, viewsMayOverlap(src, dst),
-        [&](unsigned first, unsigned count) {
-          decodeTile(partitionSlice(src, first, count), x + first * F);
-        },
-        [&](unsigned first, unsigned count) {
-          for (const Step &step : steps) {
-            if (step.op == AluOp::Bypass)
-              continue;
-            dispatchFloatAlu(step.op, [&](auto f) {
-              for (unsigned p = first; p < first + count; ++p) {
-                applyScalar(x + int64_t(p) * F, F, step.scalars[p],
-                            step.reverse, f);
-              }
-            });
-          }
-          encodeTile(x + first * F, partitionSlice(dst, first, count));
-        });
+    if (!options.timingOnly)
+      elementwisePieces(
+          P, int64_t(P) * F, viewsMayOverlap(src, dst),
+          [&](unsigned first, unsigned count) {
+            decodeTile(partitionSlice(src, first, count), x + first * F);
+          },
+          [&](unsigned first, unsigned count) {
+            for (const Step &step : steps) {
+              if (step.op == AluOp::Bypass)
+                continue;
+              dispatchFloatAlu(step.op, [&](auto f) {
+                for (unsigned p = first; p < first + count; ++p) {
+                  applyScalar(x + int64_t(p) * F, F, step.scalars[p],
+                              step.reverse, f);
+                }
+              });
+            }
+            encodeTile(x + first * F, partitionSlice(dst, first, count));
+          });
   }
   result.shape.freeElements = F;
   result.shape.stridePenalty = anyStridePenalty(target, {&src, &dst});
@@ -1116,7 +1137,9 @@ bool SimulatorCoreBase::execTensorReduce(Engine engine, const Instruction &inst,
     return fail(std::string("ALU op ") + aluOpName(op) + " is not a reduction");
   const bool intPath = isIntegerDType(src.dtype) && isIntegerDType(dst.dtype) &&
                        usesIntegerAlu(engine, op);
-  if (intPath) {
+  if (options.timingOnly) {
+    // Costed below from the shapes alone.
+  } else if (intPath) {
     ensureSize(intA, int64_t(P) * F + P);
     int64_t *x = intA.data(), *out = x + int64_t(P) * F;
     decodeTileInt(src, x);
@@ -1163,7 +1186,9 @@ bool SimulatorCoreBase::execTensorCopy(Engine engine, const Instruction &inst,
       !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))
     return false;
   const int64_t count = src.totalElements();
-  if (src.dtype == dst.dtype) {
+  if (options.timingOnly) {
+    // Costed below from the shapes alone.
+  } else if (src.dtype == dst.dtype) {
     // Vector and GpSimd copy bit-exactly within a dtype.
     copySameDType(src, dst);
   } else if (isIntegerDType(src.dtype) && isIntegerDType(dst.dtype)) {
@@ -1197,8 +1222,11 @@ bool SimulatorCoreBase::execSelect(const Instruction &inst,
   const int64_t count = dst.totalElements();
   ensureSize(bufC, count);
   float *predicate = bufC.data();
-  decodeTile(pred, predicate);
-  if (onTrue.dtype == dst.dtype && onFalse.dtype == dst.dtype) {
+  if (!options.timingOnly)
+    decodeTile(pred, predicate);
+  if (options.timingOnly) {
+    // Costed below from the shapes alone.
+  } else if (onTrue.dtype == dst.dtype && onFalse.dtype == dst.dtype) {
     // Same dtype everywhere: a bit-exact choice between the two inputs.
     const size_t size = dst.elementBytes;
     ensureSize(rawA, 2 * count * int64_t(size));
@@ -1259,8 +1287,9 @@ bool SimulatorCoreBase::execBnStats(const Instruction &inst,
     return fail("bn_stats dst must be a [" + std::to_string(P) + ", 6] tile");
   ensureSize(bufA, int64_t(P) * F + 6 * int64_t(P));
   float *x = bufA.data(), *out = x + int64_t(P) * F;
-  decodeTile(src, x);
-  for (unsigned p = 0; p < P; ++p) {
+  if (!options.timingOnly)
+    decodeTile(src, x);
+  for (unsigned p = 0; p < P && !options.timingOnly; ++p) {
     const float *row = x + int64_t(p) * F;
     // (count, mean, M2 = sum of squared deviations) of the elements at even
     // free indices, then of those at odd ones; fp32, two passes.
@@ -1282,7 +1311,8 @@ bool SimulatorCoreBase::execBnStats(const Instruction &inst,
       tuple[2] = m2;
     }
   }
-  encodeTile(out, dst);
+  if (!options.timingOnly)
+    encodeTile(out, dst);
   result.shape.freeElements = F;
   result.shape.stridePenalty = anyStridePenalty(target, {&src});
   noteWrite(dst, result);
@@ -1305,8 +1335,9 @@ bool SimulatorCoreBase::execBnAggr(const Instruction &inst,
     return fail("bn_aggr dst must be a [" + std::to_string(P) + ", 2] tile");
   ensureSize(bufA, int64_t(P) * F + 2 * int64_t(P));
   float *x = bufA.data(), *out = x + int64_t(P) * F;
-  decodeTile(src, x);
-  for (unsigned p = 0; p < P; ++p) {
+  if (!options.timingOnly)
+    decodeTile(src, x);
+  for (unsigned p = 0; p < P && !options.timingOnly; ++p) {
     const float *row = x + int64_t(p) * F;
     // Chan's parallel formula in two passes (docs/isa.md §5.2): the pooled
     // mean, then the within-tuple M2s plus the between-tuple spread.
@@ -1328,7 +1359,8 @@ bool SimulatorCoreBase::execBnAggr(const Instruction &inst,
     out[2 * p] = mean;
     out[2 * p + 1] = variance;
   }
-  encodeTile(out, dst);
+  if (!options.timingOnly)
+    encodeTile(out, dst);
   result.shape.freeElements = F;
   result.shape.stridePenalty = anyStridePenalty(target, {&src});
   noteWrite(dst, result);
@@ -1341,9 +1373,11 @@ bool SimulatorCoreBase::execMemset(const Instruction &inst,
   if (!operand(inst.dst, "dst", dst))
     return false;
   const int64_t count = dst.totalElements();
-  ensureSize(bufA, count);
-  std::fill(bufA.begin(), bufA.begin() + count, inst.value);
-  encodeTile(bufA.data(), dst);
+  if (!options.timingOnly) {
+    ensureSize(bufA, count);
+    std::fill(bufA.begin(), bufA.begin() + count, inst.value);
+    encodeTile(bufA.data(), dst);
+  }
   result.shape.freeElements = dst.freeElements;
   result.shape.fastBf16 = inst.value == 0.0f &&
                           (dst.dtype == DType::BF16 || dst.dtype == DType::F16);
@@ -1361,18 +1395,21 @@ bool SimulatorCoreBase::execIota(const Instruction &inst, ExecResult &result) {
     return fail("iota has " + std::to_string(inst.steps.size()) +
                 " steps for " + std::to_string(inst.dst.dims.size()) +
                 " free dims");
-  const int64_t count = dst.totalElements();
+  const int64_t count = options.timingOnly ? 0 : dst.totalElements();
   ensureSize(intA, count);
   int64_t *values = intA.data();
   // int32 arithmetic (wrapping), p counted from the tile's first partition.
-  forEachLogicalIndex(
-      inst.dst, inst.steps, [&](unsigned p, int64_t index, int64_t freePart) {
-        uint64_t value = uint64_t(inst.base) +
-                         uint64_t(p) * uint64_t(inst.channelMultiplier) +
-                         uint64_t(freePart);
-        values[index] = int32_t(uint32_t(value));
-      });
-  if (isIntegerDType(dst.dtype)) {
+  if (!options.timingOnly)
+    forEachLogicalIndex(
+        inst.dst, inst.steps, [&](unsigned p, int64_t index, int64_t freePart) {
+          uint64_t value = uint64_t(inst.base) +
+                           uint64_t(p) * uint64_t(inst.channelMultiplier) +
+                           uint64_t(freePart);
+          values[index] = int32_t(uint32_t(value));
+        });
+  if (options.timingOnly) {
+    // Costed below from the shapes alone.
+  } else if (isIntegerDType(dst.dtype)) {
     encodeTileInt(values, dst);
   } else {
     ensureSize(bufA, count);
@@ -1399,16 +1436,19 @@ bool SimulatorCoreBase::execAffineSelect(const Instruction &inst,
                 " free dims of dst");
   const int64_t count = dst.totalElements();
   // keep[i]: the affine expression (int32, wrapping, as iota) compares true.
-  ensureSize(rawA, count);
+  ensureSize(rawA, options.timingOnly ? 0 : count);
   uint8_t *keep = rawA.data();
-  forEachLogicalIndex(
-      inst.dst, inst.steps, [&](unsigned p, int64_t index, int64_t freePart) {
-        uint64_t value = uint64_t(inst.base) +
-                         uint64_t(p) * uint64_t(inst.channelMultiplier) +
-                         uint64_t(freePart);
-        keep[index] = compareWithZero(inst.compare, int32_t(uint32_t(value)));
-      });
-  if (isIntegerDType(src.dtype) && isIntegerDType(dst.dtype)) {
+  if (!options.timingOnly)
+    forEachLogicalIndex(
+        inst.dst, inst.steps, [&](unsigned p, int64_t index, int64_t freePart) {
+          uint64_t value = uint64_t(inst.base) +
+                           uint64_t(p) * uint64_t(inst.channelMultiplier) +
+                           uint64_t(freePart);
+          keep[index] = compareWithZero(inst.compare, int32_t(uint32_t(value)));
+        });
+  if (options.timingOnly) {
+    // Costed below from the shapes alone.
+  } else if (isIntegerDType(src.dtype) && isIntegerDType(dst.dtype)) {
     ensureSize(intA, count);
     int64_t *x = intA.data();
     decodeTileInt(src, x);
@@ -1444,7 +1484,7 @@ bool SimulatorCoreBase::execRng(const Instruction &inst, ExecResult &result) {
   if (seedView.dtype != DType::I32 || seedView.freeElements != 2 ||
       seedView.partitions != dst.partitions)
     return fail("rng seed is not [P, 2] int32 over dst's partitions");
-  const int64_t count = dst.totalElements();
+  const int64_t count = options.timingOnly ? 0 : dst.totalElements();
   ensureSize(intB, seedView.totalElements());
   int64_t *seedWords = intB.data();
   decodeTileInt(seedView, seedWords);
@@ -1454,21 +1494,23 @@ bool SimulatorCoreBase::execRng(const Instruction &inst, ExecResult &result) {
   const uint32_t threshold = uint32_t(inst.value);
   // The counter is int64 (no wrap): element indices of large tensors pass
   // 2^31. Each partition reads its own copy of the seed.
-  forEachLogicalIndex(
-      inst.dst, inst.steps, [&](unsigned p, int64_t index, int64_t freePart) {
-        uint64_t seed = uint64_t(uint32_t(seedWords[2 * p])) |
-                        uint64_t(uint32_t(seedWords[2 * p + 1])) << 32;
-        uint64_t counter = uint64_t(inst.base) +
-                           uint64_t(p) * uint64_t(inst.channelMultiplier) +
-                           uint64_t(freePart);
-        uint32_t draw = philoxUniform24(seed, inst.rngStream, counter);
-        out[index] =
-            inst.bernoulli
-                ? (draw < threshold ? 1.0f : 0.0f)
-                : float(roundToDType(low + (high - low) * (draw * 0x1p-24),
-                                     dst.dtype));
-      });
-  encodeTile(out, dst);
+  if (!options.timingOnly)
+    forEachLogicalIndex(
+        inst.dst, inst.steps, [&](unsigned p, int64_t index, int64_t freePart) {
+          uint64_t seed = uint64_t(uint32_t(seedWords[2 * p])) |
+                          uint64_t(uint32_t(seedWords[2 * p + 1])) << 32;
+          uint64_t counter = uint64_t(inst.base) +
+                             uint64_t(p) * uint64_t(inst.channelMultiplier) +
+                             uint64_t(freePart);
+          uint32_t draw = philoxUniform24(seed, inst.rngStream, counter);
+          out[index] =
+              inst.bernoulli
+                  ? (draw < threshold ? 1.0f : 0.0f)
+                  : float(roundToDType(low + (high - low) * (draw * 0x1p-24),
+                                       dst.dtype));
+        });
+  if (!options.timingOnly)
+    encodeTile(out, dst);
   result.shape.freeElements = dst.freeElements;
   result.shape.stridePenalty = anyStridePenalty(target, {&seedView, &dst});
   result.shape.maxElementBytes = dst.elementBytes;
@@ -1557,7 +1599,9 @@ bool SimulatorCoreBase::execDmaCopy(const Instruction &inst,
       !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))
     return false;
   const int64_t count = src.totalElements();
-  if (src.dtype == dst.dtype) {
+  if (options.timingOnly) {
+    // Costed below from the shapes alone.
+  } else if (src.dtype == dst.dtype) {
     copySameDType(src, dst);
   } else {
     // Casts go through fp32 (the DMA engines' datapath).
@@ -1608,14 +1652,18 @@ bool SimulatorCoreBase::execIndirectDma(const Instruction &inst,
   const int64_t rows = tableAp.numPartitions;
   const int64_t rowPitch = table.partitionPitch;
 
-  ensureSize(intA, P);
-  decodeTileInt(indices, intA.data());
   const int64_t F = tile.freeElements;
-  ensureSize(bufA, int64_t(P) * F);
+  // Timing only: the indices (never computed) are not read; the cost does
+  // not depend on which rows they pick.
+  const unsigned valueRows = options.timingOnly ? 0 : P;
+  ensureSize(intA, valueRows);
+  if (valueRows)
+    decodeTileInt(indices, intA.data());
+  ensureSize(bufA, int64_t(valueRows) * F);
   ensureSize(bufB, F);
-  if (!gather)
+  if (!gather && valueRows)
     decodeTile(tile, bufA.data());
-  for (unsigned p = 0; p < P; ++p) {
+  for (unsigned p = 0; p < valueRows; ++p) {
     const int64_t index = intA[p];
     if (index < 0 || index >= rows) {
       const HbmTensor *tensor = findTensorAt(tableAp.byteOffset);
@@ -1641,7 +1689,7 @@ bool SimulatorCoreBase::execIndirectDma(const Instruction &inst,
       encodeTile(values, rowView);
     }
   }
-  if (gather)
+  if (gather && valueRows)
     encodeTile(bufA.data(), tile);
 
   // Costed like a direct copy of P rows, each row's runs one buffer.

@@ -294,6 +294,9 @@ private:
   bool scalarValues(const ScalarOperand &operand, unsigned partitions,
                     const char *name, float *out);
   bool execMatmul(const Instruction &inst, ExecResult &result);
+  /// The arithmetic of a checked matmul (skipped when timing only).
+  void matmulValues(const Instruction &inst, const TileView &stationary,
+                    const TileView &moving, const TileView &dst);
   bool execTranspose(const Instruction &inst, ExecResult &result);
   bool execActivation(const Instruction &inst, ExecResult &result);
   bool execTensorTensor(Engine engine, const Instruction &inst,

@@ -253,6 +253,7 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
   options.simulator.poisonMemory = command.poison;
   options.simulator.recordInstructions = command.profileSummary;
   options.simulator.threads = 1; // ranks already run side by side
+  options.simulator.timingOnly = command.timingOnly || command.mirrorRanks;
   options.collectiveTimeoutSeconds = command.collectiveTimeoutSeconds;
   options.iterations = command.iterations;
   options.failRank = testRank("TRNRT_TEST_FAIL_RANK");
@@ -260,7 +261,24 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
 
   std::vector<std::vector<uint8_t>> inputs;
   int launchedRank = 0, launchedSize = 1;
-  if (launchedAsRank(launchedRank, launchedSize)) {
+  const bool launched = launchedAsRank(launchedRank, launchedSize);
+  if (command.mirrorRanks) {
+    if (launched)
+      return fail("--mirror-ranks simulates one rank in one process; start "
+                  "trn-run without mpirun or srun");
+    // Rank 0 stands for all: the ranks of an SPMD program run the same
+    // instructions at the same times.
+    MirrorCommunicator mirror(
+        0, world, [](int rank) { return rank == 0 ? 0 : -1; }, nullptr);
+    RankRun run;
+    if (!runRank(*target, program, bound, {}, mirror, options, run, error))
+      return fail(error);
+    printReport(command, program, bound,
+                "rank 0 simulated, the others mirrored", run.stats,
+                {figuresOf(run.stats)});
+    return 0;
+  }
+  if (launched) {
     // One rank per process: every process reads the same global inputs and
     // keeps its shard; rank 0 assembles and reports.
     if (launchedSize != world)
@@ -280,7 +298,8 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
                         std::to_string(job->size()) +
                         "; start trn-run with mpirun, or srun --mpi=pmix",
                     1);
-    if (!globalInputs(command,
+    if (!options.simulator.timingOnly &&
+        !globalInputs(command,
                       globalValues(program, bound, HbmTensor::Kind::Input),
                       bound, inputs, error))
       job->abortJob("rank " + std::to_string(job->rank()) + ": " + error, 1);
@@ -324,7 +343,8 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
     return 0;
   }
 
-  if (!globalInputs(command,
+  if (!options.simulator.timingOnly &&
+      !globalInputs(command,
                     globalValues(program, bound, HbmTensor::Kind::Input), bound,
                     inputs, error))
     return fail(error);
@@ -424,6 +444,7 @@ int runPipelineCommand(const MeshCommand &command,
   }
   MeshRunOptions options;
   options.simulator.threads = 1;
+  options.simulator.timingOnly = command.timingOnly || command.mirrorRanks;
   options.collectiveTimeoutSeconds = command.collectiveTimeoutSeconds;
   options.failRank = testRank("TRNRT_TEST_FAIL_RANK");
   options.stallRank = testRank("TRNRT_TEST_STALL_RANK");
@@ -432,7 +453,15 @@ int runPipelineCommand(const MeshCommand &command,
   const char *where = "threads of one process";
   int launchedRank = 0, launchedSize = 1;
   std::unique_ptr<MpiJob> job;
-  if (launchedAsRank(launchedRank, launchedSize)) {
+  const bool launched = launchedAsRank(launchedRank, launchedSize);
+  if (command.mirrorRanks) {
+    if (launched)
+      return fail("--mirror-ranks simulates one rank per stage in one "
+                  "process; start trn-run without mpirun or srun");
+    if (!runPipelineMirrored(*target, pipeline, options, runs, error))
+      return fail(error);
+    where = "one simulated per stage, the others mirrored";
+  } else if (launched) {
     if (launchedSize != world)
       return fail("the launcher started " + std::to_string(launchedSize) +
                   " processes but --mesh " + meshText(pipeline.bound) +
@@ -441,15 +470,18 @@ int runPipelineCommand(const MeshCommand &command,
     job = MpiJob::start(command.collectiveTimeoutSeconds, error);
     if (!job)
       return fail(error);
-    if (!globalInputs(command, arguments, pipeline.bound, inputs, error))
+    if (!options.simulator.timingOnly &&
+        !globalInputs(command, arguments, pipeline.bound, inputs, error))
       job->abortJob("rank " + std::to_string(job->rank()) + ": " + error, 1);
     PipelineRankRun run;
     if (!runPipelineRank(*target, pipeline, inputs, job->communicator(),
                          options, run, error))
       job->abortJob(error, 1);
-    // To rank 0: [step ns][compute ns][count][index, size, bytes]...
-    std::vector<uint8_t> message(3 * sizeof(double));
-    double header[3] = {run.stepNs, run.computeNs, double(run.results.size())};
+    // To rank 0: [step ns][compute ns][matmul FLOPs][count]
+    // [index, size, bytes]...
+    std::vector<uint8_t> message(4 * sizeof(double));
+    double header[4] = {run.stepNs, run.computeNs, double(run.matmulFlops),
+                        double(run.results.size())};
     std::memcpy(message.data(), header, sizeof(header));
     for (const auto &[index, bytes] : run.results) {
       uint64_t fields[2] = {uint64_t(index), uint64_t(bytes.size())};
@@ -465,12 +497,14 @@ int runPipelineCommand(const MeshCommand &command,
     runs.assign(size_t(world), {});
     for (int r = 0; r < world; ++r) {
       const std::vector<uint8_t> &bytes = all[size_t(r)];
-      double got[3];
+      double got[4];
       std::memcpy(got, bytes.data(), sizeof(got));
+      runs[size_t(r)].rank = r;
       runs[size_t(r)].stepNs = got[0];
       runs[size_t(r)].computeNs = got[1];
+      runs[size_t(r)].matmulFlops = uint64_t(got[2]);
       size_t offset = sizeof(got);
-      for (uint64_t k = 0; k < uint64_t(got[2]); ++k) {
+      for (uint64_t k = 0; k < uint64_t(got[3]); ++k) {
         uint64_t fields[2];
         std::memcpy(fields, bytes.data() + offset, sizeof(fields));
         offset += sizeof(fields);
@@ -482,7 +516,8 @@ int runPipelineCommand(const MeshCommand &command,
     }
     where = "one per MPI process";
   } else {
-    if (!globalInputs(command, arguments, pipeline.bound, inputs, error))
+    if (!options.simulator.timingOnly &&
+        !globalInputs(command, arguments, pipeline.bound, inputs, error))
       return fail(error);
     if (!runPipelineInProcess(*target, pipeline, inputs, options, runs, error))
       return fail(error);
@@ -496,7 +531,8 @@ int runPipelineCommand(const MeshCommand &command,
       return fail(error);
   }
   std::vector<std::vector<uint8_t>> outputs;
-  assemblePipelineResults(pipeline, runs, outputs);
+  if (!options.simulator.timingOnly)
+    assemblePipelineResults(pipeline, runs, outputs);
   if (!command.outputs.empty() &&
       !writeOutputs(command.outputs, results, outputs, error)) {
     if (job)
@@ -505,27 +541,40 @@ int runPipelineCommand(const MeshCommand &command,
   }
   // The step ends with its slowest rank; the bubble is the share of the
   // ranks' time they did not compute.
-  double step = 0, compute = 0;
+  // Mirrored ranks are copies of the simulated ones: the shares are the
+  // same over the simulated ranks as over the whole mesh.
+  double step = 0, compute = 0, flops = 0;
   for (const PipelineRankRun &run : runs) {
     step = std::max(step, run.stepNs);
     compute += run.computeNs;
+    flops += double(run.matmulFlops);
   }
   const double bubble =
       step > 0 ? 1.0 - compute / (step * double(runs.size())) : 0.0;
+  // FLOP/ns = TFLOP/s * 1e3.
+  const double mfu = step > 0 ? flops / (step * double(runs.size()) *
+                                         target->peakBf16Tflops() * 1e3)
+                              : 0.0;
   if (command.json) {
-    nlohmann::json out = {{"artifact", command.artifact},
-                          {"mesh", meshText(pipeline.bound)},
-                          {"ranks_run", where},
-                          {"stages", pipeline.fragments.size()},
-                          {"microbatches", pipeline.microbatches},
-                          {"schedule", pipelineScheduleName(pipeline.schedule)},
-                          {"step_time_ns", step},
-                          {"idle_fraction", bubble}};
+    nlohmann::json out = {
+        {"artifact", command.artifact},
+        {"mesh", meshText(pipeline.bound)},
+        {"ranks_run", where},
+        {"stages", pipeline.fragments.size()},
+        {"microbatches", pipeline.microbatches},
+        {"schedule", pipelineScheduleName(pipeline.schedule)},
+        {"ranks_simulated", runs.size()},
+        {"timing_only", options.simulator.timingOnly},
+        {"step_time_ns", step},
+        {"idle_fraction", bubble},
+        {"matmul_flops_per_rank", flops / double(runs.size())},
+        {"mfu", mfu}};
     out["ranks"] = nlohmann::json::array();
-    for (size_t r = 0; r < runs.size(); ++r)
-      out["ranks"].push_back({{"rank", r},
-                              {"step_time_ns", runs[r].stepNs},
-                              {"compute_ns", runs[r].computeNs}});
+    for (const PipelineRankRun &run : runs)
+      out["ranks"].push_back({{"rank", run.rank},
+                              {"step_time_ns", run.stepNs},
+                              {"compute_ns", run.computeNs},
+                              {"matmul_flops", run.matmulFlops}});
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -533,12 +582,16 @@ int runPipelineCommand(const MeshCommand &command,
               pipeline.step.c_str(), pipeline.fragments.size(),
               (long long)pipeline.microbatches,
               pipelineScheduleName(pipeline.schedule));
-  std::printf("mesh             %s (%zu ranks, %s)\n",
-              meshText(pipeline.bound).c_str(), runs.size(), where);
+  std::printf("mesh             %s (%d ranks, %s)\n",
+              meshText(pipeline.bound).c_str(), world, where);
   std::printf("step time        %.3f us (slowest rank)\n", step / 1000.0);
   std::printf("idle             %.1f%% of the ranks' time (pipeline bubbles, "
               "transfers, collectives)\n",
               100.0 * bubble);
+  std::printf("MFU              %.1f%% (%.3g TFLOP of matmuls per rank, bf16 "
+              "peak %.1f TFLOP/s)\n",
+              100.0 * mfu, flops / double(runs.size()) / 1e12,
+              target->peakBf16Tflops());
   return 0;
 }
 

@@ -25,6 +25,9 @@ struct MeshCommand {
   std::string profile;
   long long randomSeed = -1;
   bool poison = false, json = false, profileSummary = false;
+  /// --timing-only: no values (SimulatorOptions::timingOnly); --mirror-ranks:
+  /// one simulated rank per pipeline stage, the others mirrored.
+  bool timingOnly = false, mirrorRanks = false;
   long long profileTop = 10;
   long long iterations = 1;
   double collectiveTimeoutSeconds = 60.0;

@@ -4,6 +4,7 @@
 //           [--outputs out.npz] [--profile trace.json] [--iterations N]
 //           [--threads N] [--profile-summary] [--profile-top N]
 //           [--check-against GRAPH.mlir [--rtol X]] [--poison] [--json]
+//           [--timing-only] [--mirror-ranks]
 //
 // Loads a trn artifact, binds its inputs by name from an .npz (or random or
 // zero values), runs it on the simulator, writes its outputs to an .npz, and
@@ -57,7 +58,8 @@ const char *kUsage =
                [--outputs out.npz] [--profile trace.json] [--iterations N]
                [--threads N] [--profile-summary] [--profile-top N]
                [--check-against GRAPH.mlir [--rtol X]] [--poison] [--json]
-               [--mesh AXIS=N,... [--collective-timeout SECONDS]]
+               [--timing-only] [--mesh AXIS=N,... [--mirror-ranks]
+               [--collective-timeout SECONDS]]
 
 Runs a trn artifact on the simulated NeuronCore and reports device time,
 engine utilisation, MFU and DMA traffic. A pipelined step is one artifact
@@ -85,6 +87,11 @@ per stage (trn-cc --pp writes them): give them all, with --mesh.
                      f32 1e-4, f16 1e-3, bf16 2e-2, f8 0.25; integers exact
   --rtol X           with --check-against: tolerance X for every output
   --poison           fill fresh memory with NaN to catch reads of unwritten data
+  --timing-only      simulate the time only: every instruction is checked and
+                     costed as in a full run (device time, utilisation,
+                     traffic and profiles are the same) but no values are
+                     computed; for programs too large to simulate
+                     functionally (no --inputs, --outputs, --check-against)
   --json             print the statistics as JSON
   --mesh dp=2,tp=2   run a partitioned artifact on one simulated NeuronCore
                      per rank: global inputs are split and global outputs
@@ -94,6 +101,10 @@ per stage (trn-cc --pp writes them): give them all, with --mesh.
                      (rank 0 writes the outputs). Axes must have the sizes
                      the artifact was compiled for, except axes used only by
                      all_reduce sum/mean (dp: one artifact, any degree)
+  --mirror-ranks     with --mesh, timing only: simulate one rank per pipeline
+                     stage (rank 0 of a partitioned program) and mirror the
+                     others, which run the same program at the same times;
+                     the step time, bubbles and MFU are the whole mesh's
   --collective-timeout S  with --mesh: seconds a collective waits for the
                      other ranks before the job stops naming the missing
                      ones (default 60)
@@ -106,6 +117,7 @@ struct Options {
   std::optional<double> rtol;
   long long randomSeed = -1;
   bool zeros = false, poison = false, json = false, profileSummary = false;
+  bool timingOnly = false, mirrorRanks = false;
   long long profileTop = 10;
   long long iterations = 1;
   long long threads = 0;
@@ -182,6 +194,10 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       options.zeros = true;
     else if (arg == "--poison")
       options.poison = true;
+    else if (arg == "--timing-only")
+      options.timingOnly = true;
+    else if (arg == "--mirror-ranks")
+      options.mirrorRanks = true;
     else if (arg == "--json")
       options.json = true;
     else if (!arg.empty() && arg[0] == '-')
@@ -210,6 +226,20 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       !options.inputs.empty() + (options.randomSeed >= 0) + options.zeros;
   if (sources > 1)
     return "give at most one of --inputs, --random and --zeros";
+  if (options.mirrorRanks && options.mesh.empty())
+    return "--mirror-ranks needs --mesh";
+  if (options.timingOnly || options.mirrorRanks) {
+    const char *flag =
+        options.timingOnly ? "--timing-only" : "--mirror-ranks (timing only)";
+    for (auto [given, name] :
+         {std::pair<bool, const char *>{!options.inputs.empty(), "--inputs"},
+          {options.randomSeed >= 0, "--random"},
+          {!options.outputs.empty(), "--outputs"},
+          {!options.checkAgainst.empty(), "--check-against"},
+          {options.poison, "--poison"}})
+      if (given)
+        return std::string(flag) + " computes no values; drop " + name;
+  }
   return std::nullopt;
 }
 
@@ -308,6 +338,8 @@ MeshCommand meshCommandOf(const Options &options) {
   command.profile = options.profile;
   command.randomSeed = options.randomSeed;
   command.poison = options.poison;
+  command.timingOnly = options.timingOnly;
+  command.mirrorRanks = options.mirrorRanks;
   command.json = options.json;
   command.profileSummary = options.profileSummary;
   command.profileTop = options.profileTop;
@@ -382,6 +414,7 @@ int main(int argc, char **argv) {
   simOptions.recordInstructions =
       !options.profile.empty() || options.profileSummary;
   simOptions.threads = unsigned(std::min<long long>(options.threads, 1024));
+  simOptions.timingOnly = options.timingOnly;
   Simulator simulator(*target, simOptions);
   if (!simulator.load(program, error))
     return fail(error);
@@ -397,7 +430,8 @@ int main(int argc, char **argv) {
   }
   std::mt19937_64 rng(options.randomSeed >= 0 ? options.randomSeed : 0);
   std::vector<NamedTensor> boundInputs;
-  for (const ArtifactTensorInfo &input : info.inputs) {
+  for (const ArtifactTensorInfo &input :
+       options.timingOnly ? std::vector<ArtifactTensorInfo>() : info.inputs) {
     int64_t count = elementCount(input.shape);
     std::vector<double> values(count, 0.0);
     if (!options.inputs.empty()) {

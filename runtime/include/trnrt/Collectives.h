@@ -24,6 +24,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -108,6 +109,46 @@ private:
   std::vector<std::unique_ptr<Communicator>> communicators;
   /// Pipeline transfers posted and not received yet, by (from, to, key).
   std::map<std::tuple<int, int, uint64_t>, Posting> transfers;
+};
+
+/// A run that simulates one rank for each group of ranks that run the same
+/// program at the same simulated times (the tensor- and data-parallel ranks
+/// of a pipeline stage: SPMD programs on identical shapes): a collective's
+/// other members contribute what this rank does, when it does, so its time
+/// is the full job's. Transfers go to the other simulated ranks through
+/// `simulated` (ranks 0..n-1, by `simulatedIndex` of their world rank).
+/// Meant for timing-only runs (SimulatorOptions::timingOnly): a mirrored
+/// sum is this rank's value times the group size, not the job's.
+class MirrorCommunicator : public Communicator {
+public:
+  /// `simulatedIndex(worldRank)`: its index among the simulated ranks, or -1
+  /// for a mirrored one. `simulated` may be null when no transfers happen.
+  MirrorCommunicator(int worldRank, int worldSize,
+                     std::function<int(int)> simulatedIndex,
+                     Communicator *simulated)
+      : worldRank(worldRank), worldSize(worldSize),
+        simulatedIndex(std::move(simulatedIndex)), simulated(simulated) {}
+  int rank() const override { return worldRank; }
+  int size() const override { return worldSize; }
+  bool exchange(const CollectiveCall &call, const std::vector<uint8_t> &mine,
+                double startNs, std::vector<std::vector<uint8_t>> &theirs,
+                std::vector<double> &startsNs, std::string &error) override;
+  bool send(int to, uint64_t key, const std::vector<uint8_t> &bytes,
+            double sentNs, const std::string &description,
+            std::string &error) override;
+  bool receive(int from, uint64_t key, std::vector<uint8_t> &bytes,
+               double &sentNs, const std::string &description,
+               std::string &error) override;
+  void abort(const std::string &message) override;
+  void stall() override;
+
+private:
+  /// The simulated peer of a transfer, or an error naming it.
+  int peerOf(int worldPeer, const std::string &description,
+             std::string &error) const;
+  int worldRank, worldSize;
+  std::function<int(int)> simulatedIndex;
+  Communicator *simulated;
 };
 
 /// A rank's binding of a partitioned program: the mesh at run time, its

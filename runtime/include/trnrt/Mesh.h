@@ -124,6 +124,13 @@ bool runEveryRankInProcess(
     const std::function<bool(int, Communicator &, std::string &)> &runOne,
     std::string &error);
 
+/// The same for `ranks` job ranks (0..ranks-1) that need not be a mesh's
+/// (a mirrored run's simulated ranks).
+bool runRanksInProcess(
+    int ranks, double timeoutSeconds,
+    const std::function<bool(int, Communicator &, std::string &)> &runOne,
+    std::string &error);
+
 /// Every rank in this process, one thread each, collectives in shared
 /// memory. On failure `error` names the first rank that failed.
 bool runMeshInProcess(const Target &target, const Program &program,

@@ -66,6 +66,7 @@ struct PipelineSpan {
 
 /// One rank's run of the step.
 struct PipelineRankRun {
+  int rank = 0; ///< its world rank
   /// Its fragments in the order they ran (the gaps between the ranks'
   /// spans are the pipeline's bubbles).
   std::vector<PipelineSpan> spans;
@@ -73,9 +74,13 @@ struct PipelineRankRun {
   double stepNs = 0;    ///< this rank's clock at the end of its update
   double computeNs = 0; ///< its fragments' time outside transfers and waits
   uint64_t fragmentsRun = 0;
+  /// 2*M*N*K of its fragments' matmuls (SimulationStats::matmulFlops).
+  uint64_t matmulFlops = 0;
 };
 
-/// Runs rank `communicator.rank()` (global inputs by argument index).
+/// Runs rank `communicator.rank()` (global inputs by argument index). With
+/// options.simulator.timingOnly nothing is bound or read back: no inputs
+/// are needed and no results kept.
 bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
                      const std::vector<std::vector<uint8_t>> &globalInputs,
                      Communicator &communicator, const MeshRunOptions &options,
@@ -88,6 +93,14 @@ bool runPipelineInProcess(const Target &target, const BoundPipeline &pipeline,
                           std::vector<PipelineRankRun> &runs,
                           std::string &error);
 
+/// One rank per stage (the first of its tensor- and data-parallel ranks),
+/// timing only, the other ranks mirrored (trnrt::MirrorCommunicator): the
+/// step time, bubbles and FLOPs of the whole mesh at the cost of `stages`
+/// simulated cores. `runs` gets one entry per stage.
+bool runPipelineMirrored(const Target &target, const BoundPipeline &pipeline,
+                         const MeshRunOptions &options,
+                         std::vector<PipelineRankRun> &runs,
+                         std::string &error);
 /// The global results (by index) from every rank's run: each from the
 /// ranks of the first stage that returns it.
 void assemblePipelineResults(const BoundPipeline &pipeline,

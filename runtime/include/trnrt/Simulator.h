@@ -37,6 +37,15 @@ struct SimulatorOptions {
   /// of memory nobody wrote, or of inputs the caller never wrote, then show
   /// up as NaN in the results.
   bool poisonMemory = false;
+  /// Time the program without computing its values: every operand is
+  /// resolved and checked and every instruction costed as in a full run
+  /// (the timing model never reads values: docs/simulator.md, "Timing
+  /// only"), but no arithmetic is done and no memory written, and
+  /// collectives and transfers exchange no bytes. Device time, engine
+  /// statistics, traffic and profiles equal a full run's; memory contents
+  /// are undefined. For programs too large to simulate functionally (a
+  /// GPT-3 pipeline stage: tens of TFLOPs per step).
+  bool timingOnly = false;
   /// Keep one InstructionRecord per executed instruction (profiles).
   bool recordInstructions = false;
   /// Host threads that share one instruction's work (TBB): 0 = every core
