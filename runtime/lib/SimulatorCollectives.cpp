@@ -47,16 +47,17 @@ bool SimulatorCoreBase::executeCollective(const Instruction &inst,
   if (inst.opcode == Opcode::Send || inst.opcode == Opcode::Recv)
     return executeTransfer(inst, startNs, call.description, timing);
 
-  TileView dstView;
-  if (!makeView(inst.dst, "dst", dstView))
-    return false;
-  // Timing only: the members exchange their start times, no bytes.
+  // Timing only: the members exchange their start times, no bytes (and
+  // the views are not decoded, so their size is not bounded).
   const bool values = !options.timingOnly;
+  TileView dstView;
+  if (!makeView(inst.dst, "dst", dstView, values))
+    return false;
   std::vector<uint8_t> mine;
   timing.bytes = 0;
   if (inst.opcode != Opcode::AxisIndex) {
     TileView srcView;
-    if (!makeView(inst.srcs[0], "src (srcs[0])", srcView))
+    if (!makeView(inst.srcs[0], "src (srcs[0])", srcView, values))
       return false;
     timing.bytes = uint64_t(srcView.totalElements()) * srcView.elementBytes;
     if (values) {
@@ -127,9 +128,11 @@ bool SimulatorCoreBase::executeTransfer(const Instruction &inst, double startNs,
       std::string(send ? "send" : "recv") + " tag " + std::to_string(inst.tag) +
       " of microbatch " + std::to_string(context->microbatch) +
       (send ? " to rank " : " from rank ") + std::to_string(peer);
+  // Timing only: the transfer carries no bytes, only its time.
+  const bool values = !options.timingOnly;
   TileView view;
   if (!makeView(send ? inst.srcs[0] : inst.dst, send ? "src (srcs[0])" : "dst",
-                view))
+                view, values))
     return false;
   const uint64_t bytes = uint64_t(view.totalElements()) * view.elementBytes;
   timing.bytes = bytes;
@@ -140,8 +143,6 @@ bool SimulatorCoreBase::executeTransfer(const Instruction &inst, double startNs,
   const double linkNs = collectiveTimeNs(target, permute, pair,
                                          context->worldSize(), bytes, bytes);
   std::string error;
-  // Timing only: the transfer carries no bytes, only its time.
-  const bool values = !options.timingOnly;
   if (send) {
     std::vector<uint8_t> data(values ? bytes : 0);
     if (values)

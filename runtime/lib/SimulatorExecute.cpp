@@ -505,8 +505,8 @@ void transposeBytes(const uint8_t *in, int64_t inPitch, int64_t inStride,
 //===----------------------------------------------------------------------===//
 
 bool SimulatorCoreBase::operand(const AccessPattern &ap, const char *name,
-                                TileView &view) {
-  if (!makeView(ap, name, view))
+                                TileView &view, bool decoded) {
+  if (!makeView(ap, name, view, decoded))
     return false;
   switch (currentEngine) {
   case Engine::Dma:
@@ -1639,7 +1639,7 @@ bool SimulatorCoreBase::execIndirectDma(const Instruction &inst,
   // The HBM pattern describes the whole table (numPartitions rows,
   // partitionStride apart); the index picks the row for each partition.
   TileView table;
-  if (!operand(tableAp, tableName, table))
+  if (!operand(tableAp, tableName, table, /*decoded=*/false))
     return false;
   AccessPattern rowAp = tableAp;
   rowAp.numPartitions = 1;

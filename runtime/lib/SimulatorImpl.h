@@ -273,7 +273,11 @@ public:
   /// Sets *errorOut to "stream 'S' instruction #I (opcode): message".
   bool fail(const std::string &message);
   /// Bounds-checks `ap` and resolves it; on failure reports `operand`.
-  bool makeView(const AccessPattern &ap, const char *operand, TileView &view);
+  /// `decoded`: the whole view may be decoded into host buffers, so its
+  /// size is bounded; an indirect DMA's table (of which it touches a row
+  /// per partition) is not.
+  bool makeView(const AccessPattern &ap, const char *operand, TileView &view,
+                bool decoded = true);
   /// The HBM tensor whose bytes contain `byteOffset`, or nullptr.
   const HbmTensor *findTensorAt(int64_t byteOffset) const;
   uint64_t tensorBytes(const HbmTensor &tensor) const;
@@ -318,7 +322,8 @@ private:
   bool execIndirectDma(const Instruction &inst, ExecResult &result);
   /// makeView plus the engine's reach (compute engines: SBUF and PSUM,
   /// GpSimd: SBUF only, DMA: HBM and SBUF).
-  bool operand(const AccessPattern &ap, const char *name, TileView &view);
+  bool operand(const AccessPattern &ap, const char *name, TileView &view,
+               bool decoded = true);
   bool sameShape(const TileView &a, const TileView &b, const char *aName,
                  const char *bName);
   void noteWrite(const TileView &view, ExecResult &result);

@@ -556,7 +556,7 @@ std::string range(__int128 begin, __int128 end) {
 } // namespace
 
 bool SimulatorCoreBase::makeView(const AccessPattern &ap, const char *operand,
-                                 TileView &view) {
+                                 TileView &view, bool decoded) {
   if (unsigned(ap.dtype) > unsigned(DType::I64))
     return fail(std::string(operand) + " has an unknown dtype");
   if (unsigned(ap.memory) > unsigned(Memory::Psum))
@@ -578,7 +578,7 @@ bool SimulatorCoreBase::makeView(const AccessPattern &ap, const char *operand,
     __int128 span = __int128(dim.size - 1) * dim.stride;
     (span < 0 ? low : high) += span;
     elements *= dim.size;
-    if (elements * ap.numPartitions > kMaxOperandElements)
+    if (decoded && elements * ap.numPartitions > kMaxOperandElements)
       return fail(describe(operand, ap) + " has more than " +
                   std::to_string(kMaxOperandElements) +
                   " elements, the simulator's limit per operand");
