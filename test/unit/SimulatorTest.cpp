@@ -995,6 +995,29 @@ TEST(SimulatorTest, IndirectScatterAddAccumulatesRepeats) {
                {0, 0, 0, 5.5, 6.5, 7.5, 0, 0, 0, 10, 20, 30, 0, 0, 0});
 }
 
+TEST(SimulatorTest, IndirectTableBeyondTheOperandBound) {
+  // A table of 2^29 elements (a vocabulary-sized embedding gradient) is not
+  // one operand to decode: the gather reads one row per partition. The
+  // untouched HBM costs no host memory.
+  const int64_t rows = int64_t(1) << 21, columns = 256;
+  Builder b;
+  b.tensor("table", DType::BF16, {rows, columns}, HbmTensor::Kind::Input);
+  b.tensor("idx", DType::I32, {4, 1});
+  b.tensor("out", DType::BF16, {4, columns}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::I32, 4, 1, 0), b.hbm("idx"));
+  Instruction inst;
+  inst.opcode = Opcode::DmaCopy;
+  inst.indirect = true;
+  inst.indices = sbuf(DType::I32, 4, 1, 0);
+  inst.dst = sbuf(DType::BF16, 4, columns, 64);
+  inst.srcs = {b.hbm("table")};
+  b.add(kDmaStream, inst);
+  b.dma(b.hbm("out"), sbuf(DType::BF16, 4, columns, 64));
+  Outcome o = run(b, {{"idx", {double(rows - 1), 0, 5, 7}}});
+  ASSERT_TRUE(o.ok) << o.error;
+  expectValues(o.outputs["out"], std::vector<double>(4 * columns, 0.0));
+}
+
 TEST(SimulatorTest, IndirectIndexOutOfRange) {
   Builder b = indirectProgram(true, "table");
   Outcome o =
