@@ -2,7 +2,8 @@
 """Pipeline stages of the tutorials' models: per-stage compile time.
 
     bench/pipeline.py [--cases gpt3-23b,gpt3-46b,gpt3-175b,llama3-70b,bert-large]
-                      [--stages all|0,3] [--json bench-pipeline.json]
+                      [--stages all|0,3] [--simulate gpt3-23b]
+                      [--json bench-pipeline.json]
 
 Each model is traced once, whole, by the frontend on meta tensors (bf16,
 batch 1, a microbatch of one data-parallel replica, unless said), then every stage
@@ -18,6 +19,15 @@ and update fragments are lowered). The configurations are AWS's tutorials':
   8192; dp=2, tp=32, pp=8;
 - bert-large: 24 layers, hidden 1024, sequence 128, 16 per replica; dp=2 only
   (one program).
+
+--simulate CASES then runs those cases' stages (every stage must have been
+compiled: --stages all) on the simulated trn1, timing only, one simulated
+rank per stage and the others mirrored (`trn-run STAGES... --mesh M
+--mirror-ranks --json`; exact for SPMD ranks, docs/simulator.md): the step
+time (slowest rank), the share of the ranks' time not computing (pipeline
+bubbles, transfers, collectives) and the MFU (matmul FLOPs of every rank
+over the ranks' bf16 peak for the step time), next to the ideal 1F1B bubble
+(p - 1) / (m + p - 1).
 
 Printed as a table (trace time; per stage: wall time of the trn-cc process,
 the compile time trn-cc reports, peak memory) and written as JSON. The bar
@@ -105,13 +115,39 @@ def compile_stage(bin_dir: pathlib.Path, graph: pathlib.Path, case: dict,
     return row
 
 
+def simulate(bin_dir: pathlib.Path, case: dict, artifacts: list) -> dict:
+    start = time.monotonic()
+    proc = subprocess.run([str(bin_dir / "trn-run"), *map(str, artifacts),
+                           "--mesh", case["mesh"], "--mirror-ranks", "--json"],
+                          capture_output=True, text=True)
+    wall = time.monotonic() - start
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1][:300]}
+    report = json.loads(proc.stdout)
+    stages, microbatches = report["stages"], report["microbatches"]
+    return {"step_time_ms": round(report["step_time_ns"] / 1e6, 2),
+            "idle_fraction": round(report["idle_fraction"], 4),
+            "ideal_1f1b_bubble": round((stages - 1) / (microbatches + stages - 1), 4),
+            "mfu": round(report["mfu"], 4),
+            "matmul_tflop_per_rank": round(report["matmul_flops_per_rank"] / 1e12, 2),
+            "ranks_simulated": report["ranks_simulated"],
+            "simulation_wall_s": round(wall, 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--stages", default="all",
                         help="all, or a comma list of stage indices")
+    parser.add_argument("--simulate", default="",
+                        help="comma list of cases whose step to simulate (timing only)")
     parser.add_argument("--json", default="bench-pipeline.json")
     options = parser.parse_args()
+    for name in [n for n in options.simulate.split(",") if n]:
+        if name not in options.cases.split(","):
+            sys.exit(f"bench: --simulate {name} needs the case in --cases")
+        if options.stages != "all":
+            sys.exit("bench: --simulate needs every stage compiled (--stages all)")
     bin_dir = build_bin()
     results = []
     for name in options.cases.split(","):
@@ -122,14 +158,22 @@ def main() -> None:
             pp = int(dict(a.split("=") for a in case["mesh"].split(",")).get("pp", "1"))
             stages = list(range(pp)) if options.stages == "all" else [
                 int(s) for s in options.stages.split(",") if int(s) < pp]
-            rows = []
+            rows, artifacts = [], []
             for stage in (stages if pp > 1 else [None]):
-                row = compile_stage(bin_dir, graph, case, stage, work / "stage.trnart")
+                artifacts.append(work / f"stage{stage}.trnart")
+                row = compile_stage(bin_dir, graph, case, stage, artifacts[-1])
                 rows.append(row)
                 print(f"{name} stage {stage}: {row}", file=sys.stderr, flush=True)
-            results.append({"case": name, "mesh": case["mesh"],
-                            "microbatches": case["microbatches"],
-                            "trace_s": round(traced, 2), "stages": rows})
+            result = {"case": name, "mesh": case["mesh"],
+                      "microbatches": case["microbatches"],
+                      "trace_s": round(traced, 2), "stages": rows}
+            if name in options.simulate.split(",") and pp == 1:
+                sys.exit(f"bench: --simulate {name}: not a pipelined case")
+            if name in options.simulate.split(","):
+                result["simulated"] = simulate(bin_dir, case, artifacts)
+                print(f"{name} simulated: {result['simulated']}", file=sys.stderr,
+                      flush=True)
+            results.append(result)
     print(f"{'case':<12} {'mesh':<17} {'trace s':>8} {'stage':>5} {'wall s':>7} "
           f"{'compile s':>9}  note")
     for result in results:
@@ -138,6 +182,18 @@ def main() -> None:
             print(f"{result['case']:<12} {result['mesh']:<17} {result['trace_s']:>8.2f} "
                   f"{stage:>5} {row['wall_s']:>7.2f} {row.get('compile_s', 0):>9.2f}  "
                   f"{row.get('error', '')}")
+    for result in results:
+        sim = result.get("simulated")
+        if not sim:
+            continue
+        if "error" in sim:
+            print(f"{result['case']} simulated step: {sim['error']}")
+            continue
+        print(f"{result['case']} simulated step ({result['mesh']}, {result['microbatches']} "
+              f"microbatches, 1F1B): {sim['step_time_ms']:.1f} ms, idle "
+              f"{100 * sim['idle_fraction']:.1f}% (ideal 1F1B bubble "
+              f"{100 * sim['ideal_1f1b_bubble']:.1f}%), MFU {100 * sim['mfu']:.1f}%; "
+              f"{sim['ranks_simulated']} ranks simulated in {sim['simulation_wall_s']} s")
     pathlib.Path(options.json).write_text(json.dumps(
         {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count(),
          "results": results}, indent=2) + "\n")
