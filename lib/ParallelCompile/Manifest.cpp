@@ -2,9 +2,13 @@
 
 #include "trn/ParallelCompile/Manifest.h"
 
+#include "trn/Cache/Key.h"
+#include "trn/Driver/CompileFlags.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -164,6 +168,48 @@ bool readManifest(const std::string &path, std::vector<GraphRecord> &graphs,
     }
   }
   return true;
+}
+
+std::string GraphRecord::displayName() const {
+  return stage < 0 ? graphName : graphName + " stage " + std::to_string(stage);
+}
+
+std::vector<GraphRecord> expandPipelineStages(std::vector<GraphRecord> graphs) {
+  std::vector<GraphRecord> expanded;
+  for (GraphRecord &record : graphs) {
+    std::string error;
+    std::optional<cache::NormalizedFlags> flags =
+        normalizeFlags(record.flags, error);
+    std::optional<cache::CacheKey> key = cache::CacheKey::parse(record.key);
+    const int64_t stages =
+        flags ? std::strtoll(flags->values["pp"].c_str(), nullptr, 10) : 1;
+    bool stageGiven = false;
+    for (const std::string &flag : record.flags)
+      stageGiven |= flag == "--stage" || flag.rfind("--stage=", 0) == 0;
+    if (!flags || !key || stages <= 1 || stageGiven) {
+      expanded.push_back(std::move(record));
+      continue;
+    }
+    for (int64_t stage = 0; stage < stages; ++stage) {
+      GraphRecord one = record;
+      one.stage = stage;
+      one.flags.push_back("--stage");
+      one.flags.push_back(std::to_string(stage));
+      std::optional<cache::NormalizedFlags> stageFlags =
+          normalizeFlags(one.flags, error);
+      if (!stageFlags) {
+        expanded.push_back(record);
+        break;
+      }
+      cache::CacheKey stageKey = *key;
+      stageKey.flags = cache::hashFlags(*stageFlags);
+      one.key = stageKey.dirName();
+      // Each stage is about its share of the whole step.
+      one.estimatedSeconds = record.estimatedSeconds / double(stages);
+      expanded.push_back(std::move(one));
+    }
+  }
+  return expanded;
 }
 
 } // namespace mlir::trn::parallel

@@ -195,6 +195,8 @@ nlohmann::json jobRecord(const GraphJob &job) {
       {"attempts", job.attempts},
       {"estimated_seconds", job.record.estimatedSeconds},
       {"estimated_memory_bytes", job.record.estimatedMemoryBytes}};
+  if (job.record.stage >= 0)
+    record["stage"] = job.record.stage;
   if (!job.reason.empty())
     record["reason"] = job.reason;
   if (!job.logPath.empty())
@@ -618,7 +620,8 @@ void Runner::finishJob(GraphJob &job, const ExitStatus &exit,
 int Runner::compile(std::vector<GraphRecord> graphs) {
   std::vector<GraphJob> jobs;
   double wallSeconds = 0;
-  if (!compileGraphs(std::move(graphs), jobs, wallSeconds))
+  if (!compileGraphs(expandPipelineStages(std::move(graphs)), jobs,
+                     wallSeconds))
     return 1;
   return summarize(jobs, wallSeconds);
 }
@@ -814,6 +817,17 @@ int Runner::summarize(std::vector<GraphJob> &jobs, double wallSeconds) {
   say("Total successful compilations: " + std::to_string(compiled));
   say("Total failed compilations: " + std::to_string(failed));
   say("Already cached: " + std::to_string(cached));
+  std::set<std::string> pipelined;
+  size_t stageJobs = 0;
+  for (const GraphJob &job : jobs)
+    if (job.record.stage >= 0) {
+      ++stageJobs;
+      pipelined.insert(job.record.graphPath);
+    }
+  if (stageJobs)
+    say(std::to_string(stageJobs) + " of these are the stages of " +
+        std::to_string(pipelined.size()) +
+        " pipelined graph(s), each stage compiled and cached on its own");
   std::ostringstream timing;
   timing << "wall time " << formatSeconds(wallSeconds)
          << "; compiling one by one would take " << formatSeconds(sequential);
@@ -823,7 +837,7 @@ int Runner::summarize(std::vector<GraphJob> &jobs, double wallSeconds) {
     for (const GraphJob &job : jobs) {
       if (job.status != Status::Failed && job.status != Status::CachedFailure)
         continue;
-      std::cerr << "  " << job.record.key << "  " << job.record.graphName;
+      std::cerr << "  " << job.record.key << "  " << job.record.displayName();
       if (!job.record.inputSummary.empty())
         std::cerr << " (" << job.record.inputSummary << ")";
       std::cerr << "\n    reason: " << job.reason << "\n";
@@ -899,7 +913,9 @@ int Runner::compileAsJob(std::vector<GraphRecord> graphs, bool scriptFailed) {
     ok = false;
   }
 
-  // Each graph to one task, the same split on every task.
+  // Each graph (a pipelined one: each stage) to one task, the same split
+  // on every task.
+  all = expandPipelineStages(std::move(all));
   std::vector<GraphJob> mine;
   double wallSeconds = 0;
   if (ok) {

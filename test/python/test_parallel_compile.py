@@ -75,6 +75,45 @@ def test_collect_compile_then_everything_is_cached(tmp_path):
     assert again.returncode == 0 and "Already cached: 2" in again.stderr
 
 
+def test_pipelined_graph_compiles_and_caches_per_stage(tmp_path):
+    """A pipelined step is one compile and one cache entry per stage: each
+    stage is its own job, and a graph with a stage missing from the cache is
+    not taken as cached."""
+    cache, work = tmp_path / "cache", tmp_path / "work"
+    command = [PYTHON, str(EXAMPLES / "gpt.py"), "--device", "trn", "--steps", "2",
+               "--batch", "4", "--mesh", "pp=2,tp=2"]
+    first = run_tool("--cache-dir", str(cache), "--workdir", str(work),
+                     "--json", str(tmp_path / "first.json"), "--", *command)
+    assert first.returncode == 0, first.stderr
+    assert "Total successful compilations: 2" in first.stderr
+    assert "2 of these are the stages of 1 pipelined graph(s)" in first.stderr
+    graphs = report(tmp_path / "first.json")["graphs"]
+    assert sorted(g["stage"] for g in graphs) == [0, 1]
+    assert len({g["key"] for g in graphs}) == 2
+
+    # Stage 1's entry goes missing: only it is compiled again.
+    stage1 = next(g["key"] for g in graphs if g["stage"] == 1)
+    entries = list(cache.glob(f"trncc-*/{stage1}"))
+    assert len(entries) == 1
+    subprocess.run(["rm", "-rf", str(entries[0])], check=True)
+    again = run_tool("--command", "compile", "--cache-dir", str(cache),
+                     "--workdir", str(work), "--json", str(tmp_path / "again.json"))
+    assert again.returncode == 0, again.stderr
+    assert "Total successful compilations: 1" in again.stderr
+    assert "Already cached: 1" in again.stderr
+    status = {g["stage"]: g["status"] for g in report(tmp_path / "again.json")["graphs"]}
+    assert status == {0: "cached", 1: "compiled"}
+
+    # The training run finds both stages in the cache.
+    stats = tmp_path / "stats.json"
+    train = subprocess.run(command + ["--stats-out", str(stats)],
+                           env=dict(os.environ, TRN_CACHE_DIR=str(cache)),
+                           capture_output=True, text=True, timeout=600)
+    assert train.returncode == 0, train.stderr
+    assert all(g["cache_status"] == "hit"
+               for g in json.loads(stats.read_text())["graphs"])
+
+
 def _variant(tmp_path: Path, name: str, rows: int) -> Path:
     """A small graph of its own shape (its own key)."""
     text = (INPUTS / "add_exp.mlir").read_text()

@@ -32,6 +32,11 @@ struct GraphRecord {
   /// "input_ids i64[4, 16], labels i64[4, 16]" (data and label inputs).
   std::string inputSummary;
   int64_t calls = 0; ///< step calls that produced this graph
+  /// A pipelined graph's stage this record compiles (its flags end with
+  /// --stage K and its key is that stage's entry), or -1.
+  int64_t stage = -1;
+  /// "train_step", or "train_step stage 1".
+  std::string displayName() const;
 };
 
 /// A step call that could not be translated (analyze mode records it and
@@ -50,6 +55,15 @@ struct ProblemRecord {
 bool readManifest(const std::string &path, std::vector<GraphRecord> &graphs,
                   std::string &error,
                   std::vector<ProblemRecord> *problems = nullptr);
+
+/// A pipelined graph (codegen flags with pp > 1 and no --stage) is one
+/// compile and one cache entry per stage: replaces each such record by one
+/// per stage, with the stage's flags and key (and its share of the
+/// estimated time), so that stages compile as separate jobs and a graph
+/// counts as cached only when every stage is. Other records are kept.
+/// Records whose flags or key do not parse are kept as they are (the
+/// compile reports them).
+std::vector<GraphRecord> expandPipelineStages(std::vector<GraphRecord> graphs);
 
 } // namespace mlir::trn::parallel
 
