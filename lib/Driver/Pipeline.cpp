@@ -142,16 +142,8 @@ partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
   // A pipeline finds the end of a microbatch's work at the dp collectives:
   // it is partitioned as one replica's step even at dp = 1.
   const bool pipelined = options.pp > 1;
-  const bool replicas =
-      (options.dp > 1 || pipelined) && !(options.zero1 && options.dp > 1);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  trn::partition::PartitionOptions partitionOptions;
-  partitionOptions.mesh = {{"dp", replicas ? 2 : options.dp},
-                           {"tp", options.tp}};
-  partitionOptions.dpReplicas = replicas;
-  partitionOptions.zero1 = options.zero1;
-  partitionOptions.sequenceParallel = options.sequenceParallel;
-  trn::partition::addPartitionPasses(pm, partitionOptions);
+  trn::partition::addPartitionPasses(pm, partitionOptionsFor(options));
   if (pipelined) {
     trn::partition::DistPipelineStagesOptions stages;
     stages.pp = options.pp;
@@ -402,4 +394,66 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
   for (std::optional<trnrt::Program> &program : exported)
     programs.push_back(std::move(*program));
   return programs;
+}
+
+trn::partition::PartitionOptions
+mlir::trn::partitionOptionsFor(const CompileOptions &options) {
+  const bool replicas =
+      (options.dp > 1 || options.pp > 1) && !(options.zero1 && options.dp > 1);
+  trn::partition::PartitionOptions partitionOptions;
+  partitionOptions.mesh = {{"dp", replicas ? 2 : options.dp},
+                           {"tp", options.tp}};
+  partitionOptions.dpReplicas = replicas;
+  partitionOptions.zero1 = options.zero1;
+  partitionOptions.sequenceParallel = options.sequenceParallel;
+  return partitionOptions;
+}
+
+std::string mlir::trn::meshTextOf(const CompileOptions &options) {
+  return "dp=" + std::to_string(options.dp) +
+         (options.pp > 1 ? ",pp=" + std::to_string(options.pp)
+                         : std::string()) +
+         ",tp=" + std::to_string(options.tp);
+}
+
+int64_t mlir::trn::MeshFootprint::worstTotal() const {
+  return stages.empty() ? 0 : stages[worstStage()].total();
+}
+
+size_t mlir::trn::MeshFootprint::worstStage() const {
+  size_t worst = 0;
+  for (size_t s = 1; s < stages.size(); ++s)
+    if (stages[s].total() > stages[worst].total())
+      worst = s;
+  return worst;
+}
+
+FailureOr<std::optional<mlir::trn::MeshFootprint>>
+mlir::trn::measureMeshFootprint(ModuleOp module,
+                                const CompileOptions &options) {
+  if (options.tp <= 1 && options.dp <= 1 && options.pp <= 1)
+    return std::optional<MeshFootprint>();
+  for (auto function : module.getOps<func::FuncOp>())
+    if (function->hasAttr(dist::DistDialect::getSpmdAttrName()))
+      return std::optional<MeshFootprint>(); // already one rank's program
+  MeshFootprint footprint;
+  footprint.mesh = meshTextOf(options);
+  footprint.pipelined = options.pp > 1;
+  if (footprint.pipelined) {
+    FailureOr<std::vector<trn::partition::RankFootprint>> stages =
+        trn::partition::partitionedPipelineFootprints(
+            module, partitionOptionsFor(options), options.pp,
+            options.microbatches, options.pipelineSchedule);
+    if (failed(stages))
+      return failure();
+    footprint.stages = std::move(*stages);
+  } else {
+    FailureOr<trn::partition::RankFootprint> one =
+        trn::partition::partitionedFootprint(module,
+                                             partitionOptionsFor(options));
+    if (failed(one))
+      return failure();
+    footprint.stages.push_back(*one);
+  }
+  return std::optional<MeshFootprint>(std::move(footprint));
 }

@@ -12,6 +12,7 @@
 #include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/CompileGraph.h"
 #include "trn/Driver/Diagnostics.h"
+#include "trn/Driver/Pipeline.h"
 #include "trn/Partition/Fit.h"
 #include "trnrt/Artifact.h"
 #include "trnrt/Mesh.h"
@@ -617,17 +618,10 @@ py::dict meshFootprint(const std::string &graph,
   auto normalized = mlir::trn::normalizeFlags(flags, error);
   if (!normalized)
     throw py::value_error(error);
-  int64_t tp = 1;
-  if (auto it = normalized->values.find("tp"); it != normalized->values.end())
-    tp = std::stoll(it->second);
-  int64_t dp = mlir::trn::dpDegreeOf(flags);
-  bool zero1 = normalized->values.count("zero1") != 0;
-  mlir::trn::partition::PartitionOptions options;
-  options.mesh = {{"dp", dp > 1 && !zero1 ? 2 : dp}, {"tp", tp}};
-  options.dpReplicas = dp > 1 && !zero1;
-  options.zero1 = zero1;
-  options.sequenceParallel = normalized->values.count("sequence-parallel") != 0;
-  mlir::trn::partition::RankFootprint footprint;
+  mlir::trn::CompileOptions options =
+      mlir::trn::compileOptionsFromFlags(*normalized);
+  options.dp = mlir::trn::dpDegreeOf(flags);
+  std::vector<mlir::trn::partition::RankFootprint> stages;
   {
     py::gil_scoped_release release;
     mlir::MLIRContext context;
@@ -637,24 +631,42 @@ py::dict meshFootprint(const std::string &graph,
     if (!module) {
       error = "cannot parse the step graph: " + diagnostics.firstError();
     } else {
-      auto measured =
-          mlir::trn::partition::partitionedFootprint(*module, options);
+      auto measured = mlir::trn::measureMeshFootprint(*module, options);
       if (mlir::failed(measured))
         error = diagnostics.firstError().empty() ? "partitioning failed"
                                                  : diagnostics.firstError();
-      else
-        footprint = *measured;
+      else if (*measured)
+        stages = (*measured)->stages;
+      else // no mesh: the one device's
+        for (auto function : module->getOps<mlir::func::FuncOp>()) {
+          stages.push_back(mlir::trn::partition::rankFootprint(function));
+          break;
+        }
     }
   }
   if (!error.empty())
     throw py::value_error(error);
+  if (stages.empty())
+    throw py::value_error("the step graph has no function");
+  // A pipeline: the stage that needs the most (every rank must fit).
+  size_t worst = 0;
+  for (size_t s = 1; s < stages.size(); ++s)
+    if (stages[s].total() > stages[worst].total())
+      worst = s;
+  const mlir::trn::partition::RankFootprint &footprint = stages[worst];
   py::dict out;
   out["parameters"] = footprint.parameters;
   out["optimizer_states"] = footprint.optimizerStates;
   out["gradients"] = footprint.gradients;
   out["inputs"] = footprint.inputs;
   out["peak_intermediates"] = footprint.peakIntermediates;
+  out["stash"] = footprint.stash;
   out["total"] = footprint.total();
+  py::list totals;
+  for (const mlir::trn::partition::RankFootprint &stage : stages)
+    totals.append(stage.total());
+  out["stages"] = totals;
+  out["worst_stage"] = worst;
   return out;
 }
 
@@ -718,7 +730,9 @@ PYBIND11_MODULE(_trn, m) {
         "a dict with ok, error, artifact, key, cache_status, ...");
   m.def("mesh_footprint", &meshFootprint, py::arg("graph"), py::arg("flags"),
         "One rank's HBM (bytes by kind) of the graph partitioned for the "
-        "mesh in `flags`; ValueError when the mesh does not partition it.");
+        "mesh in `flags` (a pipeline: of the stage that needs the most; "
+        "'stages' lists every stage's total); ValueError when the mesh "
+        "does not partition it.");
   m.def(
       "graph_key",
       [](const std::string &graph, const std::vector<std::string> &flags) {

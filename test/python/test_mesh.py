@@ -5,11 +5,13 @@ single-device results."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 import trn
+from trn import _trn
 from conftest import EXAMPLES, PYTHON, run_example
 
 sys.path.insert(0, str(EXAMPLES))
@@ -221,3 +223,13 @@ def test_parallel_compile_analyze_checks_the_mesh(tmp_path):
     assert bad.returncode != 0
     assert "mesh 'tp=3' does not partition the step" in bad.stdout + bad.stderr
     assert "tp=3 does not divide 4 heads" in bad.stdout + bad.stderr
+    # A pipeline: every stage's rank is measured; the manifest's need is
+    # the stage that needs the most.
+    piped = analyze("pp=2,tp=2", tmp_path / "pp2")
+    assert piped.returncode == 0, piped.stdout + piped.stderr
+    graph = json.loads((tmp_path / "pp2" / "report.json").read_text())["graphs"][0]
+    footprint = _trn.mesh_footprint(Path(graph["graph"]).read_text(),
+                                    ["--mesh", "pp=2,tp=2", "--microbatches", "2"])
+    assert len(footprint["stages"]) == 2
+    assert footprint["total"] == max(footprint["stages"]) == graph["hbm_bytes_estimate"]
+    assert footprint["stash"] > 0

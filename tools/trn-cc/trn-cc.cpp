@@ -960,53 +960,32 @@ static std::string bytesText(int64_t bytes) {
 }
 
 /// With --mesh: partitions the graph (milliseconds, no lowering) and checks
-/// that one rank fits its NeuronCore's HBM, before compiling. Returns a
-/// one-line error naming the first violated constraint, or the footprint.
+/// that one rank (of every pipeline stage) fits its NeuronCore's HBM, before
+/// compiling. Returns a one-line error naming the first violated
+/// constraint, or the footprint.
 static std::optional<std::string>
 checkMeshFit(ModuleOp module, const trn::cache::NormalizedFlags &flags,
              const std::vector<std::string> &args,
-             std::optional<trn::partition::RankFootprint> &footprint,
-             std::string &meshText) {
-  int64_t tp = 1, pp = 1;
-  if (auto it = flags.values.find("tp"); it != flags.values.end())
-    tp = std::stoll(it->second);
-  if (auto it = flags.values.find("pp"); it != flags.values.end())
-    pp = std::stoll(it->second);
-  int64_t dp = trn::dpDegreeOf(args);
-  if (tp <= 1 && dp <= 1 && pp <= 1)
-    return std::nullopt;
-  for (auto function : module.getOps<func::FuncOp>())
-    if (function->hasAttr(dist::DistDialect::getSpmdAttrName()))
-      return std::nullopt; // already one rank's program
-  meshText = "dp=" + std::to_string(dp) +
-             (pp > 1 ? ",pp=" + std::to_string(pp) : std::string()) +
-             ",tp=" + std::to_string(tp);
-  trn::partition::PartitionOptions options;
-  // Replicas at a nominal dp = 2 as trn-cc --mesh compiles them: the shapes
-  // and the footprint are one replica's whatever the degree (a pipeline's
-  // too, even at dp = 1).
-  bool zero1 = flags.values.count("zero1") != 0;
-  bool replicas = (dp > 1 || pp > 1) && !(zero1 && dp > 1);
-  options.mesh = {{"dp", replicas ? 2 : dp}, {"tp", tp}};
-  options.dpReplicas = replicas;
-  options.zero1 = zero1;
-  options.sequenceParallel = flags.values.count("sequence-parallel") != 0;
+             std::optional<trn::MeshFootprint> &footprint) {
+  trn::CompileOptions options = trn::compileOptionsFromFlags(flags);
+  options.dp = trn::dpDegreeOf(args);
   trn::DiagnosticCollector diagnostics(module.getContext());
+  FailureOr<std::optional<trn::MeshFootprint>> measured =
+      trn::measureMeshFootprint(module, options);
+  if (failed(measured))
+    return "mesh " + trn::meshTextOf(options) +
+           " does not partition this graph: " +
+           (diagnostics.firstError().empty() ? std::string("see above")
+                                             : diagnostics.firstError());
+  footprint = *measured;
+  if (!footprint)
+    return std::nullopt;
   const trnrt::Target *target = trnrt::lookupTarget(flags.values.at("target"));
-  if (pp > 1) {
-    // Every stage's rank: the first that does not fit is the error.
-    FailureOr<std::vector<trn::partition::RankFootprint>> stages =
-        trn::partition::partitionedPipelineFootprints(
-            module, options, pp, std::stoll(flags.values.at("microbatches")),
-            flags.values.at("pipeline-schedule"));
-    if (failed(stages))
-      return "mesh " + meshText + " does not partition this graph: " +
-             (diagnostics.firstError().empty() ? std::string("see above")
-                                               : diagnostics.firstError());
-    for (size_t s = 0; s < stages->size(); ++s) {
-      const trn::partition::RankFootprint &f = (*stages)[s];
-      llvm::outs() << "stage " << s << " per-rank HBM at " << meshText << ": "
-                   << bytesText(f.total()) << " (parameters "
+  if (footprint->pipelined)
+    for (size_t s = 0; s < footprint->stages.size(); ++s) {
+      const trn::partition::RankFootprint &f = footprint->stages[s];
+      llvm::outs() << "stage " << s << " per-rank HBM at " << footprint->mesh
+                   << ": " << bytesText(f.total()) << " (parameters "
                    << bytesText(f.parameters) << ", optimizer state "
                    << bytesText(f.optimizerStates) << ", gradient accumulators "
                    << bytesText(f.gradients) << ", stashed activations "
@@ -1014,51 +993,43 @@ checkMeshFit(ModuleOp module, const trn::cache::NormalizedFlags &flags,
                    << " microbatches in flight, peak intermediates "
                    << bytesText(f.peakIntermediates) << ")\n";
     }
-    for (size_t s = 0; s < stages->size(); ++s) {
-      const trn::partition::RankFootprint &f = (*stages)[s];
-      if (target && uint64_t(f.total()) > target->hbmBytesPerCore)
-        return "mesh " + meshText + " does not fit: stage " +
-               std::to_string(s) + "'s rank needs " + bytesText(f.total()) +
-               " of HBM, more than the " +
-               bytesText(int64_t(target->hbmBytesPerCore)) +
-               " of a NeuronCore (parameters " + bytesText(f.parameters) +
-               ", optimizer state " + bytesText(f.optimizerStates) +
-               ", gradient accumulators " + bytesText(f.gradients) +
-               ", stashed activations " + bytesText(f.stash) +
-               ", peak intermediates " + bytesText(f.peakIntermediates) +
-               "); raise pp or tp, or use fewer microbatches in flight";
-    }
-    return std::nullopt;
-  }
-  FailureOr<trn::partition::RankFootprint> measured =
-      trn::partition::partitionedFootprint(module, options);
-  if (failed(measured))
-    return "mesh " + meshText + " does not partition this graph: " +
-           (diagnostics.firstError().empty() ? std::string("see above")
-                                             : diagnostics.firstError());
-  footprint = *measured;
-  if (target && uint64_t(measured->total()) > target->hbmBytesPerCore)
-    return "mesh " + meshText + " does not fit: one rank needs " +
-           bytesText(measured->total()) + " of HBM, more than the " +
-           bytesText(int64_t(target->hbmBytesPerCore)) +
-           " of a NeuronCore (parameters " + bytesText(measured->parameters) +
-           ", optimizer state " + bytesText(measured->optimizerStates) +
-           ", peak intermediates " + bytesText(measured->peakIntermediates) +
+  for (size_t s = 0; s < footprint->stages.size(); ++s) {
+    const trn::partition::RankFootprint &f = footprint->stages[s];
+    if (!target || uint64_t(f.total()) <= target->hbmBytesPerCore)
+      continue;
+    std::string head = "mesh " + footprint->mesh + " does not fit: ";
+    std::string tail = " of HBM, more than the " +
+                       bytesText(int64_t(target->hbmBytesPerCore)) +
+                       " of a NeuronCore (parameters " +
+                       bytesText(f.parameters) + ", optimizer state " +
+                       bytesText(f.optimizerStates);
+    if (footprint->pipelined)
+      return head + "stage " + std::to_string(s) + "'s rank needs " +
+             bytesText(f.total()) + tail + ", gradient accumulators " +
+             bytesText(f.gradients) + ", stashed activations " +
+             bytesText(f.stash) + ", peak intermediates " +
+             bytesText(f.peakIntermediates) +
+             "); raise pp or tp, or use fewer microbatches in flight";
+    return head + "one rank needs " + bytesText(f.total()) + tail +
+           ", peak intermediates " + bytesText(f.peakIntermediates) +
            "); raise tp, or shorten the sequence or the batch";
+  }
   return std::nullopt;
 }
 
 int TrnCC::analyze() {
-  std::optional<trn::partition::RankFootprint> footprint;
-  std::string meshText;
+  std::optional<trn::MeshFootprint> mesh;
   {
     TimingScope fitTiming = timing.nest("mesh fit check");
     if (auto problem = checkMeshFit(*graph.module, options.flags,
-                                    options.codegenArgs, footprint, meshText))
+                                    options.codegenArgs, mesh))
       return fail(*problem);
   }
+  std::optional<trn::partition::RankFootprint> footprint;
+  if (mesh && !mesh->pipelined)
+    footprint = mesh->stages.front();
   if (footprint && !options.json)
-    llvm::outs() << "per-rank HBM at " << meshText << ": "
+    llvm::outs() << "per-rank HBM at " << mesh->mesh << ": "
                  << bytesText(footprint->total()) << " (parameters "
                  << bytesText(footprint->parameters) << ", optimizer state "
                  << bytesText(footprint->optimizerStates) << ", gradients "

@@ -10,6 +10,7 @@
 #ifndef TRN_DRIVER_PIPELINE_H
 #define TRN_DRIVER_PIPELINE_H
 
+#include "trn/Partition/Fit.h"
 #include "trnrt/Isa.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -85,6 +86,34 @@ FailureOr<trnrt::Program> compileToProgram(ModuleOp module,
 /// forward, backward and update fragments of stage options.stage.
 FailureOr<std::vector<trnrt::Program>>
 compileToPrograms(ModuleOp module, const CompileOptions &options);
+
+/// The partitioner's options for the mesh of `options`, as trn-cc compiles
+/// it: data parallelism as one replica's step at a nominal dp = 2 (the shapes
+/// do not depend on the degree), unless ZeRO-1 partitions at the degree; a
+/// pipeline is one replica's step even at dp = 1 (its microbatches end at the
+/// dp collectives).
+partition::PartitionOptions partitionOptionsFor(const CompileOptions &options);
+
+/// "dp=2,pp=4,tp=8" (pp only when above 1).
+std::string meshTextOf(const CompileOptions &options);
+
+/// One rank's HBM before compiling: the graph partitioned (no lowering) for
+/// the mesh of `options`, by pipeline stage (one entry without --pp).
+struct MeshFootprint {
+  std::string mesh; ///< "dp=2,pp=4,tp=8"
+  std::vector<partition::RankFootprint> stages;
+  bool pipelined = false;
+  /// The largest stage's total and its index.
+  int64_t worstTotal() const;
+  size_t worstStage() const;
+};
+
+/// std::nullopt when `options` give no mesh or the graph is already one
+/// rank's program (dist.spmd); failure when a partitioning pass fails (it
+/// has emitted the diagnostic naming the problem). The module is not
+/// changed.
+FailureOr<std::optional<MeshFootprint>>
+measureMeshFootprint(ModuleOp module, const CompileOptions &options);
 
 } // namespace mlir::trn
 
