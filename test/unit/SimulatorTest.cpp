@@ -1480,6 +1480,38 @@ TEST(SimulatorTest, PortConflictsSerialiseVectorAndGpSimd) {
   EXPECT_NEAR(o.stats.deviceTimeNs, std::max(vector, (1024 + 200) / 1.4), 1e-6);
 }
 
+TEST(SimulatorTest, TimingOnlyCostsTheSameAndComputesNothing) {
+  // A matmul between DMAs, run in full and timing only: the same times and
+  // statistics; timing only leaves the output as it was (zero).
+  Builder b;
+  b.tensor("a", DType::BF16, {128, 64});
+  b.tensor("b", DType::BF16, {128, 512});
+  b.tensor("y", DType::F32, {64, 512}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::BF16, 128, 64), b.hbm("a"));
+  b.dma(sbuf(DType::BF16, 128, 512, 1024), b.hbm("b"));
+  b.add(kTensorStream,
+        make(Opcode::Matmul, psum(DType::F32, 64, 512),
+             {sbuf(DType::BF16, 128, 64), sbuf(DType::BF16, 128, 512, 1024)}));
+  b.add(kVectorStream, make(Opcode::TensorCopy, sbuf(DType::F32, 64, 512, 4096),
+                            {psum(DType::F32, 64, 512)}));
+  b.dma(b.hbm("y"), sbuf(DType::F32, 64, 512, 4096));
+  std::map<std::string, std::vector<double>> inputs = {
+      {"a", std::vector<double>(128 * 64, 1.0)},
+      {"b", std::vector<double>(128 * 512, 0.5)}};
+  Outcome full = run(b, inputs);
+  SimulatorOptions timingOnly;
+  timingOnly.timingOnly = true;
+  Outcome timed = run(b, inputs, timingOnly);
+  ASSERT_TRUE(full.ok) << full.error;
+  ASSERT_TRUE(timed.ok) << timed.error;
+  EXPECT_EQ(timed.stats.deviceTimeNs, full.stats.deviceTimeNs);
+  EXPECT_EQ(timed.stats.matmulFlops, full.stats.matmulFlops);
+  EXPECT_EQ(timed.stats.hbmToSbufBytes, full.stats.hbmToSbufBytes);
+  EXPECT_EQ(timed.stats.instructions, full.stats.instructions);
+  expectValues(full.outputs["y"], std::vector<double>(64 * 512, 64.0));
+  expectValues(timed.outputs["y"], std::vector<double>(64 * 512, 0.0));
+}
+
 TEST(SimulatorTest, StatisticsAndRecords) {
   Builder b;
   b.tensor("x", DType::F32, {4, 8});

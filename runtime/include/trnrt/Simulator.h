@@ -37,15 +37,6 @@ struct SimulatorOptions {
   /// of memory nobody wrote, or of inputs the caller never wrote, then show
   /// up as NaN in the results.
   bool poisonMemory = false;
-  /// Time the program without computing its values: every operand is
-  /// resolved and checked and every instruction costed as in a full run
-  /// (the timing model never reads values: docs/simulator.md, "Timing
-  /// only"), but no arithmetic is done and no memory written, and
-  /// collectives and transfers exchange no bytes. Device time, engine
-  /// statistics, traffic and profiles equal a full run's; memory contents
-  /// are undefined. For programs too large to simulate functionally (a
-  /// GPT-3 pipeline stage: tens of TFLOPs per step).
-  bool timingOnly = false;
   /// Keep one InstructionRecord per executed instruction (profiles).
   bool recordInstructions = false;
   /// Host threads that share one instruction's work (TBB): 0 = every core
@@ -56,6 +47,16 @@ struct SimulatorOptions {
   /// The rank's binding of a partitioned program (trnrt/Collectives.h):
   /// without one, a program with collectives fails to run. Not owned.
   CollectiveContext *collectives = nullptr;
+  /// Last, so that aggregate initialisers of the fields above keep their
+  /// order. Time the program without computing its values: every operand is
+  /// resolved and checked and every instruction costed as in a full run
+  /// (the timing model never reads values: docs/simulator.md, "Timing
+  /// only"), but no arithmetic is done and no memory written, and
+  /// collectives and transfers exchange no bytes. Device time, engine
+  /// statistics, traffic and profiles equal a full run's; memory contents
+  /// are undefined. For programs too large to simulate functionally (a
+  /// GPT-3 pipeline stage: tens of TFLOPs per step).
+  bool timingOnly = false;
 };
 
 /// Streams are numbered as in docs/isa.md §4: 0..4 are the engine streams
