@@ -209,6 +209,19 @@ bool Propagator::applyRule(Operation *op) {
     // sharding only a finer one (offer refuses anything else, so sweeps
     // settle). dist-spmd computes a split it cannot express whole.
     Sharding wanted = shardingOf(rule->operands[index], false);
+    // A pending sum may still be split finer (an embedding gradient summed
+    // over dp and split over tp by its tied LM head's): the use asks for
+    // its dims, the sum stays pending.
+    if (auto it = state.find(operand); it != state.end() &&
+                                       !it->second.partial.empty() &&
+                                       wanted.partial.empty()) {
+      bool disjoint = true;
+      for (StringAttr axis : it->second.partial)
+        for (const auto &axes : wanted.dims)
+          disjoint &= !llvm::is_contained(axes, axis);
+      if (disjoint)
+        wanted.partial = it->second.partial;
+    }
     if (wanted.axisCount())
       changed |= offer(operand, wanted);
   }

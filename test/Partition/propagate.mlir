@@ -127,6 +127,25 @@ func.func @embedding(%table: tensor<16x8xf32>,
 
 // -----
 
+// A tied embedding's gradient: the lookup's part is a pending sum over dp,
+// the LM head's part is split over tp on the vocabulary. The pending sum is
+// split like its use (each rank scatters only its vocabulary rows) and stays
+// pending: no whole table on every rank.
+dist.mesh @mesh <dp = 2, tp = 2>
+// CHECK-LABEL: func.func @tied_embedding_gradient
+// CHECK: trn.scatter_add {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"tp"}, {}], partial = {"dp"}>]}
+// CHECK: trn.add {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"tp"}, {}]{{.*}}>]}
+func.func @tied_embedding_gradient(%ids: tensor<4x6xi32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>},
+                                   %rows: tensor<4x6x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}, {}]>},
+                                   %head: tensor<16x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>}) -> tensor<16x8xf32> {
+  %zero = trn.constant dense<0.0> : tensor<16x8xf32>
+  %dtable = trn.scatter_add %zero[%ids], %rows, axis = 0 : (tensor<16x8xf32>, tensor<4x6xi32>, tensor<4x6x8xf32>) -> tensor<16x8xf32>
+  %sum = trn.add %head, %dtable : tensor<16x8xf32>
+  return %sum : tensor<16x8xf32>
+}
+
+// -----
+
 // ZeRO-1: once settled, every optimizer state is further split over dp on
 // the first dimension the split divides (after its tp split), and so is its
 // updated value (the same buffer).
