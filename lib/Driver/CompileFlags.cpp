@@ -91,6 +91,13 @@ const std::vector<CompileFlagSpec> &compileFlagSpecs() {
        "1f1b",
        "--pipeline-schedule gpipe|1f1b   pipeline: the order of forwards "
        "and backwards (default 1f1b)"},
+      {"recompute-activations",
+       FlagKind::Switch,
+       "recompute-activations",
+       {},
+       "",
+       "--recompute-activations          pipeline: recompute each stage's "
+       "forward in its backward instead of stashing its activations"},
       // One compile (and cache entry) per pipeline stage; in the key only
       // when pp > 1.
       {"stage",
@@ -507,6 +514,11 @@ FlagNormalizer::run(const std::vector<std::string> &args) {
     }
     if (flags.values["microbatches"] != "1") {
       error = "--microbatches applies to pipeline parallelism (--pp > 1)";
+      return std::nullopt;
+    }
+    if (flags.values.count("recompute-activations")) {
+      error = "--recompute-activations applies to pipeline parallelism "
+              "(--pp > 1)";
       return std::nullopt;
     }
     flags.values.erase("stage");

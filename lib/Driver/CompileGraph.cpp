@@ -73,6 +73,7 @@ mlir::trn::compileOptionsFromFlags(const cache::NormalizedFlags &flags) {
     options.pipelineSchedule = schedule->second;
   if (auto stage = values.find("stage"); stage != values.end())
     options.stage = std::strtoll(stage->second.c_str(), nullptr, 10);
+  options.recomputeActivations = values.count("recompute-activations") != 0;
   return options;
 }
 

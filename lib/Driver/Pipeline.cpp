@@ -148,10 +148,8 @@ partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
     trn::partition::DistPipelineStagesOptions stages;
     stages.pp = options.pp;
     pm.addPass(trn::partition::createDistPipelineStages(stages));
-    trn::partition::DistPipelineSplitOptions split;
-    split.microbatches = options.microbatches;
-    split.schedule = options.pipelineSchedule;
-    pm.addPass(trn::partition::createDistPipelineSplit(split));
+    pm.addPass(trn::partition::createDistPipelineSplit(
+        pipelineSplitOptionsFor(options)));
   }
   std::optional<TimingScope> timing;
   if (options.timing) {
@@ -396,6 +394,15 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
   return programs;
 }
 
+trn::partition::DistPipelineSplitOptions
+mlir::trn::pipelineSplitOptionsFor(const CompileOptions &options) {
+  trn::partition::DistPipelineSplitOptions split;
+  split.microbatches = options.microbatches;
+  split.schedule = options.pipelineSchedule;
+  split.recompute = options.recomputeActivations;
+  return split;
+}
+
 trn::partition::PartitionOptions
 mlir::trn::partitionOptionsFor(const CompileOptions &options) {
   const bool replicas =
@@ -443,7 +450,7 @@ mlir::trn::measureMeshFootprint(ModuleOp module,
     FailureOr<std::vector<trn::partition::RankFootprint>> stages =
         trn::partition::partitionedPipelineFootprints(
             module, partitionOptionsFor(options), options.pp,
-            options.microbatches, options.pipelineSchedule);
+            pipelineSplitOptionsFor(options));
     if (failed(stages))
       return failure();
     footprint.stages = std::move(*stages);

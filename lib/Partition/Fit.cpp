@@ -154,17 +154,14 @@ std::vector<RankFootprint> pipelineFootprints(ModuleOp module) {
 
 FailureOr<std::vector<RankFootprint>>
 partitionedPipelineFootprints(ModuleOp module, const PartitionOptions &options,
-                              int64_t pp, int64_t microbatches,
-                              StringRef schedule) {
+                              int64_t pp,
+                              const DistPipelineSplitOptions &split) {
   OwningOpRef<ModuleOp> clone(module.clone());
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   addPartitionPasses(pm, options);
   DistPipelineStagesOptions stages;
   stages.pp = pp;
   pm.addPass(createDistPipelineStages(stages));
-  DistPipelineSplitOptions split;
-  split.microbatches = microbatches;
-  split.schedule = schedule.str();
   pm.addPass(createDistPipelineSplit(split));
   if (failed(pm.run(*clone)))
     return failure();

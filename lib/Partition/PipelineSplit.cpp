@@ -68,9 +68,9 @@ struct Transfer {
 class Splitter {
 public:
   Splitter(func::FuncOp step, dist::MeshOp mesh, int64_t microbatches,
-           trnrt::PipelineSchedule schedule)
+           trnrt::PipelineSchedule schedule, bool recompute)
       : step(step), mesh(mesh), microbatches(microbatches), schedule(schedule),
-        stages(*mesh.sizeOf(kPipelineAxis)) {}
+        recompute(recompute), stages(*mesh.sizeOf(kPipelineAxis)) {}
   LogicalResult run();
 
 private:
@@ -101,6 +101,8 @@ private:
   dist::MeshOp mesh;
   int64_t microbatches;
   trnrt::PipelineSchedule schedule;
+  /// Activation checkpointing: the backward recomputes its stage's forward.
+  bool recompute;
   int64_t stages;
   SmallVector<std::unique_ptr<Fragment>> fragments;
   llvm::DenseMap<Operation *, Fragment *> placed;
@@ -260,6 +262,17 @@ FailureOr<Value> Splitter::get(Fragment &into, Value value) {
     if (from.phase != Forward || into.phase != Backward)
       return def->emitError("dist-pipeline-split: a backward value flows "
                             "into the forward");
+    if (recompute) {
+      // Made again here from its own inputs (recomputed in turn, or what
+      // the stage received, which is stashed), right before its first use.
+      for (Value operand : def->getOperands())
+        if (failed(get(into, operand)))
+          return failure();
+      Operation *copy = into.builder.clone(*def, into.mapping);
+      copy->removeAttr(dist::DistDialect::getStageAttrName());
+      copy->removeAttr(dist::DistDialect::getPhaseAttrName());
+      return into.mapping.lookup(value);
+    }
     // An activation the backward needs: kept from the forward.
     int64_t index = nextStash++;
     addResult(from, source, port("stash", index),
@@ -552,7 +565,8 @@ struct DistPipelineSplitPass
           !function->hasAttr(dist::DistDialect::getPipelineAttrName()))
         steps.push_back(function);
     for (func::FuncOp step : steps) {
-      if (failed(Splitter(step, meshes.front(), microbatches, kind).run()))
+      if (failed(Splitter(step, meshes.front(), microbatches, kind, recompute)
+                     .run()))
         return signalPassFailure();
       step.erase();
     }

@@ -577,6 +577,7 @@ TEST(CacheFlagsTest, EveryCodegenFlagChangesTheHash) {
       {"--pp", "2", "--microbatches", "4"},
       {"--pp", "2", "--pipeline-schedule", "gpipe"},
       {"--pp", "2", "--stage", "1"},
+      {"--pp", "2", "--recompute-activations"},
   };
   std::vector<Hash128> hashes;
   for (const auto &args : variants) {
@@ -592,6 +593,9 @@ TEST(CacheFlagsTest, PipelineFlagsNeedStages) {
             "--microbatches applies to pipeline parallelism (--pp > 1)");
   EXPECT_EQ(flagError({"--stage", "0"}),
             "--stage applies to pipeline parallelism (--pp > 1)");
+  EXPECT_EQ(flagError({"--recompute-activations"}),
+            "--recompute-activations applies to pipeline parallelism (--pp "
+            "> 1)");
   EXPECT_EQ(flagError({"--pp", "2", "--stage", "2"}),
             "--stage 2 is not a stage of --pp 2 (stages count from 0)");
   EXPECT_EQ(flagError({"--pp", "2", "--stage", "-1"}),

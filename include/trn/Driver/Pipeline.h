@@ -55,6 +55,9 @@ struct CompileOptions {
   int64_t microbatches = 1;
   std::string pipelineSchedule = "1f1b";
   int64_t stage = 0;
+  /// --recompute-activations: each stage's backward recomputes its forward
+  /// (activation checkpointing) instead of stashing its activations.
+  bool recomputeActivations = false;
   bool sequenceParallel = false; ///< --sequence-parallel
   bool printIRAfterAll = false;  ///< --mlir-print-ir-after-all
   /// --timing: when set, the passes and the export phases are timed in a
@@ -86,6 +89,10 @@ FailureOr<trnrt::Program> compileToProgram(ModuleOp module,
 /// forward, backward and update fragments of stage options.stage.
 FailureOr<std::vector<trnrt::Program>>
 compileToPrograms(ModuleOp module, const CompileOptions &options);
+
+/// dist-pipeline-split's options for `options` (--pp > 1).
+partition::DistPipelineSplitOptions
+pipelineSplitOptionsFor(const CompileOptions &options);
 
 /// The partitioner's options for the mesh of `options`, as trn-cc compiles
 /// it: data parallelism as one replica's step at a nominal dp = 2 (the shapes

@@ -59,13 +59,13 @@ FailureOr<RankFootprint> partitionedFootprint(ModuleOp module,
 std::vector<RankFootprint> pipelineFootprints(ModuleOp module);
 
 /// Partitions a clone of `module` with `options`, cuts it into `pp` stages
-/// of `microbatches` microbatches under `schedule` (the passes trn-cc runs
-/// for --pp) and returns every stage's footprint; failure when a pass fails
-/// (its diagnostic names the problem).
+/// and splits them with `split` (microbatches, schedule, recomputation: the
+/// passes trn-cc runs for --pp) and returns every stage's footprint;
+/// failure when a pass fails (its diagnostic names the problem).
 FailureOr<std::vector<RankFootprint>>
 partitionedPipelineFootprints(ModuleOp module, const PartitionOptions &options,
-                              int64_t pp, int64_t microbatches,
-                              StringRef schedule);
+                              int64_t pp,
+                              const DistPipelineSplitOptions &split);
 
 } // namespace mlir::trn::partition
 

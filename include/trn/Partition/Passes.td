@@ -165,13 +165,22 @@ def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
     read (tied embeddings) is sent to each after its update, and each
     returns it. The transfers are checked against the schedule: a cut that
     would make the stages wait for each other forever is an error.
+
+    With `recompute=true` (activation checkpointing), a forward value the
+    backward needs is computed again in the backward from the stage's
+    inputs instead of being stashed: the stash holds only what the stage's
+    forward received from the previous stage, one activation per microbatch
+    in flight, at the cost of a second forward per microbatch.
     docs/partitioning.md, "Pipeline parallelism".
   }];
   let options = [
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "microbatches per step (the traced batch is one)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "the order of forwards and backwards: gpipe or 1f1b">
+           "the order of forwards and backwards: gpipe or 1f1b">,
+    Option<"recompute", "recompute", "bool", /*default=*/"false",
+           "recompute a stage's forward in its backward instead of stashing "
+           "its activations: only what the stage received is stashed">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect", "::mlir::trn::TrnDialect",
                            "::mlir::func::FuncDialect"];
