@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pipeline stages of the tutorials' models: per-stage compile time.
 
-    bench/pipeline.py [--cases gpt3-23b,gpt3-46b,gpt3-175b,llama3-70b,bert-large]
+    bench/pipeline.py [--cases gpt3-23b,gpt3-23b-recompute,gpt3-46b,gpt3-175b,llama3-70b,bert-large]
                       [--stages all|0,3] [--simulate gpt3-23b]
                       [--json bench-pipeline.json]
 
@@ -13,6 +13,8 @@ would: `trn-cc compile --no-cache --mesh ... --microbatches M --stage K`
 and update fragments are lowered). The configurations are AWS's tutorials':
 
 - gpt3-23b: 28 layers, hidden 8192, 64 heads, sequence 2048; tp=8, pp=4;
+- gpt3-23b-recompute: the same with --recompute-activations (its MFU is also
+  given over gpt3-23b's matmul FLOPs, the model's, when both are simulated);
 - gpt3-46b: the same at 56 layers; tp=8, pp=8;
 - gpt3-175b: 96 layers, hidden 12288, 96 heads, ffn 49152; tp=32, pp=8;
 - llama3-70b: 80 layers, hidden 8192, 64 heads over 8 kv heads, sequence
@@ -51,6 +53,12 @@ PYTHON = "/usr/bin/python3"
 CASES = {
     "gpt3-23b": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
                  "mesh": "tp=8,pp=4", "microbatches": 8},
+    # The same with activation recomputation (--recompute-activations): its
+    # MFU is also given against the model's FLOPs (gpt3-23b's, which does not
+    # recompute), as Megatron and AWS count it.
+    "gpt3-23b-recompute": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
+                           "mesh": "tp=8,pp=4", "microbatches": 8,
+                           "flags": ["--recompute-activations"], "model_of": "gpt3-23b"},
     "gpt3-46b": {"script": "gpt.py", "args": ["--config", "gpt3-23b", "--layers", "56"],
                  "mesh": "tp=8,pp=8", "microbatches": 8},
     "gpt3-175b": {"script": "gpt.py",
@@ -95,6 +103,7 @@ def compile_stage(bin_dir: pathlib.Path, graph: pathlib.Path, case: dict,
             "--mesh", case["mesh"], "-o", str(out)]
     if stage is not None:
         args += ["--microbatches", str(case["microbatches"]), "--stage", str(stage)]
+    args += case.get("flags", [])
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.monotonic()
     proc = subprocess.run(args, capture_output=True, text=True)
@@ -182,6 +191,14 @@ def main() -> None:
             print(f"{result['case']:<12} {result['mesh']:<17} {result['trace_s']:>8.2f} "
                   f"{stage:>5} {row['wall_s']:>7.2f} {row.get('compile_s', 0):>9.2f}  "
                   f"{row.get('error', '')}")
+    by_case = {r["case"]: r for r in results}
+    for result in results:
+        sim = result.get("simulated")
+        twin = by_case.get(CASES[result["case"]].get("model_of", ""), {}).get("simulated")
+        if sim and twin and "error" not in sim and "error" not in twin:
+            # The same utilisation over the model's FLOPs (without recomputation).
+            sim["model_mfu"] = round(sim["mfu"] * twin["matmul_tflop_per_rank"]
+                                     / sim["matmul_tflop_per_rank"], 4)
     for result in results:
         sim = result.get("simulated")
         if not sim:
@@ -192,7 +209,9 @@ def main() -> None:
         print(f"{result['case']} simulated step ({result['mesh']}, {result['microbatches']} "
               f"microbatches, 1F1B): {sim['step_time_ms']:.1f} ms, idle "
               f"{100 * sim['idle_fraction']:.1f}% (ideal 1F1B bubble "
-              f"{100 * sim['ideal_1f1b_bubble']:.1f}%), MFU {100 * sim['mfu']:.1f}%; "
+              f"{100 * sim['ideal_1f1b_bubble']:.1f}%), MFU {100 * sim['mfu']:.1f}%"
+              + (f" ({100 * sim['model_mfu']:.1f}% of the model's FLOPs)"
+                 if "model_mfu" in sim else "") + "; "
               f"{sim['ranks_simulated']} ranks simulated in {sim['simulation_wall_s']} s")
     pathlib.Path(options.json).write_text(json.dumps(
         {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count(),
