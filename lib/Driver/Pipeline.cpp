@@ -13,6 +13,7 @@
 #include "trn/Dialect/NC/IR/NCDialect.h"
 #include "trn/Dialect/NC/IR/NCOps.h"
 #include "trn/Dialect/NC/Transforms/Passes.h"
+#include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
 #include "trn/Partition/Passes.h"
 #include "trn/Target/NCToProgram.h"
@@ -281,6 +282,10 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
            << options.stage << " of pp=" << options.pp << ", "
            << options.microbatches << " microbatches, schedule '"
            << options.pipelineSchedule << "'";
+  // Pipeline cuts (trn.pipeline_stage) mean something only to
+  // dist-pipeline-stages, which removes them.
+  if (options.pp <= 1)
+    dropPipelineStageMarkers(module);
   // A graph that is already the program every rank runs compiles as is;
   // otherwise --mesh partitions it first.
   bool spmd = false;

@@ -541,6 +541,9 @@ LogicalResult Interpreter::evalOp(Operation *op) {
       .Case([&](TransposeOp o) {
         return set(o.getResult(), permute(get(o.getOperand()), o.getPerm()));
       })
+      .Case([&](PipelineStageOp o) {
+        return set(o.getResult(), get(o.getInput()));
+      })
       .Case([&](SliceOp o) {
         const Tensor &x = get(o.getOperand());
         Tensor out = make(o.getResult());

@@ -4,6 +4,7 @@
 
 #include "trn/Dialect/Dist/IR/DistOps.h"
 #include "trn/Dialect/Trn/IR/TrnDialect.h"
+#include "trn/Dialect/Trn/IR/TrnOps.h"
 
 #include "trnrt/PipelineSchedule.h"
 
@@ -71,6 +72,8 @@ RankFootprint rankFootprint(func::FuncOp function) {
 FailureOr<RankFootprint> partitionedFootprint(ModuleOp module,
                                               const PartitionOptions &options) {
   OwningOpRef<ModuleOp> clone(module.clone());
+  // Without pipeline stages the cuts mean nothing (nor cost a tensor).
+  dropPipelineStageMarkers(*clone);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   addPartitionPasses(pm, options);
   if (failed(pm.run(*clone)))

@@ -52,7 +52,9 @@ private:
   LogicalResult assignPhases();
   LogicalResult findForward();
   LogicalResult assignLayers();
+  LogicalResult assignFromMarkers();
   void assignStages();
+  void removeMarkers();
   void annotate();
 
   std::optional<int64_t> stageOfValue(Value value) const;
@@ -70,16 +72,83 @@ private:
   llvm::DenseSet<Operation *> free, forward, boundaries;
   llvm::DenseMap<Operation *, int64_t> stage;
   llvm::DenseMap<unsigned, int64_t> layerStage, owner;
+  /// With trn.pipeline_stage markers: each forward op's stage.
+  llvm::DenseMap<Operation *, int64_t> markedStage;
 };
 
 LogicalResult StageAssigner::run() {
   for (Operation &op : function.getBody().front().without_terminator())
     ops.push_back(&op);
-  if (failed(assignPhases()) || failed(findForward()) || failed(assignLayers()))
+  if (failed(assignPhases()) || failed(findForward()))
+    return failure();
+  bool marked =
+      llvm::any_of(ops, [](Operation *op) { return isa<PipelineStageOp>(op); });
+  if (failed(marked ? assignFromMarkers() : assignLayers()))
     return failure();
   assignStages();
   annotate();
+  removeMarkers();
   return success();
+}
+
+/// Explicit cuts (trn.pipeline_stage): a forward op on the microbatch's
+/// data path runs on the stage given by the number of markers between the
+/// step's per-example inputs and it; a parameter belongs to the stage of the
+/// data-path ops that first use it. Ops on parameters alone (a weight's
+/// transpose) run where their users do.
+LogicalResult StageAssigner::assignFromMarkers() {
+  llvm::DenseMap<Value, int64_t> depth;
+  for (unsigned i = 0; i < function.getNumArguments(); ++i)
+    if (isPerExampleArgument(function, i))
+      depth[function.getArgument(i)] = 0;
+  int64_t deepest = 0;
+  for (Operation *op : ops) {
+    if (isa<PipelineStageOp>(op) && !forward.contains(op))
+      return op->emitError("a trn.pipeline_stage marker outside the forward "
+                           "pass of a microbatch (it marks where the model's "
+                           "forward moves to the next stage)");
+    if (!forward.contains(op))
+      continue;
+    std::optional<int64_t> onPath;
+    for (Value operand : op->getOperands())
+      if (auto it = depth.find(operand); it != depth.end())
+        onPath = std::max(onPath.value_or(it->second), it->second);
+    if (!onPath)
+      continue; // parameters only: placed with its users
+    int64_t d = *onPath;
+    if (isa<PipelineStageOp>(op))
+      ++d;
+    deepest = std::max(deepest, d);
+    markedStage[op] = d;
+    for (Value result : op->getResults())
+      depth[result] = d;
+  }
+  if (deepest + 1 != stages)
+    return mlir::emitError(function.getLoc())
+           << "the model's trn.pipeline_stage() markers cut its forward into "
+           << deepest + 1 << " stages but the mesh has pp=" << stages
+           << "; mark " << stages - 1
+           << " cuts, or drop the markers to cut equal runs of layers";
+  for (BlockArgument argument : function.getArguments()) {
+    if (isPerExampleArgument(function, argument.getArgNumber()))
+      continue;
+    std::optional<int64_t> first;
+    for (Operation *user : argument.getUsers())
+      if (auto it = markedStage.find(user); it != markedStage.end())
+        first = std::min(first.value_or(it->second), it->second);
+    if (first)
+      layerStage[argument.getArgNumber()] = *first;
+  }
+  return success();
+}
+
+/// The markers have done their work: each is its input again.
+void StageAssigner::removeMarkers() {
+  for (Operation *op : ops)
+    if (auto marker = dyn_cast<PipelineStageOp>(op)) {
+      marker.getResult().replaceAllUsesWith(marker.getInput());
+      marker.erase();
+    }
 }
 
 /// Per microbatch: what depends on per-example data, up to the collectives
@@ -329,6 +398,10 @@ void StageAssigner::assignStages() {
   // Forward: an op runs on the latest stage among its inputs' (its layer's
   // weights, the previous layer's activations).
   for (Operation *op : forwardOps) {
+    if (auto it = markedStage.find(op); it != markedStage.end()) {
+      stage[op] = it->second;
+      continue;
+    }
     std::optional<int64_t> latest;
     for (Value operand : op->getOperands())
       if (std::optional<int64_t> s = stageOfValue(operand))

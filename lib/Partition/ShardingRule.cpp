@@ -226,6 +226,12 @@ mlir::trn::partition::getShardingRule(Operation *op) {
         b.sameShape();
         return b.take();
       })
+      .Case([&](PipelineStageOp) -> std::optional<ShardingRule> {
+        // An identity: the marker keeps its input's split.
+        RuleBuilder b(op);
+        b.sameShape();
+        return b.take();
+      })
       .Case([&](IotaOp o) {
         // The counted dimension stays whole: a shard of it would need its
         // rank's offset.

@@ -654,18 +654,22 @@ py::dict meshFootprint(const std::string &graph,
     if (stages[s].total() > stages[worst].total())
       worst = s;
   const mlir::trn::partition::RankFootprint &footprint = stages[worst];
-  py::dict out;
-  out["parameters"] = footprint.parameters;
-  out["optimizer_states"] = footprint.optimizerStates;
-  out["gradients"] = footprint.gradients;
-  out["inputs"] = footprint.inputs;
-  out["peak_intermediates"] = footprint.peakIntermediates;
-  out["stash"] = footprint.stash;
-  out["total"] = footprint.total();
-  py::list totals;
+  auto kinds = [](const mlir::trn::partition::RankFootprint &f) {
+    py::dict out;
+    out["parameters"] = f.parameters;
+    out["optimizer_states"] = f.optimizerStates;
+    out["gradients"] = f.gradients;
+    out["inputs"] = f.inputs;
+    out["peak_intermediates"] = f.peakIntermediates;
+    out["stash"] = f.stash;
+    out["total"] = f.total();
+    return out;
+  };
+  py::dict out = kinds(footprint);
+  py::list perStage;
   for (const mlir::trn::partition::RankFootprint &stage : stages)
-    totals.append(stage.total());
-  out["stages"] = totals;
+    perStage.append(kinds(stage));
+  out["stages"] = perStage;
   out["worst_stage"] = worst;
   return out;
 }
@@ -731,7 +735,7 @@ PYBIND11_MODULE(_trn, m) {
   m.def("mesh_footprint", &meshFootprint, py::arg("graph"), py::arg("flags"),
         "One rank's HBM (bytes by kind) of the graph partitioned for the "
         "mesh in `flags` (a pipeline: of the stage that needs the most; "
-        "'stages' lists every stage's total); ValueError when the mesh "
+        "'stages' gives every stage's, by kind); ValueError when the mesh "
         "does not partition it.");
   m.def(
       "graph_key",

@@ -18,11 +18,13 @@ from typing import Callable, Optional
 import torch
 
 from ._shard import shard
+from ._stage import pipeline_stage
 from ._step import CompiledStep
 from .errors import (CompileError, DeviceError, ExtractionStop, TrnError,
                      UnsupportedOpError)
 
-__all__ = ["compile_step", "CompiledStep", "shard", "TrnError", "UnsupportedOpError",
+__all__ = ["compile_step", "CompiledStep", "shard", "pipeline_stage", "TrnError",
+           "UnsupportedOpError",
            "CompileError", "DeviceError", "ExtractionStop", "__version__"]
 
 
@@ -76,7 +78,8 @@ def compile_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
             (`model.state_dict()` is unsharded). With pp, e.g.
             "dp=2,pp=2,tp=2", the compiler also cuts the step into pipeline
             stages at layer boundaries (parameters named with a layer index,
-            such as "blocks.3."), one compiled artifact per stage.
+            such as "blocks.3.", cut into equal runs), or where the model
+            calls `trn.pipeline_stage(x)`; one compiled artifact per stage.
             docs/partitioning.md.
         microbatches: with pp > 1, the microbatches each data-parallel
             replica's share of the batch is cut into (default: pp); the

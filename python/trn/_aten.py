@@ -151,6 +151,15 @@ for _name in ["neg", "abs", "exp", "log", "log1p", "tanh", "sigmoid", "sqrt",
     _make(_name)
 
 
+# trn.pipeline_stage (python/trn/_stage.py, which defines the operator).
+from . import _stage  # noqa: E402,F401  (registers torch.ops.trn)
+
+
+@handles(torch.ops.trn.pipeline_stage)
+def pipeline_stage(ctx: Context, x: Value) -> Value:
+    return ctx.b.unary("pipeline_stage", x)
+
+
 def _scaled(ctx: Context, y: Any, alpha: Any, shape, element) -> Value:
     y = ctx.operand(y, shape, element)
     if alpha is None or alpha == 1:

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import trn
+from trn import _trn
 from conftest import EXAMPLES, PYTHON
 
 sys.path.insert(0, str(EXAMPLES))
@@ -111,3 +112,86 @@ with open(os.path.join({str(tmp_path)!r}, "losses." + rank), "w") as out:
     for rank in range(8):
         values = [float(v) for v in (tmp_path / f"losses.{rank}").read_text().split()]
         assert values == pytest.approx(ref_losses, rel=1e-5)
+
+
+class _ThreeLayers(torch.nn.Module):
+    """Parameters without layer indices: only markers can cut it."""
+
+    def __init__(self, cut_after: str) -> None:
+        super().__init__()
+        self.cut_after = cut_after
+        self.first = torch.nn.Linear(16, 16)
+        self.second = torch.nn.Linear(16, 16)
+        self.head = torch.nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.tanh(self.first(x))
+        if self.cut_after == "first":
+            x = trn.pipeline_stage(x)
+        x = torch.tanh(self.second(x))
+        if self.cut_after == "second":
+            x = trn.pipeline_stage(x)
+        return self.head(x)
+
+
+def _mse(model, x, y):
+    return ((model(x) - y) ** 2).mean()
+
+
+def _train_marked(cut_after, mesh, cache_dir, steps=3):
+    torch.manual_seed(0)
+    model = _ThreeLayers(cut_after)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(12, 16, generator=generator)
+    y = torch.randn(12, 4, generator=generator)
+    if mesh is None:
+        losses = []
+        for _ in range(steps):
+            optimizer.zero_grad()
+            loss = _mse(model, x, y)
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss))
+        return losses, model.state_dict(), None
+    step = trn.compile_step(model, optimizer, _mse, cache_dir=cache_dir, mesh=mesh)
+    losses = [float(step(x, y)) for _ in range(steps)]
+    return losses, model.state_dict(), step
+
+
+@pytest.mark.parametrize("cut_after", ["first", "second"])
+def test_pipeline_stage_markers_cut_where_the_model_says(cut_after, cache_dir):
+    """trn.pipeline_stage(x) is the identity on the CPU and the cut under pp:
+    the marked model trains with the CPU's results, and the stage that holds
+    two of the three layers is the larger."""
+    ref_losses, ref_state, _ = _train_marked(cut_after, None, cache_dir)
+    losses, state, step = _train_marked(cut_after, "dp=2,pp=2", cache_dir)
+    assert losses == pytest.approx(ref_losses, rel=1e-5)
+    assert _worst(state, ref_state) < 1e-5
+    assert step.last_stats["stages"] == 2
+    (exe,) = step._executables.values()
+    stages = _trn.mesh_footprint(exe.graph.text, step.flags)["stages"]
+    params = [stage["parameters"] for stage in stages]
+    assert (params[0] < params[1]) == (cut_after == "first")
+
+
+def test_pipeline_stage_markers_are_ignored_without_pp(cache_dir):
+    ref_losses, _, _ = _train_marked("first", None, cache_dir)
+    losses, _, _ = _train_marked("first", "dp=2", cache_dir)
+    assert losses == pytest.approx(ref_losses, rel=1e-5)
+
+
+def test_pipeline_stage_markers_must_match_pp(cache_dir):
+    with pytest.raises(trn.CompileError,
+                       match="markers cut its forward into 2 stages but the mesh has pp=3"):
+        _train_marked("first", "pp=3", cache_dir, steps=1)
+
+
+def test_pipeline_stage_takes_a_tensor():
+    with pytest.raises(trn.TrnError, match="trn.pipeline_stage takes a tensor"):
+        trn.pipeline_stage([1, 2])
+    x = torch.randn(3, requires_grad=True)
+    y = trn.pipeline_stage(x)
+    assert torch.equal(y, x)
+    y.sum().backward()
+    assert torch.equal(x.grad, torch.ones(3))

@@ -1031,6 +1031,9 @@ LogicalResult Lowering::lower(Operation *op) {
       .Case([&](trn::ReshapeOp o) {
         return alias(o.getOperand(), o.getResult());
       })
+      .Case([&](trn::PipelineStageOp o) {
+        return alias(o.getInput(), o.getResult());
+      })
       .Case([&](trn::TransposeOp o) {
         auto in = cast<RankedTensorType>(o.getOperand().getType());
         auto outType = cast<RankedTensorType>(o.getType());

@@ -794,3 +794,12 @@ LogicalResult FusionOp::verifyRegions() {
                             "reduce can)");
   return success();
 }
+
+void mlir::trn::dropPipelineStageMarkers(Operation *root) {
+  SmallVector<PipelineStageOp> markers;
+  root->walk([&](PipelineStageOp marker) { markers.push_back(marker); });
+  for (PipelineStageOp marker : markers) {
+    marker.getResult().replaceAllUsesWith(marker.getInput());
+    marker.erase();
+  }
+}

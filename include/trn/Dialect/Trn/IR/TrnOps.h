@@ -28,6 +28,9 @@ int64_t attentionSeqDim(std::optional<uint64_t> seqDim, int64_t rank);
 /// `seqDim` to the canonical [batch dims..., S, D] (transpose perm
 /// semantics: result dim i is operand dim perm[i]).
 SmallVector<int64_t> attentionToCanonical(int64_t rank, int64_t seqDim);
+/// Replaces every trn.pipeline_stage marker under `root` by its input: a
+/// step compiled without pipeline stages ignores the cuts.
+void dropPipelineStageMarkers(Operation *root);
 } // namespace mlir::trn
 
 #endif // TRN_DIALECT_TRN_IR_TRNOPS_H

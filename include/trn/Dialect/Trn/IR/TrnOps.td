@@ -708,6 +708,23 @@ def Trn_FusionOp : Trn_Op<"fusion", [IsolatedFromAbove, RecursiveMemoryEffects,
   let hasRegionVerifier = 1;
 }
 
+def Trn_PipelineStageOp : Trn_Op<"pipeline_stage", [Pure,
+                                                    SameOperandsAndResultType]> {
+  let summary = "the start of the next pipeline stage (an explicit cut)";
+  let description = [{
+    Returns its operand. It marks where the model's forward pass moves to the
+    next pipeline stage (`trn.pipeline_stage(x)` in a PyTorch model): with
+    markers, dist-pipeline-stages gives each parameter the stage of the
+    forward ops that first use it (the markers on their inputs' paths) instead
+    of cutting equal runs of layers, and a step with N markers needs N + 1
+    stages. The markers are removed once stages are assigned, and a step
+    compiled without pipeline parallelism ignores them.
+  }];
+  let arguments = (ins Trn_Tensor:$input);
+  let results = (outs Trn_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 def Trn_YieldOp : Trn_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">]> {
   let summary = "the results of a fusion group";
   let arguments = (ins Variadic<Trn_Tensor>:$values);
