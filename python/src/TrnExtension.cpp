@@ -554,48 +554,18 @@ private:
     if (!trnrt::runPipelineRank(*target, pipeline, inputs, communicator,
                                 options, mine, error))
       return false;
-    std::vector<uint8_t> message;
-    double figures[2] = {mine.stepNs, mine.computeNs};
-    putBlock(message,
-             std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(figures),
-                                  reinterpret_cast<const uint8_t *>(figures) +
-                                      sizeof(figures)));
-    for (const auto &[index, bytes] : mine.results) {
-      uint64_t at = uint64_t(index);
-      putBlock(message,
-               std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(&at),
-                                    reinterpret_cast<const uint8_t *>(&at) +
-                                        sizeof(at)));
-      putBlock(message, bytes);
-    }
     // Ranks of different stages return different results.
     std::vector<std::vector<uint8_t>> theirs;
-    if (!gatherFromEveryRank(communicator, runCount, std::move(message),
+    if (!gatherFromEveryRank(communicator, runCount,
+                             trnrt::encodePipelineRankRun(mine),
                              "the step's results", theirs, error))
       return false;
     runs.assign(theirs.size(), {});
-    for (size_t r = 0; r < theirs.size(); ++r) {
-      size_t at = 0;
-      std::vector<uint8_t> block, data;
-      if (!takeBlock(theirs[r], at, block) ||
-          block.size() != 2 * sizeof(double)) {
-        error = "rank " + std::to_string(r) + " sent malformed results";
+    for (size_t r = 0; r < theirs.size(); ++r)
+      if (!trnrt::decodePipelineRankRun(theirs[r], runs[r], error)) {
+        error = "rank " + std::to_string(r) + ": " + error;
         return false;
       }
-      std::memcpy(figures, block.data(), sizeof(figures));
-      runs[r].stepNs = figures[0];
-      runs[r].computeNs = figures[1];
-      while (at < theirs[r].size()) {
-        uint64_t index = 0;
-        if (!takeBlock(theirs[r], at, block) || block.size() != sizeof(index) ||
-            !takeBlock(theirs[r], at, data)) {
-          error = "rank " + std::to_string(r) + " sent malformed results";
-          return false;
-        }
-        std::memcpy(&index, block.data(), sizeof(index));
-        runs[r].results[int64_t(index)] = std::move(data);
-      }
-    }
     return true;
   }
 

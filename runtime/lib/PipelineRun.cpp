@@ -307,6 +307,103 @@ bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
   return true;
 }
 
+namespace {
+/// Fixed-size fields appended in order (host byte order).
+struct Writer {
+  std::vector<uint8_t> bytes;
+  template <typename T> void put(T value) {
+    const uint8_t *raw = reinterpret_cast<const uint8_t *>(&value);
+    bytes.insert(bytes.end(), raw, raw + sizeof(T));
+  }
+  void putBytes(const std::vector<uint8_t> &data) {
+    put<uint64_t>(data.size());
+    bytes.insert(bytes.end(), data.begin(), data.end());
+  }
+};
+
+/// What a Writer wrote, read back in order; false past the end.
+struct Reader {
+  const std::vector<uint8_t> &bytes;
+  size_t at = 0;
+  template <typename T> bool take(T &value) {
+    if (bytes.size() - at < sizeof(T))
+      return false;
+    std::memcpy(&value, bytes.data() + at, sizeof(T));
+    at += sizeof(T);
+    return true;
+  }
+  bool takeBytes(std::vector<uint8_t> &data) {
+    uint64_t size = 0;
+    if (!take(size) || bytes.size() - at < size)
+      return false;
+    data.assign(bytes.begin() + long(at), bytes.begin() + long(at + size));
+    at += size;
+    return true;
+  }
+  bool done() const { return at == bytes.size(); }
+};
+
+constexpr uint32_t kRankRunFormat = 0x50524e31; // "PRN1"
+} // namespace
+
+std::vector<uint8_t> encodePipelineRankRun(const PipelineRankRun &run) {
+  Writer fields;
+  fields.put(kRankRunFormat);
+  fields.put<int64_t>(run.rank);
+  fields.put(run.stepNs);
+  fields.put(run.computeNs);
+  fields.put<uint64_t>(run.fragmentsRun);
+  fields.put<uint64_t>(run.matmulFlops);
+  fields.put<uint64_t>(run.spans.size());
+  for (const PipelineSpan &span : run.spans) {
+    fields.put<int64_t>(span.phase);
+    fields.put<int64_t>(span.microbatch);
+    fields.put(span.startNs);
+    fields.put(span.endNs);
+    fields.put(span.waitNs);
+  }
+  fields.put<uint64_t>(run.results.size());
+  for (const auto &[index, result] : run.results) {
+    fields.put<int64_t>(index);
+    fields.putBytes(result);
+  }
+  return std::move(fields.bytes);
+}
+
+bool decodePipelineRankRun(const std::vector<uint8_t> &bytes,
+                           PipelineRankRun &run, std::string &error) {
+  Reader fields{bytes};
+  run = PipelineRankRun();
+  uint32_t format = 0;
+  int64_t rank = 0;
+  uint64_t spans = 0, results = 0;
+  bool ok = fields.take(format) && format == kRankRunFormat &&
+            fields.take(rank) && fields.take(run.stepNs) &&
+            fields.take(run.computeNs) && fields.take(run.fragmentsRun) &&
+            fields.take(run.matmulFlops) && fields.take(spans);
+  run.rank = int(rank);
+  for (uint64_t s = 0; ok && s < spans; ++s) {
+    PipelineSpan span;
+    int64_t phase = 0;
+    ok = fields.take(phase) && fields.take(span.microbatch) &&
+         fields.take(span.startNs) && fields.take(span.endNs) &&
+         fields.take(span.waitNs);
+    span.phase = int(phase);
+    run.spans.push_back(span);
+  }
+  ok = ok && fields.take(results);
+  for (uint64_t r = 0; ok && r < results; ++r) {
+    int64_t index = 0;
+    ok = fields.take(index) && fields.takeBytes(run.results[index]);
+  }
+  if (!ok || !fields.done()) {
+    error = "a rank's run does not decode (" + std::to_string(bytes.size()) +
+            " bytes; the ranks must run the same trn build)";
+    return false;
+  }
+  return true;
+}
+
 bool runPipelineInProcess(const Target &target, const BoundPipeline &pipeline,
                           const std::vector<std::vector<uint8_t>> &globalInputs,
                           const MeshRunOptions &options,

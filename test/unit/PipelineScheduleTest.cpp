@@ -1,5 +1,6 @@
 //===- PipelineScheduleTest.cpp - GPipe and 1F1B orders and timing --------===//
 
+#include "trnrt/PipelineRun.h"
 #include "trnrt/PipelineSchedule.h"
 
 #include <gtest/gtest.h>
@@ -93,3 +94,42 @@ TEST(PipelineSchedule, BadArguments) {
 }
 
 } // namespace
+
+TEST(PipelineRankRun, EncodesAndDecodesForAnotherProcess) {
+  PipelineRankRun run;
+  run.rank = 5;
+  run.stepNs = 2163.5;
+  run.computeNs = 1500.25;
+  run.fragmentsRun = 5;
+  run.matmulFlops = uint64_t(1) << 40;
+  run.spans = {{0, 0, 0.0, 10.0, 1.0}, {1, 0, 12.0, 30.0, 0.0},
+               {2, 0, 31.0, 33.5, 0.5}};
+  run.results[3] = {1, 2, 3};
+  run.results[0] = {};
+  std::vector<uint8_t> bytes = encodePipelineRankRun(run);
+  PipelineRankRun back;
+  std::string error;
+  ASSERT_TRUE(decodePipelineRankRun(bytes, back, error)) << error;
+  EXPECT_EQ(back.rank, 5);
+  EXPECT_EQ(back.stepNs, 2163.5);
+  EXPECT_EQ(back.computeNs, 1500.25);
+  EXPECT_EQ(back.fragmentsRun, 5u);
+  EXPECT_EQ(back.matmulFlops, uint64_t(1) << 40);
+  ASSERT_EQ(back.spans.size(), 3u);
+  EXPECT_EQ(back.spans[2].phase, 2);
+  EXPECT_EQ(back.spans[1].endNs, 30.0);
+  EXPECT_EQ(back.spans[0].waitNs, 1.0);
+  EXPECT_EQ(back.results, run.results);
+
+  // Truncated, extended or foreign bytes are one error, never a crash.
+  for (std::vector<uint8_t> bad :
+       {std::vector<uint8_t>(bytes.begin(), bytes.end() - 1),
+        std::vector<uint8_t>(bytes.begin(), bytes.begin() + 7),
+        std::vector<uint8_t>{}, std::vector<uint8_t>(bytes.size(), 0)}) {
+    EXPECT_FALSE(decodePipelineRankRun(bad, back, error));
+    EXPECT_NE(error.find("does not decode"), std::string::npos) << error;
+  }
+  bytes.push_back(0);
+  EXPECT_FALSE(decodePipelineRankRun(bytes, back, error));
+}
+

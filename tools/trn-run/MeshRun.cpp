@@ -374,8 +374,10 @@ static bool writePipelineProfile(const std::string &path,
                                  std::string &error) {
   static const char *const kPhases[] = {"forward", "backward", "update"};
   nlohmann::json events = nlohmann::json::array();
-  for (size_t rank = 0; rank < runs.size(); ++rank) {
-    std::vector<int64_t> coords = rankCoordinates(pipeline.bound, int(rank));
+  // A process per rank run (a mirrored run: per simulated rank).
+  for (const PipelineRankRun &run : runs) {
+    const int rank = run.rank;
+    std::vector<int64_t> coords = rankCoordinates(pipeline.bound, rank);
     std::string name = "rank " + std::to_string(rank) + " (";
     for (size_t a = 0; a < coords.size(); ++a)
       name += (a ? ", " : "") + pipeline.bound[a].name + " " +
@@ -389,7 +391,7 @@ static bool writePipelineProfile(const std::string &path,
                       {"ph", "M"},
                       {"pid", rank},
                       {"args", {{"sort_index", rank}}}});
-    for (const PipelineSpan &span : runs[rank].spans) {
+    for (const PipelineSpan &span : run.spans) {
       std::string label = kPhases[span.phase];
       if (span.phase != 2)
         label += " " + std::to_string(span.microbatch);
@@ -477,43 +479,16 @@ int runPipelineCommand(const MeshCommand &command,
     if (!runPipelineRank(*target, pipeline, inputs, job->communicator(),
                          options, run, error))
       job->abortJob(error, 1);
-    // To rank 0: [step ns][compute ns][matmul FLOPs][count]
-    // [index, size, bytes]...
-    std::vector<uint8_t> message(4 * sizeof(double));
-    double header[4] = {run.stepNs, run.computeNs, double(run.matmulFlops),
-                        double(run.results.size())};
-    std::memcpy(message.data(), header, sizeof(header));
-    for (const auto &[index, bytes] : run.results) {
-      uint64_t fields[2] = {uint64_t(index), uint64_t(bytes.size())};
-      const uint8_t *raw = reinterpret_cast<const uint8_t *>(fields);
-      message.insert(message.end(), raw, raw + sizeof(fields));
-      message.insert(message.end(), bytes.begin(), bytes.end());
-    }
+    // Every rank's figures, spans and results to rank 0, which reports.
     std::vector<std::vector<uint8_t>> all;
-    if (!job->gatherToRoot(message, all, error))
+    if (!job->gatherToRoot(encodePipelineRankRun(run), all, error))
       job->abortJob("rank 0: " + error, 1);
     if (job->rank() != 0)
       return 0;
     runs.assign(size_t(world), {});
-    for (int r = 0; r < world; ++r) {
-      const std::vector<uint8_t> &bytes = all[size_t(r)];
-      double got[4];
-      std::memcpy(got, bytes.data(), sizeof(got));
-      runs[size_t(r)].rank = r;
-      runs[size_t(r)].stepNs = got[0];
-      runs[size_t(r)].computeNs = got[1];
-      runs[size_t(r)].matmulFlops = uint64_t(got[2]);
-      size_t offset = sizeof(got);
-      for (uint64_t k = 0; k < uint64_t(got[3]); ++k) {
-        uint64_t fields[2];
-        std::memcpy(fields, bytes.data() + offset, sizeof(fields));
-        offset += sizeof(fields);
-        runs[size_t(r)].results[int64_t(fields[0])].assign(
-            bytes.begin() + long(offset),
-            bytes.begin() + long(offset + fields[1]));
-        offset += fields[1];
-      }
-    }
+    for (int r = 0; r < world; ++r)
+      if (!decodePipelineRankRun(all[size_t(r)], runs[size_t(r)], error))
+        job->abortJob("rank 0: rank " + std::to_string(r) + ": " + error, 1);
     where = "one per MPI process";
   } else {
     if (!options.simulator.timingOnly &&
@@ -522,13 +497,11 @@ int runPipelineCommand(const MeshCommand &command,
     if (!runPipelineInProcess(*target, pipeline, inputs, options, runs, error))
       return fail(error);
   }
-  if (!command.profile.empty()) {
-    if (job) // the spans stay with their processes
-      job->abortJob("--profile of a pipelined step runs in one process "
-                    "(without mpirun) for now",
-                    1);
-    if (!writePipelineProfile(command.profile, pipeline, runs, error))
-      return fail(error);
+  if (!command.profile.empty() &&
+      !writePipelineProfile(command.profile, pipeline, runs, error)) {
+    if (job)
+      job->abortJob("rank 0: " + error, 1);
+    return fail(error);
   }
   std::vector<std::vector<uint8_t>> outputs;
   if (!options.simulator.timingOnly)

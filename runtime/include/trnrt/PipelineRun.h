@@ -86,6 +86,13 @@ bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
                      Communicator &communicator, const MeshRunOptions &options,
                      PipelineRankRun &run, std::string &error);
 
+/// A rank's run as bytes, to send to another process (the MPI ranks of one
+/// job: same build, same byte order): its figures, spans and results.
+std::vector<uint8_t> encodePipelineRankRun(const PipelineRankRun &run);
+/// The run encodePipelineRankRun wrote; false with a one-line `error` for
+/// bytes that are not one (truncated, or a different format).
+bool decodePipelineRankRun(const std::vector<uint8_t> &bytes,
+                           PipelineRankRun &run, std::string &error);
 /// Every rank on its own thread; `error` names the first rank that failed.
 bool runPipelineInProcess(const Target &target, const BoundPipeline &pipeline,
                           const std::vector<std::vector<uint8_t>> &globalInputs,
