@@ -25,11 +25,12 @@ issue's bar is 2 s for partition plus compile). Printed as a table and
 written as JSON: times, the collectives of the rank program by kind, and the
 bytes one rank sends into them.
 
---simulate CASES runs those cases' rank programs on every rank of the mesh
-(`trn-run --mesh --zeros --json`, one simulated NeuronCore per rank, threads
-of one process: minutes for tp=8 on two host cores) and reports the step's
-simulated device time (slowest rank), the time in collectives and the MFU
-(AWS reports 29.65% for GPT-3 23B on trn1).
+--simulate CASES simulates those cases' rank programs (`trn-run --mesh
+--mirror-ranks --json`: rank 0, timing only, its peers mirrored: every rank
+of the SPMD program runs the same instructions at the same times, so the
+figures are the whole mesh's, in seconds instead of the minutes a functional
+run of every rank takes) and reports the step's simulated device time, the
+time in collectives and the MFU (AWS reports 29.65% for GPT-3 23B on trn1).
 """
 import argparse
 import json
@@ -143,9 +144,11 @@ def run_case(name: str, bin_dir: pathlib.Path, repeat: int, simulate: bool) -> d
         if proc.returncode == 0:
             record["compile_seconds"] = round(elapsed, 3)
             if simulate:
+                sim_start = time.perf_counter()
                 run = subprocess.run([str(bin_dir / "trn-run"), str(work / "rank.trnx"),
-                                      "--mesh", case["mesh"], "--zeros", "--json"],
+                                      "--mesh", case["mesh"], "--mirror-ranks", "--json"],
                                      capture_output=True, text=True)
+                sim_seconds = time.perf_counter() - sim_start
                 if run.returncode != 0:
                     sys.exit(f"bench: simulating {name} failed: {run.stderr.strip()}")
                 stats = json.loads(run.stdout)
@@ -155,6 +158,7 @@ def run_case(name: str, bin_dir: pathlib.Path, repeat: int, simulate: bool) -> d
                     "communication_ms": round(slowest["communication_ns"] / 1e6, 3),
                     "collective_wait_ms": round(slowest["collective_wait_ns"] / 1e6, 3),
                     "mfu": round(stats["mfu"], 4),
+                    "simulation_wall_s": round(sim_seconds, 2),
                 }
         else:
             lines = proc.stderr.strip().splitlines()
