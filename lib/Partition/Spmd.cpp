@@ -347,32 +347,47 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
       }
   }
   // A reduction factor no result has: its axes are the pending sums (of
-  // the results that have them), given to the first such factor.
+  // the results that have them), given to the factor an operand already
+  // splits over them (a sum over every dimension of a column-split
+  // gradient: no reshard), else to the first such factor.
   Axes partial;
   for (const Sharding &sharding : results)
     if (!sharding.partial.empty()) {
       partial = sharding.partial;
       break;
     }
-  for (auto [factor, info] : llvm::enumerate(rule->factors))
-    if (info.kind == FactorKind::Reduction && !seen[factor]) {
-      factors[factor].axes = partial;
-      // Its blocks (any layout sums the same, as long as the operands
-      // agree): those an operand already has, so it needs no reshard.
-      for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
-        auto it = current.find(operand);
-        if (it == current.end())
-          continue;
-        SmallVector<std::optional<FactorSharding>> shares;
-        factorShardingsOf(it->second, rule->operands[index], *rule, axisSize,
-                          shares);
-        if (shares[factor] && shares[factor]->axes == partial) {
-          factors[factor].blocks = shares[factor]->blocks;
-          break;
-        }
-      }
+  std::optional<size_t> pendingFactor;
+  std::optional<FactorSharding> operandShare;
+  for (auto [factor, info] : llvm::enumerate(rule->factors)) {
+    if (info.kind != FactorKind::Reduction || seen[factor])
+      continue;
+    if (!pendingFactor)
+      pendingFactor = factor;
+    if (partial.empty())
       break;
+    for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+      auto it = current.find(operand);
+      if (it == current.end())
+        continue;
+      SmallVector<std::optional<FactorSharding>> shares;
+      factorShardingsOf(it->second, rule->operands[index], *rule, axisSize,
+                        shares);
+      if (shares[factor] && shares[factor]->axes == partial) {
+        pendingFactor = factor;
+        // Its blocks (any layout sums the same, as long as the operands
+        // agree): those the operand already has.
+        operandShare = shares[factor];
+        break;
+      }
     }
+    if (operandShare)
+      break;
+  }
+  if (pendingFactor) {
+    factors[*pendingFactor].axes = partial;
+    if (operandShare)
+      factors[*pendingFactor].blocks = operandShare->blocks;
+  }
   // A factor the op needs whole (an indexed dimension, a softmax's) is
   // computed whole whatever a refined annotation says; a split a dimension
   // cannot hold (the heads of [B*H] split while B is split too) is

@@ -238,3 +238,20 @@ func.func @vocab(%table: tensor<32x4xf32> {dist.sharding = #dist.sharding<@mesh,
   %l = trn.log_softmax %logits, dim = 1 : tensor<8x32xf32>
   return %e, %l : tensor<8x4xf32>, tensor<8x32xf32>
 }
+
+// -----
+
+// A squared norm over every dimension of a column-split gradient (gradient
+// clipping): each rank sums its own columns and one all_reduce adds the
+// ranks' sums; the gradient is not moved to a row split first.
+dist.mesh @mesh <tp = 2>
+// CHECK-LABEL: func.func @column_split_norm
+// CHECK-NOT: dist.all_gather
+// CHECK-NOT: dist.all_slice
+// CHECK: trn.reduce sum {{.*}} : (tensor<8x4xf32>) -> tensor<f32>
+// CHECK-NEXT: dist.all_reduce sum {{.*}} on @mesh axes = ["tp"] : tensor<f32>
+func.func @column_split_norm(%g: tensor<8x8xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}) -> tensor<f32> {
+  %sq = trn.mul %g, %g : tensor<8x8xf32>
+  %n = trn.reduce sum %sq, dims = [0, 1] : (tensor<8x8xf32>) -> tensor<f32>
+  return %n : tensor<f32>
+}
