@@ -57,15 +57,17 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(cfg.hidden, cfg.hidden, device=device, dtype=dtype)
         self.attn_dropout = nn.Dropout(cfg.dropout)
         self.resid_dropout = nn.Dropout(cfg.dropout)
-        future = torch.ones(cfg.seq, cfg.seq, dtype=torch.bool, device=device).triu(1)
-        self.register_buffer("future", future, persistent=False)  # True above the diagonal: masked out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape
         q, k, v = self.qkv(x).split(h, dim=-1)
         q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(h // self.heads))
-        scores = scores.masked_fill(self.future[:s, :s], float("-inf"))
+        # True above the diagonal: masked out. Made here rather than kept as a
+        # buffer, so that compilers see the mask is causal (trn then runs
+        # flash attention).
+        future = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
         probs = self.attn_dropout(scores.softmax(dim=-1))
         out = (probs @ v).transpose(1, 2).reshape(b, s, h)
         return self.resid_dropout(self.proj(out))

@@ -134,15 +134,16 @@ class Llama(nn.Module):
         dtype = self.embed_tokens.weight.dtype
         self.register_buffer("cos", angles.cos().to(dtype), persistent=False)
         self.register_buffer("sin", angles.sin().to(dtype), persistent=False)
-        future = torch.ones(cfg.seq, cfg.seq, dtype=torch.bool, device=device).triu(1)
-        self.register_buffer("future", future, persistent=False)
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         s = input_ids.shape[1]
-        cos, sin, future = self.cos[:s], self.sin[:s], self.future[:s, :s]
+        cos, sin = self.cos[:s], self.sin[:s]
+        # Causal: True above the diagonal is masked out (made here, not kept
+        # as a buffer, so that compilers see it is causal).
+        future = torch.ones(s, s, dtype=torch.bool, device=input_ids.device).triu(1)
         x = self.embed_tokens(input_ids)
         for layer in self.layers:
             x = layer(x, cos, sin, future)

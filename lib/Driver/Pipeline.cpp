@@ -89,6 +89,12 @@ uint64_t matmulFlops(const trnrt::Program &program) {
 void mlir::trn::buildTrnLoweringPipeline(OpPassManager &pm,
                                          const CompileOptions &options) {
   OpPassManager &graph = pm.nest<func::FuncOp>();
+  // Attention a model writes out becomes trn.attention (flash kernels):
+  // found on the batched matmuls trn-split-batch-dims restores. A
+  // partitioned step had both before partitioning.
+  graph.addPass(createTrnSplitBatchDims());
+  graph.addPass(createCSEPass());
+  graph.addPass(createTrnFormAttention());
   // The lowering takes primitives only (see convert-trn-to-nc), and the
   // attention ops its flash-style kernels take.
   TrnDecomposeCompositesOptions decompose;

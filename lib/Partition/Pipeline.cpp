@@ -31,6 +31,9 @@ void addPartitionPasses(OpPassManager &pm, const PartitionOptions &options) {
   // k and v under sequence parallelism).
   pm.addNestedPass<func::FuncOp>(createTrnSplitBatchDims());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
+  // Attention written out becomes trn.attention before it is split (its
+  // rule splits heads; the [S, S] scores are never made).
+  pm.addNestedPass<func::FuncOp>(createTrnFormAttention());
   DistSeedOptions seed;
   seed.meshSpec = meshSpec;
   seed.sequenceParallel = options.sequenceParallel;

@@ -164,6 +164,26 @@ def TrnSplitBatchDims : Pass<"trn-split-batch-dims", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
 
+def TrnFormAttention : Pass<"trn-form-attention", "::mlir::func::FuncOp"> {
+  let summary = "attention written out as matmuls and a softmax, as trn.attention";
+  let description = [{
+    Finds scaled dot-product attention as PyTorch traces it when a model
+    writes it out (`softmax(q @ k.transpose(-2, -1) * scale, masked_fill with
+    -inf where a causal mask holds) @ v`, after trn-split-batch-dims) and its
+    autograd backward (`p^T @ do`, `do @ v^T`, `softmax_backward`, the mask's
+    and the scale's backward, `ds @ k`, `q^T @ ds`), and replaces them by
+    `trn.attention` and `trn.attention_grad`, which the NeuronCore backend
+    lowers as flash-attention kernels: the [S, S] scores and probabilities
+    are never stored. The mask must be provably causal: `ones(s, s).triu(1)`
+    or `arange(s)[None, :] > arange(s)[:, None]` computed in the graph (an
+    iota comparison), not a tensor passed in, whose values the compiler
+    cannot see. The rewrite is all or nothing per attention: when the
+    probabilities have another user (dropout, an output) or the backward
+    differs from autograd's, the ops are left as they are.
+  }];
+  let dependentDialects = ["::mlir::trn::TrnDialect"];
+}
+
 def TrnAutoCast : Pass<"trn-auto-cast", "::mlir::func::FuncOp"> {
   let summary = "compute matmuls (or all f32 arithmetic) in bf16 or fp8";
   let description = [{

@@ -1,0 +1,414 @@
+//===- FormAttention.cpp - attention written out, as trn.attention -------===//
+//
+// See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Dialect/Trn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include <cmath>
+
+namespace mlir::trn {
+#define GEN_PASS_DEF_TRNFORMATTENTION
+#include "trn/Dialect/Trn/Transforms/Passes.h.inc"
+} // namespace mlir::trn
+
+using namespace mlir;
+using namespace mlir::trn;
+
+namespace {
+
+int64_t rankOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getRank();
+}
+
+/// A batched matmul `lhs @ rhs` of rank-r operands: every dimension but the
+/// last two is a batch dimension, lhs's last contracts with rhs's
+/// second-to-last (what PyTorch's `@` on 3-D and 4-D tensors traces to,
+/// after trn-split-batch-dims).
+bool isBatchedMatmul(DotGeneralOp dot) {
+  int64_t rank = rankOf(dot.getLhs());
+  if (rank < 3 || rankOf(dot.getRhs()) != rank)
+    return false;
+  auto batch = llvm::to_vector(llvm::seq<int64_t>(0, rank - 2));
+  return dot.getLhsBatchingDims() == ArrayRef<int64_t>(batch) &&
+         dot.getRhsBatchingDims() == ArrayRef<int64_t>(batch) &&
+         dot.getLhsContractingDims() == ArrayRef<int64_t>{rank - 1} &&
+         dot.getRhsContractingDims() == ArrayRef<int64_t>{rank - 2};
+}
+
+DotGeneralOp batchedMatmulOf(Value value) {
+  auto dot = value.getDefiningOp<DotGeneralOp>();
+  return dot && isBatchedMatmul(dot) ? dot : DotGeneralOp();
+}
+
+/// `value` as a transpose of a root value that is not one:
+/// value = transpose(root, perm).
+std::pair<Value, SmallVector<int64_t>> asTransposed(Value value) {
+  SmallVector<int64_t> perm =
+      llvm::to_vector(llvm::seq<int64_t>(0, rankOf(value)));
+  while (auto transpose = value.getDefiningOp<TransposeOp>()) {
+    SmallVector<int64_t> composed;
+    for (int64_t dim : perm)
+      composed.push_back(transpose.getPerm()[dim]);
+    perm = std::move(composed);
+    value = transpose.getOperand();
+  }
+  return {value, perm};
+}
+
+/// Whether `swapped` is `value` with its last two dimensions exchanged.
+bool isLastTwoSwapped(Value swapped, Value value) {
+  auto [swappedRoot, swappedPerm] = asTransposed(swapped);
+  auto [root, perm] = asTransposed(value);
+  if (swappedRoot != root || swappedPerm.size() != perm.size())
+    return false;
+  int64_t rank = perm.size();
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t from = i == rank - 1 ? rank - 2 : i == rank - 2 ? rank - 1 : i;
+    if (swappedPerm[i] != perm[from])
+      return false;
+  }
+  return true;
+}
+
+/// The splat value of a float constant, if `value` is one.
+std::optional<double> splatFloat(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense || !dense.isSplat() ||
+      !isa<FloatType>(dense.getType().getElementType()))
+    return std::nullopt;
+  return dense.getSplatValue<APFloat>().convertToDouble();
+}
+
+std::optional<int64_t> splatInt(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense || !dense.isSplat() ||
+      !isa<IntegerType>(dense.getType().getElementType()))
+    return std::nullopt;
+  return dense.getSplatValue<APInt>().getSExtValue();
+}
+
+/// `value` (of a rank-2 [S, T] index space) as `row * r + col * c + k`:
+/// iotas, integer splats, and sums, differences and conversions of them,
+/// possibly broadcast from one dimension.
+struct Linear {
+  int64_t row = 0, col = 0, constant = 0;
+};
+std::optional<Linear> linearOf(Value value) {
+  if (std::optional<int64_t> k = splatInt(value))
+    return Linear{0, 0, *k};
+  Operation *op = value.getDefiningOp();
+  if (!op || rankOf(value) != 2)
+    return std::nullopt;
+  if (auto iota = dyn_cast<IotaOp>(op))
+    return iota.getDim() == 0 ? Linear{1, 0, 0} : Linear{0, 1, 0};
+  if (auto broadcast = dyn_cast<BroadcastInDimOp>(op)) {
+    // A 1-D iota broadcast along the other dimension (arange[None, :]).
+    auto iota = broadcast.getOperand().getDefiningOp<IotaOp>();
+    if (!iota || broadcast.getDims().size() != 1)
+      return std::nullopt;
+    return broadcast.getDims()[0] == 0 ? Linear{1, 0, 0} : Linear{0, 1, 0};
+  }
+  if (auto convert = dyn_cast<ConvertOp>(op)) {
+    if (!isa<IntegerType>(getElementTypeOrSelf(convert.getOperand())))
+      return std::nullopt;
+    return linearOf(convert.getOperand());
+  }
+  if (isa<AddOp, SubOp>(op)) {
+    std::optional<Linear> a = linearOf(op->getOperand(0)),
+                          b = linearOf(op->getOperand(1));
+    if (!a || !b)
+      return std::nullopt;
+    int64_t sign = isa<SubOp>(op) ? -1 : 1;
+    return Linear{a->row + sign * b->row, a->col + sign * b->col,
+                  a->constant + sign * b->constant};
+  }
+  return std::nullopt;
+}
+
+/// Whether the i1 [S, S] `mask` is true exactly where the key comes after
+/// the query (col > row): PyTorch's `ones(s, s).triu(1)` or
+/// `arange(s)[None, :] > arange(s)[:, None]`, as traced.
+bool isCausalMask(Value mask) {
+  auto type = cast<RankedTensorType>(mask.getType());
+  if (type.getRank() != 2 || type.getDimSize(0) != type.getDimSize(1))
+    return false;
+  // select(p, true, false) is p.
+  if (auto select = mask.getDefiningOp<SelectOp>()) {
+    std::optional<int64_t> onTrue = splatInt(select.getOnTrue()),
+                           onFalse = splatInt(select.getOnFalse());
+    if (onTrue && onFalse && *onTrue != 0 && *onFalse == 0)
+      return isCausalMask(select.getPred());
+    return false;
+  }
+  auto compare = mask.getDefiningOp<CompareOp>();
+  if (!compare)
+    return false;
+  std::optional<Linear> lhs = linearOf(compare.getLhs()),
+                        rhs = linearOf(compare.getRhs());
+  if (!lhs || !rhs)
+    return false;
+  // d = lhs - rhs; the predicate holds on d against 0.
+  Linear d{lhs->row - rhs->row, lhs->col - rhs->col,
+           lhs->constant - rhs->constant};
+  ComparisonPredicate predicate = compare.getPredicate();
+  if (d.row == 1 && d.col == -1) {
+    // row - col + k against 0: flip to col - row - k.
+    d = Linear{-1, 1, -d.constant};
+    switch (predicate) {
+    case ComparisonPredicate::lt:
+      predicate = ComparisonPredicate::gt;
+      break;
+    case ComparisonPredicate::le:
+      predicate = ComparisonPredicate::ge;
+      break;
+    default:
+      return false;
+    }
+  }
+  if (d.row != -1 || d.col != 1)
+    return false;
+  // col - row + k > 0 <=> col > row when k == 0; >= 0 when k == -1.
+  return (predicate == ComparisonPredicate::gt && d.constant == 0) ||
+         (predicate == ComparisonPredicate::ge && d.constant == -1);
+}
+
+/// One attention found in the graph, forward and (when present) backward.
+struct Match {
+  // Forward: scores = q @ kT (* scale) (masked) -> softmax -> @ v.
+  DotGeneralOp scores, output;
+  Value query, keyTransposed, value;
+  Operation *scaled = nullptr, *masked = nullptr;
+  SoftmaxOp softmax;
+  Value scaleConstant, maskPred;
+  double scale = 1.0;
+  bool causal = false;
+  // Backward (all null without one).
+  SoftmaxGradOp softmaxGrad;
+  DotGeneralOp gradProbs, gradValue, gradQuery, gradKeyTransposed;
+  TransposeOp probsTransposed;
+  Operation *gradMasked = nullptr, *gradScaled = nullptr;
+  Value gradOutput;
+};
+
+/// `op` is `x * c` or `c * x` with c a float splat: x and c.
+std::optional<std::pair<Value, Value>> scaledBy(Operation *op) {
+  auto mul = dyn_cast_or_null<MulOp>(op);
+  if (!mul)
+    return std::nullopt;
+  if (splatFloat(mul.getRhs()))
+    return std::make_pair(mul.getLhs(), mul.getRhs());
+  if (splatFloat(mul.getLhs()))
+    return std::make_pair(mul.getRhs(), mul.getLhs());
+  return std::nullopt;
+}
+
+/// The forward chain that ends in `softmax`, if it is attention.
+std::optional<Match> matchForward(SoftmaxOp softmax) {
+  Match m;
+  m.softmax = softmax;
+  Value x = softmax.getOperand();
+  int64_t rank = rankOf(x);
+  if (rank < 3 || int64_t(softmax.getDim()) != rank - 1 || !x.hasOneUse())
+    return std::nullopt;
+  // Masked with -inf where a causal mask holds.
+  if (auto select = x.getDefiningOp<SelectOp>()) {
+    std::optional<double> fill = splatFloat(select.getOnTrue());
+    auto broadcast = select.getPred().getDefiningOp<BroadcastInDimOp>();
+    if (!fill || !std::isinf(*fill) || *fill > 0 || !broadcast ||
+        broadcast.getDims() != ArrayRef<int64_t>{rank - 2, rank - 1} ||
+        !isCausalMask(broadcast.getOperand()) ||
+        !select.getOnFalse().hasOneUse())
+      return std::nullopt;
+    m.masked = select;
+    m.maskPred = select.getPred();
+    m.causal = true;
+    x = select.getOnFalse();
+  }
+  if (auto scaled = scaledBy(x.getDefiningOp())) {
+    if (!scaled->first.hasOneUse())
+      return std::nullopt;
+    m.scaled = x.getDefiningOp();
+    m.scaleConstant = scaled->second;
+    m.scale = *splatFloat(scaled->second);
+    x = scaled->first;
+  }
+  m.scores = batchedMatmulOf(x);
+  if (!m.scores)
+    return std::nullopt;
+  m.query = m.scores.getLhs();
+  m.keyTransposed = m.scores.getRhs();
+  // The probabilities' users: the output matmul, and the backward's.
+  for (Operation *user : softmax->getUsers()) {
+    auto dot = dyn_cast<DotGeneralOp>(user);
+    if (dot && isBatchedMatmul(dot) && dot.getLhs() == softmax.getResult() &&
+        !m.output) {
+      m.output = dot;
+      m.value = dot.getRhs();
+    } else if (auto grad = dyn_cast<SoftmaxGradOp>(user);
+               grad && grad.getOutput() == softmax.getResult() &&
+               !m.softmaxGrad) {
+      m.softmaxGrad = grad;
+    } else if (auto transpose = dyn_cast<TransposeOp>(user);
+               transpose && !m.probsTransposed &&
+               isLastTwoSwapped(transpose, softmax.getResult())) {
+      m.probsTransposed = transpose;
+    } else {
+      return std::nullopt; // the probabilities are needed as they are
+    }
+  }
+  if (!m.output)
+    return std::nullopt;
+  return m;
+}
+
+/// The backward of `m` (PyTorch's autograd of the forward chain), if the
+/// probabilities have backward users.
+bool matchBackward(Match &m) {
+  if (!m.softmaxGrad && !m.probsTransposed)
+    return true; // forward only
+  if (!m.softmaxGrad || !m.probsTransposed)
+    return false;
+  // dV = P^T @ dO.
+  if (!m.probsTransposed->hasOneUse())
+    return false;
+  m.gradValue = dyn_cast<DotGeneralOp>(*m.probsTransposed->user_begin());
+  if (!m.gradValue || !isBatchedMatmul(m.gradValue) ||
+      m.gradValue.getLhs() != m.probsTransposed.getResult())
+    return false;
+  m.gradOutput = m.gradValue.getRhs();
+  // dP = dO @ V^T.
+  m.gradProbs = batchedMatmulOf(m.softmaxGrad.getGradOutput());
+  if (!m.gradProbs || m.gradProbs.getLhs() != m.gradOutput ||
+      !isLastTwoSwapped(m.gradProbs.getRhs(), m.value) ||
+      int64_t(m.softmaxGrad.getDim()) != rankOf(m.value) - 1)
+    return false;
+  // dS = softmax_grad (masked with 0) (* scale), as the forward.
+  Value ds = m.softmaxGrad.getResult();
+  if (m.masked) {
+    if (!ds.hasOneUse())
+      return false;
+    auto select = dyn_cast<SelectOp>(*ds.user_begin());
+    std::optional<double> zero =
+        select ? splatFloat(select.getOnTrue()) : std::nullopt;
+    if (!select || select.getPred() != m.maskPred || !zero || *zero != 0.0 ||
+        select.getOnFalse() != ds)
+      return false;
+    m.gradMasked = select;
+    ds = select.getResult();
+  }
+  if (m.scaled) {
+    if (!ds.hasOneUse())
+      return false;
+    auto scaled = scaledBy(*ds.user_begin());
+    if (!scaled || scaled->first != ds ||
+        splatFloat(scaled->second) != splatFloat(m.scaleConstant))
+      return false;
+    m.gradScaled = *ds.user_begin();
+    ds = m.gradScaled->getResult(0);
+  }
+  // dQ = dS @ K and dK^T = Q^T @ dS.
+  for (Operation *user : ds.getUsers()) {
+    auto dot = dyn_cast<DotGeneralOp>(user);
+    if (!dot || !isBatchedMatmul(dot))
+      return false;
+    if (dot.getLhs() == ds && !m.gradQuery &&
+        isLastTwoSwapped(dot.getRhs(), m.keyTransposed))
+      m.gradQuery = dot;
+    else if (dot.getRhs() == ds && !m.gradKeyTransposed &&
+             isLastTwoSwapped(dot.getLhs(), m.query))
+      m.gradKeyTransposed = dot;
+    else
+      return false;
+  }
+  return m.gradQuery && m.gradKeyTransposed;
+}
+
+/// A transpose exchanging the last two dimensions of `value`.
+Value swapLastTwo(OpBuilder &builder, Location loc, Value value) {
+  int64_t rank = rankOf(value);
+  auto perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return builder.create<TransposeOp>(loc, value, perm);
+}
+
+/// Replaces `m` by trn.attention (and trn.attention_grad); false when the
+/// fused ops would not give the same types.
+bool rewrite(Match &m) {
+  OpBuilder builder(m.output);
+  Location loc = m.output.getLoc();
+  Value key = swapLastTwo(builder, loc, m.keyTransposed);
+  auto attention = builder.create<AttentionOp>(
+      loc, m.query, key, m.value, builder.getF64FloatAttr(m.scale),
+      m.causal ? builder.getUnitAttr() : UnitAttr(), IntegerAttr());
+  bool sameTypes = attention.getOutput().getType() == m.output.getType();
+  AttentionGradOp grad;
+  if (sameTypes && m.softmaxGrad) {
+    // Before the first backward op that reads dO: every operand is made.
+    Operation *first = m.gradValue->isBeforeInBlock(m.gradProbs)
+                           ? m.gradValue.getOperation()
+                           : m.gradProbs.getOperation();
+    builder.setInsertionPoint(first);
+    grad = builder.create<AttentionGradOp>(
+        m.gradValue.getLoc(), m.query, key, m.value, attention.getOutput(),
+        attention.getLse(), m.gradOutput, builder.getF64FloatAttr(m.scale),
+        m.causal ? builder.getUnitAttr() : UnitAttr(), IntegerAttr());
+    sameTypes = grad.getGradQuery().getType() == m.gradQuery.getType() &&
+                grad.getGradValue().getType() == m.gradValue.getType() &&
+                grad.getGradKey().getType() == key.getType() &&
+                key.getType() == m.gradQuery.getRhs().getType();
+  }
+  if (!sameTypes) {
+    if (grad)
+      grad.erase();
+    attention.erase();
+    if (key.use_empty())
+      key.getDefiningOp()->erase();
+    return false;
+  }
+  m.output.getResult().replaceAllUsesWith(attention.getOutput());
+  if (grad) {
+    m.gradValue.getResult().replaceAllUsesWith(grad.getGradValue());
+    m.gradQuery.getResult().replaceAllUsesWith(grad.getGradQuery());
+    builder.setInsertionPoint(m.gradKeyTransposed);
+    m.gradKeyTransposed.getResult().replaceAllUsesWith(
+        swapLastTwo(builder, m.gradKeyTransposed.getLoc(), grad.getGradKey()));
+  }
+  return true;
+}
+
+struct TrnFormAttentionPass
+    : mlir::trn::impl::TrnFormAttentionBase<TrnFormAttentionPass> {
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    SmallVector<SoftmaxOp> softmaxes;
+    function.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    bool changed = false;
+    for (SoftmaxOp softmax : softmaxes) {
+      std::optional<Match> m = matchForward(softmax);
+      if (m && matchBackward(*m))
+        changed |= rewrite(*m);
+    }
+    // What the fused ops replaced is dead now.
+    if (changed) {
+      IRRewriter rewriter(function.getContext());
+      (void)runRegionDCE(rewriter, function->getRegions());
+    }
+  }
+};
+
+} // namespace

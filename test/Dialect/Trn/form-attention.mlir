@@ -1,0 +1,121 @@
+// RUN: trn-opt %s -trn-form-attention -split-input-file | FileCheck %s
+
+// Causal attention written out, forward and backward, as PyTorch traces it
+// (after trn-split-batch-dims): q @ k^T, * scale, masked_fill(triu(1),
+// -inf), softmax, @ v; autograd's p^T @ do, do @ v^T, softmax_backward, the
+// mask's and the scale's backward, ds @ k, q^T @ ds. It becomes one
+// trn.attention and one trn.attention_grad; the [S, S] ops are gone.
+// CHECK-LABEL: func.func @causal
+// CHECK: %[[K:.*]] = trn.transpose %[[KT:.*]], perm = [0, 1, 3, 2]
+// CHECK: %[[O:.*]], %[[LSE:.*]] = trn.attention %arg0, %[[K]], %arg2, scale = 5.000000e-01 causal
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = trn.attention_grad %arg0, %[[K]], %arg2, %[[O]], %[[LSE]], %arg3, scale = 5.000000e-01 causal
+// CHECK: %[[DKT:.*]] = trn.transpose %[[DK]], perm = [0, 1, 3, 2]
+// CHECK-NOT: trn.softmax
+// CHECK-NOT: trn.select
+// CHECK: return %[[O]], %[[DQ]], %[[DKT]], %[[DV]]
+func.func @causal(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>,
+                  %do: tensor<1x2x4x8xf32>)
+    -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32>) {
+  %s = trn.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %c = trn.constant dense<0.5> : tensor<1x2x4x4xf32>
+  %scaled = trn.mul %s, %c : tensor<1x2x4x4xf32>
+  %row = trn.iota dim = 0 : tensor<4x4xi32>
+  %col = trn.iota dim = 1 : tensor<4x4xi32>
+  %diff = trn.sub %col, %row : tensor<4x4xi32>
+  %one = trn.constant dense<1> : tensor<4x4xi32>
+  %upper = trn.compare ge, %diff, %one : tensor<4x4xi32>
+  %true = trn.constant dense<true> : tensor<4x4xi1>
+  %false = trn.constant dense<false> : tensor<4x4xi1>
+  %mask = trn.select %upper, %true, %false : tensor<4x4xi1>, tensor<4x4xi1>
+  %mask4 = trn.broadcast_in_dim %mask, dims = [2, 3] : (tensor<4x4xi1>) -> tensor<1x2x4x4xi1>
+  %ninf = trn.constant dense<0xFF800000> : tensor<1x2x4x4xf32>
+  %masked = trn.select %mask4, %ninf, %scaled : tensor<1x2x4x4xi1>, tensor<1x2x4x4xf32>
+  %p = trn.softmax %masked, dim = 3 : tensor<1x2x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %pt = trn.transpose %p, perm = [0, 1, 3, 2] : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %dv = trn.dot_general %pt, %do, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %vt = trn.transpose %v, perm = [0, 1, 3, 2] : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %dp = trn.dot_general %do, %vt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %dsm = trn.softmax_grad %p, %dp, dim = 3 : tensor<1x2x4x4xf32>
+  %zero = trn.constant dense<0.0> : tensor<1x2x4x4xf32>
+  %dsk = trn.select %mask4, %zero, %dsm : tensor<1x2x4x4xi1>, tensor<1x2x4x4xf32>
+  %ds = trn.mul %dsk, %c : tensor<1x2x4x4xf32>
+  %k = trn.transpose %kt, perm = [0, 1, 3, 2] : (tensor<1x2x8x4xf32>) -> tensor<1x2x4x8xf32>
+  %dq = trn.dot_general %ds, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %qt = trn.transpose %q, perm = [0, 1, 3, 2] : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %dkt = trn.dot_general %qt, %ds, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x8x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x8x4xf32>
+  return %o, %dq, %dkt, %dv : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// A forward alone (an evaluation step), without scale or mask, and the
+// mask as PyTorch's arange comparison.
+// CHECK-LABEL: func.func @forward_only
+// CHECK: trn.attention %arg0, {{.*}}, %arg2, scale = 1.000000e+00 :
+// CHECK-NOT: trn.softmax
+// CHECK-LABEL: func.func @arange_mask
+// CHECK: trn.attention {{.*}} causal
+func.func @forward_only(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %s = trn.dot_general %q, %kt, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = trn.softmax %s, dim = 2 : tensor<2x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+func.func @arange_mask(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %s = trn.dot_general %q, %kt, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %i = trn.iota dim = 0 : tensor<4xi64>
+  %rows = trn.broadcast_in_dim %i, dims = [0] : (tensor<4xi64>) -> tensor<4x4xi64>
+  %cols = trn.broadcast_in_dim %i, dims = [1] : (tensor<4xi64>) -> tensor<4x4xi64>
+  %later = trn.compare gt, %cols, %rows : tensor<4x4xi64>
+  %mask = trn.broadcast_in_dim %later, dims = [1, 2] : (tensor<4x4xi1>) -> tensor<2x4x4xi1>
+  %ninf = trn.constant dense<0xFF800000> : tensor<2x4x4xf32>
+  %masked = trn.select %mask, %ninf, %s : tensor<2x4x4xi1>, tensor<2x4x4xf32>
+  %p = trn.softmax %masked, dim = 2 : tensor<2x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Left as written: a mask that is not causal (triu(2) hides the next key
+// too), a mask passed in (its values are unknown), and probabilities with
+// another user (returned, as dropout or a debug output would).
+// CHECK-LABEL: func.func @not_causal
+// CHECK-NOT: trn.attention
+// CHECK: trn.softmax
+// CHECK-LABEL: func.func @mask_argument
+// CHECK-NOT: trn.attention
+// CHECK: trn.softmax
+// CHECK-LABEL: func.func @probabilities_used
+// CHECK-NOT: trn.attention
+// CHECK: trn.softmax
+func.func @not_causal(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %s = trn.dot_general %q, %kt, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %row = trn.iota dim = 0 : tensor<4x4xi32>
+  %col = trn.iota dim = 1 : tensor<4x4xi32>
+  %diff = trn.sub %col, %row : tensor<4x4xi32>
+  %two = trn.constant dense<2> : tensor<4x4xi32>
+  %upper = trn.compare ge, %diff, %two : tensor<4x4xi32>
+  %mask = trn.broadcast_in_dim %upper, dims = [1, 2] : (tensor<4x4xi1>) -> tensor<2x4x4xi1>
+  %ninf = trn.constant dense<0xFF800000> : tensor<2x4x4xf32>
+  %masked = trn.select %mask, %ninf, %s : tensor<2x4x4xi1>, tensor<2x4x4xf32>
+  %p = trn.softmax %masked, dim = 2 : tensor<2x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+func.func @mask_argument(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>, %future: tensor<4x4xi1>) -> tensor<2x4x8xf32> {
+  %s = trn.dot_general %q, %kt, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %mask = trn.broadcast_in_dim %future, dims = [1, 2] : (tensor<4x4xi1>) -> tensor<2x4x4xi1>
+  %ninf = trn.constant dense<0xFF800000> : tensor<2x4x4xf32>
+  %masked = trn.select %mask, %ninf, %s : tensor<2x4x4xi1>, tensor<2x4x4xf32>
+  %p = trn.softmax %masked, dim = 2 : tensor<2x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+func.func @probabilities_used(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>) {
+  %s = trn.dot_general %q, %kt, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = trn.softmax %s, dim = 2 : tensor<2x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o, %p : tensor<2x4x8xf32>, tensor<2x4x4xf32>
+}
