@@ -220,6 +220,8 @@ std::optional<std::pair<Value, Value>> scaledBy(Operation *op) {
 /// The forward chain that ends in `softmax`, if it is attention.
 std::optional<Match> matchForward(SoftmaxOp softmax) {
   Match m;
+  if (!isa_and_nonnull<func::FuncOp>(softmax->getParentOp()))
+    return std::nullopt; // not inside a fusion body or another region
   m.softmax = softmax;
   Value x = softmax.getOperand();
   int64_t rank = rankOf(x);
@@ -362,6 +364,14 @@ bool rewrite(Match &m) {
     Operation *first = m.gradValue->isBeforeInBlock(m.gradProbs)
                            ? m.gradValue.getOperation()
                            : m.gradProbs.getOperation();
+    // The backward must come after the forward's output (as traced).
+    if (first->getBlock() != m.output->getBlock() ||
+        first->isBeforeInBlock(m.output)) {
+      attention.erase();
+      if (key.use_empty())
+        key.getDefiningOp()->erase();
+      return false;
+    }
     builder.setInsertionPoint(first);
     grad = builder.create<AttentionGradOp>(
         m.gradValue.getLoc(), m.query, key, m.value, attention.getOutput(),
