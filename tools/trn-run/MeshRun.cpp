@@ -215,14 +215,14 @@ void printReport(const MeshCommand &command, const Program &program,
     return;
   }
   if (command.profileSummary) {
-    std::printf("rank 0 of %zu:\n", ranks.size());
+    std::printf("rank 0 of %d:\n", rankCount(bound));
     std::fputs(
         formatProfileSummary(rank0, program.target, size_t(command.profileTop))
             .c_str(),
         stdout);
   }
-  std::printf("mesh             %s (%zu ranks, %s)\n", meshText(bound).c_str(),
-              ranks.size(), where);
+  std::printf("mesh             %s (%d ranks, %s)\n", meshText(bound).c_str(),
+              rankCount(bound), where);
   std::printf("device time      %.3f us (slowest rank)\n", slowest / 1000.0);
   std::printf("rank  device time (us)  communication (us)  waiting (us)  "
               "collectives\n");
