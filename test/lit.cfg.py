@@ -19,6 +19,9 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.trn_obj_root, "test")
 
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+# trn-cc verifies the lowered nc kernel too (off by default: its checks are
+# repeated on the exported program, and verifying millions of ops is slow).
+config.environment["TRN_VERIFY_IR"] = "1"
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 

@@ -28,6 +28,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 
 using namespace mlir;
@@ -88,6 +89,12 @@ uint64_t matmulFlops(const trnrt::Program &program) {
 
 void mlir::trn::buildTrnLoweringPipeline(OpPassManager &pm,
                                          const CompileOptions &options) {
+  buildTrnGraphPipeline(pm, options);
+  pm.addPass(createConvertTrnToNC());
+}
+
+void mlir::trn::buildTrnGraphPipeline(OpPassManager &pm,
+                                      const CompileOptions &options) {
   OpPassManager &graph = pm.nest<func::FuncOp>();
   // Attention a model writes out becomes trn.attention (flash kernels):
   // found on the batched matmuls trn-split-batch-dims restores. A
@@ -118,7 +125,6 @@ void mlir::trn::buildTrnLoweringPipeline(OpPassManager &pm,
     // Elementwise chains and row reductions become one kernel each.
     graph.addPass(createTrnFuseElementwise());
   }
-  pm.addPass(createConvertTrnToNC());
 }
 
 void mlir::trn::buildNCKernelPipeline(OpPassManager &pm, bool insertSync) {
@@ -305,13 +311,19 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
   module->setAttr("nc.target",
                   StringAttr::get(module.getContext(), target->name));
 
-  // Two pass managers: the IR is verified after the graph passes and the
-  // lowering, which create ops, but not after nc-allocate and
-  // nc-insert-sync, which only add addresses and semaphores to them and
-  // whose results the program checks below validate. Verifying a kernel of
-  // millions of instructions takes about as long as lowering it.
+  // Three pass managers: the IR is verified after the graph passes, which
+  // rewrite the user's graph; the lowering's kernel (millions of nc ops:
+  // verifying it costs a GPT-3 175B stage 1.3 s of 10) only when
+  // TRN_VERIFY_IR is set, as the test suite does: what it makes is checked
+  // again as a program below (every operand against the target, the
+  // semaphores for deadlock); nc-allocate and nc-insert-sync only add
+  // addresses and semaphores.
+  PassManager graphPasses(module.getContext(), ModuleOp::getOperationName());
   PassManager lowering(module.getContext(), ModuleOp::getOperationName());
   PassManager nc(module.getContext(), ModuleOp::getOperationName());
+  const char *verifyIR = std::getenv("TRN_VERIFY_IR");
+  lowering.enableVerifier(verifyIR && *verifyIR &&
+                          std::string(verifyIR) != "0");
   nc.enableVerifier(false);
   // A pipeline stage's forward, backward and update are independent kernels:
   // lowered, allocated and exported on the host's cores side by side.
@@ -320,14 +332,15 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
   if (options.printIRAfterAll) {
     // Printing per pass from several threads would interleave the dumps.
     module.getContext()->disableMultithreading();
-    for (PassManager *pm : {&lowering, &nc})
+    for (PassManager *pm : {&graphPasses, &lowering, &nc})
       pm->enableIRPrinting(
           /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
           /*shouldPrintAfterPass=*/[](Pass *, Operation *) { return true; },
           /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
           /*printAfterOnlyOnFailure=*/false, llvm::errs());
   }
-  buildTrnLoweringPipeline(lowering, options);
+  buildTrnGraphPipeline(graphPasses, options);
+  lowering.addPass(createConvertTrnToNC());
   // nc-insert-sync's analysis runs inside the export unless the IR is
   // printed: its semaphores as attributes cost a large kernel (a BERT-large
   // step: a million instructions) several seconds of attribute uniquing.
@@ -335,7 +348,7 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
   buildNCKernelPipeline(nc, /*insertSync=*/!syncInExport);
   TimingScope inactive;
   TimingScope &timing = options.timing ? *options.timing : inactive;
-  for (PassManager *pm : {&lowering, &nc}) {
+  for (PassManager *pm : {&graphPasses, &lowering, &nc}) {
     if (options.timing)
       pm->enableTiming(timing);
     if (failed(pm->run(module)))

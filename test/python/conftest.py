@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+# Compiles here and in the example scripts verify the lowered nc kernel too
+# (trn-cc skips it by default: docs/cli.md, "Environment").
+os.environ.setdefault("TRN_VERIFY_IR", "1")
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 PYTHON = "/usr/bin/python3"

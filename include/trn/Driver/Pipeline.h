@@ -73,6 +73,8 @@ void buildTrnToNCPipeline(OpPassManager &pm, const CompileOptions &options);
 
 /// The graph passes and convert-trn-to-nc: a trn module to an nc kernel.
 void buildTrnLoweringPipeline(OpPassManager &pm, const CompileOptions &options);
+/// The graph passes of buildTrnLoweringPipeline (before convert-trn-to-nc).
+void buildTrnGraphPipeline(OpPassManager &pm, const CompileOptions &options);
 
 /// nc-allocate and (with `insertSync`) nc-insert-sync on every kernel of the
 /// module. compileToProgram leaves the semaphores to the exporter (the same
