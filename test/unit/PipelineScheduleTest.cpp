@@ -1,7 +1,7 @@
 //===- PipelineScheduleTest.cpp - GPipe and 1F1B orders and timing --------===//
 
-#include "trnrt/PipelineRun.h"
 #include "trnrt/PipelineSchedule.h"
+#include "trnrt/PipelineRun.h"
 
 #include <gtest/gtest.h>
 
@@ -102,8 +102,8 @@ TEST(PipelineRankRun, EncodesAndDecodesForAnotherProcess) {
   run.computeNs = 1500.25;
   run.fragmentsRun = 5;
   run.matmulFlops = uint64_t(1) << 40;
-  run.spans = {{0, 0, 0.0, 10.0, 1.0}, {1, 0, 12.0, 30.0, 0.0},
-               {2, 0, 31.0, 33.5, 0.5}};
+  run.spans = {
+      {0, 0, 0.0, 10.0, 1.0}, {1, 0, 12.0, 30.0, 0.0}, {2, 0, 31.0, 33.5, 0.5}};
   run.results[3] = {1, 2, 3};
   run.results[0] = {};
   std::vector<uint8_t> bytes = encodePipelineRankRun(run);
@@ -132,4 +132,3 @@ TEST(PipelineRankRun, EncodesAndDecodesForAnotherProcess) {
   bytes.push_back(0);
   EXPECT_FALSE(decodePipelineRankRun(bytes, back, error));
 }
-
