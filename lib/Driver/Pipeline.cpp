@@ -447,10 +447,6 @@ std::string mlir::trn::meshTextOf(const CompileOptions &options) {
          ",tp=" + std::to_string(options.tp);
 }
 
-int64_t mlir::trn::MeshFootprint::worstTotal() const {
-  return stages.empty() ? 0 : stages[worstStage()].total();
-}
-
 size_t mlir::trn::MeshFootprint::worstStage() const {
   size_t worst = 0;
   for (size_t s = 1; s < stages.size(); ++s)

@@ -54,7 +54,6 @@ private:
   LogicalResult assignLayers();
   LogicalResult assignFromMarkers();
   void assignStages();
-  void removeMarkers();
   void annotate();
 
   std::optional<int64_t> stageOfValue(Value value) const;
@@ -87,7 +86,8 @@ LogicalResult StageAssigner::run() {
     return failure();
   assignStages();
   annotate();
-  removeMarkers();
+  // The markers have done their work: each is its input again.
+  dropPipelineStageMarkers(function);
   return success();
 }
 
@@ -140,15 +140,6 @@ LogicalResult StageAssigner::assignFromMarkers() {
       layerStage[argument.getArgNumber()] = *first;
   }
   return success();
-}
-
-/// The markers have done their work: each is its input again.
-void StageAssigner::removeMarkers() {
-  for (Operation *op : ops)
-    if (auto marker = dyn_cast<PipelineStageOp>(op)) {
-      marker.getResult().replaceAllUsesWith(marker.getInput());
-      marker.erase();
-    }
 }
 
 /// Per microbatch: what depends on per-example data, up to the collectives

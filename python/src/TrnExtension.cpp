@@ -591,7 +591,9 @@ py::dict meshFootprint(const std::string &graph,
   mlir::trn::CompileOptions options =
       mlir::trn::compileOptionsFromFlags(*normalized);
   options.dp = mlir::trn::dpDegreeOf(flags);
-  std::vector<mlir::trn::partition::RankFootprint> stages;
+  mlir::trn::MeshFootprint measuredMesh;
+  std::vector<mlir::trn::partition::RankFootprint> &stages =
+      measuredMesh.stages;
   {
     py::gil_scoped_release release;
     mlir::MLIRContext context;
@@ -606,7 +608,7 @@ py::dict meshFootprint(const std::string &graph,
         error = diagnostics.firstError().empty() ? "partitioning failed"
                                                  : diagnostics.firstError();
       else if (*measured)
-        stages = (*measured)->stages;
+        measuredMesh = std::move(**measured);
       else // no mesh: the one device's
         for (auto function : module->getOps<mlir::func::FuncOp>()) {
           stages.push_back(mlir::trn::partition::rankFootprint(function));
@@ -619,10 +621,7 @@ py::dict meshFootprint(const std::string &graph,
   if (stages.empty())
     throw py::value_error("the step graph has no function");
   // A pipeline: the stage that needs the most (every rank must fit).
-  size_t worst = 0;
-  for (size_t s = 1; s < stages.size(); ++s)
-    if (stages[s].total() > stages[worst].total())
-      worst = s;
+  const size_t worst = measuredMesh.worstStage();
   const mlir::trn::partition::RankFootprint &footprint = stages[worst];
   auto kinds = [](const mlir::trn::partition::RankFootprint &f) {
     py::dict out;

@@ -112,8 +112,7 @@ struct MeshFootprint {
   std::string mesh; ///< "dp=2,pp=4,tp=8"
   std::vector<partition::RankFootprint> stages;
   bool pipelined = false;
-  /// The largest stage's total and its index.
-  int64_t worstTotal() const;
+  /// The index of the stage whose rank needs the most.
   size_t worstStage() const;
 };
 
