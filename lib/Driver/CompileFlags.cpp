@@ -98,6 +98,13 @@ const std::vector<CompileFlagSpec> &compileFlagSpecs() {
        "",
        "--recompute-activations          pipeline: recompute each stage's "
        "forward in its backward instead of stashing its activations"},
+      {"no-layer-reuse",
+       FlagKind::Switch,
+       "no-layer-reuse",
+       {},
+       "",
+       "--no-layer-reuse                 compile every copy of a repeated "
+       "layer instead of one called per layer"},
       // One compile (and cache entry) per pipeline stage; in the key only
       // when pp > 1.
       {"stage",

@@ -74,6 +74,7 @@ mlir::trn::compileOptionsFromFlags(const cache::NormalizedFlags &flags) {
   if (auto stage = values.find("stage"); stage != values.end())
     options.stage = std::strtoll(stage->second.c_str(), nullptr, 10);
   options.recomputeActivations = values.count("recompute-activations") != 0;
+  options.layerReuse = values.count("no-layer-reuse") == 0;
   return options;
 }
 

@@ -25,6 +25,7 @@
 #include "mlir/IR/Threading.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -187,14 +188,21 @@ partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
 
 /// Exports one kernel and checks it: it fits the core's HBM, keeps the
 /// hardware's rules and cannot deadlock.
+/// The exported subroutine kernels (nc.subroutine) by name, each moved
+/// into the one program that calls it.
+using SubroutinePrograms = llvm::StringMap<std::optional<trnrt::Program>>;
+
 static FailureOr<trnrt::Program>
 exportKernel(func::FuncOp kernel, const trnrt::Target &targetRef,
              const mlir::trn::CompileOptions &options, bool syncInExport,
-             TimingScope &timing, mlir::trn::CompileStats *kernelStats) {
+             TimingScope &timing, mlir::trn::CompileStats *kernelStats,
+             SubroutinePrograms *subroutines) {
   const trnrt::Target *target = &targetRef;
   TimingScope exportTiming = timing.nest("export program");
+  std::vector<std::string> calleeNames;
   FailureOr<trnrt::Program> program =
-      nc::exportProgram(kernel, /*synchronize=*/syncInExport);
+      nc::exportProgram(kernel, /*synchronize=*/syncInExport,
+                        subroutines ? &calleeNames : nullptr);
   if (failed(program))
     return failure();
   program->flops = matmulFlops(*program);
@@ -202,21 +210,46 @@ exportKernel(func::FuncOp kernel, const trnrt::Target &targetRef,
       peakBytesPerPartition(kernel, nc::MemorySpace::sbuf);
   program->psumPeakBytesPerPartition =
       peakBytesPerPartition(kernel, nc::MemorySpace::psum);
+  // The callees join their caller: flops per call, peaks, semaphores and
+  // DMA queues as the expanded program has them.
+  for (const std::string &name : calleeNames) {
+    auto it = subroutines->find(name);
+    if (it == subroutines->end() || !it->second)
+      return kernel.emitError("internal compiler error: the subroutine '")
+             << name << "' was not exported (or has two callers)";
+    program->subroutines.push_back(std::move(*it->second));
+    it->second.reset();
+  }
+  for (const trnrt::CallSite &call : program->calls)
+    program->flops += program->subroutines[call.callee].flops;
+  for (const trnrt::Program &callee : program->subroutines) {
+    program->sbufPeakBytesPerPartition = std::max(
+        program->sbufPeakBytesPerPartition, callee.sbufPeakBytesPerPartition);
+    program->psumPeakBytesPerPartition = std::max(
+        program->psumPeakBytesPerPartition, callee.psumPeakBytesPerPartition);
+    program->numSemaphores =
+        std::max(program->numSemaphores, callee.numSemaphores);
+    if (program->dmaQueues.size() < callee.dmaQueues.size())
+      program->dmaQueues.resize(callee.dmaQueues.size());
+  }
+  for (trnrt::CallSite &call : program->calls)
+    call.positions.resize(5 + program->dmaQueues.size(), 0);
   exportTiming.stop();
+  uint64_t hbmBytes = trnrt::expandedHbmBytes(*program);
   if (kernelStats) {
     mlir::trn::CompileStats &stats = *kernelStats;
     kernel.walk([&](Operation *) { ++stats.kernelOps; });
-    for (size_t engine = 0; engine < stats.engineInstructions.size(); ++engine)
-      stats.engineInstructions[engine] += program->engineStreams[engine].size();
-    for (const std::vector<trnrt::Instruction> &queue : program->dmaQueues)
-      stats.dmaInstructions += queue.size();
-    stats.hbmBytes = std::max(stats.hbmBytes, program->hbmBytes);
+    std::vector<uint64_t> sizes = trnrt::expandedStreamSizes(*program);
+    for (size_t s = 0; s < sizes.size(); ++s)
+      (s < stats.engineInstructions.size() ? stats.engineInstructions[s]
+                                           : stats.dmaInstructions) += sizes[s];
+    stats.hbmBytes = std::max(stats.hbmBytes, hbmBytes);
     stats.exported = true;
   }
 
   // A step larger than the core's HBM is the user's problem to solve (by
   // partitioning or a smaller batch), not a compiler bug: say so plainly.
-  if (program->hbmBytes > target->hbmBytesPerCore) {
+  if (hbmBytes > target->hbmBytesPerCore) {
     auto gib = [](uint64_t bytes) {
       return llvm::formatv("{0:F1} GiB", static_cast<double>(bytes) /
                                              static_cast<double>(1ull << 30))
@@ -228,7 +261,7 @@ exportKernel(func::FuncOp kernel, const trnrt::Target &targetRef,
       what = "stage " + std::to_string(program->pipeline.stage) + "'s " +
              program->pipeline.phase + " fragment";
     return kernel.emitError(what + " needs ")
-           << gib(program->hbmBytes) << " of device memory (HBM) for its "
+           << gib(hbmBytes) << " of device memory (HBM) for its "
            << "inputs, outputs and intermediates, more than the "
            << gib(target->hbmBytesPerCore) << " of one " << target->name
            << " core; reduce the batch size or sequence length, or partition "
@@ -340,6 +373,10 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
           /*printAfterOnlyOnFailure=*/false, llvm::errs());
   }
   buildTrnGraphPipeline(graphPasses, options);
+  // A run of repeated layers compiles once: its blocks become calls of one
+  // function (a subroutine of the program).
+  if (options.layerReuse)
+    graphPasses.addPass(createTrnOutlineLayers());
   lowering.addPass(createConvertTrnToNC());
   // nc-insert-sync's analysis runs inside the export unless the IR is
   // printed: its semaphores as attributes cost a large kernel (a BERT-large
@@ -355,10 +392,13 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
       return failure(); // the failing pass has emitted the diagnostic
   }
 
-  SmallVector<func::FuncOp> kernels;
+  // Programs, then the subroutines they call (exported with them).
+  SmallVector<func::FuncOp> kernels, subroutines;
   for (func::FuncOp function : module.getOps<func::FuncOp>())
     if (isKernel(function))
-      kernels.push_back(function);
+      (function->hasAttr(nc::NCDialect::getSubroutineAttrName()) ? subroutines
+                                                                 : kernels)
+          .push_back(function);
   // One kernel, or a pipeline stage's forward, backward and update.
   const size_t expected = options.pp > 1 ? 3 : 1;
   if (kernels.size() != expected)
@@ -367,12 +407,39 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
            << "; this is a trn bug, please report it with the graph";
   // A pipeline stage's fragments export side by side (they only read the
   // IR); with --timing one after another, so that the report nests.
+  // Subroutines first (each is a program of its own, checked alone), side
+  // by side; then the programs that call them.
+  SubroutinePrograms subroutinePrograms;
+  for (func::FuncOp subroutine : subroutines)
+    subroutinePrograms[subroutine.getSymName()];
+  uint64_t subroutineOps = 0;
+  if (!subroutines.empty()) {
+    std::optional<TimingScope> subroutineTiming;
+    if (options.timing)
+      subroutineTiming.emplace(timing.nest("export subroutines"));
+    if (failed(failableParallelForEachN(
+            module.getContext(), 0, subroutines.size(), [&](size_t i) {
+              TimingScope untimed;
+              FailureOr<trnrt::Program> program =
+                  exportKernel(subroutines[i], *target, options, syncInExport,
+                               untimed, nullptr, nullptr);
+              if (failed(program))
+                return failure();
+              subroutinePrograms[subroutines[i].getSymName()] =
+                  std::move(*program);
+              return success();
+            })))
+      return failure();
+    if (options.stats)
+      for (func::FuncOp subroutine : subroutines)
+        subroutine.walk([&](Operation *) { ++subroutineOps; });
+  }
   std::vector<std::optional<trnrt::Program>> exported(kernels.size());
   std::vector<mlir::trn::CompileStats> kernelStats(kernels.size());
   auto exportOne = [&](size_t i, TimingScope &scope) -> LogicalResult {
-    FailureOr<trnrt::Program> program =
-        exportKernel(kernels[i], *target, options, syncInExport, scope,
-                     options.stats ? &kernelStats[i] : nullptr);
+    FailureOr<trnrt::Program> program = exportKernel(
+        kernels[i], *target, options, syncInExport, scope,
+        options.stats ? &kernelStats[i] : nullptr, &subroutinePrograms);
     if (failed(program))
       return failure();
     exported[i] = std::move(*program);
@@ -404,6 +471,7 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
     // Summed over a pipeline stage's fragments.
     mlir::trn::CompileStats &stats = *options.stats;
     stats = mlir::trn::CompileStats();
+    stats.kernelOps = subroutineOps;
     for (const mlir::trn::CompileStats &one : kernelStats) {
       stats.kernelOps += one.kernelOps;
       for (size_t e = 0; e < stats.engineInstructions.size(); ++e)

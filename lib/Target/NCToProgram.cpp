@@ -103,6 +103,11 @@ private:
   /// HBM byte offset of every !nc.hbm value (arguments and nc.hbm_alloc).
   llvm::DenseMap<Value, uint64_t> hbmOffsets;
   uint32_t maxSemaphore = 0;
+
+public:
+  /// The kernels nc.call names, in order of first call: CallSite::callee
+  /// indexes this list.
+  std::vector<std::string> calleeNames;
 };
 
 } // namespace
@@ -466,6 +471,28 @@ LogicalResult Exporter::emit(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<AllocOp, ViewOp, HbmAllocOp, HbmConstantOp, func::ReturnOp>(
           [](Operation *) { return success(); })
+      .Case([&](CallOp o) -> LogicalResult {
+        // A call site: where the caller's streams stand and the addresses
+        // of the tensors bound to the callee's arguments.
+        trnrt::CallSite call;
+        auto known = llvm::find(calleeNames, o.getCallee());
+        call.callee = static_cast<uint32_t>(known - calleeNames.begin());
+        if (known == calleeNames.end())
+          calleeNames.push_back(o.getCallee().str());
+        for (const auto &stream : program.engineStreams)
+          call.positions.push_back(stream.size());
+        for (const auto &queue : program.dmaQueues)
+          call.positions.push_back(queue.size());
+        for (Value operand : o.getOperands()) {
+          auto it = hbmOffsets.find(operand);
+          if (it == hbmOffsets.end())
+            return o.emitError("nc.call binds an HBM value that was not laid "
+                               "out");
+          call.arguments.push_back(it->second);
+        }
+        program.calls.push_back(std::move(call));
+        return success();
+      })
       .Case([&](HbmReshapeOp o) -> LogicalResult {
         // Same bytes, another shape: alias the source's placement.
         auto it = hbmOffsets.find(o.getSource());
@@ -794,11 +821,22 @@ FailureOr<trnrt::Program> Exporter::run() {
     return kernel.emitError("internal error: the exporter and the semaphore "
                             "analysis disagree on the instructions");
   program.numSemaphores = maxSemaphore;
+  // Every call names every stream, those a later instruction opened too.
+  for (trnrt::CallSite &call : program.calls)
+    call.positions.resize(5 + program.dmaQueues.size(), 0);
   // Moved, not copied: a large kernel's program is hundreds of megabytes.
   return std::move(program);
 }
 
-FailureOr<trnrt::Program> mlir::nc::exportProgram(func::FuncOp kernel,
-                                                  bool synchronize) {
-  return Exporter(kernel, synchronize).run();
+FailureOr<trnrt::Program>
+mlir::nc::exportProgram(func::FuncOp kernel, bool synchronize,
+                        std::vector<std::string> *calleeNames) {
+  Exporter exporter(kernel, synchronize);
+  FailureOr<trnrt::Program> program = exporter.run();
+  if (succeeded(program) && calleeNames)
+    *calleeNames = std::move(exporter.calleeNames);
+  else if (succeeded(program) && !program->calls.empty())
+    return kernel.emitError("the kernel calls subroutines; export them with "
+                            "the caller (trn::compileToPrograms)");
+  return program;
 }

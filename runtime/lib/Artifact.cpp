@@ -53,6 +53,8 @@ constexpr uint32_t kSectionConstants = 3;
 /// Present exactly when the program has a mesh (format 3).
 constexpr uint32_t kSectionMesh = 4;
 constexpr uint32_t kSectionPipeline = 5;          // format 5
+constexpr uint32_t kSectionSubroutines = 6;       // format 6
+constexpr uint32_t kSectionCalls = 7;             // format 6
 constexpr uint32_t kSectionFirstEngineStream = 8; // Tensor..Sync: 8..12
 constexpr uint32_t kNumEngineStreams = 5;
 constexpr uint32_t kSectionFirstDmaQueue = 16; // queue q: 16 + q
@@ -233,6 +235,10 @@ std::string sectionName(uint32_t id) {
     return "mesh";
   if (id == kSectionPipeline)
     return "pipeline";
+  if (id == kSectionSubroutines)
+    return "subroutines";
+  if (id == kSectionCalls)
+    return "calls";
   if (id >= kSectionFirstEngineStream &&
       id < kSectionFirstEngineStream + kNumEngineStreams)
     return kStreamNames[id - kSectionFirstEngineStream];
@@ -245,7 +251,8 @@ std::string sectionName(uint32_t id) {
 bool isKnownSection(uint32_t id) {
   return id == kSectionMetadata || id == kSectionTensors ||
          id == kSectionConstants || id == kSectionMesh ||
-         id == kSectionPipeline ||
+         id == kSectionPipeline || id == kSectionSubroutines ||
+         id == kSectionCalls ||
          (id >= kSectionFirstEngineStream &&
           id < kSectionFirstEngineStream + kNumEngineStreams) ||
          (id >= kSectionFirstDmaQueue &&
@@ -1029,6 +1036,22 @@ std::vector<uint8_t> encodePipeline(const Program &program) {
   return bytes;
 }
 
+std::vector<uint8_t> encodeCalls(const Program &program) {
+  std::vector<uint8_t> bytes;
+  ByteWriter w(bytes);
+  w.u32(uint32_t(program.calls.size()));
+  for (const CallSite &call : program.calls) {
+    w.u32(call.callee);
+    w.u32(uint32_t(call.positions.size()));
+    for (uint64_t position : call.positions)
+      w.u64(position);
+    w.u32(uint32_t(call.arguments.size()));
+    for (uint64_t address : call.arguments)
+      w.u64(address);
+  }
+  return bytes;
+}
+
 /// The format's rules for a fragment (the runtime checks the rest when it
 /// binds the pipeline).
 bool checkPipeline(const Program &program, std::string &problem) {
@@ -1158,6 +1181,10 @@ bool checkProgramForWriting(const Program &program, const ArtifactInfo &info,
       return false;
     totalInstructions += program.dmaQueues[q].size();
   }
+  if (!checkCalls(program, error)) {
+    error = "calls: " + error;
+    return false;
+  }
   uint64_t readerLimit = ArtifactReadOptions().maxInstructions;
   if (totalInstructions > readerLimit) {
     error = formatString("%" PRIu64 " instructions, over the reader's limit "
@@ -1254,6 +1281,15 @@ public:
       return true;
     return fail(formatString("%" PRIu64 " %s cannot fit in the %zu bytes left",
                              count, what, remaining()));
+  }
+  /// A pointer to the next `count` bytes, skipped.
+  bool bytes(const uint8_t *&at, uint64_t count) {
+    if (count > remaining())
+      return fail(formatString("%" PRIu64 " bytes declared, %zu left", count,
+                               remaining()));
+    at = pos;
+    pos += count;
+    return true;
   }
   bool expectEnd() {
     if (pos == end)
@@ -1712,7 +1748,8 @@ struct SectionEntry {
 struct Container {
   uint32_t version = 0;
   std::vector<SectionEntry> sections;
-  int metadata = -1, tensors = -1, constants = -1, mesh = -1, pipeline = -1;
+  int metadata = -1, tensors = -1, constants = -1, mesh = -1, pipeline = -1,
+      subroutines = -1, calls = -1;
   int engineStreams[kNumEngineStreams] = {-1, -1, -1, -1, -1};
   std::vector<int> dmaQueues;
 };
@@ -1889,6 +1926,10 @@ bool parseContainer(const uint8_t *data, size_t size,
       container.mesh = index;
     else if (entry.id == kSectionPipeline)
       container.pipeline = index;
+    else if (entry.id == kSectionSubroutines)
+      container.subroutines = index;
+    else if (entry.id == kSectionCalls)
+      container.calls = index;
     else if (entry.id < kSectionFirstDmaQueue)
       container.engineStreams[entry.id - kSectionFirstEngineStream] = index;
     else if (entry.id ==
@@ -2123,6 +2164,26 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
     sections.push_back({kSectionMesh, encodeMesh(program)});
   if (program.pipeline.isFragment())
     sections.push_back({kSectionPipeline, encodePipeline(program)});
+  if (!program.subroutines.empty()) {
+    // Each subroutine is a whole artifact of its own, length-prefixed.
+    std::vector<uint8_t> bytes;
+    ByteWriter w(bytes);
+    w.u32(uint32_t(program.subroutines.size()));
+    for (size_t k = 0; k < program.subroutines.size(); ++k) {
+      ArtifactInfo calleeInfo;
+      calleeInfo.target = program.subroutines[k].target;
+      std::vector<uint8_t> callee;
+      if (!writeArtifact(program.subroutines[k], calleeInfo, callee, error,
+                         options)) {
+        error = "subroutine " + std::to_string(k) + ": " + error;
+        return false;
+      }
+      w.u64(callee.size());
+      bytes.insert(bytes.end(), callee.begin(), callee.end());
+    }
+    sections.push_back({kSectionSubroutines, std::move(bytes)});
+    sections.push_back({kSectionCalls, encodeCalls(program)});
+  }
   for (uint32_t e = 0; e < kNumEngineStreams; ++e)
     sections.push_back({kSectionFirstEngineStream + e, {}});
   for (size_t q = 0; q < program.dmaQueues.size(); ++q)
@@ -2133,7 +2194,8 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
                : program.dmaQueues[id - kSectionFirstDmaQueue];
   };
   const size_t firstStream = 3 + (program.mesh.empty() ? 0 : 1) +
-                             (program.pipeline.isFragment() ? 1 : 0);
+                             (program.pipeline.isFragment() ? 1 : 0) +
+                             (program.subroutines.empty() ? 0 : 2);
   tbb::parallel_for(firstStream, sections.size(), [&](size_t i) {
     sections[i].raw = encodeStream(streamOf(sections[i].id));
   });
@@ -2271,6 +2333,79 @@ bool readArtifact(const uint8_t *data, size_t size, Program &program,
   for (size_t q = 0; q < container.dmaQueues.size(); ++q)
     if (!readStream(container.dmaQueues[q], program.dmaQueues[q]))
       return false;
+
+  if ((container.subroutines >= 0) != (container.calls >= 0)) {
+    error = "section table: 'subroutines' and 'calls' go together";
+    return false;
+  }
+  if (container.subroutines >= 0) {
+    const SectionEntry &entry = container.sections[container.subroutines];
+    std::vector<uint8_t> subroutineBuffer;
+    if (!loadSection(data, entry, context.get(), subroutineBuffer, raw, error))
+      return false;
+    Cursor c(raw, size_t(entry.rawSize), problem);
+    uint32_t count = 0;
+    if (!c.u32(count)) {
+      error = "section 'subroutines': " + problem;
+      return false;
+    }
+    for (uint32_t k = 0; k < count; ++k) {
+      uint64_t length = 0;
+      const uint8_t *bytes = nullptr;
+      if (!c.u64(length) || !c.bytes(bytes, length)) {
+        error = "section 'subroutines': " + problem;
+        return false;
+      }
+      Program callee;
+      ArtifactInfo calleeInfo;
+      ArtifactReadOptions calleeOptions = options;
+      calleeOptions.maxInstructions = instructionBudget;
+      if (!readArtifact(bytes, size_t(length), callee, calleeInfo, error,
+                        calleeOptions)) {
+        error = "section 'subroutines': subroutine " + std::to_string(k) +
+                ": " + error;
+        return false;
+      }
+      program.subroutines.push_back(std::move(callee));
+    }
+    if (!c.expectEnd()) {
+      error = "section 'subroutines': " + problem;
+      return false;
+    }
+    const SectionEntry &callsEntry = container.sections[container.calls];
+    if (!loadSection(data, callsEntry, context.get(), buffer, raw, error))
+      return false;
+    Cursor calls(raw, size_t(callsEntry.rawSize), problem);
+    uint32_t numCalls = 0;
+    bool ok = calls.u32(numCalls);
+    for (uint32_t i = 0; ok && i < numCalls; ++i) {
+      CallSite call;
+      uint32_t n = 0;
+      ok = calls.u32(call.callee) && calls.u32(n) &&
+           (n <= 5 + kArtifactMaxDmaQueues ||
+            calls.fail(formatString("%" PRIu32 " stream positions", n)));
+      for (uint32_t j = 0; ok && j < n; ++j)
+        ok = calls.u64(call.positions.emplace_back());
+      ok = ok && calls.u32(n) &&
+           (n <= calls.remaining() / 8 ||
+            calls.fail(formatString("%" PRIu32 " arguments", n)));
+      for (uint32_t j = 0; ok && j < n; ++j)
+        ok = calls.u64(call.arguments.emplace_back());
+      if (ok)
+        program.calls.push_back(std::move(call));
+    }
+    if (!ok || !calls.expectEnd()) {
+      error = "section 'calls': " + problem;
+      return false;
+    }
+    if (!checkCalls(program, problem)) {
+      error = "section 'calls': " + problem;
+      return false;
+    }
+    if (options.expandCalls &&
+        !expandCalls(program, error, options.maxInstructions))
+      return false;
+  }
 
   describeProgram(program, info);
   info.formatVersion = container.version;
@@ -2437,6 +2572,26 @@ bool programsEqual(const Program &a, const Program &b,
                         return equalVectors(x, y, d, equalInstruction);
                       }))
       return nested(diff, "dmaQueues");
+    if (a.subroutines.size() != b.subroutines.size())
+      return differ(diff, "subroutines", std::to_string(a.subroutines.size()),
+                    std::to_string(b.subroutines.size()));
+    for (size_t k = 0; k < a.subroutines.size(); ++k) {
+      std::string inner;
+      if (!programsEqual(a.subroutines[k], b.subroutines[k], &inner)) {
+        if (diff)
+          *diff = "subroutines[" + std::to_string(k) + "]." + inner;
+        return false;
+      }
+    }
+    if (a.calls.size() != b.calls.size())
+      return differ(diff, "calls", std::to_string(a.calls.size()),
+                    std::to_string(b.calls.size()));
+    for (size_t c = 0; c < a.calls.size(); ++c)
+      if (a.calls[c].callee != b.calls[c].callee ||
+          a.calls[c].positions != b.calls[c].positions ||
+          a.calls[c].arguments != b.calls[c].arguments)
+        return differ(diff, ("calls[" + std::to_string(c) + "]").c_str(), "a",
+                      "b");
     return true;
   }();
   if (!equal && difference)

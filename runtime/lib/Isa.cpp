@@ -361,12 +361,6 @@ std::string streamName(size_t stream) {
 
 namespace {
 
-template <typename... Args> std::string cat(const Args &...args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
-}
-
 unsigned memoryBit(Memory memory) { return 1u << unsigned(memory); }
 constexpr unsigned kHbm = 1u << unsigned(Memory::Hbm);
 constexpr unsigned kSbuf = 1u << unsigned(Memory::Sbuf);
@@ -1584,10 +1578,24 @@ bool validateProgram(const Program &program, const Target &target,
                 "' but is checked against ", target.name);
     return false;
   }
-  if (program.hbmBytes > target.hbmBytesPerCore) {
-    error = cat("program HBM size ", program.hbmBytes, " exceeds the ",
+  if (expandedHbmBytes(program) > target.hbmBytesPerCore) {
+    error = cat("program HBM size ", expandedHbmBytes(program), " exceeds the ",
                 target.hbmBytesPerCore, " bytes of one ", target.name, " core");
     return false;
+  }
+  if (!checkCalls(program, error))
+    return false;
+  for (size_t k = 0; k < program.subroutines.size(); ++k) {
+    if (program.subroutines[k].numSemaphores > program.numSemaphores) {
+      error =
+          cat("subroutine ", k, " uses ", program.subroutines[k].numSemaphores,
+              " semaphores, its caller ", program.numSemaphores);
+      return false;
+    }
+    if (!validateProgram(program.subroutines[k], target, error)) {
+      error = cat("subroutine ", k, ": ", error);
+      return false;
+    }
   }
   if (program.dmaQueues.size() > target.dmaQueues) {
     error = cat("program has ", program.dmaQueues.size(),
@@ -1664,6 +1672,32 @@ bool checkSemaphoresCanComplete(const Program &program, std::string &error) {
         ++totalSignals[inst.signal];
     }
   }
+  // A call (trnrt/Subroutines.cpp) is a barrier: every stream stops at its
+  // position; when all have, the callee's signals land (the callee itself
+  // is checked on its own) and the streams go on.
+  if (!checkCalls(program, error))
+    return false;
+  std::vector<std::vector<int64_t>> calleeSignals;
+  for (const Program &callee : program.subroutines) {
+    std::vector<int64_t> signals(program.numSemaphores, 0);
+    for (size_t s = 0; s < 5 + callee.dmaQueues.size(); ++s)
+      for (const Instruction &inst :
+           s < 5 ? callee.engineStreams[s] : callee.dmaQueues[s - 5]) {
+        if (inst.signal >= int32_t(program.numSemaphores)) {
+          error = cat("a subroutine signals semaphore ", inst.signal,
+                      " but its caller has ", program.numSemaphores);
+          return false;
+        }
+        if (inst.signal >= 0)
+          ++signals[inst.signal];
+      }
+    calleeSignals.push_back(std::move(signals));
+  }
+  for (const CallSite &call : program.calls)
+    for (size_t sem = 0; sem < totalSignals.size(); ++sem)
+      totalSignals[sem] += calleeSignals[call.callee][sem];
+  size_t nextCall = 0, arrived = 0;
+  std::vector<bool> atCall(numStreams, false);
 
   // Semaphores only grow, so running whatever can run, in any order, reaches
   // the one maximal state; a worklist keeps it linear in practice.
@@ -1677,11 +1711,48 @@ bool checkSemaphoresCanComplete(const Program &program, std::string &error) {
   std::vector<size_t> ready;
   for (size_t s = 0; s < numStreams; ++s)
     ready.push_back(s);
+  auto signal = [&](uint32_t semaphore, int64_t times) {
+    int64_t value = count[semaphore] += times;
+    std::vector<Waiter> &list = waiters[semaphore];
+    for (size_t w = 0; w < list.size();) {
+      if (list[w].value <= value) {
+        ready.push_back(list[w].stream);
+        list[w] = list.back();
+        list.pop_back();
+      } else {
+        ++w;
+      }
+    }
+  };
   while (!ready.empty()) {
     size_t s = ready.back();
     ready.pop_back();
     const std::vector<Instruction> &stream = streamAt(s);
-    while (head[s] < stream.size()) {
+    while (true) {
+      if (nextCall < program.calls.size() &&
+          head[s] == program.calls[nextCall].positions[s]) {
+        if (!atCall[s]) {
+          atCall[s] = true;
+          ++arrived;
+        }
+        if (arrived < numStreams)
+          break;
+        // Everyone is at the call: it runs and the streams go on.
+        const std::vector<int64_t> &signals =
+            calleeSignals[program.calls[nextCall].callee];
+        ++nextCall;
+        arrived = 0;
+        std::fill(atCall.begin(), atCall.end(), false);
+        for (size_t sem = 0; sem < signals.size(); ++sem)
+          if (signals[sem] > 0)
+            signal(uint32_t(sem), signals[sem]);
+        for (size_t other = 0; other < numStreams; ++other)
+          if (other != s)
+            ready.push_back(other);
+        continue;
+      }
+      if (head[s] >= stream.size())
+        break;
       const Instruction &inst = stream[head[s]];
       auto blocking = std::find_if(
           inst.waits.begin(), inst.waits.end(),
@@ -1691,19 +1762,8 @@ bool checkSemaphoresCanComplete(const Program &program, std::string &error) {
         break;
       }
       ++head[s];
-      if (inst.signal < 0)
-        continue;
-      int64_t value = ++count[inst.signal];
-      std::vector<Waiter> &list = waiters[inst.signal];
-      for (size_t w = 0; w < list.size();) {
-        if (list[w].value <= value) {
-          ready.push_back(list[w].stream);
-          list[w] = list.back();
-          list.pop_back();
-        } else {
-          ++w;
-        }
-      }
+      if (inst.signal >= 0)
+        signal(uint32_t(inst.signal), 1);
     }
   }
 
@@ -1712,8 +1772,16 @@ bool checkSemaphoresCanComplete(const Program &program, std::string &error) {
   for (size_t s = 0; s < numStreams; ++s) {
     const std::vector<Instruction> &stream = streamAt(s);
     numNonEmpty += !stream.empty();
-    if (head[s] == stream.size())
+    if (head[s] == stream.size() && nextCall == program.calls.size())
       continue;
+    if (head[s] == stream.size() ||
+        (nextCall < program.calls.size() &&
+         head[s] == program.calls[nextCall].positions[s])) {
+      blocked += cat(numBlocked ? "; " : "", streamName(s), " waits at call ",
+                     nextCall, " for the other streams");
+      ++numBlocked;
+      continue;
+    }
     const Instruction &inst = stream[head[s]];
     for (const SemaphoreWait &w : inst.waits) {
       if (count[w.semaphore] >= w.value)

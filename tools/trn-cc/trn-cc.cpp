@@ -549,26 +549,46 @@ void estimateDeviceTime(const trnrt::Program &program,
   summary.deviceTimeNs = stats.deviceTimeNs;
 }
 
-ProgramSummary summarize(const trnrt::Program &program, bool simulate) {
+ProgramSummary summarize(const trnrt::Program &compiled, bool simulate) {
   ProgramSummary summary;
-  summary.target = program.target;
-  for (size_t engine = 0; engine < program.engineStreams.size(); ++engine)
-    summary.engineInstructions[engine] = program.engineStreams[engine].size();
-  for (const std::vector<trnrt::Instruction> &queue : program.dmaQueues) {
-    summary.dmaInstructions += queue.size();
-    summary.dmaQueues += queue.empty() ? 0 : 1;
-  }
-  summary.flops = program.flops;
-  summary.sbufPeakBytesPerPartition = program.sbufPeakBytesPerPartition;
-  summary.psumPeakBytesPerPartition = program.psumPeakBytesPerPartition;
-  summary.hbmBytes = program.hbmBytes;
-  for (const trnrt::HbmTensor &tensor : program.tensors)
-    if (tensor.isSpill()) {
-      uint64_t bytes = 0;
-      trnrt::tensorBytes(tensor, bytes); // the reader validated the shape
-      ++summary.spilledTiles;
-      summary.spilledBytes += bytes;
+  summary.target = compiled.target;
+  // Counts are of the program that runs: every call expanded.
+  std::vector<uint64_t> sizes = trnrt::expandedStreamSizes(compiled);
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    if (s < summary.engineInstructions.size()) {
+      summary.engineInstructions[s] = sizes[s];
+      continue;
     }
+    summary.dmaInstructions += sizes[s];
+    summary.dmaQueues += sizes[s] == 0 ? 0 : 1;
+  }
+  summary.flops = compiled.flops;
+  summary.sbufPeakBytesPerPartition = compiled.sbufPeakBytesPerPartition;
+  summary.psumPeakBytesPerPartition = compiled.psumPeakBytesPerPartition;
+  summary.hbmBytes = trnrt::expandedHbmBytes(compiled);
+  auto countSpills = [&](const trnrt::Program &program) {
+    for (const trnrt::HbmTensor &tensor : program.tensors)
+      if (tensor.isSpill()) {
+        uint64_t bytes = 0;
+        trnrt::tensorBytes(tensor, bytes); // the reader validated the shape
+        ++summary.spilledTiles;
+        summary.spilledBytes += bytes;
+      }
+  };
+  countSpills(compiled);
+  for (const trnrt::Program &subroutine : compiled.subroutines)
+    countSpills(subroutine);
+  // The simulator runs the expanded program.
+  std::optional<trnrt::Program> expanded;
+  if (simulate && !compiled.calls.empty()) {
+    expanded = compiled;
+    std::string error;
+    if (!trnrt::expandCalls(*expanded, error)) {
+      summary.deviceTimeError = error;
+      return summary;
+    }
+  }
+  const trnrt::Program &program = expanded ? *expanded : compiled;
   const trnrt::Target *target = trnrt::lookupTarget(program.target);
   if (!target) {
     summary.deviceTimeError = "unknown target '" + program.target + "'";

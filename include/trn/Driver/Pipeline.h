@@ -59,7 +59,10 @@ struct CompileOptions {
   /// (activation checkpointing) instead of stashing its activations.
   bool recomputeActivations = false;
   bool sequenceParallel = false; ///< --sequence-parallel
-  bool printIRAfterAll = false;  ///< --mlir-print-ir-after-all
+  /// A run of repeated layers compiles once, called per layer
+  /// (trn-outline-layers, nc.call); --no-layer-reuse compiles each copy.
+  bool layerReuse = true;
+  bool printIRAfterAll = false; ///< --mlir-print-ir-after-all
   /// --timing: when set, the passes and the export phases are timed in a
   /// scope nested here. Output-neutral, like printIRAfterAll.
   TimingScope *timing = nullptr;

@@ -22,8 +22,12 @@ namespace mlir::nc {
 /// semaphores are nc.waits/nc.signal (nc-insert-sync) or, with
 /// `synchronize`, computed here by the same analysis (Sync.h) without
 /// storing them in the IR. Errors are emitted at the offending op.
-FailureOr<trnrt::Program> exportProgram(func::FuncOp kernel,
-                                        bool synchronize = false);
+/// A kernel with nc.call sites needs `calleeNames`: the program's calls
+/// index it, and the caller attaches the callees' programs as
+/// Program::subroutines in that order.
+FailureOr<trnrt::Program>
+exportProgram(func::FuncOp kernel, bool synchronize = false,
+              std::vector<std::string> *calleeNames = nullptr);
 
 /// Registers the `--nc-to-artifact` and `--nc-to-program-summary`
 /// translations for trn-translate.

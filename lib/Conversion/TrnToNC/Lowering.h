@@ -171,6 +171,7 @@ private:
   void sumRowsOnTensorEngine(Value in, int64_t inBase, int64_t rows,
                              int64_t cols, Value out, int64_t outBase);
   LogicalResult lowerConstant(trn::ConstantOp op);
+  LogicalResult lowerCall(func::CallOp call);
   LogicalResult lowerIota(trn::IotaOp op);
   /// trn.rng_uniform and trn.rng_bernoulli (LowerRandom.cpp).
   LogicalResult lowerRandom(Operation *op);

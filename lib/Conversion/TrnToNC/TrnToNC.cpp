@@ -976,6 +976,26 @@ LogicalResult Lowering::lowerScatterAdd(trn::ScatterAddOp op) {
   return success();
 }
 
+/// A call of an outlined layer (trn-outline-layers): the callee lowers to
+/// a kernel of its own, its arguments the HBM tensors of the operands, then
+/// of the results.
+LogicalResult Lowering::lowerCall(func::CallOp call) {
+  SmallVector<Value> inputs, outputs;
+  for (Value operand : call.getOperands()) {
+    Value hbm = hbmOf(operand);
+    if (!hbm)
+      return call.emitError("an operand of the call was not lowered");
+    inputs.push_back(hbm);
+  }
+  for (Value result : call.getResults()) {
+    if (!isa<RankedTensorType>(result.getType()))
+      return call.emitError("a call result is not a tensor");
+    outputs.push_back(newTensor(result));
+  }
+  builder.create<nc::CallOp>(kb.loc, call.getCalleeAttr(), inputs, outputs);
+  return success();
+}
+
 LogicalResult Lowering::lower(Operation *op) {
   auto activation = [&](ActivationFunc func) {
     return elementwise(op, [&](Value dst, ArrayRef<Value> srcs) {
@@ -997,6 +1017,8 @@ LogicalResult Lowering::lower(Operation *op) {
 
   if (std::optional<ActivationFunc> func = activationFor(op))
     return activation(*func);
+  if (auto call = dyn_cast<func::CallOp>(op))
+    return lowerCall(call);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](trn::AddOp) { return binary(AluOp::add); })
       .Case([&](trn::SubOp) { return binary(AluOp::subtract); })
@@ -1271,6 +1293,10 @@ FailureOr<func::FuncOp> Lowering::run() {
       kernel.erase();
   });
   kernel.setAllArgAttrs(argAttrs);
+  if (graph->hasAttr("trn.subroutine")) {
+    kernel->setAttr(NCDialect::getSubroutineAttrName(), builder.getUnitAttr());
+    kernel.setPrivate();
+  }
   if (!meshAxes.empty()) {
     SmallVector<Attribute> names;
     for (const std::string &axis : meshAxes)

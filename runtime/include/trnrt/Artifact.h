@@ -31,7 +31,7 @@
 namespace trnrt {
 
 /// The format version this runtime writes and the newest it reads.
-constexpr uint32_t kArtifactFormatVersion = 5;
+constexpr uint32_t kArtifactFormatVersion = 6;
 
 // Structural limits, enforced by the writer and the reader alike.
 constexpr unsigned kArtifactMaxDmaQueues = 16;
@@ -100,6 +100,9 @@ struct ArtifactReadOptions {
   /// Only fuzzers and forensic tools turn this off: corrupt sections then
   /// reach the decoders (which still bounds-check everything).
   bool verifyChecksums = true;
+  /// Inline every subroutine call (expandCalls), as the simulator runs a
+  /// program; off keeps the compact form (inspection, tests).
+  bool expandCalls = true;
 };
 
 struct ArtifactWriteOptions {

@@ -333,6 +333,25 @@ struct PipelineFragment {
   bool isFragment() const { return stage >= 0; }
 };
 
+struct Program;
+
+/// One call of a subroutine (format 6; docs/isa.md "Subroutines"): a layer
+/// the compiler found repeated and compiled once. A call is a barrier: the
+/// callee's instructions start when every instruction the caller issued
+/// before the call has completed, and the caller's later instructions start
+/// when the callee's have. The callee's HBM inputs and outputs are bound to
+/// caller addresses (the sequencers' base registers); its constants and
+/// scratch live in a region of the caller's HBM that its calls share.
+struct CallSite {
+  uint32_t callee = 0; ///< an index into Program::subroutines
+  /// Per stream (Tensor..Sync, then the DMA queues), how many of the
+  /// caller's own instructions precede the call on that stream.
+  std::vector<uint64_t> positions;
+  /// Per input or output tensor of the callee, in its tensor order: the
+  /// caller's HBM byte address bound to it.
+  std::vector<uint64_t> arguments;
+};
+
 struct Program {
   std::string target = "trn1";
   std::vector<HbmTensor> tensors;
@@ -350,7 +369,35 @@ struct Program {
   std::vector<MeshAxis> mesh;
   /// Set when the program is one fragment of a pipelined step (format 5).
   PipelineFragment pipeline;
+  /// Subroutines and their calls, in program order (format 6). Semaphore
+  /// counts are those of the expanded program: a wait after a call counts
+  /// the callee's signals too. readArtifact expands calls (expandCalls).
+  std::vector<Program> subroutines;
+  std::vector<CallSite> calls;
 };
+
+/// Inlines every call of `program` (trnrt/Subroutines.cpp): the callee's
+/// instructions join each stream at the call's position, their semaphore
+/// waits offset by the counts at the call, the barrier made of waits, HBM
+/// addresses relocated. The result has no subroutines and runs anywhere a
+/// program without calls does. False with a one-line `error` on an
+/// inconsistent call (checkCalls) or more than `maxInstructions`.
+bool expandCalls(Program &program, std::string &error,
+                 uint64_t maxInstructions = uint64_t(1) << 26);
+
+/// The structural checks of a program's calls: callee indices, stream
+/// positions in range and non-decreasing, one argument per callee input or
+/// output inside the caller's HBM, callees without calls of their own and
+/// on the caller's target and mesh.
+bool checkCalls(const Program &program, std::string &error);
+
+/// The HBM `program` lays out once its calls are expanded: its own and a
+/// region per subroutine for the callee's constants and scratch.
+uint64_t expandedHbmBytes(const Program &program);
+
+/// Instructions of `program` with every call expanded, per engine stream
+/// then DMA queue (the numbering of checkSemaphoresCanComplete).
+std::vector<uint64_t> expandedStreamSizes(const Program &program);
 
 } // namespace trnrt
 

@@ -14,10 +14,18 @@
 #include "trnrt/Target.h"
 
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace trnrt {
+
+/// Streams every argument into one string: the validators' messages.
+template <typename... Args> std::string cat(const Args &...args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
 
 /// Checks one instruction issued on `engine` against `target`. HBM accesses
 /// are bounded by the core's HBM (the program's size is unknown here). On

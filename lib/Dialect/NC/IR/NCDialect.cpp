@@ -81,6 +81,11 @@ LogicalResult NCDialect::verifyOperationAttribute(Operation *op,
                                 "[array<i64: 0, 3>]";
     return success();
   }
+  if (name == getSubroutineAttrName()) {
+    if (!isa<FunctionOpInterface>(op) || !isa<UnitAttr>(value))
+      return op->emitError() << name << " is a unit attribute of a kernel";
+    return success();
+  }
   if (name == getMeshAxesAttrName() || name == getReplicaAxesAttrName()) {
     auto axes = dyn_cast<ArrayAttr>(value);
     if (!isa<FunctionOpInterface>(op) || !axes ||

@@ -10,6 +10,7 @@
 
 #include "trnrt/Target.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -579,4 +580,42 @@ LogicalResult DmaScatterAddOp::verify() {
   return failure(failed(checkQueue(*this, getQueue())) ||
                  failed(checkIndirect(*this, getSrc(), getTable().getType(),
                                       getIndices())));
+}
+
+//===----------------------------------------------------------------------===//
+// Subroutine calls
+//===----------------------------------------------------------------------===//
+
+LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto callee =
+      symbols.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
+  if (!callee)
+    return emitOpError("calls '")
+           << getCallee() << "', which is not a function of the module";
+  if (callee.isExternal())
+    return emitOpError("calls '") << getCallee() << "', which has no body";
+  auto operands = getOperands();
+  if (callee.getNumArguments() != operands.size())
+    return emitOpError("binds ")
+           << operands.size() << " tensors to '" << getCallee()
+           << "', which has " << callee.getNumArguments() << " arguments";
+  auto bytesOf = [](Type type) -> std::optional<int64_t> {
+    auto hbm = dyn_cast<HbmType>(type);
+    if (!hbm || !hbm.getElementType().isIntOrFloat())
+      return std::nullopt;
+    int64_t bytes = (hbm.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+    for (int64_t size : hbm.getShape())
+      bytes *= size;
+    return bytes;
+  };
+  for (auto [i, operand] : llvm::enumerate(operands)) {
+    std::optional<int64_t> expected = bytesOf(callee.getArgumentTypes()[i]);
+    std::optional<int64_t> bound = bytesOf(operand.getType());
+    if (!expected || !bound || *expected != *bound)
+      return emitOpError("binds ")
+             << operand.getType() << " to argument " << i << " of '"
+             << getCallee() << "', " << callee.getArgumentTypes()[i]
+             << " (the byte sizes must match)";
+  }
+  return success();
 }

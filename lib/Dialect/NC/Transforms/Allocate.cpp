@@ -279,6 +279,11 @@ LogicalResult TileAllocator::run() {
     if (auto alloc = dyn_cast<AllocOp>(op))
       if (failed(place(alloc, here)))
         return failure();
+    // A callee (nc.call) has SBUF and PSUM to itself.
+    if (isa<CallOp>(op) && !live.empty())
+      return op.emitError("internal error: a tile is live across nc.call ")
+             << cast<CallOp>(op).getCallee()
+             << " (a call is a barrier: the caller keeps nothing on chip)";
   }
 
   // Drop the views that spilling left without users (innermost first).

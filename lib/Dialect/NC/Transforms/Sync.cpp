@@ -17,6 +17,7 @@
 #include "Footprint.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <array>
@@ -241,8 +242,42 @@ LogicalResult mlir::nc::synchronizeKernel(
     func::FuncOp kernel,
     function_ref<void(Operation *, int64_t, ArrayRef<StreamWait>)>
         onInstruction) {
-  // The streams in use and the partition ranges of every placed tile.
+  // A call (nc.call) counts, on every stream, the instructions its callee
+  // issues there: waits after it name counts of the expanded program
+  // (trnrt::expandCalls), which also makes the call's barrier.
+  llvm::DenseMap<Operation *, StreamCounts> calleeCounts;
   int64_t maxStream = kDmaStreamBase - 1;
+  auto countCallee = [&](CallOp call) -> LogicalResult {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (!callee || callee.isExternal())
+      return call.emitError("nc.call of '")
+             << call.getCallee() << "', which is not a kernel of the module";
+    auto [it, inserted] = calleeCounts.try_emplace(callee, StreamCounts{});
+    if (!inserted)
+      return success();
+    StreamCounts counts{};
+    LogicalResult result = success();
+    callee.walk([&](Operation *op) {
+      int64_t stream = streamOf(op);
+      if (isa<CallOp>(op))
+        result = op->emitError("a subroutine calls another (one level only)");
+      if (stream < 0)
+        return;
+      if (static_cast<size_t>(stream) >= kMaxStreams) {
+        result = op->emitError("stream ") << stream << " past the last";
+        return;
+      }
+      maxStream = std::max(maxStream, stream);
+      ++counts[stream];
+    });
+    it->second = counts;
+    return result;
+  };
+  for (auto call : kernel.getOps<CallOp>())
+    if (failed(countCallee(call)))
+      return failure();
+  // The streams in use and the partition ranges of every placed tile.
   SmallVector<std::pair<MemorySpace, std::pair<int64_t, int64_t>>> boxes;
   kernel.walk([&](Operation *op) {
     maxStream = std::max(maxStream, streamOf(op));
@@ -272,6 +307,14 @@ LogicalResult mlir::nc::synchronizeKernel(
   SmallVector<StreamWait> waits;
 
   WalkResult result = kernel.walk([&](Operation *op) -> WalkResult {
+    if (auto call = dyn_cast<CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      const StreamCounts &counts = calleeCounts.find(callee)->second;
+      for (size_t s = 0; s < kMaxStreams; ++s)
+        issued[s] += counts[s];
+      return WalkResult::advance();
+    }
     int64_t stream = streamOf(op);
     if (stream < 0)
       return WalkResult::advance();

@@ -61,6 +61,13 @@ LogicalResult TrnDialect::verifyOperationAttribute(Operation *op,
              << attribute.getValue();
     return success();
   }
+  // trn-outline-layers marks the functions it makes.
+  if (attribute.getName().getValue() == "trn.subroutine") {
+    if (!isa<func::FuncOp>(op) || !isa<UnitAttr>(attribute.getValue()))
+      return op->emitError()
+             << "'trn.subroutine' is a unit attribute of a function";
+    return success();
+  }
   // Other trn.* attributes belong on step-graph arguments and results only.
   return op->emitError() << "unknown trn attribute '"
                          << attribute.getName().getValue() << "' on '"

@@ -47,6 +47,9 @@ def NC_Dialect : Dialect {
     /// What nc-allocate spilled to HBM (kernel function attributes).
     static constexpr ::llvm::StringLiteral getSpilledTilesAttrName() { return "nc.spilled_tiles"; }
     static constexpr ::llvm::StringLiteral getSpilledBytesAttrName() { return "nc.spilled_bytes"; }
+    /// A kernel that nc.call runs (a layer compiled once), not a program of
+    /// its own.
+    static constexpr ::llvm::StringLiteral getSubroutineAttrName() { return "nc.subroutine"; }
     /// The name of the updated value of an "inout" argument.
     static constexpr ::llvm::StringLiteral getOutputNameAttrName() { return "nc.output_name"; }
     /// A partitioned kernel's mesh (kernel attributes): axis names and their

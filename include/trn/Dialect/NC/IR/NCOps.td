@@ -10,6 +10,7 @@
 
 include "trn/Dialect/NC/IR/NCBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
 
 def NC_AnyTile : Type<CPred<"::llvm::isa<::mlir::nc::TileType>($_self)">,
                       "nc tile", "::mlir::nc::TileType">;
@@ -36,6 +37,30 @@ def NC_AllocOp : NC_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
   let results = (outs NC_AnyTile:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
+}
+
+def NC_CallOp : NC_Op<"call", [AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "run a subroutine kernel (a repeated layer compiled once)";
+  let description = [{
+    Runs the kernel `callee` of the same module on `inputs` (read) and
+    `outputs` (written): the callee's arguments, inputs first, each the
+    same number of bytes as the HBM tensor bound to it. A call is a barrier
+    on every stream (docs/isa.md, "Subroutines"): no tile of the caller is
+    live across it, and the callee's instructions run after the caller's
+    earlier ones and before its later ones.
+
+    ```mlir
+    nc.call @layer(%x, %w) outs(%y) : (!nc.hbm<128x64xf32>, !nc.hbm<64x64xf32>) -> (!nc.hbm<128x64xf32>)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee,
+                       Arg<Variadic<NC_AnyHbm>, "read", [MemRead]>:$inputs,
+                       Arg<Variadic<NC_AnyHbm>, "written", [MemWrite]>:$outputs);
+  let assemblyFormat = [{
+    $callee `(` $inputs `)` `outs` `(` $outputs `)` attr-dict `:`
+    `(` type($inputs) `)` `->` `(` type($outputs) `)`
+  }];
 }
 
 def NC_HbmAllocOp : NC_Op<"hbm_alloc", [MemoryEffects<[MemAlloc]>]> {

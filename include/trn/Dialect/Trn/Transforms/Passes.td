@@ -184,6 +184,43 @@ def TrnFormAttention : Pass<"trn-form-attention", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
 
+def TrnOutlineLayers : Pass<"trn-outline-layers", "::mlir::ModuleOp"> {
+  let summary = "a repeated run of layers as calls of one outlined function";
+  let description = [{
+    Finds, in each step function, runs of at least `min-repeats`
+    consecutive blocks of ops that compute the same thing (a transformer
+    layer's forward, its backward), each block at least `min-ops` ops, and
+    replaces every block by a `func.call` of one private function marked
+    `trn.subroutine`. The backend lowers that function once (an nc kernel
+    called with nc.call), so a 10-layer stage costs one layer's compile.
+
+    Blocks must match op for op (names, attributes, result types, regions)
+    and in their data flow: an operand comes from the same op of the block,
+    or from outside it in the same order of first use. A block's results are
+    the values some block's later ops or the function's return use. A
+    function keeps its ops when nothing repeats; in a run broken by a
+    different block (dropout with per-layer seeds), the blocks on either
+    side are found separately.
+
+    ```
+    %y1 = ...layer ops on %x, %w1...
+    %y2 = ...the same ops on %y1, %w2...
+    ```
+    becomes
+    ```
+    %y1 = func.call @f.layer0(%x, %w1)
+    %y2 = func.call @f.layer0(%y1, %w2)
+    ```
+  }];
+  let options = [
+    Option<"minOps", "min-ops", "int64_t", "16",
+           "the fewest ops a repeated block has">,
+    Option<"minRepeats", "min-repeats", "int64_t", "2",
+           "the fewest consecutive repeats outlined">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def TrnAutoCast : Pass<"trn-auto-cast", "::mlir::func::FuncOp"> {
   let summary = "compute matmuls (or all f32 arithmetic) in bf16 or fp8";
   let description = [{

@@ -1,0 +1,224 @@
+//===- SubroutinesTest.cpp - calls of subroutines and their expansion ----===//
+//
+// A program calling one subroutine twice (y = 4 x through a scratch tensor)
+// is checked as compiled (validator, deadlock check), round-trips through
+// the artifact with its calls, and runs expanded with the result of the
+// inlined program. Broken call sites are refused with one-line errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trnrt/Artifact.h"
+#include "trnrt/IsaValidate.h"
+#include "trnrt/Simulator.h"
+#include "trnrt/Target.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+using namespace trnrt;
+
+namespace {
+
+constexpr int64_t kRows = 128, kCols = 64;
+constexpr uint64_t kBytes = kRows * kCols * 4;
+
+AccessPattern hbmRows(uint64_t offset) {
+  AccessPattern pattern;
+  pattern.memory = Memory::Hbm;
+  pattern.dtype = DType::F32;
+  pattern.numPartitions = kRows;
+  pattern.byteOffset = static_cast<int64_t>(offset);
+  pattern.partitionStride = kCols;
+  pattern.dims = {{kCols, 1}};
+  return pattern;
+}
+
+AccessPattern sbufTile(int64_t offset) {
+  AccessPattern pattern;
+  pattern.memory = Memory::Sbuf;
+  pattern.dtype = DType::F32;
+  pattern.numPartitions = kRows;
+  pattern.byteOffset = offset;
+  pattern.dims = {{kCols, 1}};
+  return pattern;
+}
+
+HbmTensor tensor(std::string name, HbmTensor::Kind kind, uint64_t offset) {
+  HbmTensor t;
+  t.name = std::move(name);
+  t.kind = kind;
+  t.shape = {kRows, kCols};
+  t.offset = offset;
+  return t;
+}
+
+/// b = 2 a: load on queue 0, a Scalar Engine multiply, store on queue 1.
+/// Semaphores are the streams (5 + q for DMA queue q), as the compiler's.
+Program doubler() {
+  Program callee;
+  callee.numSemaphores = 7;
+  callee.tensors = {tensor("a", HbmTensor::Kind::Input, 0),
+                    tensor("b", HbmTensor::Kind::Output, kBytes),
+                    tensor("t0", HbmTensor::Kind::Scratch, 2 * kBytes)};
+  callee.hbmBytes = 3 * kBytes;
+  Instruction load;
+  load.opcode = Opcode::DmaCopy;
+  load.dst = sbufTile(0);
+  load.srcs = {hbmRows(0)};
+  load.signal = 5;
+  // Through the callee's scratch: relocated into its region.
+  Instruction spill = load;
+  spill.dst = hbmRows(2 * kBytes);
+  spill.srcs = {sbufTile(0)};
+  spill.waits = {{5, 1}};
+  spill.signal = 5;
+  Instruction act;
+  act.opcode = Opcode::Activation;
+  act.func = ActivationFunc::Copy;
+  act.scale.immediate = 2.0f;
+  act.dst = sbufTile(kCols * 4);
+  act.srcs = {sbufTile(0)};
+  act.waits = {{5, 1}};
+  act.signal = 2;
+  Instruction store;
+  store.opcode = Opcode::DmaCopy;
+  store.dst = hbmRows(kBytes);
+  store.srcs = {sbufTile(kCols * 4)};
+  store.waits = {{2, 1}};
+  store.signal = 6;
+  callee.engineStreams[2] = {act};
+  callee.dmaQueues = {{load, spill}, {store}};
+  return callee;
+}
+
+/// y = 4 x: x -> mid and mid -> y by two calls of doubler().
+Program caller() {
+  Program program;
+  program.numSemaphores = 7;
+  program.tensors = {tensor("x", HbmTensor::Kind::Input, 0),
+                     tensor("y", HbmTensor::Kind::Output, kBytes),
+                     tensor("mid", HbmTensor::Kind::Scratch, 2 * kBytes)};
+  program.hbmBytes = 3 * kBytes;
+  program.dmaQueues.resize(2);
+  program.subroutines = {doubler()};
+  CallSite first;
+  first.callee = 0;
+  first.positions.assign(7, 0);
+  first.arguments = {0, 2 * kBytes};
+  CallSite second = first;
+  second.arguments = {2 * kBytes, kBytes};
+  program.calls = {first, second};
+  return program;
+}
+
+std::vector<double> runProgram(const Program &program) {
+  Simulator sim(trn1Target());
+  std::string error;
+  EXPECT_TRUE(sim.load(program, error)) << error;
+  std::vector<double> x(kRows * kCols);
+  std::iota(x.begin(), x.end(), 1.0);
+  EXPECT_TRUE(sim.writeTensor("x", x.data(), x.size(), error)) << error;
+  SimulationStats stats;
+  EXPECT_TRUE(sim.run(stats, error)) << error;
+  std::vector<double> y;
+  EXPECT_TRUE(sim.readTensor("y", y, error)) << error;
+  return y;
+}
+
+} // namespace
+
+TEST(Subroutines, CompactProgramValidatesAndCannotDeadlock) {
+  Program program = caller();
+  std::string error;
+  EXPECT_TRUE(validateProgram(program, trn1Target(), error)) << error;
+  EXPECT_TRUE(checkSemaphoresCanComplete(program, error)) << error;
+  EXPECT_EQ(expandedStreamSizes(program),
+            (std::vector<uint64_t>{0, 0, 2, 0, 0, 4, 2}));
+  // The callee's scratch region follows the caller's HBM.
+  EXPECT_EQ(expandedHbmBytes(program), 3 * kBytes + kBytes);
+}
+
+TEST(Subroutines, ExpandedProgramComputesBothCalls) {
+  Program program = caller();
+  std::string error;
+  ASSERT_TRUE(expandCalls(program, error)) << error;
+  EXPECT_TRUE(program.subroutines.empty() && program.calls.empty());
+  EXPECT_EQ(program.engineStreams[2].size(), 2u);
+  EXPECT_EQ(program.dmaQueues[0].size(), 4u);
+  // The second call's store waits for its own multiply (the second
+  // signal on semaphore 2), its load for the first call's store.
+  const std::vector<SemaphoreWait> &waits = program.dmaQueues[1][1].waits;
+  auto waitOn = [&](uint32_t semaphore) -> int64_t {
+    for (const SemaphoreWait &wait : waits)
+      if (wait.semaphore == semaphore)
+        return wait.value;
+    return 0;
+  };
+  EXPECT_EQ(waitOn(2), 2);
+  EXPECT_EQ(waitOn(5), 2);
+  EXPECT_EQ(waitOn(6), 1);
+  EXPECT_TRUE(validateProgram(program, trn1Target(), error)) << error;
+  EXPECT_TRUE(checkSemaphoresCanComplete(program, error)) << error;
+  std::vector<double> y = runProgram(program);
+  ASSERT_EQ(y.size(), size_t(kRows * kCols));
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_EQ(y[i], 4.0 * double(i + 1)) << "element " << i;
+}
+
+TEST(Subroutines, ArtifactKeepsCallsAndReadsThemExpanded) {
+  Program program = caller();
+  ArtifactInfo info;
+  std::vector<uint8_t> bytes;
+  std::string error;
+  ASSERT_TRUE(writeArtifact(program, info, bytes, error)) << error;
+  Program compact;
+  ArtifactReadOptions keep;
+  keep.expandCalls = false;
+  ASSERT_TRUE(
+      readArtifact(bytes.data(), bytes.size(), compact, info, error, keep))
+      << error;
+  std::string difference;
+  EXPECT_TRUE(programsEqual(program, compact, &difference)) << difference;
+  Program expanded;
+  ASSERT_TRUE(readArtifact(bytes.data(), bytes.size(), expanded, info, error))
+      << error;
+  Program reference = caller();
+  ASSERT_TRUE(expandCalls(reference, error)) << error;
+  EXPECT_TRUE(programsEqual(reference, expanded, &difference)) << difference;
+}
+
+TEST(Subroutines, BrokenCallSitesAreRefused) {
+  std::string error;
+  Program program = caller();
+  program.calls[1].positions[5] = 3;
+  EXPECT_FALSE(checkCalls(program, error));
+  EXPECT_NE(error.find("call 1: dma queue 0 position 3 is out of order or "
+                       "past the stream's 0 instructions"),
+            std::string::npos)
+      << error;
+
+  program = caller();
+  program.calls[0].arguments[1] = 3 * kBytes - 64;
+  EXPECT_FALSE(checkCalls(program, error));
+  EXPECT_NE(error.find("call 0: argument 'b' at"), std::string::npos) << error;
+
+  program = caller();
+  program.calls[0].callee = 4;
+  EXPECT_FALSE(expandCalls(program, error));
+  EXPECT_NE(error.find("call 0: calls subroutine 4 of 1"), std::string::npos)
+      << error;
+
+  program = caller();
+  program.calls[0].arguments.pop_back();
+  EXPECT_FALSE(validateProgram(program, trn1Target(), error));
+  EXPECT_NE(error.find("call 0: 1 arguments, the callee has more inputs and "
+                       "outputs"),
+            std::string::npos)
+      << error;
+
+  program = caller();
+  program.subroutines[0].subroutines = {doubler()};
+  EXPECT_FALSE(checkCalls(program, error));
+  EXPECT_NE(error.find("one level only"), std::string::npos) << error;
+}
