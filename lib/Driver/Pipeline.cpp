@@ -200,9 +200,17 @@ exportKernel(func::FuncOp kernel, const trnrt::Target &targetRef,
   const trnrt::Target *target = &targetRef;
   TimingScope exportTiming = timing.nest("export program");
   std::vector<std::string> calleeNames;
-  FailureOr<trnrt::Program> program =
-      nc::exportProgram(kernel, /*synchronize=*/syncInExport,
-                        subroutines ? &calleeNames : nullptr);
+  auto scratchBytesOf = [&](StringRef name) -> uint64_t {
+    auto it = subroutines->find(name);
+    return it != subroutines->end() && it->second
+               ? trnrt::subroutineScratchBytes(*it->second)
+               : 0;
+  };
+  FailureOr<trnrt::Program> program = nc::exportProgram(
+      kernel, /*synchronize=*/syncInExport,
+      subroutines ? &calleeNames : nullptr,
+      subroutines ? function_ref<uint64_t(StringRef)>(scratchBytesOf)
+                  : nullptr);
   if (failed(program))
     return failure();
   program->flops = matmulFlops(*program);

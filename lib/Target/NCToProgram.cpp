@@ -100,14 +100,15 @@ private:
   std::vector<StreamWait> waits;
   size_t nextSync = 0;
   trnrt::Program program;
-  /// HBM byte offset of every !nc.hbm value (arguments and nc.hbm_alloc).
-  llvm::DenseMap<Value, uint64_t> hbmOffsets;
   uint32_t maxSemaphore = 0;
 
 public:
   /// The kernels nc.call names, in order of first call: CallSite::callee
   /// indexes this list.
   std::vector<std::string> calleeNames;
+  /// Where the scratch region starts and every HBM value's byte offset.
+  uint64_t scratchBase = 0;
+  llvm::DenseMap<Value, uint64_t> hbmOffsets;
 };
 
 } // namespace
@@ -188,7 +189,7 @@ LogicalResult Exporter::layoutHbm() {
   }
   // Scratch offsets (from nc-allocate) are relative to the scratch region,
   // which follows the arguments and constants.
-  uint64_t scratchBase = (next + 63) / 64 * 64;
+  scratchBase = (next + 63) / 64 * 64;
   for (auto alloc : kernel.getOps<HbmAllocOp>()) {
     std::optional<uint64_t> fixed;
     if (auto offset = alloc.getByteOffset()) {
@@ -828,15 +829,90 @@ FailureOr<trnrt::Program> Exporter::run() {
   return std::move(program);
 }
 
+/// Places each call's callee scratch (CallSite::scratch) first fit in the
+/// kernel's scratch region, clear of every scratch tensor live at the call
+/// (from its nc.hbm_alloc to its last use, views included).
+static void placeCallScratch(func::FuncOp kernel, trnrt::Program &program,
+                             uint64_t scratchBase,
+                             const llvm::DenseMap<Value, uint64_t> &offsets,
+                             function_ref<uint64_t(StringRef)> scratchBytesOf) {
+  auto rootOf = [](Value value) {
+    while (true) {
+      if (auto view = value.getDefiningOp<ViewOp>())
+        value = view.getSource();
+      else if (auto reshape = value.getDefiningOp<HbmReshapeOp>())
+        value = reshape.getSource();
+      else
+        return value;
+    }
+  };
+  struct Live {
+    int64_t def, lastUse;
+    uint64_t begin, end;
+  };
+  llvm::DenseMap<Value, int64_t> lastUse;
+  SmallVector<std::pair<int64_t, CallOp>> calls;
+  int64_t index = 0;
+  for (Operation &op : kernel.getBody().front()) {
+    for (Value operand : op.getOperands())
+      lastUse[rootOf(operand)] = index;
+    if (auto call = dyn_cast<CallOp>(op))
+      calls.push_back({index, call});
+    ++index;
+  }
+  std::vector<Live> scratch;
+  index = 0;
+  for (Operation &op : kernel.getBody().front()) {
+    if (auto alloc = dyn_cast<HbmAllocOp>(op)) {
+      auto type = cast<HbmType>(alloc.getType());
+      uint64_t bytes = (type.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+      for (int64_t size : type.getShape())
+        bytes *= static_cast<uint64_t>(size);
+      uint64_t begin = offsets.lookup(alloc.getResult());
+      // Unplaced scratch is laid out apart and live throughout.
+      bool placed = alloc.getByteOffset().has_value();
+      scratch.push_back({placed ? index : -1,
+                         placed ? lastUse.lookup(alloc.getResult())
+                                : std::numeric_limits<int64_t>::max(),
+                         begin, begin + bytes});
+    }
+    ++index;
+  }
+  for (auto [i, entry] : llvm::enumerate(calls)) {
+    auto [at, call] = entry;
+    uint64_t bytes = scratchBytesOf(call.getCallee());
+    std::vector<std::pair<uint64_t, uint64_t>> busy;
+    for (const Live &live : scratch)
+      if (live.def < at && live.lastUse >= at)
+        busy.push_back({live.begin, live.end});
+    llvm::sort(busy);
+    uint64_t address = (scratchBase + 63) / 64 * 64;
+    for (auto [begin, end] : busy) {
+      if (address + bytes <= begin)
+        break;
+      address = std::max(address, (end + 63) / 64 * 64);
+    }
+    program.calls[i].scratch = address;
+    program.hbmBytes =
+        std::max(program.hbmBytes, (address + bytes + 63) / 64 * 64);
+  }
+}
+
 FailureOr<trnrt::Program>
 mlir::nc::exportProgram(func::FuncOp kernel, bool synchronize,
-                        std::vector<std::string> *calleeNames) {
+                        std::vector<std::string> *calleeNames,
+                        function_ref<uint64_t(StringRef)> scratchBytesOf) {
   Exporter exporter(kernel, synchronize);
   FailureOr<trnrt::Program> program = exporter.run();
-  if (succeeded(program) && calleeNames)
-    *calleeNames = std::move(exporter.calleeNames);
-  else if (succeeded(program) && !program->calls.empty())
+  if (failed(program))
+    return failure();
+  if (program->calls.empty())
+    return program;
+  if (!calleeNames || !scratchBytesOf)
     return kernel.emitError("the kernel calls subroutines; export them with "
                             "the caller (trn::compileToPrograms)");
+  *calleeNames = std::move(exporter.calleeNames);
+  placeCallScratch(kernel, *program, exporter.scratchBase, exporter.hbmOffsets,
+                   scratchBytesOf);
   return program;
 }

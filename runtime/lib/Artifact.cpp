@@ -1048,6 +1048,7 @@ std::vector<uint8_t> encodeCalls(const Program &program) {
     w.u32(uint32_t(call.arguments.size()));
     for (uint64_t address : call.arguments)
       w.u64(address);
+    w.u64(call.scratch);
   }
   return bytes;
 }
@@ -2391,6 +2392,7 @@ bool readArtifact(const uint8_t *data, size_t size, Program &program,
             calls.fail(formatString("%" PRIu32 " arguments", n)));
       for (uint32_t j = 0; ok && j < n; ++j)
         ok = calls.u64(call.arguments.emplace_back());
+      ok = ok && calls.u64(call.scratch);
       if (ok)
         program.calls.push_back(std::move(call));
     }
@@ -2589,7 +2591,8 @@ bool programsEqual(const Program &a, const Program &b,
     for (size_t c = 0; c < a.calls.size(); ++c)
       if (a.calls[c].callee != b.calls[c].callee ||
           a.calls[c].positions != b.calls[c].positions ||
-          a.calls[c].arguments != b.calls[c].arguments)
+          a.calls[c].arguments != b.calls[c].arguments ||
+          a.calls[c].scratch != b.calls[c].scratch)
         return differ(diff, ("calls[" + std::to_string(c) + "]").c_str(), "a",
                       "b");
     return true;

@@ -43,8 +43,8 @@ bool isArgument(const HbmTensor &tensor) {
 
 /// Where the callee's HBM goes in the caller: its arguments to the call's
 /// bindings; its constants (laid out after the arguments) to a region of
-/// their own; its scratch (after the constants) to the scratch region all
-/// callees share, since calls run one at a time.
+/// their own after the caller's HBM; its scratch (after the constants) to
+/// the call's scratch address.
 struct Relocation {
   struct Range {
     uint64_t begin, end, target;
@@ -95,24 +95,21 @@ uint64_t scratchStartOf(const Program &callee) {
 
 uint64_t align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 
-/// The expanded layout: the caller's HBM, every callee's constants, then
-/// the scratch region they share.
+/// Where each callee's constants go: after the caller's HBM, one region
+/// each; `end` is the expanded program's HBM.
 struct Layout {
   std::vector<uint64_t> constantBases;
-  uint64_t scratchBase = 0, end = 0;
+  uint64_t end = 0;
 };
 
 Layout layoutOf(const Program &program) {
   Layout layout;
   uint64_t next = align64(program.hbmBytes);
-  uint64_t scratch = 0;
   for (const Program &callee : program.subroutines) {
     layout.constantBases.push_back(next);
     next += align64(scratchStartOf(callee) - localStartOf(callee));
-    scratch = std::max(scratch, callee.hbmBytes - scratchStartOf(callee));
   }
-  layout.scratchBase = next;
-  layout.end = next + align64(scratch);
+  layout.end = next;
   return layout;
 }
 
@@ -228,6 +225,14 @@ bool checkCalls(const Program &program, std::string &error) {
         return false;
       }
     }
+    uint64_t scratch = subroutineScratchBytes(callee);
+    if (call.scratch > program.hbmBytes ||
+        scratch > program.hbmBytes - call.scratch) {
+      error = cat(where, "the callee's ", scratch, " bytes of scratch at ",
+                  call.scratch, " are outside the caller's ", program.hbmBytes,
+                  " bytes of HBM");
+      return false;
+    }
     if (argument != call.arguments.size()) {
       error = cat(where, call.arguments.size(), " arguments for the callee's ",
                   argument, " inputs and outputs");
@@ -235,6 +240,10 @@ bool checkCalls(const Program &program, std::string &error) {
     }
   }
   return true;
+}
+
+uint64_t subroutineScratchBytes(const Program &callee) {
+  return callee.hbmBytes - scratchStartOf(callee);
 }
 
 uint64_t expandedHbmBytes(const Program &program) {
@@ -283,9 +292,10 @@ bool expandCalls(Program &program, std::string &error,
     relocation.localStart = localStartOf(callee);
     relocation.scratchStart = scratchStartOf(callee);
     relocation.constantBase = layout.constantBases[k];
-    relocation.scratchBase = layout.scratchBase;
+    // Constants once (the loader writes them); spill tensors per call
+    // below (the profile tells spill traffic by address).
     for (HbmTensor &tensor : callee.tensors) {
-      if (isArgument(tensor))
+      if (tensor.kind != HbmTensor::Kind::Constant)
         continue;
       HbmTensor moved = std::move(tensor);
       int64_t offset = static_cast<int64_t>(moved.offset);
@@ -332,6 +342,17 @@ bool expandCalls(Program &program, std::string &error,
     const Program &callee = program.subroutines[call.callee];
     const Relocation &base = relocations[call.callee];
     Relocation relocation = base;
+    relocation.scratchBase = call.scratch;
+    for (const HbmTensor &tensor : callee.tensors)
+      if (tensor.isSpill()) {
+        HbmTensor spill = tensor;
+        int64_t offset = static_cast<int64_t>(spill.offset);
+        relocation.relocate(offset);
+        spill.offset = static_cast<uint64_t>(offset);
+        spill.name += "@sub" + std::to_string(call.callee) + ".call" +
+                      std::to_string(&call - program.calls.data());
+        program.tensors.push_back(std::move(spill));
+      }
     size_t argument = 0;
     for (const HbmTensor &tensor : callee.tensors) {
       if (!isArgument(tensor))

@@ -92,20 +92,22 @@ Program doubler() {
   return callee;
 }
 
-/// y = 4 x: x -> mid and mid -> y by two calls of doubler().
+/// y = 4 x: x -> mid and mid -> y by two calls of doubler(), whose
+/// scratch goes after mid.
 Program caller() {
   Program program;
   program.numSemaphores = 7;
   program.tensors = {tensor("x", HbmTensor::Kind::Input, 0),
                      tensor("y", HbmTensor::Kind::Output, kBytes),
                      tensor("mid", HbmTensor::Kind::Scratch, 2 * kBytes)};
-  program.hbmBytes = 3 * kBytes;
+  program.hbmBytes = 4 * kBytes;
   program.dmaQueues.resize(2);
   program.subroutines = {doubler()};
   CallSite first;
   first.callee = 0;
   first.positions.assign(7, 0);
   first.arguments = {0, 2 * kBytes};
+  first.scratch = 3 * kBytes;
   CallSite second = first;
   second.arguments = {2 * kBytes, kBytes};
   program.calls = {first, second};
@@ -135,8 +137,9 @@ TEST(Subroutines, CompactProgramValidatesAndCannotDeadlock) {
   EXPECT_TRUE(checkSemaphoresCanComplete(program, error)) << error;
   EXPECT_EQ(expandedStreamSizes(program),
             (std::vector<uint64_t>{0, 0, 2, 0, 0, 4, 2}));
-  // The callee's scratch region follows the caller's HBM.
-  EXPECT_EQ(expandedHbmBytes(program), 3 * kBytes + kBytes);
+  // The callee's scratch is inside the caller's HBM; it has no constants.
+  EXPECT_EQ(expandedHbmBytes(program), 4 * kBytes);
+  EXPECT_EQ(subroutineScratchBytes(program.subroutines[0]), kBytes);
 }
 
 TEST(Subroutines, ExpandedProgramComputesBothCalls) {
@@ -199,9 +202,16 @@ TEST(Subroutines, BrokenCallSitesAreRefused) {
       << error;
 
   program = caller();
-  program.calls[0].arguments[1] = 3 * kBytes - 64;
+  program.calls[0].arguments[1] = 4 * kBytes - 64;
   EXPECT_FALSE(checkCalls(program, error));
   EXPECT_NE(error.find("call 0: argument 'b' at"), std::string::npos) << error;
+
+  program = caller();
+  program.calls[1].scratch = 3 * kBytes + 64;
+  EXPECT_FALSE(checkCalls(program, error));
+  EXPECT_NE(error.find("call 1: the callee's 32768 bytes of scratch at"),
+            std::string::npos)
+      << error;
 
   program = caller();
   program.calls[0].callee = 4;

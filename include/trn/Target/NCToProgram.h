@@ -24,10 +24,14 @@ namespace mlir::nc {
 /// storing them in the IR. Errors are emitted at the offending op.
 /// A kernel with nc.call sites needs `calleeNames`: the program's calls
 /// index it, and the caller attaches the callees' programs as
-/// Program::subroutines in that order.
-FailureOr<trnrt::Program>
-exportProgram(func::FuncOp kernel, bool synchronize = false,
-              std::vector<std::string> *calleeNames = nullptr);
+/// Program::subroutines in that order; and `scratchBytesOf`, each callee's
+/// scratch per call (trnrt::subroutineScratchBytes), which the exporter
+/// places in the caller's scratch region where nothing live across the call
+/// is.
+FailureOr<trnrt::Program> exportProgram(
+    func::FuncOp kernel, bool synchronize = false,
+    std::vector<std::string> *calleeNames = nullptr,
+    llvm::function_ref<uint64_t(llvm::StringRef)> scratchBytesOf = nullptr);
 
 /// Registers the `--nc-to-artifact` and `--nc-to-program-summary`
 /// translations for trn-translate.

@@ -340,8 +340,8 @@ struct Program;
 /// callee's instructions start when every instruction the caller issued
 /// before the call has completed, and the caller's later instructions start
 /// when the callee's have. The callee's HBM inputs and outputs are bound to
-/// caller addresses (the sequencers' base registers); its constants and
-/// scratch live in a region of the caller's HBM that its calls share.
+/// caller addresses (the sequencers' base registers), its scratch to caller
+/// HBM free during the call, its constants to a region after the caller's.
 struct CallSite {
   uint32_t callee = 0; ///< an index into Program::subroutines
   /// Per stream (Tensor..Sync, then the DMA queues), how many of the
@@ -350,6 +350,10 @@ struct CallSite {
   /// Per input or output tensor of the callee, in its tensor order: the
   /// caller's HBM byte address bound to it.
   std::vector<uint64_t> arguments;
+  /// Where the callee's scratch goes for this call: caller HBM the compiler
+  /// keeps free while the call runs (the caller's tensors live across the
+  /// call are elsewhere).
+  uint64_t scratch = 0;
 };
 
 struct Program {
@@ -387,13 +391,16 @@ bool expandCalls(Program &program, std::string &error,
 
 /// The structural checks of a program's calls: callee indices, stream
 /// positions in range and non-decreasing, one argument per callee input or
-/// output inside the caller's HBM, callees without calls of their own and
-/// on the caller's target and mesh.
+/// output and the callee's scratch inside the caller's HBM, callees without
+/// calls of their own and on the caller's target and mesh.
 bool checkCalls(const Program &program, std::string &error);
 
-/// The HBM `program` lays out once its calls are expanded: its own and a
-/// region per subroutine for the callee's constants and scratch.
+/// The HBM `program` lays out once its calls are expanded: its own, then
+/// each subroutine's constants.
 uint64_t expandedHbmBytes(const Program &program);
+
+/// The bytes of scratch a subroutine needs per call (CallSite::scratch).
+uint64_t subroutineScratchBytes(const Program &callee);
 
 /// Instructions of `program` with every call expanded, per engine stream
 /// then DMA queue (the numbering of checkSemaphoresCanComplete).
