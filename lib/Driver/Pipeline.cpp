@@ -383,6 +383,7 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
   buildTrnGraphPipeline(graphPasses, options);
   // A run of repeated layers compiles once: its blocks become calls of one
   // function (a subroutine of the program).
+  graphPasses.addNestedPass<func::FuncOp>(createTrnMarkOptimizer());
   if (options.layerReuse)
     graphPasses.addPass(createTrnOutlineLayers());
   lowering.addPass(createConvertTrnToNC());

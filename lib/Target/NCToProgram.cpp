@@ -8,6 +8,7 @@
 #include "trnrt/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
@@ -101,6 +102,8 @@ private:
   size_t nextSync = 0;
   trnrt::Program program;
   uint32_t maxSemaphore = 0;
+  /// The kind of the trn op being exported (the latest nc.kind).
+  trnrt::InstructionKind currentKind = trnrt::InstructionKind::Other;
 
 public:
   /// The kernels nc.call names, in order of first call: CallSite::callee
@@ -408,6 +411,7 @@ FailureOr<trnrt::ScalarOperand> Exporter::scalar(Operation *user, Value column,
 
 void Exporter::append(Operation *op, trnrt::Engine engine, int64_t queue,
                       trnrt::Instruction instruction) {
+  instruction.kind = currentKind;
   if (synchronize) {
     // synchronizeKernel and emit visit the instructions in the same order.
     if (nextSync < syncs.size() && syncs[nextSync].op == op) {
@@ -472,6 +476,18 @@ LogicalResult Exporter::emit(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<AllocOp, ViewOp, HbmAllocOp, HbmConstantOp, func::ReturnOp>(
           [](Operation *) { return success(); })
+      .Case([&](KindOp o) -> LogicalResult {
+        currentKind =
+            llvm::StringSwitch<trnrt::InstructionKind>(o.getKind())
+                .Case("matmul", trnrt::InstructionKind::Matmul)
+                .Case("attention", trnrt::InstructionKind::Attention)
+                .Case("elementwise", trnrt::InstructionKind::Elementwise)
+                .Case("optimizer", trnrt::InstructionKind::Optimizer)
+                .Case("data_movement", trnrt::InstructionKind::DataMovement)
+                .Case("collective", trnrt::InstructionKind::Collective)
+                .Default(trnrt::InstructionKind::Other);
+        return success();
+      })
       .Case([&](CallOp o) -> LogicalResult {
         // A call site: where the caller's streams stand and the addresses
         // of the tensors bound to the callee's arguments.

@@ -18,6 +18,8 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include <optional>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -52,9 +54,11 @@ constexpr uint32_t kSectionTensors = 2;
 constexpr uint32_t kSectionConstants = 3;
 /// Present exactly when the program has a mesh (format 3).
 constexpr uint32_t kSectionMesh = 4;
-constexpr uint32_t kSectionPipeline = 5;          // format 5
-constexpr uint32_t kSectionSubroutines = 6;       // format 6
-constexpr uint32_t kSectionCalls = 7;             // format 6
+constexpr uint32_t kSectionPipeline = 5;    // format 5
+constexpr uint32_t kSectionSubroutines = 6; // format 6
+constexpr uint32_t kSectionCalls = 7;       // format 6
+/// Optional: one byte of InstructionKind per instruction (format 6).
+constexpr uint32_t kSectionKinds = 40;
 constexpr uint32_t kSectionFirstEngineStream = 8; // Tensor..Sync: 8..12
 constexpr uint32_t kNumEngineStreams = 5;
 constexpr uint32_t kSectionFirstDmaQueue = 16; // queue q: 16 + q
@@ -239,6 +243,8 @@ std::string sectionName(uint32_t id) {
     return "subroutines";
   if (id == kSectionCalls)
     return "calls";
+  if (id == kSectionKinds)
+    return "kinds";
   if (id >= kSectionFirstEngineStream &&
       id < kSectionFirstEngineStream + kNumEngineStreams)
     return kStreamNames[id - kSectionFirstEngineStream];
@@ -714,6 +720,8 @@ bool equalInstruction(const Instruction &a, const Instruction &b,
                       std::string *diff) {
   if (a.opcode != b.opcode)
     return differ(diff, "opcode", int(a.opcode), int(b.opcode));
+  if (a.kind != b.kind)
+    return differ(diff, "kind", int(a.kind), int(b.kind));
   for (unsigned field = 0; field < kNumInstructionFields; ++field)
     if (!equalField(a, b, field, diff))
       return false;
@@ -1033,6 +1041,35 @@ std::vector<uint8_t> encodePipeline(const Program &program) {
     w.u8(uint8_t(tensor.port.kind));
     w.i64(tensor.port.index);
   }
+  return bytes;
+}
+
+/// The `kinds` section: per stream, the InstructionKind of every
+/// instruction; none when no instruction has one.
+std::optional<std::vector<uint8_t>> encodeKinds(const Program &program) {
+  bool any = false;
+  auto visit = [&](const std::vector<Instruction> &stream) {
+    for (const Instruction &inst : stream)
+      any |= inst.kind != InstructionKind::Other;
+  };
+  for (const auto &stream : program.engineStreams)
+    visit(stream);
+  for (const auto &queue : program.dmaQueues)
+    visit(queue);
+  if (!any)
+    return std::nullopt;
+  std::vector<uint8_t> bytes;
+  ByteWriter w(bytes);
+  w.u32(uint32_t(kNumEngineStreams + program.dmaQueues.size()));
+  auto write = [&](const std::vector<Instruction> &stream) {
+    w.u32(uint32_t(stream.size()));
+    for (const Instruction &inst : stream)
+      w.u8(uint8_t(inst.kind));
+  };
+  for (const auto &stream : program.engineStreams)
+    write(stream);
+  for (const auto &queue : program.dmaQueues)
+    write(queue);
   return bytes;
 }
 
@@ -1750,7 +1787,7 @@ struct Container {
   uint32_t version = 0;
   std::vector<SectionEntry> sections;
   int metadata = -1, tensors = -1, constants = -1, mesh = -1, pipeline = -1,
-      subroutines = -1, calls = -1;
+      subroutines = -1, calls = -1, kinds = -1;
   int engineStreams[kNumEngineStreams] = {-1, -1, -1, -1, -1};
   std::vector<int> dmaQueues;
 };
@@ -1904,6 +1941,10 @@ bool parseContainer(const uint8_t *data, size_t size,
     int index = int(container.sections.size());
     container.sections.push_back(entry);
 
+    if (entry.id == kSectionKinds && (entry.flags & kSectionFlagOptional)) {
+      container.kinds = index;
+      continue;
+    }
     if (!isKnownSection(entry.id)) {
       if (entry.flags & kSectionFlagOptional)
         continue; // A later minor addition this reader may skip.
@@ -2194,10 +2235,13 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
                ? program.engineStreams[id - kSectionFirstEngineStream]
                : program.dmaQueues[id - kSectionFirstDmaQueue];
   };
+  const size_t streamSections = sections.size();
+  if (std::optional<std::vector<uint8_t>> kinds = encodeKinds(program))
+    sections.push_back({kSectionKinds, std::move(*kinds)});
   const size_t firstStream = 3 + (program.mesh.empty() ? 0 : 1) +
                              (program.pipeline.isFragment() ? 1 : 0) +
                              (program.subroutines.empty() ? 0 : 2);
-  tbb::parallel_for(firstStream, sections.size(), [&](size_t i) {
+  tbb::parallel_for(firstStream, streamSections, [&](size_t i) {
     sections[i].raw = encodeStream(streamOf(sections[i].id));
   });
 
@@ -2222,6 +2266,8 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
     SectionEntry &entry = entries[i];
     entry.id = sections[i].id;
     entry.rawSize = raw.size();
+    if (entry.id == kSectionKinds)
+      entry.flags |= kSectionFlagOptional;
     if (options.compress && !raw.empty()) {
       std::unique_ptr<ZSTD_CCtx, ZstdCContextDeleter> context(
           ZSTD_createCCtx());
@@ -2335,6 +2381,40 @@ bool readArtifact(const uint8_t *data, size_t size, Program &program,
     if (!readStream(container.dmaQueues[q], program.dmaQueues[q]))
       return false;
 
+  if (container.kinds >= 0) {
+    const SectionEntry &entry = container.sections[container.kinds];
+    if (!loadSection(data, entry, context.get(), buffer, raw, error))
+      return false;
+    Cursor c(raw, size_t(entry.rawSize), problem);
+    uint32_t streams = 0;
+    bool ok = c.u32(streams) &&
+              (streams == kNumEngineStreams + program.dmaQueues.size() ||
+               c.fail(formatString(
+                   "%" PRIu32 " streams for the program's %zu", streams,
+                   kNumEngineStreams + program.dmaQueues.size())));
+    for (uint32_t s = 0; ok && s < streams; ++s) {
+      std::vector<Instruction> &stream =
+          s < kNumEngineStreams ? program.engineStreams[s]
+                                : program.dmaQueues[s - kNumEngineStreams];
+      uint32_t count = 0;
+      const uint8_t *kinds = nullptr;
+      ok = c.u32(count) &&
+           (count == stream.size() ||
+            c.fail(formatString("%" PRIu32 " kinds for %zu instructions", count,
+                                stream.size()))) &&
+           c.bytes(kinds, count);
+      for (uint32_t i = 0; ok && i < count; ++i) {
+        if (kinds[i] >= kNumInstructionKinds)
+          ok = c.fail(formatString("kind %u out of range", kinds[i]));
+        else
+          stream[i].kind = InstructionKind(kinds[i]);
+      }
+    }
+    if (!ok || !c.expectEnd()) {
+      error = "section 'kinds': " + problem;
+      return false;
+    }
+  }
   if ((container.subroutines >= 0) != (container.calls >= 0)) {
     error = "section table: 'subroutines' and 'calls' go together";
     return false;

@@ -49,6 +49,26 @@ const char *memoryName(Memory memory) {
   return "?";
 }
 
+const char *instructionKindName(InstructionKind kind) {
+  switch (kind) {
+  case InstructionKind::Other:
+    return "other";
+  case InstructionKind::Matmul:
+    return "matmul";
+  case InstructionKind::Attention:
+    return "attention";
+  case InstructionKind::Elementwise:
+    return "elementwise";
+  case InstructionKind::Optimizer:
+    return "optimizer";
+  case InstructionKind::DataMovement:
+    return "data movement";
+  case InstructionKind::Collective:
+    return "collective";
+  }
+  return "?";
+}
+
 const char *opcodeName(Opcode opcode) {
   switch (opcode) {
   case Opcode::Matmul:

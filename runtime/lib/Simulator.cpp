@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <queue>
 
@@ -285,6 +286,9 @@ private:
   double sbufPortFree = 0.0, psumPortFree = 0.0;
   double dmaDataFree = 0.0;
   double dmaActiveUntil = 0.0;
+  /// Per InstructionKind, disjoint busy intervals in time order.
+  std::array<std::vector<std::pair<double, double>>, kNumInstructionKinds>
+      kindBusy;
   double matmulWorkCycles = 0.0;
   uint64_t dmaBytes = 0;
 };
@@ -521,6 +525,14 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
       stats.dmaActiveNs += end - dmaActiveUntil;
     dmaActiveUntil = std::max(dmaActiveUntil, end);
   }
+  if (duration > 0.0) {
+    // Per kind, the union of busy intervals (starts are non-decreasing).
+    auto &busy = kindBusy[size_t(inst.kind) % kNumInstructionKinds];
+    if (!busy.empty() && start <= busy.back().second)
+      busy.back().second = std::max(busy.back().second, end);
+    else
+      busy.push_back({start, end});
+  }
   if (core.options.recordInstructions)
     stats.records.push_back({streamIndex, index, inst.opcode, start, end});
   return true;
@@ -570,6 +582,50 @@ void Scheduler::finish() {
     out.busyPercent = percent(out.busyNs);
   }
   stats.dmaActivePercent = percent(stats.dmaActiveNs);
+  // The time split: each instant goes to the first kind in this order with
+  // an instruction running then; none is idle.
+  using Intervals = std::vector<std::pair<double, double>>;
+  auto measure = [](const Intervals &list) {
+    double total = 0.0;
+    for (auto [begin, end] : list)
+      total += end - begin;
+    return total;
+  };
+  auto overlap = [](const Intervals &a, const Intervals &b) {
+    double total = 0.0;
+    for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+      double begin = std::max(a[i].first, b[j].first);
+      double end = std::min(a[i].second, b[j].second);
+      total += std::max(0.0, end - begin);
+      (a[i].second < b[j].second ? i : j)++;
+    }
+    return total;
+  };
+  auto unite = [](const Intervals &a, const Intervals &b) {
+    Intervals merged;
+    merged.reserve(a.size() + b.size());
+    std::merge(a.begin(), a.end(), b.begin(), b.end(),
+               std::back_inserter(merged));
+    Intervals out;
+    for (auto [begin, end] : merged) {
+      if (!out.empty() && begin <= out.back().second)
+        out.back().second = std::max(out.back().second, end);
+      else
+        out.push_back({begin, end});
+    }
+    return out;
+  };
+  Intervals covered;
+  for (InstructionKind kind :
+       {InstructionKind::Attention, InstructionKind::Matmul,
+        InstructionKind::Optimizer, InstructionKind::Elementwise,
+        InstructionKind::DataMovement, InstructionKind::Collective,
+        InstructionKind::Other}) {
+    const Intervals &busy = kindBusy[size_t(kind)];
+    stats.kindNs[size_t(kind)] = measure(busy) - overlap(busy, covered);
+    covered = unite(covered, busy);
+  }
+  stats.idleNs = std::max(0.0, time - measure(covered));
   stats.averageDmaBytes =
       stats.dmaCount ? double(dmaBytes) / double(stats.dmaCount) : 0.0;
   if (time > 0.0) {

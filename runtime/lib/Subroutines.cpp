@@ -292,8 +292,8 @@ bool expandCalls(Program &program, std::string &error,
     relocation.localStart = localStartOf(callee);
     relocation.scratchStart = scratchStartOf(callee);
     relocation.constantBase = layout.constantBases[k];
-    // Constants once (the loader writes them); spill tensors per call
-    // below (the profile tells spill traffic by address).
+    // Constants once (the loader writes them); scratch per call below (the
+    // statistics tell spill and intermediate traffic by address).
     for (HbmTensor &tensor : callee.tensors) {
       if (tensor.kind != HbmTensor::Kind::Constant)
         continue;
@@ -344,14 +344,14 @@ bool expandCalls(Program &program, std::string &error,
     Relocation relocation = base;
     relocation.scratchBase = call.scratch;
     for (const HbmTensor &tensor : callee.tensors)
-      if (tensor.isSpill()) {
-        HbmTensor spill = tensor;
-        int64_t offset = static_cast<int64_t>(spill.offset);
+      if (tensor.kind == HbmTensor::Kind::Scratch) {
+        HbmTensor scratch = tensor;
+        int64_t offset = static_cast<int64_t>(scratch.offset);
         relocation.relocate(offset);
-        spill.offset = static_cast<uint64_t>(offset);
-        spill.name += "@sub" + std::to_string(call.callee) + ".call" +
-                      std::to_string(&call - program.calls.data());
-        program.tensors.push_back(std::move(spill));
+        scratch.offset = static_cast<uint64_t>(offset);
+        scratch.name += "@sub" + std::to_string(call.callee) + ".call" +
+                        std::to_string(&call - program.calls.data());
+        program.tensors.push_back(std::move(scratch));
       }
     size_t argument = 0;
     for (const HbmTensor &tensor : callee.tensors) {

@@ -84,6 +84,7 @@ inline Instruction everyField(Opcode opcode, int salt) {
   inst.meshAxes = 0x80000005u;
   inst.rngStream = 0xFFFFFFFEu;
   inst.bernoulli = true;
+  inst.kind = InstructionKind(1 + salt % (kNumInstructionKinds - 1));
   inst.collectiveShape = {INT64_MAX, -1, 0, salt};
   inst.collectiveDim = INT64_MIN;
   inst.concatDim = -salt - 1;

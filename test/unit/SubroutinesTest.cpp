@@ -232,3 +232,33 @@ TEST(Subroutines, BrokenCallSitesAreRefused) {
   EXPECT_FALSE(checkCalls(program, error));
   EXPECT_NE(error.find("one level only"), std::string::npos) << error;
 }
+
+// The time split by kind (SimulationStats::kindNs), on the expanded
+// program: each call's load and store are data movement, its multiply
+// elementwise; the parts and the idle time add up to the device time, and
+// an instant with both goes to the elementwise (earlier in the priority).
+TEST(TimeByKind, PartsAddUpToTheDeviceTime) {
+  Program program = caller();
+  for (Instruction &inst : program.subroutines[0].dmaQueues[0])
+    inst.kind = InstructionKind::DataMovement;
+  program.subroutines[0].dmaQueues[1][0].kind = InstructionKind::DataMovement;
+  program.subroutines[0].engineStreams[2][0].kind =
+      InstructionKind::Elementwise;
+  std::string error;
+  ASSERT_TRUE(expandCalls(program, error)) << error;
+  Simulator sim(trn1Target());
+  ASSERT_TRUE(sim.load(program, error)) << error;
+  SimulationStats stats;
+  ASSERT_TRUE(sim.run(stats, error)) << error;
+  double total = stats.idleNs;
+  for (double ns : stats.kindNs)
+    total += ns;
+  EXPECT_NEAR(total, stats.deviceTimeNs, 1e-6 * stats.deviceTimeNs);
+  EXPECT_GT(stats.kindNs[size_t(InstructionKind::Elementwise)], 0.0);
+  EXPECT_GT(stats.kindNs[size_t(InstructionKind::DataMovement)], 0.0);
+  EXPECT_EQ(stats.kindNs[size_t(InstructionKind::Matmul)], 0.0);
+  EXPECT_EQ(stats.kindNs[size_t(InstructionKind::Other)], 0.0);
+  // The two multiplies run alone: their whole busy time is elementwise.
+  EXPECT_NEAR(stats.kindNs[size_t(InstructionKind::Elementwise)],
+              stats.engines[2].busyNs, 1e-9);
+}

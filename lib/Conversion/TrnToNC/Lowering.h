@@ -172,6 +172,8 @@ private:
                              int64_t cols, Value out, int64_t outBase);
   LogicalResult lowerConstant(trn::ConstantOp op);
   LogicalResult lowerCall(func::CallOp call);
+  /// The kind of the latest nc.kind marker in the kernel.
+  StringRef currentKind;
   LogicalResult lowerIota(trn::IotaOp op);
   /// trn.rng_uniform and trn.rng_bernoulli (LowerRandom.cpp).
   LogicalResult lowerRandom(Operation *op);

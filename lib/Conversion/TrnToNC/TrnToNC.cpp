@@ -976,6 +976,23 @@ LogicalResult Lowering::lowerScatterAdd(trn::ScatterAddOp op) {
   return success();
 }
 
+/// What the instructions of `op` compute (nc.kind, for the simulator's time
+/// split): the optimizer's slice (trn-mark-optimizer) first, then by op.
+static StringRef kindOf(Operation *op) {
+  if (op->hasAttr("trn.optimizer"))
+    return "optimizer";
+  if (isa_and_nonnull<dist::DistDialect>(op->getDialect()))
+    return "collective";
+  if (isa<trn::DotGeneralOp>(op))
+    return "matmul";
+  if (isa<trn::AttentionOp, trn::AttentionGradOp>(op))
+    return "attention";
+  if (isa<trn::TransposeOp, trn::ReshapeOp, trn::BroadcastInDimOp, trn::SliceOp,
+          trn::ConcatenateOp, trn::GatherOp, trn::ScatterAddOp, trn::PadOp>(op))
+    return "data_movement";
+  return "elementwise";
+}
+
 /// A call of an outlined layer (trn-outline-layers): the callee lowers to
 /// a kernel of its own, its arguments the HBM tensors of the operands, then
 /// of the results.
@@ -1333,6 +1350,11 @@ FailureOr<func::FuncOp> Lowering::run() {
         Value source = hbmOf(value);
         if (source == target)
           continue;
+        if (currentKind != "data_movement") {
+          builder.create<KindOp>(ret.getLoc(),
+                                 builder.getStringAttr("data_movement"));
+          currentKind = "data_movement";
+        }
         auto shape = cast<HbmType>(target.getType()).getShape();
         Side src{source, 0, rowMajorStrides(shape)};
         Side dst{target, 0, rowMajorStrides(shape)};
@@ -1342,6 +1364,13 @@ FailureOr<func::FuncOp> Lowering::run() {
       break;
     }
     kb.loc = op.getLoc();
+    if (!isa<func::CallOp>(op)) {
+      StringRef kind = kindOf(&op);
+      if (kind != currentKind) {
+        builder.create<KindOp>(kb.loc, builder.getStringAttr(kind));
+        currentKind = kind;
+      }
+    }
     if (failed(lower(&op)))
       return failure();
   }

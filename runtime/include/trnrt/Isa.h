@@ -168,6 +168,21 @@ const char *opcodeName(Opcode opcode);
 /// Which engines may issue an opcode (docs/isa.md, "Engines and opcodes").
 bool opcodeRunsOn(Opcode opcode, Engine engine);
 
+/// What part of the step an instruction computes, for the time split of a
+/// run (SimulationStats::kindNs): the compiler records it per trn op it
+/// lowers. Not an operand: it never changes what an instruction does.
+enum class InstructionKind : uint8_t {
+  Other,        ///< not recorded
+  Matmul,       ///< dot_general
+  Attention,    ///< the flash kernels of attention and its gradient
+  Elementwise,  ///< elementwise and fused kernels, reductions, norms
+  Optimizer,    ///< the parameter update (the slice of the optimizer state)
+  DataMovement, ///< copies, transposes, gathers and scatters, slices
+  Collective,   ///< collectives and pipeline transfers
+};
+inline constexpr size_t kNumInstructionKinds = 7;
+const char *instructionKindName(InstructionKind kind);
+
 /// Synchronisation attached to every instruction.
 struct SemaphoreWait {
   uint32_t semaphore = 0;
@@ -234,6 +249,8 @@ struct Instruction {
   // scalar0 and scalar1, computed in double and rounded once.
   uint32_t rngStream = 0;
   bool bernoulli = false;
+  /// Provenance (the optional `kinds` artifact section).
+  InstructionKind kind = InstructionKind::Other;
 };
 
 /// Scratch tensors whose name starts with this hold SBUF tiles the compiler

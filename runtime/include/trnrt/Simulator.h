@@ -138,6 +138,12 @@ struct SimulationStats {
   uint64_t psumWriteBytes = 0;
 
   uint64_t instructions = 0;
+  /// The device time split by what runs (InstructionKind): each instant
+  /// goes to the first of attention, matmul, optimizer, elementwise, data
+  /// movement, collective, other with an instruction running; idleNs is
+  /// the rest. The parts add up to deviceTimeNs.
+  std::array<double, kNumInstructionKinds> kindNs{};
+  double idleNs = 0.0;
 
   // Collectives (partitioned programs; docs/simulator.md "Collectives").
   uint64_t collectives = 0;

@@ -594,3 +594,11 @@ func.func @f(%m: !nc.tile<sbuf, 128x64xf32>, %seed: !nc.tile<hbm, 128x2xi32>) {
   nc.rng %m, %seed, stream = 0, base = 0, channel_multiplier = 64, steps = [1] : !nc.tile<sbuf, 128x64xf32>, !nc.tile<hbm, 128x2xi32>
   return
 }
+
+// -----
+
+func.func @unknown_kind() {
+  // expected-error @+1 {{'nc.kind' op kind 'gemm' is not one of other, matmul, attention, elementwise, optimizer, data_movement, collective}}
+  nc.kind "gemm"
+  return
+}

@@ -619,3 +619,18 @@ LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &symbols) {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Provenance
+//===----------------------------------------------------------------------===//
+
+LogicalResult KindOp::verify() {
+  if (!llvm::is_contained({"other", "matmul", "attention", "elementwise",
+                           "optimizer", "data_movement", "collective"},
+                          getKind()))
+    return emitOpError("kind '")
+           << getKind()
+           << "' is not one of other, matmul, attention, elementwise, "
+              "optimizer, data_movement, collective";
+  return success();
+}

@@ -61,6 +61,13 @@ LogicalResult TrnDialect::verifyOperationAttribute(Operation *op,
              << attribute.getValue();
     return success();
   }
+  // trn-mark-optimizer marks the parameter update's ops.
+  if (attribute.getName().getValue() == "trn.optimizer") {
+    if (!isa<UnitAttr>(attribute.getValue()) || isa<func::FuncOp>(op))
+      return op->emitError()
+             << "'trn.optimizer' is a unit attribute of an op in a function";
+    return success();
+  }
   // trn-outline-layers marks the functions it makes.
   if (attribute.getName().getValue() == "trn.subroutine") {
     if (!isa<func::FuncOp>(op) || !isa<UnitAttr>(attribute.getValue()))

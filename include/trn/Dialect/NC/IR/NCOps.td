@@ -63,6 +63,24 @@ def NC_CallOp : NC_Op<"call", [AttrSizedOperandSegments,
   }];
 }
 
+def NC_KindOp : NC_Op<"kind"> {
+  let summary = "what the instructions that follow compute (provenance)";
+  let description = [{
+    The lowering marks where the instructions of one kind of trn op begin:
+    `matmul`, `attention`, `elementwise`, `optimizer`, `data_movement`,
+    `collective` or `other`. The exporter records every instruction's kind
+    (trnrt::InstructionKind; the artifact's optional `kinds` section) and the
+    simulator splits a run's time by it. No instruction of its own.
+
+    ```mlir
+    nc.kind "attention"
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind);
+  let assemblyFormat = "$kind attr-dict";
+  let hasVerifier = 1;
+}
+
 def NC_HbmAllocOp : NC_Op<"hbm_alloc", [MemoryEffects<[MemAlloc]>]> {
   let summary = "allocate an HBM scratch tensor (intermediates, spills)";
   let description = [{

@@ -184,6 +184,18 @@ def TrnFormAttention : Pass<"trn-form-attention", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
 
+def TrnMarkOptimizer : Pass<"trn-mark-optimizer", "::mlir::func::FuncOp"> {
+  let summary = "mark the parameter update: the ops the optimizer state reaches";
+  let description = [{
+    Marks `trn.optimizer` on every op of the function's body that uses,
+    directly or through other ops, an argument whose `trn.role` is
+    `optimizer_state` or `hyperparameter` (the learning rate, the step):
+    the optimizer's update. The lowering records it on the instructions
+    (nc.kind "optimizer") so that a run's time splits into the step's
+    parts (trn-run, bench/step_mfu.py). Changes nothing else.
+  }];
+}
+
 def TrnOutlineLayers : Pass<"trn-outline-layers", "::mlir::ModuleOp"> {
   let summary = "a repeated run of layers as calls of one outlined function";
   let description = [{
