@@ -192,14 +192,19 @@ void printReport(const MeshCommand &command, const Program &program,
   for (const RankFigures &rank : ranks)
     slowest = std::max(slowest, rank.deviceTimeNs);
   if (command.json) {
-    nlohmann::json out = {{"artifact", command.artifact},
-                          {"target", program.target},
-                          {"mesh", meshText(bound)},
-                          {"ranks_run", where},
-                          {"device_time_ns", slowest},
-                          {"instructions", rank0.instructions},
-                          {"mfu", rank0.mfu},
-                          {"matmul_flops", rank0.matmulFlops}};
+    nlohmann::json out = {
+        {"artifact", command.artifact},
+        {"target", program.target},
+        {"mesh", meshText(bound)},
+        {"ranks_run", where},
+        {"device_time_ns", slowest},
+        {"instructions", rank0.instructions},
+        {"mfu", rank0.mfu},
+        {"matmul_flops", rank0.matmulFlops},
+        {"tensor_engine_utilisation", rank0.tensorEngineUtilisation},
+        {"hbm_to_sbuf_bytes", rank0.hbmToSbufBytes},
+        {"sbuf_to_hbm_bytes", rank0.sbufToHbmBytes},
+        {"time_by_kind_ns", timeByKindJson(rank0)}};
     out["ranks"] = nlohmann::json::array();
     for (size_t r = 0; r < ranks.size(); ++r)
       out["ranks"].push_back(
@@ -224,6 +229,8 @@ void printReport(const MeshCommand &command, const Program &program,
   std::printf("mesh             %s (%d ranks, %s)\n", meshText(bound).c_str(),
               rankCount(bound), where);
   std::printf("device time      %.3f us (slowest rank)\n", slowest / 1000.0);
+  if (std::string kinds = formatTimeByKind(rank0); !kinds.empty())
+    std::printf("rank 0 %s", kinds.c_str());
   std::printf("rank  device time (us)  communication (us)  waiting (us)  "
               "collectives\n");
   for (size_t r = 0; r < ranks.size(); ++r)

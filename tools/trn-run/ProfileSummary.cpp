@@ -211,4 +211,26 @@ nlohmann::json profileSummaryJson(const SimulationStats &stats, size_t top) {
           {"top_instructions", slowest}};
 }
 
+nlohmann::json timeByKindJson(const SimulationStats &stats) {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t k = 0; k < kNumInstructionKinds; ++k)
+    out[instructionKindName(InstructionKind(k))] = stats.kindNs[k];
+  out["idle"] = stats.idleNs;
+  return out;
+}
+
+std::string formatTimeByKind(const SimulationStats &stats) {
+  if (stats.deviceTimeNs <= 0.0)
+    return "";
+  std::string out = "time by kind     ";
+  for (size_t k = 1; k <= kNumInstructionKinds; ++k) {
+    size_t kind = k % kNumInstructionKinds; // "other" last
+    if (stats.kindNs[kind] > 0.0)
+      appendf(out, "%s %.1f%%, ", instructionKindName(InstructionKind(kind)),
+              100.0 * stats.kindNs[kind] / stats.deviceTimeNs);
+  }
+  appendf(out, "idle %.1f%%\n", 100.0 * stats.idleNs / stats.deviceTimeNs);
+  return out;
+}
+
 } // namespace trnrt

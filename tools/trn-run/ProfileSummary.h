@@ -30,6 +30,14 @@ std::string formatProfileSummary(const SimulationStats &stats,
 /// counts, "streams", "opcodes" and "top_instructions" (times in ns).
 nlohmann::json profileSummaryJson(const SimulationStats &stats, size_t top);
 
+/// The device time split by kind (SimulationStats::kindNs, idleNs):
+/// {"matmul": ns, ..., "idle": ns}.
+nlohmann::json timeByKindJson(const SimulationStats &stats);
+
+/// "time by kind     matmul 45.1%, ..., idle 3.0%\n" (the kinds that ran,
+/// "other" last), or nothing for an empty run.
+std::string formatTimeByKind(const SimulationStats &stats);
+
 } // namespace trnrt
 
 #endif // TRN_TOOLS_TRN_RUN_PROFILESUMMARY_H

@@ -580,11 +580,7 @@ int main(int argc, char **argv) {
         {"scratch_bytes", stats.scratchSaveBytes + stats.scratchReloadBytes}};
     for (size_t e = 0; e < stats.engines.size(); ++e)
       out["engine_busy_percent"][engines[e]] = stats.engines[e].busyPercent;
-    for (size_t k = 0; k < trnrt::kNumInstructionKinds; ++k)
-      out["time_by_kind_ns"]
-         [trnrt::instructionKindName(trnrt::InstructionKind(k))] =
-             stats.kindNs[k];
-    out["time_by_kind_ns"]["idle"] = stats.idleNs;
+    out["time_by_kind_ns"] = trnrt::timeByKindJson(stats);
     if (options.profileSummary)
       out["profile_summary"] =
           profileSummaryJson(stats, size_t(options.profileTop));
@@ -617,16 +613,6 @@ int main(int argc, char **argv) {
               stats.sbufToHbmBytes / 1048576.0, stats.spillBytes() / 1048576.0);
   // What the device time went to (the compiler records each instruction's
   // kind; an old artifact's are all "other").
-  if (stats.deviceTimeNs > 0.0) {
-    std::printf("time by kind     ");
-    for (size_t k = 1; k <= trnrt::kNumInstructionKinds; ++k) {
-      size_t kind = k % trnrt::kNumInstructionKinds; // "other" last
-      if (stats.kindNs[kind] > 0.0)
-        std::printf("%s %.1f%%, ",
-                    trnrt::instructionKindName(trnrt::InstructionKind(kind)),
-                    100.0 * stats.kindNs[kind] / stats.deviceTimeNs);
-    }
-    std::printf("idle %.1f%%\n", 100.0 * stats.idleNs / stats.deviceTimeNs);
-  }
+  std::fputs(trnrt::formatTimeByKind(stats).c_str(), stdout);
   return checkFailed ? 1 : 0;
 }
