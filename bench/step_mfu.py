@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Whole training steps on the simulated trn1: MFU and where the time goes.
+
+    bench/step_mfu.py [--cases bert-large-micro,bert-large-step,gpt3-23b-layer-tp8,llama3-70b-layer-tp32]
+                      [--json bench-step-mfu.json]
+
+Each case is compiled cold (`trn-cc compile --no-cache`) and run once on the
+simulated NeuronCore, timing only (`trn-run --timing-only --json`: every
+instruction checked and costed, no arithmetic; a partitioned program runs
+rank 0 with its peers mirrored, `--mirror-ranks`). The cases (issue 17):
+
+- bert-large-micro: the BERT-large micro-step as AWS runs phase 1: 24
+  layers, batch 16, sequence 128, bf16, forward and backward, the gradients
+  written out (utils/gen_transformer_step.py --optimizer none; the generator
+  writes each gradient rather than adding it into an accumulator);
+- bert-large-step: the same with its AdamW update (the optimizer's share of
+  the time comes out of the time split, and its bandwidth is the bytes the
+  update must move: every parameter, gradient and moment read, every
+  parameter and moment written, over that time);
+- gpt3-23b-layer-tp8: one GPT-3 23B layer, forward and backward, one rank's
+  share at tensor parallelism 8 (hidden 8192, 64 heads, sequence 2048);
+- llama3-70b-layer-tp32: examples/llama.py --config llama3-70b --layers 1
+  traced on meta tensors (sequence 8192) and partitioned at tp=32: one layer
+  with its embedding, LM head over 128,256 words, loss and AdamW (the
+  example's whole step; no generator writes a bare Llama layer yet).
+
+Printed as a table and written as JSON: compile time, simulated device
+time, MFU, Tensor Engine utilisation, HBM traffic against the bytes the
+step's inputs and outputs take (a lower bound: saved activations are not
+counted), and the device time split by kind (matmul, attention,
+elementwise/fused, optimizer, data movement, collective, idle). Targets
+(issue 17): 45% MFU on the BERT micro-step, 55% on the GPT-3 layer, 50% on
+the Llama layer, the optimizer at 80% of HBM bandwidth.
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PYTHON = "/usr/bin/python3"
+#: trn1's HBM bandwidth per NeuronCore, and what its 16 DMA engines move
+#: (runtime/lib/Target.cpp: 410 and 16 x 17 bytes per ns).
+HBM_BYTES_PER_S = 410e9
+DMA_BYTES_PER_S = 272e9
+
+CASES = {
+    "bert-large-micro": {
+        "build": ["gen", "bert-large", "--batch", "16", "--seq", "128",
+                  "--optimizer", "none"],
+        "target_mfu": 0.45},
+    "bert-large-step": {
+        "build": ["gen", "bert-large", "--batch", "16", "--seq", "128",
+                  "--optimizer", "adamw"],
+        "optimizer": True},
+    "gpt3-23b-layer-tp8": {
+        "build": ["gen", "gpt3-23b", "--layers", "1", "--tp", "8"],
+        "target_mfu": 0.55},
+    "llama3-70b-layer-tp32": {
+        "build": ["trace", "llama.py", "--config", "llama3-70b", "--layers", "1"],
+        "mesh": "tp=32", "target_mfu": 0.50},
+}
+
+KINDS = ["matmul", "attention", "elementwise", "optimizer", "data movement",
+         "collective", "other", "idle"]
+DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4, "i64": 8, "i1": 1,
+               "i8": 1, "f8E4M3FN": 1}
+
+
+def build_bin() -> pathlib.Path:
+    for candidate in (os.environ.get("TRN_BUILD_DIR"), ROOT / "build"):
+        if candidate and (pathlib.Path(candidate) / "bin" / "trn-cc").exists():
+            return pathlib.Path(candidate) / "bin"
+    sys.exit("bench: build/bin/trn-cc not found; run utils/setup.sh")
+
+
+def make_graph(spec: list, out: pathlib.Path, work: pathlib.Path) -> None:
+    if spec[0] == "gen":
+        subprocess.run([PYTHON, str(ROOT / "utils" / "gen_transformer_step.py"),
+                        *spec[1:], "-o", str(out)], check=True)
+        return
+    graphs = work / "graphs"
+    env = dict(os.environ, TRN_EXTRACT_GRAPHS_ONLY="1", TRN_EXTRACT_MAX_STEPS="1",
+               TRN_GRAPH_MANIFEST=str(graphs / "manifest.jsonl"))
+    subprocess.run([PYTHON, str(ROOT / "examples" / spec[1]), *spec[2:],
+                    "--dtype", "bfloat16", "--batch", "1", "--device", "trn",
+                    "--steps", "1", "--quiet"], env=env, check=True,
+                   capture_output=True, text=True)
+    modules = sorted(graphs.glob("MODULE_*.mlir"))
+    if len(modules) != 1:
+        sys.exit(f"bench: expected one traced graph in {graphs}, got {len(modules)}")
+    out.write_bytes(modules[0].read_bytes())
+
+
+def signature_bytes(graph: pathlib.Path) -> dict:
+    """Bytes of the step function's arguments and results, by trn.role."""
+    text = graph.read_text()
+    start = text.index("func.func @")
+    # The body's brace is the first one outside the argument and result
+    # lists (attribute dictionaries are inside them).
+    depth, body, seen = 0, start, False
+    for body in range(start, len(text)):
+        c = text[body]
+        if c == "(":
+            depth, seen = depth + 1, True
+        elif c == ")":
+            depth -= 1
+        elif c == "{" and depth == 0 and seen:
+            break
+    signature = text[start:body]
+    sizes = {}
+    for match in re.finditer(r"tensor<(?:(\d+(?:x\d+)*)x)?([a-zA-Z][a-zA-Z0-9]*)>"
+                             r"(?: \{[^}]*?trn\.role = \"([a-z_]+)\")?", signature):
+        dims, dtype, role = match.groups()
+        count = 1
+        for d in filter(None, (dims or "").split("x")):
+            count *= int(d)
+        role = role or "other"
+        sizes[role] = sizes.get(role, 0) + count * DTYPE_BYTES.get(dtype, 4)
+    return sizes
+
+
+def run_case(name: str, bin_dir: pathlib.Path) -> dict:
+    case = CASES[name]
+    with tempfile.TemporaryDirectory(prefix="trn-step-mfu-") as tmp:
+        work = pathlib.Path(tmp)
+        graph, artifact = work / "step.mlir", work / "step.trnart"
+        make_graph(case["build"], graph, work)
+        compile_args = [str(bin_dir / "trn-cc"), "compile", str(graph), "--no-cache",
+                        "-q", "-o", str(artifact)]
+        if "mesh" in case:
+            compile_args += ["--mesh", case["mesh"]]
+        start = time.monotonic()
+        proc = subprocess.run(compile_args, capture_output=True, text=True)
+        compile_s = time.monotonic() - start
+        if proc.returncode != 0:
+            return {"case": name, "error": proc.stderr.strip().splitlines()[-1][:300]}
+        run_args = [str(bin_dir / "trn-run"), str(artifact), "--json"]
+        run_args += (["--mesh", case["mesh"], "--mirror-ranks"] if "mesh" in case
+                     else ["--timing-only"])
+        start = time.monotonic()
+        proc = subprocess.run(run_args, capture_output=True, text=True)
+        simulate_s = time.monotonic() - start
+        if proc.returncode != 0:
+            return {"case": name, "error": proc.stderr.strip().splitlines()[-1][:300]}
+        report = json.loads(proc.stdout)
+        sizes = signature_bytes(graph) if "mesh" not in case else {}
+    device_ns = report["device_time_ns"]
+    kinds = report.get("time_by_kind_ns", {})
+    row = {
+        "case": name,
+        "compile_s": round(compile_s, 2),
+        "simulate_s": round(simulate_s, 1),
+        "device_time_ms": round(device_ns / 1e6, 3),
+        "mfu": round(report["mfu"], 4),
+        "tensor_engine_utilisation": round(report.get("tensor_engine_utilisation", 0), 4),
+        "hbm_mib": round((report.get("hbm_to_sbuf_bytes", 0) +
+                          report.get("sbuf_to_hbm_bytes", 0)) / 2**20, 1),
+        "time_by_kind": {k: round(kinds.get(k, 0) / device_ns, 4) for k in KINDS},
+    }
+    if sizes:
+        row["io_mib"] = round(sum(sizes.values()) / 2**20, 1)
+    if "target_mfu" in case:
+        row["target_mfu"] = case["target_mfu"]
+    if case.get("optimizer") and kinds.get("optimizer"):
+        # The update reads every parameter, its gradient (f32, made in the
+        # step) and both moments, and writes the parameter and the moments.
+        params = sizes.get("parameter", 0)
+        states = sizes.get("optimizer_state", 0)
+        # Arguments and results both list parameters and moments: halve.
+        params, states = params / 2, states / 2
+        elements = params / 2  # bf16 parameters
+        moved = 2 * params + 2 * states + 4 * elements
+        seconds = kinds["optimizer"] / 1e9
+        row["optimizer_ms"] = round(kinds["optimizer"] / 1e6, 3)
+        row["optimizer_min_mib"] = round(moved / 2**20, 1)
+        row["optimizer_hbm_fraction"] = round(moved / seconds / HBM_BYTES_PER_S, 4)
+        row["optimizer_dma_fraction"] = round(moved / seconds / DMA_BYTES_PER_S, 4)
+    return row
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--json", default="bench-step-mfu.json")
+    args = parser.parse_args(argv)
+    names = [n for n in args.cases.split(",") if n]
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    bin_dir = build_bin()
+    rows = []
+    for name in names:
+        print(f"[step_mfu] {name} ...", flush=True)
+        rows.append(run_case(name, bin_dir))
+        print(f"[step_mfu] {name}: {rows[-1]}", flush=True)
+
+    short = {"matmul": "mm", "attention": "attn", "elementwise": "elem",
+             "optimizer": "opt", "data movement": "move", "collective": "coll",
+             "other": "other", "idle": "idle"}
+    header = (f"{'case':24} {'compile s':>9} {'device ms':>10} {'MFU':>6} {'TE util':>7} "
+              f"{'HBM MiB':>8} {'I/O MiB':>8}  time by kind")
+    print(header)
+    for row in rows:
+        if "error" in row:
+            print(f"{row['case']:24} error: {row['error']}")
+            continue
+        split = ", ".join(f"{short[k]} {100 * v:.1f}%" for k, v in row["time_by_kind"].items()
+                          if v > 0)
+        io = f"{row['io_mib']:8.1f}" if "io_mib" in row else f"{'-':>8}"
+        print(f"{row['case']:24} {row['compile_s']:9.2f} {row['device_time_ms']:10.3f} "
+              f"{100 * row['mfu']:5.1f}% {100 * row['tensor_engine_utilisation']:6.1f}% "
+              f"{row['hbm_mib']:8.1f} {io}  {split}")
+        if "optimizer_ms" in row:
+            print(f"{'':24} optimizer {row['optimizer_ms']:.3f} ms for at least "
+                  f"{row['optimizer_min_mib']:.1f} MiB: "
+                  f"{100 * row['optimizer_hbm_fraction']:.1f}% of HBM bandwidth "
+                  f"({100 * row['optimizer_dma_fraction']:.1f}% of what the DMA engines move)")
+    pathlib.Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
