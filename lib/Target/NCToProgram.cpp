@@ -8,6 +8,7 @@
 #include "trnrt/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -104,6 +105,10 @@ private:
   uint32_t maxSemaphore = 0;
   /// The kind of the trn op being exported (the latest nc.kind).
   trnrt::InstructionKind currentKind = trnrt::InstructionKind::Other;
+  /// The latest nc.kind's origin (Instruction::origin) and the table's
+  /// index of each origin.
+  uint32_t currentOrigin = 0;
+  llvm::StringMap<uint32_t> originIndex;
 
 public:
   /// The kernels nc.call names, in order of first call: CallSite::callee
@@ -412,6 +417,7 @@ FailureOr<trnrt::ScalarOperand> Exporter::scalar(Operation *user, Value column,
 void Exporter::append(Operation *op, trnrt::Engine engine, int64_t queue,
                       trnrt::Instruction instruction) {
   instruction.kind = currentKind;
+  instruction.origin = currentOrigin;
   if (synchronize) {
     // synchronizeKernel and emit visit the instructions in the same order.
     if (nextSync < syncs.size() && syncs[nextSync].op == op) {
@@ -486,6 +492,14 @@ LogicalResult Exporter::emit(Operation *op) {
                 .Case("data_movement", trnrt::InstructionKind::DataMovement)
                 .Case("collective", trnrt::InstructionKind::Collective)
                 .Default(trnrt::InstructionKind::Other);
+        currentOrigin = 0;
+        if (std::optional<StringRef> origin = o.getOrigin()) {
+          auto [it, inserted] = originIndex.try_emplace(
+              *origin, static_cast<uint32_t>(program.origins.size() + 1));
+          if (inserted)
+            program.origins.push_back(origin->str());
+          currentOrigin = it->second;
+        }
         return success();
       })
       .Case([&](CallOp o) -> LogicalResult {

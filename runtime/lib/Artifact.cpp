@@ -59,6 +59,8 @@ constexpr uint32_t kSectionSubroutines = 6; // format 6
 constexpr uint32_t kSectionCalls = 7;       // format 6
 /// Optional: one byte of InstructionKind per instruction (format 6).
 constexpr uint32_t kSectionKinds = 40;
+/// Optional: the trn ops instructions come from (format 6).
+constexpr uint32_t kSectionOrigins = 41;
 constexpr uint32_t kSectionFirstEngineStream = 8; // Tensor..Sync: 8..12
 constexpr uint32_t kNumEngineStreams = 5;
 constexpr uint32_t kSectionFirstDmaQueue = 16; // queue q: 16 + q
@@ -245,6 +247,8 @@ std::string sectionName(uint32_t id) {
     return "calls";
   if (id == kSectionKinds)
     return "kinds";
+  if (id == kSectionOrigins)
+    return "origins";
   if (id >= kSectionFirstEngineStream &&
       id < kSectionFirstEngineStream + kNumEngineStreams)
     return kStreamNames[id - kSectionFirstEngineStream];
@@ -722,6 +726,8 @@ bool equalInstruction(const Instruction &a, const Instruction &b,
     return differ(diff, "opcode", int(a.opcode), int(b.opcode));
   if (a.kind != b.kind)
     return differ(diff, "kind", int(a.kind), int(b.kind));
+  if (a.origin != b.origin)
+    return differ(diff, "origin", int64_t(a.origin), int64_t(b.origin));
   for (unsigned field = 0; field < kNumInstructionFields; ++field)
     if (!equalField(a, b, field, diff))
       return false;
@@ -1073,6 +1079,27 @@ std::optional<std::vector<uint8_t>> encodeKinds(const Program &program) {
   return bytes;
 }
 
+/// The `origins` section: the names, then per stream each instruction's
+/// origin (0: none).
+std::vector<uint8_t> encodeOrigins(const Program &program) {
+  std::vector<uint8_t> bytes;
+  ByteWriter w(bytes);
+  w.u32(uint32_t(program.origins.size()));
+  for (const std::string &origin : program.origins)
+    w.string(origin);
+  w.u32(uint32_t(kNumEngineStreams + program.dmaQueues.size()));
+  auto write = [&](const std::vector<Instruction> &stream) {
+    w.u32(uint32_t(stream.size()));
+    for (const Instruction &inst : stream)
+      w.u32(inst.origin);
+  };
+  for (const auto &stream : program.engineStreams)
+    write(stream);
+  for (const auto &queue : program.dmaQueues)
+    write(queue);
+  return bytes;
+}
+
 std::vector<uint8_t> encodeCalls(const Program &program) {
   std::vector<uint8_t> bytes;
   ByteWriter w(bytes);
@@ -1200,6 +1227,14 @@ bool checkProgramForWriting(const Program &program, const ArtifactInfo &info,
       error = sectionName(sectionId) + ": more than 2^32 instructions";
       return false;
     }
+    for (const Instruction &inst : stream)
+      if (inst.origin > program.origins.size()) {
+        error = sectionName(sectionId) +
+                formatString(": an instruction names origin %" PRIu32
+                             " of the program's %zu",
+                             inst.origin, program.origins.size());
+        return false;
+      }
     for (size_t i = 0; i < stream.size(); ++i)
       if (!checkInstruction(stream[i], problem)) {
         error = sectionName(sectionId) + ": instruction " + std::to_string(i) +
@@ -1787,7 +1822,7 @@ struct Container {
   uint32_t version = 0;
   std::vector<SectionEntry> sections;
   int metadata = -1, tensors = -1, constants = -1, mesh = -1, pipeline = -1,
-      subroutines = -1, calls = -1, kinds = -1;
+      subroutines = -1, calls = -1, kinds = -1, origins = -1;
   int engineStreams[kNumEngineStreams] = {-1, -1, -1, -1, -1};
   std::vector<int> dmaQueues;
 };
@@ -1943,6 +1978,10 @@ bool parseContainer(const uint8_t *data, size_t size,
 
     if (entry.id == kSectionKinds && (entry.flags & kSectionFlagOptional)) {
       container.kinds = index;
+      continue;
+    }
+    if (entry.id == kSectionOrigins && (entry.flags & kSectionFlagOptional)) {
+      container.origins = index;
       continue;
     }
     if (!isKnownSection(entry.id)) {
@@ -2238,6 +2277,8 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
   const size_t streamSections = sections.size();
   if (std::optional<std::vector<uint8_t>> kinds = encodeKinds(program))
     sections.push_back({kSectionKinds, std::move(*kinds)});
+  if (!program.origins.empty())
+    sections.push_back({kSectionOrigins, encodeOrigins(program)});
   const size_t firstStream = 3 + (program.mesh.empty() ? 0 : 1) +
                              (program.pipeline.isFragment() ? 1 : 0) +
                              (program.subroutines.empty() ? 0 : 2);
@@ -2266,7 +2307,7 @@ bool writeArtifact(const Program &program, const ArtifactInfo &info,
     SectionEntry &entry = entries[i];
     entry.id = sections[i].id;
     entry.rawSize = raw.size();
-    if (entry.id == kSectionKinds)
+    if (entry.id == kSectionKinds || entry.id == kSectionOrigins)
       entry.flags |= kSectionFlagOptional;
     if (options.compress && !raw.empty()) {
       std::unique_ptr<ZSTD_CCtx, ZstdCContextDeleter> context(
@@ -2412,6 +2453,44 @@ bool readArtifact(const uint8_t *data, size_t size, Program &program,
     }
     if (!ok || !c.expectEnd()) {
       error = "section 'kinds': " + problem;
+      return false;
+    }
+  }
+  if (container.origins >= 0) {
+    const SectionEntry &entry = container.sections[container.origins];
+    if (!loadSection(data, entry, context.get(), buffer, raw, error))
+      return false;
+    Cursor c(raw, size_t(entry.rawSize), problem);
+    uint32_t names = 0, streams = 0;
+    bool ok =
+        c.u32(names) && (names <= c.remaining() / 4 ||
+                         c.fail(formatString("%" PRIu32 " origins", names)));
+    for (uint32_t i = 0; ok && i < names; ++i)
+      ok = c.string(program.origins.emplace_back(), kArtifactMaxNameBytes,
+                    "origin");
+    ok = ok && c.u32(streams) &&
+         (streams == kNumEngineStreams + program.dmaQueues.size() ||
+          c.fail(formatString("%" PRIu32 " streams for the program's %zu",
+                              streams,
+                              kNumEngineStreams + program.dmaQueues.size())));
+    for (uint32_t s = 0; ok && s < streams; ++s) {
+      std::vector<Instruction> &stream =
+          s < kNumEngineStreams ? program.engineStreams[s]
+                                : program.dmaQueues[s - kNumEngineStreams];
+      uint32_t count = 0;
+      ok = c.u32(count) &&
+           (count == stream.size() ||
+            c.fail(formatString("%" PRIu32 " origins for %zu instructions",
+                                count, stream.size())));
+      for (uint32_t i = 0; ok && i < count; ++i) {
+        ok = c.u32(stream[i].origin);
+        if (ok && stream[i].origin > names)
+          ok = c.fail(formatString("origin %" PRIu32 " of %" PRIu32,
+                                   stream[i].origin, names));
+      }
+    }
+    if (!ok || !c.expectEnd()) {
+      error = "section 'origins': " + problem;
       return false;
     }
   }
@@ -2654,6 +2733,9 @@ bool programsEqual(const Program &a, const Program &b,
                         return equalVectors(x, y, d, equalInstruction);
                       }))
       return nested(diff, "dmaQueues");
+    if (a.origins != b.origins)
+      return differ(diff, "origins", std::to_string(a.origins.size()),
+                    std::to_string(b.origins.size()));
     if (a.subroutines.size() != b.subroutines.size())
       return differ(diff, "subroutines", std::to_string(a.subroutines.size()),
                     std::to_string(b.subroutines.size()));

@@ -339,6 +339,8 @@ bool Scheduler::prepare() {
   semaphores.assign(program.numSemaphores, 0);
   stats = SimulationStats();
   stats.dmaQueues.resize(program.dmaQueues.size());
+  stats.originBusyNs.assign(program.origins.size() + 1, 0.0);
+  stats.originDmaBytes.assign(program.origins.size() + 1, 0);
   return true;
 }
 
@@ -524,6 +526,12 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
     else if (end > dmaActiveUntil)
       stats.dmaActiveNs += end - dmaActiveUntil;
     dmaActiveUntil = std::max(dmaActiveUntil, end);
+  }
+  if (inst.origin < stats.originBusyNs.size()) {
+    if (stream.engine != Engine::Dma)
+      stats.originBusyNs[inst.origin] += duration;
+    else
+      stats.originDmaBytes[inst.origin] += uint64_t(result.shape.dmaBytes);
   }
   if (duration > 0.0) {
     // Per kind, the union of busy intervals (starts are non-decreasing).

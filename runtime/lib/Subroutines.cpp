@@ -306,6 +306,14 @@ bool expandCalls(Program &program, std::string &error,
     }
   }
 
+  // The callees' origins join the caller's table.
+  std::vector<uint32_t> originBase(program.subroutines.size());
+  for (size_t k = 0; k < program.subroutines.size(); ++k) {
+    originBase[k] = uint32_t(program.origins.size());
+    for (std::string &origin : program.subroutines[k].origins)
+      program.origins.push_back(std::move(origin));
+  }
+
   std::vector<std::vector<Instruction>> expanded(streams);
   for (size_t s = 0; s < streams; ++s)
     expanded[s].reserve(expandedStreamSizes(program)[s]);
@@ -374,6 +382,8 @@ bool expandCalls(Program &program, std::string &error,
         for (SemaphoreWait &wait : inst.waits)
           if (wait.semaphore < numSemaphores)
             wait.value += entry[wait.semaphore];
+        if (inst.origin > 0)
+          inst.origin += originBase[call.callee];
         if (i == 0) {
           // The entry barrier (and the exit of a call just before).
           for (uint32_t sem = 0; sem < numSemaphores; ++sem)

@@ -85,6 +85,7 @@ inline Instruction everyField(Opcode opcode, int salt) {
   inst.rngStream = 0xFFFFFFFEu;
   inst.bernoulli = true;
   inst.kind = InstructionKind(1 + salt % (kNumInstructionKinds - 1));
+  inst.origin = uint32_t(1 + salt % 3); // makeFullProgram has 3 origins
   inst.collectiveShape = {INT64_MAX, -1, 0, salt};
   inst.collectiveDim = INT64_MIN;
   inst.concatDim = -salt - 1;
@@ -99,6 +100,8 @@ inline Program makeFullProgram() {
   program.target = "trn1";
   program.hbmBytes = (uint64_t(1) << 40) + 3;
   program.numSemaphores = 4096;
+  program.origins = {"step: trn.dot_general #0", "step: trn.fusion #1",
+                     "step: \xc3\xbcn #2"};
   program.flops = UINT64_MAX;
   program.sbufPeakBytesPerPartition = 180224;
   program.psumPeakBytesPerPartition = 16384;

@@ -242,6 +242,7 @@ TEST(ArtifactTest, EmptyProgramRoundTrips) {
 
 TEST(ArtifactTest, RepetitiveSectionsAreCompressedSmallOnesStoredRaw) {
   Program program = makeSmallProgram();
+  program.origins = {"a", "b", "c"}; // everyField names one of 3
   for (int i = 0; i < 2000; ++i)
     program.engineStreams[1].push_back(everyField(Opcode::TensorTensor, i));
   std::vector<uint8_t> bytes = writeOrDie(program);

@@ -215,16 +215,17 @@ void printReport(const MeshCommand &command, const Program &program,
            {"collectives", uint64_t(ranks[r].collectives)},
            {"collective_bytes", uint64_t(ranks[r].collectiveBytes)}});
     if (command.profileSummary)
-      out["profile_summary"] = profileSummaryJson(rank0, command.profileTop);
+      out["profile_summary"] =
+          profileSummaryJson(rank0, command.profileTop, program.origins);
     std::cout << out.dump(2) << "\n";
     return;
   }
   if (command.profileSummary) {
     std::printf("rank 0 of %d:\n", rankCount(bound));
-    std::fputs(
-        formatProfileSummary(rank0, program.target, size_t(command.profileTop))
-            .c_str(),
-        stdout);
+    std::fputs(formatProfileSummary(rank0, program.target,
+                                    size_t(command.profileTop), program.origins)
+                   .c_str(),
+               stdout);
   }
   std::printf("mesh             %s (%d ranks, %s)\n", meshText(bound).c_str(),
               rankCount(bound), where);

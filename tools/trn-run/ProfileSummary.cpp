@@ -98,8 +98,27 @@ double mib(uint64_t bytes) { return double(bytes) / 1048576.0; }
 
 } // namespace
 
+namespace {
+/// The `top` origins by compute-engine time, then DMA bytes.
+std::vector<size_t> topOrigins(const SimulationStats &stats, size_t top) {
+  std::vector<size_t> order;
+  for (size_t i = 1; i < stats.originBusyNs.size(); ++i)
+    if (stats.originBusyNs[i] > 0.0 || stats.originDmaBytes[i] > 0)
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (stats.originBusyNs[a] != stats.originBusyNs[b])
+      return stats.originBusyNs[a] > stats.originBusyNs[b];
+    return stats.originDmaBytes[a] > stats.originDmaBytes[b];
+  });
+  if (order.size() > top)
+    order.resize(top);
+  return order;
+}
+} // namespace
+
 std::string formatProfileSummary(const SimulationStats &stats,
-                                 const std::string &target, size_t top) {
+                                 const std::string &target, size_t top,
+                                 const std::vector<std::string> &origins) {
   std::string out;
   const double device = stats.deviceTimeNs;
   auto percent = [device](double ns) {
@@ -172,10 +191,21 @@ std::string formatProfileSummary(const SimulationStats &stats,
             streamName(record.stream).c_str(), record.index,
             opcodeName(record.opcode), record.startNs / 1000.0,
             record.endNs - record.startNs);
+  std::vector<size_t> ops = topOrigins(stats, top);
+  if (!ops.empty()) {
+    appendf(out, "\ntop %zu trn ops by engine time (subroutines: all calls)\n",
+            ops.size());
+    appendf(out, "%12s %12s  %s\n", "engine us", "dma MiB", "op");
+    for (size_t i : ops)
+      appendf(out, "%12.3f %12.3f  %s\n", stats.originBusyNs[i] / 1000.0,
+              mib(stats.originDmaBytes[i]),
+              i - 1 < origins.size() ? origins[i - 1].c_str() : "?");
+  }
   return out;
 }
 
-nlohmann::json profileSummaryJson(const SimulationStats &stats, size_t top) {
+nlohmann::json profileSummaryJson(const SimulationStats &stats, size_t top,
+                                  const std::vector<std::string> &origins) {
   nlohmann::json streams = nlohmann::json::array();
   for (const StreamRow &row : usedStreams(stats))
     streams.push_back({{"stream", streamName(row.stream)},
@@ -208,7 +238,16 @@ nlohmann::json profileSummaryJson(const SimulationStats &stats, size_t top) {
           {"psum_write_bytes", stats.psumWriteBytes},
           {"streams", streams},
           {"opcodes", opcodes},
-          {"top_instructions", slowest}};
+          {"top_instructions", slowest},
+          {"top_ops", [&] {
+             nlohmann::json ops = nlohmann::json::array();
+             for (size_t i : topOrigins(stats, top))
+               ops.push_back(
+                   {{"op", i - 1 < origins.size() ? origins[i - 1] : "?"},
+                    {"engine_ns", stats.originBusyNs[i]},
+                    {"dma_bytes", stats.originDmaBytes[i]}});
+             return ops;
+           }()}};
 }
 
 nlohmann::json timeByKindJson(const SimulationStats &stats) {

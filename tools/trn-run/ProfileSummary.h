@@ -17,18 +17,22 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace trnrt {
 
 /// The summary as text (every line ends in '\n'). `stats` must come from a
 /// run with SimulatorOptions::recordInstructions (for the opcode and
-/// instruction tables); `top` is how many instructions the last table lists.
+/// instruction tables); `top` is how many instructions (and trn ops, named
+/// by the program's `origins`) the last tables list.
 std::string formatProfileSummary(const SimulationStats &stats,
-                                 const std::string &target, size_t top);
+                                 const std::string &target, size_t top,
+                                 const std::vector<std::string> &origins = {});
 
 /// The same figures as JSON: "sbuf_read_bytes" and the other on-chip byte
 /// counts, "streams", "opcodes" and "top_instructions" (times in ns).
-nlohmann::json profileSummaryJson(const SimulationStats &stats, size_t top);
+nlohmann::json profileSummaryJson(const SimulationStats &stats, size_t top,
+                                  const std::vector<std::string> &origins = {});
 
 /// The device time split by kind (SimulationStats::kindNs, idleNs):
 /// {"matmul": ns, ..., "idle": ns}.

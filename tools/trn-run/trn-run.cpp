@@ -582,16 +582,16 @@ int main(int argc, char **argv) {
       out["engine_busy_percent"][engines[e]] = stats.engines[e].busyPercent;
     out["time_by_kind_ns"] = trnrt::timeByKindJson(stats);
     if (options.profileSummary)
-      out["profile_summary"] =
-          profileSummaryJson(stats, size_t(options.profileTop));
+      out["profile_summary"] = profileSummaryJson(
+          stats, size_t(options.profileTop), program.origins);
     std::cout << out.dump(2) << "\n";
     return checkFailed ? 1 : 0;
   }
   if (options.profileSummary) {
-    std::fputs(
-        formatProfileSummary(stats, program.target, size_t(options.profileTop))
-            .c_str(),
-        stdout);
+    std::fputs(formatProfileSummary(stats, program.target,
+                                    size_t(options.profileTop), program.origins)
+                   .c_str(),
+               stdout);
     return checkFailed ? 1 : 0;
   }
   std::printf("device time      %.3f us (%llu instructions)\n",

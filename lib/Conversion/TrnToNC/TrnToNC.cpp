@@ -1350,10 +1350,12 @@ FailureOr<func::FuncOp> Lowering::run() {
         Value source = hbmOf(value);
         if (source == target)
           continue;
-        if (currentKind != "data_movement") {
-          builder.create<KindOp>(ret.getLoc(),
-                                 builder.getStringAttr("data_movement"));
+        if (currentKind != "data_movement" || opIndex >= 0) {
+          builder.create<KindOp>(
+              ret.getLoc(), builder.getStringAttr("data_movement"),
+              builder.getStringAttr(graph.getSymName() + ": return"));
           currentKind = "data_movement";
+          opIndex = -1; // one marker for all the result copies
         }
         auto shape = cast<HbmType>(target.getType()).getShape();
         Side src{source, 0, rowMajorStrides(shape)};
@@ -1365,12 +1367,16 @@ FailureOr<func::FuncOp> Lowering::run() {
     }
     kb.loc = op.getLoc();
     if (!isa<func::CallOp>(op)) {
+      // Every op's instructions name it (profiles), and their kind.
       StringRef kind = kindOf(&op);
-      if (kind != currentKind) {
-        builder.create<KindOp>(kb.loc, builder.getStringAttr(kind));
-        currentKind = kind;
-      }
+      std::string origin = (graph.getSymName() + ": " +
+                            op.getName().getStringRef() + " #" + Twine(opIndex))
+                               .str();
+      builder.create<KindOp>(kb.loc, builder.getStringAttr(kind),
+                             builder.getStringAttr(origin));
+      currentKind = kind;
     }
+    ++opIndex;
     if (failed(lower(&op)))
       return failure();
   }

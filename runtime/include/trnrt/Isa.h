@@ -251,6 +251,9 @@ struct Instruction {
   bool bernoulli = false;
   /// Provenance (the optional `kinds` artifact section).
   InstructionKind kind = InstructionKind::Other;
+  /// The trn op it was lowered from: Program::origins[origin - 1], or 0
+  /// (the optional `origins` section).
+  uint32_t origin = 0;
 };
 
 /// Scratch tensors whose name starts with this hold SBUF tiles the compiler
@@ -395,6 +398,9 @@ struct Program {
   /// the callee's signals too. readArtifact expands calls (expandCalls).
   std::vector<Program> subroutines;
   std::vector<CallSite> calls;
+  /// The trn ops instructions come from ("train_step: trn.dot_general #12"),
+  /// for profiles: Instruction::origin indexes it from 1.
+  std::vector<std::string> origins;
 };
 
 /// Inlines every call of `program` (trnrt/Subroutines.cpp): the callee's

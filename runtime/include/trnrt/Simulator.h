@@ -144,6 +144,11 @@ struct SimulationStats {
   /// the rest. The parts add up to deviceTimeNs.
   std::array<double, kNumInstructionKinds> kindNs{};
   double idleNs = 0.0;
+  /// Per origin (Program::origins, index 0 for instructions without one):
+  /// the summed durations of its compute-engine instructions and the bytes
+  /// its DMAs moved.
+  std::vector<double> originBusyNs;
+  std::vector<uint64_t> originDmaBytes;
 
   // Collectives (partitioned programs; docs/simulator.md "Collectives").
   uint64_t collectives = 0;

@@ -1,20 +1,18 @@
 // RUN: trn-opt %s -trn-mark-optimizer -convert-trn-to-nc -split-input-file -verify-diagnostics | FileCheck %s
 
-// Each run of one kind of trn op is marked before its instructions: a
-// matmul, elementwise ops, a transpose, the optimizer's update and the
-// copy of a result into its output. Consecutive ops of a kind share one
-// marker.
+// Every trn op's instructions are marked with its kind and its name (the
+// origin profiles list): a matmul, elementwise ops, a transpose, the
+// optimizer's update and the copies of results into their outputs.
 // CHECK-LABEL: func.func @step
-// CHECK: nc.kind "matmul"
+// CHECK: nc.kind "matmul" {origin = "step: trn.dot_general #0"}
 // CHECK: nc.matmul
-// CHECK-NOT: nc.kind "matmul"
-// CHECK: nc.kind "elementwise"
-// CHECK-NOT: nc.kind
+// CHECK: nc.kind "elementwise" {origin = "step: trn.exp #1"}
+// CHECK-NEXT: nc.hbm_alloc
 // CHECK: nc.activation exp
-// CHECK-NOT: nc.kind
+// CHECK: nc.kind "elementwise" {origin = "step: trn.mul #2"}
 // CHECK: nc.tensor_tensor multiply
-// CHECK: nc.kind "data_movement"
-// CHECK: nc.kind "optimizer"
+// CHECK: nc.kind "data_movement" {origin = "step: trn.transpose #3"}
+// CHECK: nc.kind "optimizer" {origin = "step: trn.sub #4"}
 // CHECK: nc.tensor_tensor subtract
 // CHECK: return
 func.func @step(%x: tensor<128x64xbf16> {trn.role = "data"},

@@ -70,13 +70,15 @@ def NC_KindOp : NC_Op<"kind"> {
     `matmul`, `attention`, `elementwise`, `optimizer`, `data_movement`,
     `collective` or `other`. The exporter records every instruction's kind
     (trnrt::InstructionKind; the artifact's optional `kinds` section) and the
-    simulator splits a run's time by it. No instruction of its own.
+    simulator splits a run's time by it; `origin` names the trn op (the
+    `origins` section: profiles list time and traffic per op). No
+    instruction of its own.
 
     ```mlir
     nc.kind "attention"
     ```
   }];
-  let arguments = (ins StrAttr:$kind);
+  let arguments = (ins StrAttr:$kind, OptionalAttr<StrAttr>:$origin);
   let assemblyFormat = "$kind attr-dict";
   let hasVerifier = 1;
 }
