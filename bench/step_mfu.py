@@ -19,10 +19,11 @@ rank 0 with its peers mirrored, `--mirror-ranks`). The cases (issue 17):
   parameter and moment written, over that time);
 - gpt3-23b-layer-tp8: one GPT-3 23B layer, forward and backward, one rank's
   share at tensor parallelism 8 (hidden 8192, 64 heads, sequence 2048);
-- llama3-70b-layer-tp32: examples/llama.py --config llama3-70b --layers 1
-  traced on meta tensors (sequence 8192) and partitioned at tp=32: one layer
-  with its embedding, LM head over 128,256 words, loss and AdamW (the
-  example's whole step; no generator writes a bare Llama layer yet).
+- llama3-70b-layer-tp32: one Llama3-70B decoder layer (examples/llama.py's:
+  RMSNorm, grouped-query attention over 8 kv heads with rotary embeddings,
+  SwiGLU; sequence 8192, bf16) traced on meta tensors by bench/llama_layer.py
+  (forward, backward from an upstream gradient, SGD update) and partitioned
+  at tp=32 with sequence parallelism, as the NxD tutorial runs it.
 
 Printed as a table and written as JSON: compile time, simulated device
 time, MFU, Tensor Engine utilisation, HBM traffic against the bytes the
@@ -62,8 +63,8 @@ CASES = {
         "build": ["gen", "gpt3-23b", "--layers", "1", "--tp", "8"],
         "target_mfu": 0.55},
     "llama3-70b-layer-tp32": {
-        "build": ["trace", "llama.py", "--config", "llama3-70b", "--layers", "1"],
-        "mesh": "tp=32", "target_mfu": 0.50},
+        "build": ["layer", "llama_layer.py", "--config", "llama3-70b"],
+        "mesh": "tp=32", "flags": ["--sequence-parallel"], "target_mfu": 0.50},
 }
 
 KINDS = ["matmul", "attention", "elementwise", "optimizer", "data movement",
@@ -87,10 +88,12 @@ def make_graph(spec: list, out: pathlib.Path, work: pathlib.Path) -> None:
     graphs = work / "graphs"
     env = dict(os.environ, TRN_EXTRACT_GRAPHS_ONLY="1", TRN_EXTRACT_MAX_STEPS="1",
                TRN_GRAPH_MANIFEST=str(graphs / "manifest.jsonl"))
-    subprocess.run([PYTHON, str(ROOT / "examples" / spec[1]), *spec[2:],
-                    "--dtype", "bfloat16", "--batch", "1", "--device", "trn",
-                    "--steps", "1", "--quiet"], env=env, check=True,
-                   capture_output=True, text=True)
+    if spec[0] == "layer":  # a bench script that traces one layer's step
+        command = [PYTHON, str(ROOT / "bench" / spec[1]), *spec[2:]]
+    else:
+        command = [PYTHON, str(ROOT / "examples" / spec[1]), *spec[2:], "--dtype", "bfloat16",
+                   "--batch", "1", "--device", "trn", "--steps", "1", "--quiet"]
+    subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     modules = sorted(graphs.glob("MODULE_*.mlir"))
     if len(modules) != 1:
         sys.exit(f"bench: expected one traced graph in {graphs}, got {len(modules)}")
@@ -135,6 +138,7 @@ def run_case(name: str, bin_dir: pathlib.Path) -> dict:
                         "-q", "-o", str(artifact)]
         if "mesh" in case:
             compile_args += ["--mesh", case["mesh"]]
+        compile_args += case.get("flags", [])
         start = time.monotonic()
         proc = subprocess.run(compile_args, capture_output=True, text=True)
         compile_s = time.monotonic() - start
