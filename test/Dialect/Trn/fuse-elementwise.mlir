@@ -119,3 +119,35 @@ func.func @row_values(%x: tensor<64x32xf32>) -> (tensor<64xf32>, tensor<64x32xf3
   %y = trn.mul %x, %rb : tensor<64x32xf32>
   return %r, %y : tensor<64xf32>, tensor<64x32xf32>
 }
+
+// -----
+
+// Two open groups of one shape that an op reads become one group (AdamW's
+// moments and parameter chains): neither's value round-trips through HBM.
+// CHECK-LABEL: func.func @merge
+// CHECK: %[[F:.*]] = trn.fusion(%arg0, %arg1 : tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>)
+// CHECK-NOT: trn.fusion
+// CHECK: return %[[F]]
+func.func @merge(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = trn.exp %a : tensor<4x8xf32>
+  %1 = trn.exp %b : tensor<4x8xf32>
+  %2 = trn.add %0, %1 : tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
+
+// -----
+
+// A group another op already read (a product, which no group holds) is
+// closed: it is not merged, and the add joins the other group.
+// CHECK-LABEL: func.func @closed
+// CHECK: %[[A:.*]] = trn.fusion(%arg0 : tensor<4x8xf32>) -> (tensor<4x8xf32>)
+// CHECK: trn.reduce prod %[[A]]
+// CHECK: trn.fusion(%arg1, %[[A]] : tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>)
+func.func @closed(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<4xf32>) {
+  %0 = trn.exp %a : tensor<4x8xf32>
+  %r = trn.reduce prod %0, dims = [1] : (tensor<4x8xf32>) -> tensor<4xf32>
+  %1 = trn.exp %b : tensor<4x8xf32>
+  %2 = trn.add %0, %1 : tensor<4x8xf32>
+  return %2, %r : tensor<4x8xf32>, tensor<4xf32>
+}

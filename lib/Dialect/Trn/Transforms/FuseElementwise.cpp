@@ -93,6 +93,11 @@ private:
   }
   bool tryJoin(Operation *op, unsigned g);
   bool tryStart(Operation *op);
+  /// Moves open group `from`'s members into open group `into` (same shape)
+  /// when the union keeps the budget: an op that reads both then joins one
+  /// group instead of closing the other (its values would round-trip
+  /// through HBM).
+  bool tryMerge(unsigned into, unsigned from);
   /// Whether broadcast `op` can be read by group `g` through a DMA window.
   bool canReadBroadcast(BroadcastInDimOp op, unsigned gi) const;
   int64_t peakLiveTileBytes(const Group &g, ArrayRef<Operation *> extraMembers,
@@ -231,6 +236,37 @@ bool Fuser::tryJoin(Operation *op, unsigned gi) {
   return true;
 }
 
+bool Fuser::tryMerge(unsigned into, unsigned from) {
+  Group &a = groups[into], &b = groups[from];
+  if (!a.open || !b.open || a.shape != b.shape ||
+      static_cast<int64_t>(a.members.size() + b.members.size()) > maxOps)
+    return false;
+  bool reduction = a.hasReduction || b.hasReduction;
+  if (reduction && a.columns() > maxReductionRow)
+    return false;
+  // Members stay in program order: the body is cloned in that order.
+  SmallVector<Operation *> members(a.members);
+  llvm::append_range(members, b.members);
+  llvm::sort(members,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  Group merged = a;
+  merged.members.clear();
+  if (peakLiveTileBytes(merged, members, reduction) > sbufBudget)
+    return false;
+  a.members = std::move(members);
+  a.hasReduction = reduction;
+  a.clones.insert(b.clones.begin(), b.clones.end());
+  for (Value value : b.narrow)
+    a.narrow.insert(value);
+  for (Operation *member : b.members)
+    memberGroup[member] = into;
+  b.members.clear();
+  b.clones.clear();
+  b.narrow.clear();
+  b.open = false;
+  return true;
+}
+
 bool Fuser::tryStart(Operation *op) {
   Group g;
   auto reduce = dyn_cast<ReduceOp>(op);
@@ -333,6 +369,14 @@ void Fuser::materialise(Group &g) {
 void Fuser::run() {
   Block &block = function.getBody().front();
   for (Operation &op : block) {
+    // Open groups of one shape that this op reads become one group first.
+    SmallVector<unsigned> operandGroups;
+    for (Value operand : op.getOperands())
+      if (std::optional<unsigned> g = groupOf(operand);
+          g && groups[*g].open && !llvm::is_contained(operandGroups, *g))
+        operandGroups.push_back(*g);
+    for (size_t i = 1; i < operandGroups.size(); ++i)
+      tryMerge(operandGroups.front(), operandGroups[i]);
     // Join the first open group among the operands' groups, else start one.
     bool placed = false;
     for (Value operand : op.getOperands()) {
@@ -352,7 +396,8 @@ void Fuser::run() {
         groups[*g].open = false;
   }
   for (Group &g : groups)
-    materialise(g);
+    if (!g.members.empty())
+      materialise(g);
 }
 
 struct TrnFuseElementwisePass

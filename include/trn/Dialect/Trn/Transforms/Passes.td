@@ -79,8 +79,12 @@ def TrnFuseElementwise : Pass<"trn-fuse-elementwise", "::mlir::func::FuncOp"> {
       being materialised in HBM (when the window keeps at least 128 rows, or
       all rows, per partition stride), a splat becomes an immediate.
 
-    Ops join the first open group among their operands' groups. A group is
-    closed as soon as an op outside it reads one of its values, so that the
+    Ops join the first open group among their operands' groups; when an op
+    reads values of several open groups of its shape, those groups first
+    become one (so that AdamW's moment, square and parameter chains are one
+    kernel, not three values round-tripping through HBM), within the same
+    limits. A group is closed as soon as an op outside it reads one of its
+    values, so that the
     group can be placed at its last op with every operand defined before it
     and every use after it. A group also stops growing when its estimated
     peak of live tiles would pass `sbuf-budget` bytes per partition (the
