@@ -17,6 +17,8 @@ rank 0 with its peers mirrored, `--mirror-ranks`). The cases (issue 17):
   the time comes out of the time split, and its bandwidth is the bytes the
   update must move: every parameter, gradient and moment read, every
   parameter and moment written, over that time);
+- bert-large-optimizer: the AdamW update of BERT-large's parameters alone
+  (--part optimizer: gradients in), which must reach 80% of HBM bandwidth;
 - gpt3-23b-layer-tp8: one GPT-3 23B layer, forward and backward, one rank's
   share at tensor parallelism 8 (hidden 8192, 64 heads, sequence 2048);
 - llama3-70b-layer-tp32: one Llama3-70B decoder layer (examples/llama.py's:
@@ -59,6 +61,9 @@ CASES = {
         "build": ["gen", "bert-large", "--batch", "16", "--seq", "128",
                   "--optimizer", "adamw"],
         "optimizer": True},
+    "bert-large-optimizer": {
+        "build": ["gen", "bert-large", "--part", "optimizer", "--optimizer", "adamw"],
+        "optimizer": True, "optimizer_only": True},
     "gpt3-23b-layer-tp8": {
         "build": ["gen", "gpt3-23b", "--layers", "1", "--tp", "8"],
         "target_mfu": 0.55},
@@ -171,6 +176,8 @@ def run_case(name: str, bin_dir: pathlib.Path) -> dict:
         row["io_mib"] = round(sum(sizes.values()) / 2**20, 1)
     if "target_mfu" in case:
         row["target_mfu"] = case["target_mfu"]
+    if case.get("optimizer_only"):
+        kinds = dict(kinds, optimizer=device_ns)  # the whole program updates
     if case.get("optimizer") and kinds.get("optimizer"):
         # The update reads every parameter, its gradient (f32, made in the
         # step) and both moments, and writes the parameter and the moments.

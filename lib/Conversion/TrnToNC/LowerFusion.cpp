@@ -71,6 +71,13 @@ private:
   KernelBuilder &kb;
   OpBuilder &builder;
   trn::FusionOp fusion;
+  /// Passes over the tile given to the Vector and Scalar Engines so far (a
+  /// tensor_tensor reads two streams: 2): a multiply by an immediate and a
+  /// cast go to the Scalar Engine while it has less, since the two do not
+  /// share an SBUF port (docs/isa.md §7.4) and a group of elementwise ops
+  /// is otherwise Vector-bound.
+  int64_t vectorWork = 0, scalarWork = 0;
+  bool scalarIsFree() const { return scalarWork + 1 <= vectorWork; }
   SmallVector<int64_t> groupShape; ///< S
   SmallVector<int64_t> shape;      ///< S, or the flat [R, C] view
   SmallVector<int64_t> leading;
@@ -352,6 +359,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
     builder.create<ActivationOp>(
         kb.loc, func, dst, form.src, form.scaleColumn, form.biasColumn, rowSum,
         llvm::APFloat(form.scale), llvm::APFloat(form.bias));
+    ++scalarWork;
     return define({resultForm, dst, 0.0});
   };
   // x * s, x + b, x - b in f32 feeding only an activation: fold (the
@@ -409,6 +417,25 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
     Engine engine = alu == AluOp::pow ? Engine::gpsimd : Engine::vector;
     const Ref &lhs = in[0], &rhs = in[1];
     Value dst = newTile(resultForm, resultType);
+    // x * c in f32 is the Scalar Engine's copy with scale c, rounded the
+    // same way.
+    if (alu == AluOp::multiply && resultForm == Form::Full &&
+        resultType.isF32() && scalarIsFree() &&
+        (lhs.form == Form::Scalar) != (rhs.form == Form::Scalar)) {
+      unsigned tileSide = lhs.form == Form::Scalar ? 1 : 0;
+      const Ref &x = in[tileSide], &c = in[1 - tileSide];
+      if (x.form == Form::Full && x.tile &&
+          elementTypeOf(op->getOperand(tileSide)).isF32()) {
+        builder.create<ActivationOp>(
+            kb.loc, ActivationFunc::copy, dst, x.tile, Value(), Value(),
+            Value(), llvm::APFloat(static_cast<float>(c.scalar)),
+            llvm::APFloat(0.0f));
+        ++scalarWork;
+        return define({resultForm, dst, 0.0});
+      }
+    }
+    if (engine == Engine::vector)
+      vectorWork += lhs.form == rhs.form && lhs.form != Form::Scalar ? 2 : 1;
     auto scalarSide = [&](const Ref &tileSide, const Ref &other, bool reverse) {
       Value column = other.form == Form::Scalar ? Value() : f32Column(other);
       float immediate = static_cast<float>(other.scalar);
@@ -499,7 +526,14 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
         if (in[0].form == Form::Scalar)
           return define(in[0]); // rounded when it is written to a tile
         Value dst = newTile(in[0].form, resultType);
-        builder.create<TensorCopyOp>(kb.loc, dst, in[0].tile, Engine::vector);
+        if (in[0].form == Form::Full && scalarIsFree()) {
+          // A cast is the Scalar Engine's copy too.
+          kb.scalarCopy(dst, in[0].tile);
+          ++scalarWork;
+        } else {
+          builder.create<TensorCopyOp>(kb.loc, dst, in[0].tile, Engine::vector);
+          ++vectorWork;
+        }
         return define({in[0].form, dst, 0.0});
       })
       .Case([&](trn::GeluGradOp o) {
@@ -528,6 +562,7 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
   rows = rowCount;
   col0 = c0;
   width = columns;
+  vectorWork = scalarWork = 0;
   refs.clear();
   affine.clear();
   rowSums.clear();
