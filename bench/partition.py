@@ -34,7 +34,6 @@ time in collectives and the MFU (AWS reports 29.65% for GPT-3 23B on trn1).
 """
 import argparse
 import json
-import os
 import pathlib
 import re
 import subprocess
@@ -42,8 +41,7 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-PYTHON = "/usr/bin/python3"
+from benchlib import build_bin, make_graph
 PASSES = ["-trn-split-batch-dims", "-cse"]
 
 CASES = {
@@ -64,30 +62,6 @@ CASES = {
 }
 
 BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i64": 8, "i32": 4, "i1": 1}
-
-
-def build_bin() -> pathlib.Path:
-    for candidate in (os.environ.get("TRN_BUILD_DIR"), ROOT / "build"):
-        if candidate and (pathlib.Path(candidate) / "bin" / "trn-opt").exists():
-            return pathlib.Path(candidate) / "bin"
-    sys.exit("bench: build/bin/trn-opt not found; run utils/setup.sh")
-
-
-def make_graph(spec: list, out: pathlib.Path, work: pathlib.Path) -> None:
-    if spec[0] == "gen":
-        subprocess.run([PYTHON, str(ROOT / "utils" / "gen_transformer_step.py"),
-                        *spec[1:], "-o", str(out)], check=True)
-        return
-    graphs = work / "graphs"
-    env = dict(os.environ, TRN_EXTRACT_GRAPHS_ONLY="1", TRN_EXTRACT_MAX_STEPS="1",
-               TRN_GRAPH_MANIFEST=str(graphs / "manifest.jsonl"))
-    subprocess.run([PYTHON, str(ROOT / "examples" / spec[1]), *spec[2:], "--device", "trn",
-                    "--steps", "1", "--quiet"], env=env, check=True,
-                   capture_output=True, text=True)
-    modules = sorted(graphs.glob("MODULE_*.mlir"))
-    if len(modules) != 1:
-        sys.exit(f"bench: expected one traced graph in {graphs}, got {len(modules)}")
-    out.write_bytes(modules[0].read_bytes())
 
 
 def collectives(program: str) -> dict:
@@ -180,7 +154,7 @@ def main(argv=None) -> int:
     if unknown or args.repeat < 1:
         parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}"
                      if unknown else "--repeat must be at least 1")
-    bin_dir = build_bin()
+    bin_dir = build_bin("trn-opt")
     records = []
     print(f"{'case':<18} {'mesh':<6} {'ops':>5} {'partition s':>12} {'compile s':>10}  collectives "
           "(count, MiB sent per rank)")

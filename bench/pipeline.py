@@ -48,8 +48,7 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-PYTHON = "/usr/bin/python3"
+from benchlib import PYTHON, ROOT, build_bin
 
 CASES = {
     "gpt3-23b": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
@@ -75,13 +74,6 @@ CASES = {
     "bert-large": {"script": "bert.py", "args": ["--config", "bert-large"],
                    "mesh": "dp=2", "microbatches": 1, "batch": 16},
 }
-
-
-def build_bin() -> pathlib.Path:
-    for candidate in (os.environ.get("TRN_BUILD_DIR"), ROOT / "build"):
-        if candidate and (pathlib.Path(candidate) / "bin" / "trn-cc").exists():
-            return pathlib.Path(candidate) / "bin"
-    sys.exit("bench: build/bin/trn-cc not found; run utils/setup.sh")
 
 
 def trace(case: dict, work: pathlib.Path) -> tuple:

@@ -37,7 +37,6 @@ the Llama layer, the optimizer at 80% of HBM bandwidth.
 """
 import argparse
 import json
-import os
 import pathlib
 import re
 import subprocess
@@ -45,8 +44,7 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-PYTHON = "/usr/bin/python3"
+from benchlib import build_bin, make_graph
 #: trn1's HBM bandwidth per NeuronCore, and what its 16 DMA engines move
 #: (runtime/lib/Target.cpp: 410 and 16 x 17 bytes per ns).
 HBM_BYTES_PER_S = 410e9
@@ -76,33 +74,6 @@ KINDS = ["matmul", "attention", "elementwise", "optimizer", "data movement",
          "collective", "other", "idle"]
 DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4, "i64": 8, "i1": 1,
                "i8": 1, "f8E4M3FN": 1}
-
-
-def build_bin() -> pathlib.Path:
-    for candidate in (os.environ.get("TRN_BUILD_DIR"), ROOT / "build"):
-        if candidate and (pathlib.Path(candidate) / "bin" / "trn-cc").exists():
-            return pathlib.Path(candidate) / "bin"
-    sys.exit("bench: build/bin/trn-cc not found; run utils/setup.sh")
-
-
-def make_graph(spec: list, out: pathlib.Path, work: pathlib.Path) -> None:
-    if spec[0] == "gen":
-        subprocess.run([PYTHON, str(ROOT / "utils" / "gen_transformer_step.py"),
-                        *spec[1:], "-o", str(out)], check=True)
-        return
-    graphs = work / "graphs"
-    env = dict(os.environ, TRN_EXTRACT_GRAPHS_ONLY="1", TRN_EXTRACT_MAX_STEPS="1",
-               TRN_GRAPH_MANIFEST=str(graphs / "manifest.jsonl"))
-    if spec[0] == "layer":  # a bench script that traces one layer's step
-        command = [PYTHON, str(ROOT / "bench" / spec[1]), *spec[2:]]
-    else:
-        command = [PYTHON, str(ROOT / "examples" / spec[1]), *spec[2:], "--dtype", "bfloat16",
-                   "--batch", "1", "--device", "trn", "--steps", "1", "--quiet"]
-    subprocess.run(command, env=env, check=True, capture_output=True, text=True)
-    modules = sorted(graphs.glob("MODULE_*.mlir"))
-    if len(modules) != 1:
-        sys.exit(f"bench: expected one traced graph in {graphs}, got {len(modules)}")
-    out.write_bytes(modules[0].read_bytes())
 
 
 def signature_bytes(graph: pathlib.Path) -> dict:

@@ -866,16 +866,6 @@ static void placeCallScratch(func::FuncOp kernel, trnrt::Program &program,
                              uint64_t scratchBase,
                              const llvm::DenseMap<Value, uint64_t> &offsets,
                              function_ref<uint64_t(StringRef)> scratchBytesOf) {
-  auto rootOf = [](Value value) {
-    while (true) {
-      if (auto view = value.getDefiningOp<ViewOp>())
-        value = view.getSource();
-      else if (auto reshape = value.getDefiningOp<HbmReshapeOp>())
-        value = reshape.getSource();
-      else
-        return value;
-    }
-  };
   struct Live {
     int64_t def, lastUse;
     uint64_t begin, end;
@@ -894,10 +884,7 @@ static void placeCallScratch(func::FuncOp kernel, trnrt::Program &program,
   index = 0;
   for (Operation &op : kernel.getBody().front()) {
     if (auto alloc = dyn_cast<HbmAllocOp>(op)) {
-      auto type = cast<HbmType>(alloc.getType());
-      uint64_t bytes = (type.getElementType().getIntOrFloatBitWidth() + 7) / 8;
-      for (int64_t size : type.getShape())
-        bytes *= static_cast<uint64_t>(size);
+      uint64_t bytes = static_cast<uint64_t>(hbmBytes(alloc.getType()));
       uint64_t begin = offsets.lookup(alloc.getResult());
       // Unplaced scratch is laid out apart and live throughout.
       bool placed = alloc.getByteOffset().has_value();

@@ -1050,32 +1050,41 @@ std::vector<uint8_t> encodePipeline(const Program &program) {
   return bytes;
 }
 
+/// Calls fn on the engine streams, then the DMA queues (the order of the
+/// per-instruction optional sections).
+template <typename ProgramT, typename Fn>
+void forEachStream(ProgramT &program, Fn fn) {
+  for (auto &stream : program.engineStreams)
+    fn(stream);
+  for (auto &queue : program.dmaQueues)
+    fn(queue);
+}
+
+/// u32 streams, then per stream u32 n and n values `write` appends.
+template <typename Write>
+void encodePerInstruction(const Program &program, ByteWriter &w, Write write) {
+  w.u32(uint32_t(kNumEngineStreams + program.dmaQueues.size()));
+  forEachStream(program, [&](const std::vector<Instruction> &stream) {
+    w.u32(uint32_t(stream.size()));
+    for (const Instruction &inst : stream)
+      write(inst);
+  });
+}
+
 /// The `kinds` section: per stream, the InstructionKind of every
 /// instruction; none when no instruction has one.
 std::optional<std::vector<uint8_t>> encodeKinds(const Program &program) {
   bool any = false;
-  auto visit = [&](const std::vector<Instruction> &stream) {
+  forEachStream(program, [&](const std::vector<Instruction> &stream) {
     for (const Instruction &inst : stream)
       any |= inst.kind != InstructionKind::Other;
-  };
-  for (const auto &stream : program.engineStreams)
-    visit(stream);
-  for (const auto &queue : program.dmaQueues)
-    visit(queue);
+  });
   if (!any)
     return std::nullopt;
   std::vector<uint8_t> bytes;
   ByteWriter w(bytes);
-  w.u32(uint32_t(kNumEngineStreams + program.dmaQueues.size()));
-  auto write = [&](const std::vector<Instruction> &stream) {
-    w.u32(uint32_t(stream.size()));
-    for (const Instruction &inst : stream)
-      w.u8(uint8_t(inst.kind));
-  };
-  for (const auto &stream : program.engineStreams)
-    write(stream);
-  for (const auto &queue : program.dmaQueues)
-    write(queue);
+  encodePerInstruction(
+      program, w, [&](const Instruction &inst) { w.u8(uint8_t(inst.kind)); });
   return bytes;
 }
 
@@ -1087,16 +1096,8 @@ std::vector<uint8_t> encodeOrigins(const Program &program) {
   w.u32(uint32_t(program.origins.size()));
   for (const std::string &origin : program.origins)
     w.string(origin);
-  w.u32(uint32_t(kNumEngineStreams + program.dmaQueues.size()));
-  auto write = [&](const std::vector<Instruction> &stream) {
-    w.u32(uint32_t(stream.size()));
-    for (const Instruction &inst : stream)
-      w.u32(inst.origin);
-  };
-  for (const auto &stream : program.engineStreams)
-    write(stream);
-  for (const auto &queue : program.dmaQueues)
-    write(queue);
+  encodePerInstruction(program, w,
+                       [&](const Instruction &inst) { w.u32(inst.origin); });
   return bytes;
 }
 
@@ -2422,36 +2423,43 @@ bool readArtifact(const uint8_t *data, size_t size, Program &program,
     if (!readStream(container.dmaQueues[q], program.dmaQueues[q]))
       return false;
 
+  // The optional per-instruction sections: u32 streams, then per stream
+  // u32 n (its instruction count) and n values `read` decodes.
+  auto decodePerInstruction = [&](Cursor &c, auto read) {
+    uint32_t streams = 0;
+    size_t expected = kNumEngineStreams + program.dmaQueues.size();
+    bool ok = c.u32(streams) &&
+              (streams == expected ||
+               c.fail(formatString("%" PRIu32 " streams for the program's %zu",
+                                   streams, expected)));
+    size_t s = 0;
+    forEachStream(program, [&](std::vector<Instruction> &stream) {
+      uint32_t count = 0;
+      ok = ok && c.u32(count) &&
+           (count == stream.size() ||
+            c.fail(formatString("stream %zu: %" PRIu32 " values for %zu "
+                                "instructions",
+                                s, count, stream.size())));
+      for (uint32_t i = 0; ok && i < count; ++i)
+        ok = read(c, stream[i]);
+      ++s;
+    });
+    return ok && c.expectEnd();
+  };
   if (container.kinds >= 0) {
     const SectionEntry &entry = container.sections[container.kinds];
     if (!loadSection(data, entry, context.get(), buffer, raw, error))
       return false;
     Cursor c(raw, size_t(entry.rawSize), problem);
-    uint32_t streams = 0;
-    bool ok = c.u32(streams) &&
-              (streams == kNumEngineStreams + program.dmaQueues.size() ||
-               c.fail(formatString(
-                   "%" PRIu32 " streams for the program's %zu", streams,
-                   kNumEngineStreams + program.dmaQueues.size())));
-    for (uint32_t s = 0; ok && s < streams; ++s) {
-      std::vector<Instruction> &stream =
-          s < kNumEngineStreams ? program.engineStreams[s]
-                                : program.dmaQueues[s - kNumEngineStreams];
-      uint32_t count = 0;
-      const uint8_t *kinds = nullptr;
-      ok = c.u32(count) &&
-           (count == stream.size() ||
-            c.fail(formatString("%" PRIu32 " kinds for %zu instructions", count,
-                                stream.size()))) &&
-           c.bytes(kinds, count);
-      for (uint32_t i = 0; ok && i < count; ++i) {
-        if (kinds[i] >= kNumInstructionKinds)
-          ok = c.fail(formatString("kind %u out of range", kinds[i]));
-        else
-          stream[i].kind = InstructionKind(kinds[i]);
-      }
-    }
-    if (!ok || !c.expectEnd()) {
+    if (!decodePerInstruction(c, [](Cursor &c, Instruction &inst) {
+          uint8_t kind = 0;
+          if (!c.u8(kind))
+            return false;
+          if (kind >= kNumInstructionKinds)
+            return c.fail(formatString("kind %u out of range", kind));
+          inst.kind = InstructionKind(kind);
+          return true;
+        })) {
       error = "section 'kinds': " + problem;
       return false;
     }
@@ -2461,35 +2469,20 @@ bool readArtifact(const uint8_t *data, size_t size, Program &program,
     if (!loadSection(data, entry, context.get(), buffer, raw, error))
       return false;
     Cursor c(raw, size_t(entry.rawSize), problem);
-    uint32_t names = 0, streams = 0;
+    uint32_t names = 0;
     bool ok =
         c.u32(names) && (names <= c.remaining() / 4 ||
                          c.fail(formatString("%" PRIu32 " origins", names)));
     for (uint32_t i = 0; ok && i < names; ++i)
       ok = c.string(program.origins.emplace_back(), kArtifactMaxNameBytes,
                     "origin");
-    ok = ok && c.u32(streams) &&
-         (streams == kNumEngineStreams + program.dmaQueues.size() ||
-          c.fail(formatString("%" PRIu32 " streams for the program's %zu",
-                              streams,
-                              kNumEngineStreams + program.dmaQueues.size())));
-    for (uint32_t s = 0; ok && s < streams; ++s) {
-      std::vector<Instruction> &stream =
-          s < kNumEngineStreams ? program.engineStreams[s]
-                                : program.dmaQueues[s - kNumEngineStreams];
-      uint32_t count = 0;
-      ok = c.u32(count) &&
-           (count == stream.size() ||
-            c.fail(formatString("%" PRIu32 " origins for %zu instructions",
-                                count, stream.size())));
-      for (uint32_t i = 0; ok && i < count; ++i) {
-        ok = c.u32(stream[i].origin);
-        if (ok && stream[i].origin > names)
-          ok = c.fail(formatString("origin %" PRIu32 " of %" PRIu32,
-                                   stream[i].origin, names));
-      }
-    }
-    if (!ok || !c.expectEnd()) {
+    if (!ok || !decodePerInstruction(c, [&](Cursor &c, Instruction &inst) {
+          if (!c.u32(inst.origin))
+            return false;
+          return inst.origin <= names ||
+                 c.fail(formatString("origin %" PRIu32 " of %" PRIu32,
+                                     inst.origin, names));
+        })) {
       error = "section 'origins': " + problem;
       return false;
     }

@@ -603,10 +603,7 @@ LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &symbols) {
     auto hbm = dyn_cast<HbmType>(type);
     if (!hbm || !hbm.getElementType().isIntOrFloat())
       return std::nullopt;
-    int64_t bytes = (hbm.getElementType().getIntOrFloatBitWidth() + 7) / 8;
-    for (int64_t size : hbm.getShape())
-      bytes *= size;
-    return bytes;
+    return hbmBytes(hbm);
   };
   for (auto [i, operand] : llvm::enumerate(operands)) {
     std::optional<int64_t> expected = bytesOf(callee.getArgumentTypes()[i]);

@@ -14,27 +14,6 @@
 
 namespace mlir::nc {
 
-/// The allocation (nc.alloc, nc.hbm_alloc or kernel argument) a tile or HBM
-/// value views.
-inline Value rootOf(Value value) {
-  while (true) {
-    if (auto view = value.getDefiningOp<ViewOp>())
-      value = view.getSource();
-    else if (auto reshape = value.getDefiningOp<HbmReshapeOp>())
-      value = reshape.getSource();
-    else
-      return value;
-  }
-}
-
-/// Bytes of an HBM tensor (i1 is stored in bytes).
-inline int64_t hbmBytes(HbmType type) {
-  int64_t bytes = (type.getElementType().getIntOrFloatBitWidth() + 7) / 8;
-  for (int64_t size : type.getShape())
-    bytes *= size;
-  return bytes;
-}
-
 /// A conservative box of memory: partitions [p0, p1) x bytes [b0, b1) of
 /// one memory. HBM boxes are whole tensors: kernel arguments are identified
 /// by `root`; placed scratch tensors (nc.hbm_alloc with a byte_offset, which

@@ -24,6 +24,27 @@ namespace mlir::nc {
 /// in order, and a store waits for the compute that produces its data, which
 /// would hold back loads queued behind it that later compute needs.
 constexpr int64_t kLoadQueues = 12, kStoreQueues = 4;
+
+/// The allocation (nc.alloc, nc.hbm_alloc or kernel argument) a tile or HBM
+/// value views.
+inline Value rootOf(Value value) {
+  while (true) {
+    if (auto view = value.getDefiningOp<ViewOp>())
+      value = view.getSource();
+    else if (auto reshape = value.getDefiningOp<HbmReshapeOp>())
+      value = reshape.getSource();
+    else
+      return value;
+  }
+}
+
+/// Bytes of an HBM tensor (i1 is stored in bytes).
+inline int64_t hbmBytes(HbmType type) {
+  int64_t bytes = (type.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+  for (int64_t size : type.getShape())
+    bytes *= size;
+  return bytes;
+}
 } // namespace mlir::nc
 
 #endif // TRN_DIALECT_NC_IR_NCOPS_H

@@ -1,0 +1,49 @@
+"""What the benchmarks share: the built tools and the graphs they measure.
+
+    from benchlib import ROOT, PYTHON, build_bin, make_graph
+"""
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+#: Debian's interpreter: the one with torch and numpy.
+PYTHON = "/usr/bin/python3"
+
+
+def build_bin(tool: str = "trn-cc") -> pathlib.Path:
+    """The bin directory of the build ($TRN_BUILD_DIR, else build/) that has `tool`."""
+    for candidate in (os.environ.get("TRN_BUILD_DIR"), ROOT / "build"):
+        if candidate and (pathlib.Path(candidate) / "bin" / tool).exists():
+            return pathlib.Path(candidate) / "bin"
+    sys.exit(f"bench: build/bin/{tool} not found; run utils/setup.sh")
+
+
+def make_graph(spec: list, out: pathlib.Path, work: pathlib.Path) -> None:
+    """Writes the graph `spec` names to `out`:
+
+    - ["gen", MODEL, ARGS...]: utils/gen_transformer_step.py MODEL ARGS;
+    - ["trace", SCRIPT, ARGS...]: examples/SCRIPT ARGS --device trn, traced by
+      the frontend in extraction mode (one step, nothing runs);
+    - ["layer", SCRIPT, ARGS...]: bench/SCRIPT ARGS, a script that traces one
+      layer's step itself, in extraction mode.
+    """
+    kind, script, args = spec[0], spec[1], spec[2:]
+    if kind == "gen":
+        subprocess.run([PYTHON, str(ROOT / "utils" / "gen_transformer_step.py"), script,
+                        *args, "-o", str(out)], check=True)
+        return
+    graphs = work / "graphs"
+    env = dict(os.environ, TRN_EXTRACT_GRAPHS_ONLY="1", TRN_EXTRACT_MAX_STEPS="1",
+               TRN_GRAPH_MANIFEST=str(graphs / "manifest.jsonl"))
+    if kind == "layer":
+        command = [PYTHON, str(ROOT / "bench" / script), *args]
+    else:
+        command = [PYTHON, str(ROOT / "examples" / script), *args, "--device", "trn",
+                   "--steps", "1", "--quiet"]
+    subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    modules = sorted(graphs.glob("MODULE_*.mlir"))
+    if len(modules) != 1:
+        sys.exit(f"bench: expected one traced graph in {graphs}, got {len(modules)}")
+    out.write_bytes(modules[0].read_bytes())
