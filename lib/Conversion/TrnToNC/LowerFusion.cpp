@@ -417,19 +417,26 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
     Engine engine = alu == AluOp::pow ? Engine::gpsimd : Engine::vector;
     const Ref &lhs = in[0], &rhs = in[1];
     Value dst = newTile(resultForm, resultType);
-    // x * c in f32 is the Scalar Engine's copy with scale c, rounded the
-    // same way.
-    if (alu == AluOp::multiply && resultForm == Form::Full &&
-        resultType.isF32() && scalarIsFree() &&
+    // x * c and x + c (x - c) in f32 are the Scalar Engine's copy with
+    // scale c (bias c: a column on trn1), rounded the same way: x * 1 + c
+    // is x + c.
+    bool scalesOrShifts = alu == AluOp::multiply || alu == AluOp::add ||
+                          (alu == AluOp::subtract && rhs.form == Form::Scalar);
+    if (scalesOrShifts && resultForm == Form::Full && resultType.isF32() &&
+        scalarIsFree() &&
         (lhs.form == Form::Scalar) != (rhs.form == Form::Scalar)) {
       unsigned tileSide = lhs.form == Form::Scalar ? 1 : 0;
       const Ref &x = in[tileSide], &c = in[1 - tileSide];
       if (x.form == Form::Full && x.tile &&
           elementTypeOf(op->getOperand(tileSide)).isF32()) {
-        builder.create<ActivationOp>(
-            kb.loc, ActivationFunc::copy, dst, x.tile, Value(), Value(),
-            Value(), llvm::APFloat(static_cast<float>(c.scalar)),
-            llvm::APFloat(0.0f));
+        float scale = alu == AluOp::multiply ? float(c.scalar) : 1.0f;
+        Value bias;
+        if (alu != AluOp::multiply)
+          bias = f32Column(Ref{Form::Scalar, Value(),
+                               alu == AluOp::subtract ? -c.scalar : c.scalar});
+        builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, dst, x.tile,
+                                     Value(), bias, Value(),
+                                     llvm::APFloat(scale), llvm::APFloat(0.0f));
         ++scalarWork;
         return define({resultForm, dst, 0.0});
       }
