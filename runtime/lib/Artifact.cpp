@@ -2552,13 +2552,13 @@ bool readArtifact(const uint8_t *data, size_t size, Program &program,
       error = "section 'calls': " + problem;
       return false;
     }
-    if (!checkCalls(program, problem)) {
+    // Expanding checks the calls first.
+    if (options.expandCalls
+            ? !expandCalls(program, problem, options.maxInstructions)
+            : !checkCalls(program, problem)) {
       error = "section 'calls': " + problem;
       return false;
     }
-    if (options.expandCalls &&
-        !expandCalls(program, error, options.maxInstructions))
-      return false;
   }
 
   describeProgram(program, info);

@@ -270,8 +270,9 @@ bool expandCalls(Program &program, std::string &error,
     return true;
   if (!checkCalls(program, error))
     return false;
+  const std::vector<uint64_t> sizes = expandedStreamSizes(program);
   uint64_t total = 0;
-  for (uint64_t size : expandedStreamSizes(program))
+  for (uint64_t size : sizes)
     total += size;
   if (total > maxInstructions) {
     error = cat("the program expands to ", total, " instructions (limit ",
@@ -316,7 +317,7 @@ bool expandCalls(Program &program, std::string &error,
 
   std::vector<std::vector<Instruction>> expanded(streams);
   for (size_t s = 0; s < streams; ++s)
-    expanded[s].reserve(expandedStreamSizes(program)[s]);
+    expanded[s].reserve(sizes[s]);
   std::vector<size_t> next(streams, 0); ///< caller instructions copied
   std::vector<int64_t> count(numSemaphores, 0);
   auto copyCaller = [&](size_t s, size_t end) {

@@ -172,10 +172,6 @@ private:
                              int64_t cols, Value out, int64_t outBase);
   LogicalResult lowerConstant(trn::ConstantOp op);
   LogicalResult lowerCall(func::CallOp call);
-  /// The kind of the latest nc.kind marker in the kernel, and the index of
-  /// the graph op being lowered (its origin's name).
-  StringRef currentKind;
-  int64_t opIndex = 0;
   LogicalResult lowerIota(trn::IotaOp op);
   /// trn.rng_uniform and trn.rng_bernoulli (LowerRandom.cpp).
   LogicalResult lowerRandom(Operation *op);

@@ -9,6 +9,8 @@
 
 #include "Lowering.h"
 
+#include <utility>
+
 #include "trn/Dialect/Dist/IR/DistOps.h"
 #include "trn/Dialect/NC/IR/NCOps.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
@@ -1342,21 +1344,21 @@ FailureOr<func::FuncOp> Lowering::run() {
         !directOutputs.count(value))
       directOutputs[value] = body->getArgument(outputArg[r]);
 
+  int64_t opIndex = 0; // names each op's instructions (nc.kind origin)
   for (Operation &op : graph.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      // Copy each result into its output (or the input it updates).
+      // Copy each result into its output (or the input it updates), under
+      // one marker.
+      bool marked = false;
       for (auto [r, value] : llvm::enumerate(ret.getOperands())) {
         Value target = body->getArgument(outputArg[r]);
         Value source = hbmOf(value);
         if (source == target)
           continue;
-        if (currentKind != "data_movement" || opIndex >= 0) {
+        if (!std::exchange(marked, true))
           builder.create<KindOp>(
               ret.getLoc(), builder.getStringAttr("data_movement"),
               builder.getStringAttr(graph.getSymName() + ": return"));
-          currentKind = "data_movement";
-          opIndex = -1; // one marker for all the result copies
-        }
         auto shape = cast<HbmType>(target.getType()).getShape();
         Side src{source, 0, rowMajorStrides(shape)};
         Side dst{target, 0, rowMajorStrides(shape)};
@@ -1366,16 +1368,13 @@ FailureOr<func::FuncOp> Lowering::run() {
       break;
     }
     kb.loc = op.getLoc();
-    if (!isa<func::CallOp>(op)) {
-      // Every op's instructions name it (profiles), and their kind.
-      StringRef kind = kindOf(&op);
-      std::string origin = (graph.getSymName() + ": " +
-                            op.getName().getStringRef() + " #" + Twine(opIndex))
-                               .str();
-      builder.create<KindOp>(kb.loc, builder.getStringAttr(kind),
-                             builder.getStringAttr(origin));
-      currentKind = kind;
-    }
+    // Every op's instructions carry its kind and name (a call's are the
+    // callee's).
+    if (!isa<func::CallOp>(op))
+      builder.create<KindOp>(kb.loc, builder.getStringAttr(kindOf(&op)),
+                             builder.getStringAttr(graph.getSymName() + ": " +
+                                                   op.getName().getStringRef() +
+                                                   " #" + Twine(opIndex)));
     ++opIndex;
     if (failed(lower(&op)))
       return failure();

@@ -79,27 +79,27 @@ bool isLastTwoSwapped(Value swapped, Value value) {
   return true;
 }
 
+/// The elements of `value` when it is a splat constant of element type T.
+template <typename T> DenseElementsAttr splatOf(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  auto dense =
+      constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+  if (!dense || !dense.isSplat() || !isa<T>(dense.getType().getElementType()))
+    return nullptr;
+  return dense;
+}
+
 /// The splat value of a float constant, if `value` is one.
 std::optional<double> splatFloat(Value value) {
-  auto constant = value.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (!dense || !dense.isSplat() ||
-      !isa<FloatType>(dense.getType().getElementType()))
-    return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
+  if (DenseElementsAttr dense = splatOf<FloatType>(value))
+    return dense.getSplatValue<APFloat>().convertToDouble();
+  return std::nullopt;
 }
 
 std::optional<int64_t> splatInt(Value value) {
-  auto constant = value.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (!dense || !dense.isSplat() ||
-      !isa<IntegerType>(dense.getType().getElementType()))
-    return std::nullopt;
-  return dense.getSplatValue<APInt>().getSExtValue();
+  if (DenseElementsAttr dense = splatOf<IntegerType>(value))
+    return dense.getSplatValue<APInt>().getSExtValue();
+  return std::nullopt;
 }
 
 /// `value` (of a rank-2 [S, T] index space) as `row * r + col * c + k`:
