@@ -125,6 +125,8 @@ void mlir::trn::buildTrnGraphPipeline(OpPassManager &pm,
     graph.addPass(createTrnAssignLayouts());
     // Elementwise chains and row reductions become one kernel each.
     graph.addPass(createTrnFuseElementwise());
+    // A group that reads a matmul's result runs as the matmul's epilogue.
+    graph.addPass(createTrnFuseMatmulEpilogue());
   }
 }
 

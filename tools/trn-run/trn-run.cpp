@@ -294,19 +294,39 @@ int64_t elementCount(const std::vector<int64_t> &shape) {
 
 /// The Chrome-trace JSON of one run: a process per core, a thread per
 /// stream, one complete ("X") event per instruction, times in microseconds.
+/// An instruction's args name the trn op it implements (when the artifact
+/// records origins), so the timeline shows where each op runs.
 bool writeProfile(const std::string &path, const SimulationStats &stats,
-                  std::string &error) {
+                  const Program &program, std::string &error) {
   nlohmann::json events = nlohmann::json::array();
   std::map<uint32_t, bool> streams;
+  auto originOf = [&](const InstructionRecord &record) -> const std::string * {
+    const std::vector<Instruction> *stream =
+        record.stream < program.engineStreams.size()
+            ? &program.engineStreams[record.stream]
+        : record.stream - program.engineStreams.size() <
+                program.dmaQueues.size()
+            ? &program.dmaQueues[record.stream - program.engineStreams.size()]
+            : nullptr;
+    if (!stream || record.index >= stream->size())
+      return nullptr;
+    uint32_t origin = (*stream)[record.index].origin;
+    if (origin == 0 || origin > program.origins.size())
+      return nullptr;
+    return &program.origins[origin - 1];
+  };
   for (const InstructionRecord &record : stats.records) {
     streams[record.stream] = true;
+    nlohmann::json args = {{"index", record.index}};
+    if (const std::string *origin = originOf(record))
+      args["op"] = *origin;
     events.push_back({{"name", opcodeName(record.opcode)},
                       {"ph", "X"},
                       {"pid", 0},
                       {"tid", record.stream},
                       {"ts", record.startNs / 1000.0},
                       {"dur", (record.endNs - record.startNs) / 1000.0},
-                      {"args", {{"index", record.index}}}});
+                      {"args", std::move(args)}});
   }
   events.push_back({{"name", "process_name"},
                     {"ph", "M"},
@@ -523,7 +543,8 @@ int main(int argc, char **argv) {
     if (!writeNpz(options.outputs, arrays, error))
       return fail(error);
   }
-  if (!options.profile.empty() && !writeProfile(options.profile, stats, error))
+  if (!options.profile.empty() &&
+      !writeProfile(options.profile, stats, program, error))
     return fail(error);
 
   bool checkFailed = false;

@@ -8,6 +8,10 @@
 // the group's results are stored. Every value keeps its element type, so
 // the results round exactly as the unfused ops do.
 //
+// A group that starts with a matmul (trn-fuse-matmul-epilogue) is lowered
+// as that matmul, whose result tiles are the group's tiles: the body runs on
+// each accumulator as it is evicted.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
@@ -50,7 +54,10 @@ private:
 
   LogicalResult analyse();
   LogicalResult addSource(Value bodyValue, Value input, ArrayRef<int64_t> dims);
-  LogicalResult emitTile(int64_t r0, int64_t rows, int64_t c0, int64_t width);
+  /// Computes the body for one tile; for a group that starts with a
+  /// matmul, `accumulator` holds the matmul's result tile (PSUM).
+  LogicalResult emitTile(int64_t r0, int64_t rows, int64_t c0, int64_t width,
+                         Value accumulator = Value());
   LogicalResult emitOp(Operation *op);
   FailureOr<Ref> get(Value value);
   Value full(const Ref &ref, Type elementType);
@@ -71,6 +78,20 @@ private:
   KernelBuilder &kb;
   OpBuilder &builder;
   trn::FusionOp fusion;
+  /// The group's leading matmul, if any, and whether its body reads the
+  /// accumulator in PSUM directly (its one use, an f32 result not stored)
+  /// rather than an evicted copy.
+  trn::DotGeneralOp dot;
+  bool readAccumulator = false;
+  /// Inputs constant along rows (a bias broadcast over rows) loaded once
+  /// and kept while consecutive tiles cover the same columns: at most
+  /// kRowInvariantBudget bytes per partition of them.
+  struct RowInvariantTile {
+    int64_t col0 = -1, width = 0, rows = 0;
+    Value tile;
+  };
+  llvm::DenseMap<Value, RowInvariantTile> rowInvariant;
+  static constexpr int64_t kRowInvariantBudget = 16 * 1024;
   /// Passes over the tile given to the Vector and Scalar Engines so far (a
   /// tensor_tensor reads two streams: 2): a multiply by an immediate and a
   /// cast go to the Scalar Engine while it has less, since the two do not
@@ -98,6 +119,8 @@ private:
   llvm::DenseMap<Value, Affine> affine;
   /// Row sums an activation produced alongside its result (row_sum).
   llvm::DenseMap<Value, Value> rowSums;
+  /// Values written in the type of the cast that is their one use.
+  llvm::DenseSet<Value> castOnWrite;
 };
 
 } // namespace mlir::trntonc
@@ -119,9 +142,15 @@ LogicalResult FusionLowering::analyse() {
   Block &body = fusion.getBody().front();
   // S is the largest shape in the body: the highest rank, and among shapes
   // of that rank the most elements (a [rows, 1] column broadcast to
-  // [rows, n] has the rank of S but is not S).
+  // [rows, n] has the rank of S but is not S); with a leading matmul, the
+  // matmul's result.
+  dot = dyn_cast<trn::DotGeneralOp>(&body.front());
+  if (dot)
+    llvm::append_range(shape, cast<RankedTensorType>(dot.getType()).getShape());
   int64_t elements = 0;
   for (Operation &op : body) {
+    if (dot)
+      break;
     SmallVector<Type> types(op.getOperandTypes());
     llvm::append_range(types, op.getResultTypes());
     for (Type valueType : types) {
@@ -170,6 +199,8 @@ LogicalResult FusionLowering::analyse() {
   // through the broadcasts that the body applies to them.
   for (auto [arg, input] : llvm::zip(body.getArguments(), fusion.getInputs())) {
     for (OpOperand &use : arg.getUses()) {
+      if (use.getOwner() == dot.getOperation())
+        continue; // the matmul reads its operands itself
       auto broadcast = dyn_cast<trn::BroadcastInDimOp>(use.getOwner());
       if (broadcast) {
         if (cast<RankedTensorType>(broadcast.getType()).getShape() != full)
@@ -203,7 +234,7 @@ LogicalResult FusionLowering::analyse() {
 
   // A group of full-width elementwise ops over plain inputs has no layout
   // of its own: spread it over all 128 partitions.
-  bool plain = !hasReduction;
+  bool plain = !hasReduction && !dot;
   for (Operation &op : body)
     for (Value result : op.getResults())
       plain &= isa<trn::YieldOp>(op) ||
@@ -239,6 +270,33 @@ LogicalResult FusionLowering::analyse() {
       }
     }
   }
+  // Row-invariant inputs worth keeping between tiles, within the budget.
+  int64_t tileWidth = dot            ? std::min<int64_t>(numColumns, 512)
+                      : hasReduction ? numColumns
+                                     : std::min(numColumns, kTileColumns);
+  int64_t kept = 0;
+  for (auto &[value, source] : sources) {
+    const BroadcastAccess &access = source.access;
+    bool invariant = access.columnStride != 0 && access.partitionStride == 0 &&
+                     llvm::all_of(access.rowStrides,
+                                  [](int64_t stride) { return stride == 0; });
+    int64_t bytes =
+        tileWidth * ((source.elementType.getIntOrFloatBitWidth() + 7) / 8);
+    if (invariant && kept + bytes <= kRowInvariantBudget) {
+      rowInvariant[value] = RowInvariantTile();
+      kept += bytes;
+    }
+  }
+  if (dot) {
+    // The body may read the accumulator itself when the matmul's result is
+    // f32 (nothing to round), not stored, and read by one operand of one op
+    // that an engine with PSUM access runs (not GpSimd's pow).
+    Value result = dot.getResult();
+    auto yield = cast<trn::YieldOp>(body.getTerminator());
+    readAccumulator = elementTypeOf(result).isF32() && result.hasOneUse() &&
+                      !llvm::is_contained(yield.getValues(), result) &&
+                      !isa<trn::PowOp>(*result.getUsers().begin());
+  }
   return success();
 }
 
@@ -249,8 +307,16 @@ FailureOr<FusionLowering::Ref> FusionLowering::get(Value value) {
   auto source = sources.find(value);
   if (source == sources.end())
     return failure();
-  // Load on first use, so that the input's tile is live only while needed.
+  // Load on first use, so that the input's tile is live only while needed;
+  // a row-invariant input is loaded again only for other columns.
   const BroadcastAccess &access = source->second.access;
+  auto invariant = rowInvariant.find(value);
+  if (invariant != rowInvariant.end() && invariant->second.col0 == col0 &&
+      invariant->second.width == width && invariant->second.rows == rows) {
+    Ref ref{Form::Full, invariant->second.tile, 0.0};
+    refs[value] = ref;
+    return ref;
+  }
   Ref ref;
   int64_t offset = access.rowOffset(leading, row0);
   if (access.columnStride == 0) {
@@ -264,6 +330,8 @@ FailureOr<FusionLowering::Ref> FusionLowering::get(Value value) {
            kb.view(source->second.hbm, offset + col0 * access.columnStride,
                    rows, access.partitionStride, {width},
                    {access.columnStride}));
+    if (invariant != rowInvariant.end())
+      invariant->second = {col0, width, rows, ref.tile};
   }
   refs[value] = ref;
   return ref;
@@ -329,6 +397,19 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
   };
   Type resultType =
       op->getNumResults() ? elementTypeOf(op->getResult(0)) : Type();
+  // An activation's f32 result whose one use casts it to another float type
+  // is written in that type at once: the Scalar Engine computes in fp32 and
+  // rounds once to its destination's type, as the cast would. (A Vector
+  // Engine op keeps its cast, which goes to the Scalar Engine when that is
+  // free, off the busier engine.)
+  Type dstType = resultType;
+  if (resultType && resultType.isF32() && op->getResult(0).hasOneUse() &&
+      activationFor(op))
+    if (auto cast = dyn_cast<trn::ConvertOp>(*op->getResult(0).user_begin()))
+      if (isa<FloatType>(elementTypeOf(cast.getResult()))) {
+        dstType = elementTypeOf(cast.getResult());
+        castOnWrite.insert(op->getResult(0));
+      }
   // Full if any operand is; a per-row op otherwise.
   bool anyFull =
       llvm::any_of(in, [](const Ref &r) { return r.form == Form::Full; });
@@ -344,7 +425,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       form = folded->second;
     else
       form.src = operandTile(0);
-    Value dst = newTile(resultForm, resultType);
+    Value dst = newTile(resultForm, dstType);
     // A row sum of an f32 result comes free with the activation.
     Value rowSum;
     Type f32 = builder.getF32Type();
@@ -416,7 +497,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       return success();
     Engine engine = alu == AluOp::pow ? Engine::gpsimd : Engine::vector;
     const Ref &lhs = in[0], &rhs = in[1];
-    Value dst = newTile(resultForm, resultType);
+    Value dst = newTile(resultForm, dstType);
     // x * c and x + c (x - c) in f32 are the Scalar Engine's copy with
     // scale c (bias c: a column on trn1), rounded the same way: x * 1 + c
     // is x + c.
@@ -524,13 +605,14 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       .Case(
           [&](trn::CompareOp o) { return binary(aluOpFor(o.getPredicate())); })
       .Case([&](trn::SelectOp) {
-        Value dst = newTile(resultForm, resultType);
+        Value dst = newTile(resultForm, dstType);
         builder.create<SelectOp>(kb.loc, dst, operandTile(0), operandTile(1),
                                  operandTile(2));
         return define({resultForm, dst, 0.0});
       })
-      .Case([&](trn::ConvertOp) {
-        if (in[0].form == Form::Scalar)
+      .Case([&](trn::ConvertOp convert) {
+        if (in[0].form == Form::Scalar ||
+            castOnWrite.count(convert.getOperand()))
           return define(in[0]); // rounded when it is written to a tile
         Value dst = newTile(in[0].form, resultType);
         if (in[0].form == Form::Full && scalarIsFree()) {
@@ -552,7 +634,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
         builder.create<ActivationOp>(kb.loc, derivative, slope, operandTile(1),
                                      Value(), Value(), Value(),
                                      llvm::APFloat(1.0f), llvm::APFloat(0.0f));
-        Value dst = newTile(resultForm, resultType);
+        Value dst = newTile(resultForm, dstType);
         builder.create<TensorTensorOp>(kb.loc, AluOp::multiply, dst,
                                        operandTile(0), slope, Engine::vector);
         return define({resultForm, dst, 0.0});
@@ -564,7 +646,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
 }
 
 LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
-                                       int64_t columns) {
+                                       int64_t columns, Value accumulator) {
   row0 = r0;
   rows = rowCount;
   col0 = c0;
@@ -575,6 +657,22 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
   rowSums.clear();
   Block &body = fusion.getBody().front();
   auto yield = cast<trn::YieldOp>(body.getTerminator());
+  if (dot) {
+    // Every input window of the tile must keep one partition stride.
+    for (auto &[value, source] : sources)
+      if (row0 / source.access.rowBlock !=
+          (row0 + rows - 1) / source.access.rowBlock)
+        return fail(fusion, "an input's rows cannot be read per result tile "
+                            "of the matmul");
+    Ref result{Form::Full, accumulator, 0.0};
+    if (!readAccumulator) {
+      // Evicted (and rounded to the result type) by the Scalar Engine.
+      result.tile = newTile(Form::Full, elementTypeOf(dot.getResult()));
+      kb.scalarCopy(result.tile, accumulator);
+      ++scalarWork;
+    }
+    refs[dot.getResult()] = result;
+  }
   auto store = [&](Value value, Value out) -> LogicalResult {
     FailureOr<Ref> ref = get(value);
     if (failed(ref) ||
@@ -591,6 +689,12 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
     return success();
   };
   for (Operation &op : body) {
+    if (&op == dot.getOperation()) {
+      for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
+        if (value == dot.getResult() && failed(store(value, out)))
+          return failure();
+      continue;
+    }
     if (&op == yield.getOperation()) {
       // Results that are inputs passed through.
       for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
@@ -614,6 +718,17 @@ LogicalResult FusionLowering::run() {
     return failure();
   for (Value result : fusion.getResults())
     outputs.push_back(lowering.newTensor(result));
+  if (dot) {
+    Block &body = fusion.getBody().front();
+    for (auto [arg, input] : llvm::zip(body.getArguments(), fusion.getInputs()))
+      if (arg == dot.getLhs() || arg == dot.getRhs())
+        lowering.values[arg] = lowering.hbmOf(input);
+    return lowering.lowerDot(dot, [&](Value accumulator, int64_t r0,
+                                      int64_t tileRows, int64_t c0,
+                                      int64_t columns) {
+      return emitTile(r0, tileRows, c0, columns, accumulator);
+    });
+  }
   int64_t rowBlock = numRows;
   for (auto &[value, source] : sources)
     rowBlock = std::min(rowBlock, source.access.rowBlock);

@@ -159,7 +159,16 @@ private:
               function_ref<void(Value dst, ArrayRef<Value>)> body);
   LogicalResult copy(Operation *op, ArrayRef<int64_t> iterShape,
                      const Side &src, const Side &dst);
-  LogicalResult lowerDot(trn::DotGeneralOp op);
+  /// What a matmul does with each [rows, width] accumulator tile (PSUM, f32)
+  /// of its result instead of storing it: `row0` is the tile's first row of
+  /// the result seen as [R, N], `col0` its first column.
+  using MatmulEpilogue =
+      function_ref<LogicalResult(Value accumulator, int64_t row0, int64_t rows,
+                                 int64_t col0, int64_t width)>;
+  /// The matmul; with an epilogue (a trn.fusion that starts with it), the
+  /// epilogue takes every result tile and nothing is stored here.
+  LogicalResult lowerDot(trn::DotGeneralOp op,
+                         MatmulEpilogue epilogue = nullptr);
   LogicalResult lowerReduce(trn::ReduceOp op);
   /// out[outBase + k * outStride] = reduce over r < reduced of
   /// in[inBase + k * keptStride + r * reducedStride], for k < kept.

@@ -265,7 +265,8 @@ LogicalResult Lowering::lowerConstant(trn::ConstantOp op) {
 /// element-strided DMA. Loops run N blocks outermost so that the moving
 /// panel (all K tiles of one N block) stays in SBUF across the M blocks when
 /// it fits; K accumulates in PSUM.
-LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
+LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
+                                 MatmulEpilogue epilogue) {
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
   auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
   auto resultType = cast<RankedTensorType>(op.getType());
@@ -283,7 +284,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
   int64_t k = lhsType.getDimSize(batchRank + lk);
   int64_t n = rhsType.getDimSize(batchRank + (1 - rk));
   Value lhs = hbmOf(op.getLhs()), rhs = hbmOf(op.getRhs());
-  Value out = newTensor(op.getResult());
+  Value out = epilogue ? Value() : newTensor(op.getResult());
   Type inType = lhsType.getElementType();
   Type outType = resultType.getElementType();
   Type f32 = builder.getF32Type();
@@ -569,6 +570,11 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op) {
       for (auto [part, acc] : llvm::enumerate(accs)) {
         int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
         int64_t sw = std::min(kMatmulN, nw - s0);
+        if (epilogue) {
+          if (failed(epilogue(acc, batch * m + m0, mw, n0 + s0, sw)))
+            return failure();
+          continue;
+        }
         Value result = kb.tile(MemorySpace::sbuf, mw, {sw}, outType);
         kb.scalarCopy(result, acc);
         kb.dma(kb.view(out, outBase + m0 * n + n0 + s0, mw, n, {sw}, {1}),
@@ -986,6 +992,10 @@ static StringRef kindOf(Operation *op) {
   if (isa_and_nonnull<dist::DistDialect>(op->getDialect()))
     return "collective";
   if (isa<trn::DotGeneralOp>(op))
+    return "matmul";
+  // A matmul and its epilogue.
+  if (auto fusion = dyn_cast<trn::FusionOp>(op);
+      fusion && isa<trn::DotGeneralOp>(fusion.getBody().front().front()))
     return "matmul";
   if (isa<trn::AttentionOp, trn::AttentionGradOp>(op))
     return "attention";

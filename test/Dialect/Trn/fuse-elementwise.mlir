@@ -151,3 +151,28 @@ func.func @closed(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>)
   %2 = trn.add %0, %1 : tensor<4x8xf32>
   return %2, %r : tensor<4x8xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Open groups of one shape merge only for an op that joins them: groups
+// read by a matmul (which can take one as its epilogue) or by the return
+// stay apart.
+// CHECK-LABEL: func.func @no_merge_at_matmul_or_return
+// CHECK-NEXT: trn.fusion(%arg0 :
+// CHECK: trn.exp
+// CHECK: trn.fusion(%arg1 :
+// CHECK: trn.tanh
+// CHECK: trn.dot_general
+// CHECK-NEXT: trn.fusion(%arg0 :
+// CHECK: trn.neg
+// CHECK: trn.fusion(%arg1 :
+// CHECK: trn.abs
+// CHECK: return
+func.func @no_merge_at_matmul_or_return(%x: tensor<64x64xf32>, %y: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) {
+  %0 = trn.exp %x : tensor<64x64xf32>
+  %1 = trn.tanh %y : tensor<64x64xf32>
+  %2 = trn.dot_general %0, %1, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %3 = trn.neg %x : tensor<64x64xf32>
+  %4 = trn.abs %y : tensor<64x64xf32>
+  return %2, %3, %4 : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+}

@@ -22,6 +22,24 @@ func.func @group(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, te
 
 // -----
 
+// A matmul and its epilogue.
+// CHECK-LABEL: func.func @epilogue
+// CHECK: trn.fusion
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: trn.dot_general
+// CHECK: trn.tanh
+func.func @epilogue(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %0 = trn.fusion(%x, %w : tensor<4x8xf32>, tensor<8x16xf32>) -> (tensor<4x16xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>):
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    %2 = trn.tanh %1 : tensor<4x16xf32>
+    trn.yield %2 : tensor<4x16xf32>
+  }
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @no_inputs
 // CHECK: trn.fusion -> (tensor<4xf32>)
 func.func @no_inputs() -> tensor<4xf32> {
@@ -70,15 +88,44 @@ func.func @yield_types(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-func.func @matmul_inside(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+func.func @matmul_not_first(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %0 = trn.fusion(%x : tensor<4x4xf32>) -> (tensor<4x4xf32>) {
   ^bb0(%a: tensor<4x4xf32>):
-    // expected-error @+1 {{'trn.dot_general' op cannot be in a trn.fusion body (only elementwise ops, broadcast_in_dim, constant and reduce can)}}
+    %1 = trn.exp %a : tensor<4x4xf32>
+    // expected-error @+1 {{'trn.dot_general' op in a trn.fusion body must be its first op}}
+    %2 = trn.dot_general %1, %a, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    trn.yield %2 : tensor<4x4xf32>
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @second_matmul(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = trn.fusion(%x : tensor<4x4xf32>) -> (tensor<4x4xf32>) {
+  ^bb0(%a: tensor<4x4xf32>):
     %1 = trn.dot_general %a, %a, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    // expected-error @+1 {{'trn.dot_general' op in a trn.fusion body must be its first op}}
+    %2 = trn.dot_general %a, %a, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %3 = trn.add %1, %2 : tensor<4x4xf32>
+    trn.yield %3 : tensor<4x4xf32>
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @transpose_inside(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = trn.fusion(%x : tensor<4x4xf32>) -> (tensor<4x4xf32>) {
+  ^bb0(%a: tensor<4x4xf32>):
+    // expected-error @+1 {{'trn.transpose' op cannot be in a trn.fusion body (only elementwise ops, broadcast_in_dim, constant, reduce and a leading dot_general can)}}
+    %1 = trn.transpose %a, perm = [1, 0] : (tensor<4x4xf32>) -> tensor<4x4xf32>
     trn.yield %1 : tensor<4x4xf32>
   }
   return %0 : tensor<4x4xf32>
 }
+
+// -----
 
 // -----
 

@@ -787,11 +787,19 @@ LogicalResult FusionOp::verifyRegions() {
     return emitOpError("yields (")
            << yield.getValues().getTypes() << ") but has results ("
            << getResultTypes() << ")";
-  for (Operation &op : body)
+  for (Operation &op : body) {
+    if (isa<DotGeneralOp>(op)) {
+      // A matmul with its epilogue: the group's first op, so that it reads
+      // two of the group's inputs.
+      if (&op != &body.front())
+        return op.emitOpError("in a trn.fusion body must be its first op");
+      continue;
+    }
     if (!isFusibleBodyOp(&op))
       return op.emitOpError("cannot be in a trn.fusion body (only "
-                            "elementwise ops, broadcast_in_dim, constant and "
-                            "reduce can)");
+                            "elementwise ops, broadcast_in_dim, constant, "
+                            "reduce and a leading dot_general can)");
+  }
   return success();
 }
 

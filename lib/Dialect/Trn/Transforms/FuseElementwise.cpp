@@ -369,12 +369,15 @@ void Fuser::materialise(Group &g) {
 void Fuser::run() {
   Block &block = function.getBody().front();
   for (Operation &op : block) {
-    // Open groups of one shape that this op reads become one group first.
+    // Open groups of one shape that this op reads become one group first,
+    // if the op may join a group at all (merging at a matmul or a return
+    // gains nothing, and a matmul can take only one group as its epilogue).
     SmallVector<unsigned> operandGroups;
-    for (Value operand : op.getOperands())
-      if (std::optional<unsigned> g = groupOf(operand);
-          g && groups[*g].open && !llvm::is_contained(operandGroups, *g))
-        operandGroups.push_back(*g);
+    if (isFusibleBodyOp(&op))
+      for (Value operand : op.getOperands())
+        if (std::optional<unsigned> g = groupOf(operand);
+            g && groups[*g].open && !llvm::is_contained(operandGroups, *g))
+          operandGroups.push_back(*g);
     for (size_t i = 1; i < operandGroups.size(); ++i)
       tryMerge(operandGroups.front(), operandGroups[i]);
     // Join the first open group among the operands' groups, else start one.

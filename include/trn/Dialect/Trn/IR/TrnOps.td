@@ -697,6 +697,11 @@ def Trn_FusionOp : Trn_Op<"fusion", [IsolatedFromAbove, RecursiveMemoryEffects,
     tile once, computes the whole body in on-chip memory and stores only the
     results, instead of a round trip through HBM per op. `trn-fuse-elementwise`
     forms these groups; the semantics are those of the body's ops.
+
+    A group may start with one `dot_general` of two block arguments (a
+    matmul and its epilogue, formed by `trn-fuse-matmul-epilogue`): the
+    rest of the body is then applied to each result tile as it leaves the
+    accumulator, and the matmul's result reaches HBM only if it is yielded.
   }];
   let arguments = (ins Variadic<Trn_Tensor>:$inputs);
   let results = (outs Variadic<Trn_Tensor>:$results);

@@ -103,6 +103,30 @@ def TrnFuseElementwise : Pass<"trn-fuse-elementwise", "::mlir::func::FuncOp"> {
 }
 
 
+def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
+                                 "::mlir::func::FuncOp"> {
+  let summary = "apply the elementwise group that reads a matmul's result "
+                "as the matmul's epilogue";
+  let description = [{
+    A `trn.dot_general` whose result a `trn.fusion` group reads becomes the
+    group's first op. The backend then applies the group (a bias, GELU or
+    SiLU, a residual add, a scale, the cast to the output type) to each
+    result tile as it is evicted from PSUM, instead of storing the matmul's
+    result to HBM and loading it back for a separate pass. When the result
+    has other users it is also yielded (stored once, still never reloaded).
+
+    A group is left alone when a result tile (up to 128 rows of one batch,
+    up to 512 columns) cannot hold what it needs: it reduces rows (a layer
+    norm needs whole rows), broadcasts the matmul's result, computes another
+    shape, or reads an input whose rows do not fall into one DMA window per
+    tile. The fused op takes the group's place, or the matmul's when a user
+    of the result comes before the group (then every other input of the
+    group must be defined before the matmul, else nothing is fused). Run
+    after `trn-fuse-elementwise`.
+  }];
+  let dependentDialects = ["::mlir::trn::TrnDialect"];
+}
+
 def TrnAssignLayouts : Pass<"trn-assign-layouts", "::mlir::func::FuncOp"> {
   let summary = "choose operand layouts so that transposes disappear";
   let description = [{

@@ -1,0 +1,202 @@
+//===- FuseMatmulEpilogue.cpp - a matmul and the group that reads it ------===//
+//
+// See the pass description in Passes.td. A trn.dot_general whose result a
+// trn.fusion group reads tile for tile becomes the group's first op: the
+// backend applies the group to each result tile on its way out of PSUM
+// instead of storing the matmul's result and loading it back.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Dialect/Trn/Transforms/Passes.h"
+#include "trn/Dialect/Trn/Utils/FusionLayout.h"
+#include "trn/Dialect/Trn/Utils/MatmulForm.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::trn {
+#define GEN_PASS_DEF_TRNFUSEMATMULEPILOGUE
+#include "trn/Dialect/Trn/Transforms/Passes.h.inc"
+} // namespace mlir::trn
+
+using namespace mlir;
+using namespace mlir::trn;
+
+namespace {
+
+constexpr int64_t kPartitions = 128;
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+/// The dims [0, n).
+SmallVector<int64_t> leadingDims(int64_t n) {
+  return llvm::to_vector(llvm::seq<int64_t>(0, n));
+}
+
+/// Why `fusion` cannot take `dot` (whose result its block argument `arg`
+/// is) as its first op; empty when it can.
+std::string epilogueBlocker(DotGeneralOp dot, FusionOp fusion,
+                            BlockArgument arg) {
+  auto lhsType = cast<RankedTensorType>(dot.getLhs().getType());
+  auto rhsType = cast<RankedTensorType>(dot.getRhs().getType());
+  if (!isMatmulForm(lhsType.getRank(), rhsType.getRank(),
+                    dot.getLhsBatchingDims(), dot.getRhsBatchingDims(),
+                    dot.getLhsContractingDims(), dot.getRhsContractingDims()))
+    return "the matmul is not in the form the backend lowers";
+  if (!lhsType.hasStaticShape() || !rhsType.hasStaticShape())
+    return "dynamic shapes";
+  ArrayRef<int64_t> full = shapeOf(dot.getResult());
+  ArrayRef<int64_t> row = full.drop_back();
+  Block &body = fusion.getBody().front();
+  for (Operation &op : body) {
+    if (isa<DotGeneralOp>(op))
+      return "the group already has a matmul";
+    if (isa<ReduceOp>(op))
+      return "the group reduces rows, which a result tile does not hold";
+    for (Value result : op.getResults())
+      if (shapeOf(result) != full && shapeOf(result) != row)
+        return "the group computes another shape than the matmul's";
+  }
+  // The matmul's result is read as it is, tile for tile.
+  for (Operation *user : arg.getUsers())
+    if (isa<BroadcastInDimOp>(user))
+      return "the group broadcasts the matmul's result";
+  if (llvm::count(fusion.getInputs(), dot.getResult()) != 1)
+    return "the group reads the matmul's result twice";
+  // Every other input is read through a DMA window per result tile; a tile
+  // (up to 128 rows of one batch) must lie inside one row block.
+  int64_t batchRank = dot.getLhsBatchingDims().size();
+  int64_t rows = full[full.size() - 2];
+  int64_t batches = 1;
+  for (int64_t d : full.take_front(batchRank))
+    batches *= d;
+  auto tilesFit = [&](const BroadcastAccess &access) {
+    if (access.rowBlock <= 0)
+      return false;
+    for (int64_t batch = 0; batch < batches; ++batch)
+      for (int64_t m0 = 0; m0 < rows; m0 += kPartitions) {
+        int64_t first = batch * rows + m0;
+        int64_t last = first + std::min(kPartitions, rows - m0) - 1;
+        if (first / access.rowBlock != last / access.rowBlock)
+          return false;
+      }
+    return true;
+  };
+  for (BlockArgument input : body.getArguments()) {
+    if (input == arg)
+      continue;
+    for (Operation *user : input.getUsers()) {
+      BroadcastAccess access;
+      if (auto broadcast = dyn_cast<BroadcastInDimOp>(user)) {
+        if (shapeOf(broadcast.getResult()) != full)
+          return "the group broadcasts an input to another shape";
+        access =
+            computeBroadcastAccess(shapeOf(input), broadcast.getDims(), full);
+      } else if (shapeOf(input) == full || shapeOf(input) == row) {
+        access = computeBroadcastAccess(
+            shapeOf(input), leadingDims(shapeOf(input).size()), full);
+      } else {
+        return "the group reads an input of another shape";
+      }
+      if (!tilesFit(access))
+        return "an input's rows cannot be read per result tile";
+    }
+  }
+  return "";
+}
+
+/// Where the fused op goes: at the group when nothing between the matmul
+/// and the group uses the matmul's result (the matmul moves down), else at
+/// the matmul when every other input of the group is defined before it.
+Operation *insertionPoint(DotGeneralOp dot, FusionOp fusion,
+                          DominanceInfo &dominance) {
+  bool usedBefore = llvm::any_of(dot->getUsers(), [&](Operation *user) {
+    return user != fusion && !fusion->isBeforeInBlock(user);
+  });
+  if (!usedBefore)
+    return fusion;
+  for (Value input : fusion.getInputs())
+    if (input != dot.getResult() && !dominance.properlyDominates(input, dot))
+      return nullptr;
+  return dot;
+}
+
+void fuse(DotGeneralOp dot, FusionOp fusion, Operation *at) {
+  OpBuilder builder(at);
+  Block &oldBody = fusion.getBody().front();
+  SmallVector<Value> inputs{dot.getLhs(), dot.getRhs()};
+  for (Value input : fusion.getInputs())
+    if (input != dot.getResult())
+      inputs.push_back(input);
+  bool resultLives = llvm::any_of(
+      dot->getUsers(), [&](Operation *user) { return user != fusion; });
+  SmallVector<Type> resultTypes(fusion.getResultTypes());
+  if (resultLives)
+    resultTypes.push_back(dot.getType());
+
+  auto fused = builder.create<FusionOp>(fusion.getLoc(), resultTypes, inputs);
+  fused->setDiscardableAttrs(fusion->getDiscardableAttrDictionary());
+  Block *body = builder.createBlock(&fused.getBody());
+  IRMapping mapping;
+  for (Value input : inputs)
+    body->addArgument(input.getType(), input.getLoc());
+  mapping.map(dot.getLhs(), body->getArgument(0));
+  mapping.map(dot.getRhs(), body->getArgument(1));
+  Operation *innerDot = builder.clone(*dot, mapping);
+  unsigned next = 2;
+  for (auto [input, oldArg] :
+       llvm::zip(fusion.getInputs(), oldBody.getArguments()))
+    mapping.map(oldArg, input == dot.getResult()
+                            ? Value(innerDot->getResult(0))
+                            : Value(body->getArgument(next++)));
+  auto oldYield = cast<YieldOp>(oldBody.getTerminator());
+  for (Operation &op : oldBody.without_terminator())
+    builder.clone(op, mapping);
+  SmallVector<Value> yielded;
+  for (Value value : oldYield.getValues())
+    yielded.push_back(mapping.lookup(value));
+  if (resultLives)
+    yielded.push_back(innerDot->getResult(0));
+  builder.create<YieldOp>(oldYield.getLoc(), yielded);
+
+  for (auto [oldResult, newResult] :
+       llvm::zip(fusion.getResults(), fused.getResults()))
+    oldResult.replaceAllUsesWith(newResult);
+  if (resultLives)
+    dot.getResult().replaceAllUsesExcept(fused.getResults().back(), fusion);
+  fusion.erase();
+  dot.erase();
+}
+
+struct FuseMatmulEpilogue
+    : trn::impl::TrnFuseMatmulEpilogueBase<FuseMatmulEpilogue> {
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    SmallVector<FusionOp> fusions;
+    function.walk([&](FusionOp fusion) { fusions.push_back(fusion); });
+    DominanceInfo dominance(function);
+    for (FusionOp fusion : fusions) {
+      Block &body = fusion.getBody().front();
+      for (auto [input, arg] :
+           llvm::zip(fusion.getInputs(), body.getArguments())) {
+        auto dot = input.getDefiningOp<DotGeneralOp>();
+        // One group per matmul: a matmul already in a group is not seen
+        // here, since its result is now that group's.
+        if (!dot || dot->getBlock() != fusion->getBlock() ||
+            !epilogueBlocker(dot, fusion, arg).empty())
+          continue;
+        Operation *at = insertionPoint(dot, fusion, dominance);
+        if (!at)
+          continue;
+        fuse(dot, fusion, at);
+        break;
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,66 @@
+// RUN: trn-opt %s -convert-trn-to-nc -split-input-file | FileCheck %s
+
+// A matmul with its epilogue (trn-fuse-matmul-epilogue): per M block, the
+// bias add reads the accumulator in PSUM directly (one input in PSUM: one
+// pass), GELU writes bf16 at once (the cast is the activation's rounding),
+// and only the group's result is stored; the bias, the same for every row,
+// is loaded once for the column block and read by both M blocks.
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK-SAME: (%{{.*}}: !nc.hbm<256x64xbf16> {{.*}}, %{{.*}}: !nc.hbm<64x128xbf16> {{.*}}, %[[B:.*]]: !nc.hbm<128xf32> {{.*}}, %[[Y:.*]]: !nc.hbm<256x128xbf16>
+// CHECK: nc.matmul %[[ACC:[0-9]+]],
+// CHECK-NEXT: %[[BT:.*]] = nc.alloc : <sbuf, 128x128xf32>
+// CHECK-NEXT: %[[BV:.*]] = nc.view %[[B]] strides [1] : !nc.hbm<128xf32> -> <hbm, 128x128xf32>
+// CHECK-NEXT: nc.dma_copy %[[BT]], %[[BV]]
+// CHECK-NEXT: %[[PRE:.*]] = nc.alloc : <sbuf, 128x128xf32>
+// CHECK-NEXT: nc.tensor_tensor add %[[PRE]], %[[ACC]], %[[BT]] : <sbuf, 128x128xf32>, <psum, 128x128xf32>, <sbuf, 128x128xf32>
+// CHECK-NEXT: %[[H:.*]] = nc.alloc : <sbuf, 128x128xbf16>
+// CHECK-NEXT: nc.activation gelu_tanh %[[H]], %[[PRE]] : !nc.tile<sbuf, 128x128xbf16>, !nc.tile<sbuf, 128x128xf32>
+// CHECK-NEXT: nc.view %[[Y]] strides [1] {partition_stride = 128 : i64}
+// CHECK-NEXT: nc.dma_copy
+// The second M block.
+// CHECK: nc.matmul %[[ACC2:[0-9]+]],
+// CHECK-NOT: nc.dma_copy
+// CHECK: nc.tensor_tensor add %{{.*}}, %[[ACC2]], %[[BT]]
+// CHECK: nc.activation gelu_tanh
+// CHECK: nc.view %[[Y]] strides [1] {offset = 16384 : i64, partition_stride = 128 : i64}
+// CHECK-NEXT: nc.dma_copy
+// CHECK-NEXT: return
+func.func @bias_gelu(%x: tensor<256x64xbf16>, %w: tensor<64x128xbf16>, %b: tensor<128xf32>) -> tensor<256x128xbf16> {
+  %1 = trn.fusion(%x, %w, %b : tensor<256x64xbf16>, tensor<64x128xbf16>, tensor<128xf32>) -> (tensor<256x128xbf16>) {
+  ^bb0(%a: tensor<256x64xbf16>, %v: tensor<64x128xbf16>, %c: tensor<128xf32>):
+    %0 = trn.dot_general %a, %v, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xbf16>, tensor<64x128xbf16>) -> tensor<256x128xf32>
+    %2 = trn.broadcast_in_dim %c, dims = [1] : (tensor<128xf32>) -> tensor<256x128xf32>
+    %3 = trn.add %0, %2 : tensor<256x128xf32>
+    %4 = trn.gelu %3 approximate = tanh : tensor<256x128xf32>
+    %5 = trn.convert %4 : tensor<256x128xf32> -> tensor<256x128xbf16>
+    trn.yield %5 : tensor<256x128xbf16>
+  }
+  return %1 : tensor<256x128xbf16>
+}
+
+// -----
+
+// The matmul's result is also yielded (another user reads it): each tile
+// is evicted to SBUF by the Scalar Engine, stored, and the epilogue reads
+// the evicted tile; nothing is loaded back from HBM.
+// CHECK-LABEL: func.func @stored_result
+// CHECK-SAME: %[[R:[a-z0-9]+]]: !nc.hbm<128x128xf32> {{.*}}, %[[Y:.*]]: !nc.hbm<128x128xf32> {{.*}}, %[[D:.*]]: !nc.hbm<128x128xf32>
+// CHECK: nc.matmul %[[ACC:[0-9]+]],
+// CHECK-NEXT: %[[T:.*]] = nc.alloc : <sbuf, 128x128xf32>
+// CHECK-NEXT: nc.activation copy %[[T]], %[[ACC]]
+// CHECK-NEXT: nc.view %[[D]]
+// CHECK-NEXT: nc.dma_copy %{{.*}}, %[[T]]
+// CHECK: nc.view %[[R]]
+// CHECK: nc.tensor_tensor add %{{.*}}, %[[T]],
+// CHECK: nc.view %[[Y]]
+// CHECK-NEXT: nc.dma_copy
+// CHECK-NEXT: return
+func.func @stored_result(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>, %r: tensor<128x128xf32>) -> (tensor<128x128xf32>, tensor<128x128xf32>) {
+  %1:2 = trn.fusion(%x, %w, %r : tensor<128x64xf32>, tensor<64x128xf32>, tensor<128x128xf32>) -> (tensor<128x128xf32>, tensor<128x128xf32>) {
+  ^bb0(%a: tensor<128x64xf32>, %v: tensor<64x128xf32>, %c: tensor<128x128xf32>):
+    %0 = trn.dot_general %a, %v, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
+    %2 = trn.add %0, %c : tensor<128x128xf32>
+    trn.yield %2, %0 : tensor<128x128xf32>, tensor<128x128xf32>
+  }
+  return %1#0, %1#1 : tensor<128x128xf32>, tensor<128x128xf32>
+}

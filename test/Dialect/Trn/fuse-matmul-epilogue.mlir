@@ -1,0 +1,186 @@
+// RUN: trn-opt %s -split-input-file -trn-fuse-matmul-epilogue | FileCheck %s
+
+// Bias and GELU on a matmul's result: the group starts with the matmul and
+// reads its operands; nothing outside the group reads the result.
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK-NEXT: %[[F:.*]] = trn.fusion(%arg0, %arg1, %arg2 : tensor<256x64xbf16>, tensor<64x128xbf16>, tensor<128xf32>) -> (tensor<256x128xf32>) {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<256x64xbf16>, %[[W:.*]]: tensor<64x128xbf16>, %[[B:.*]]: tensor<128xf32>):
+// CHECK-NEXT: %[[D:.*]] = trn.dot_general %[[X]], %[[W]]
+// CHECK-NEXT: trn.broadcast_in_dim %[[B]]
+// CHECK-NEXT: trn.add %[[D]]
+// CHECK-NEXT: trn.gelu
+// CHECK-NEXT: trn.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[F]]
+func.func @bias_gelu(%x: tensor<256x64xbf16>, %w: tensor<64x128xbf16>, %b: tensor<128xf32>) -> tensor<256x128xf32> {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xbf16>, tensor<64x128xbf16>) -> tensor<256x128xf32>
+  %1 = trn.fusion(%0, %b : tensor<256x128xf32>, tensor<128xf32>) -> (tensor<256x128xf32>) {
+  ^bb0(%a: tensor<256x128xf32>, %c: tensor<128xf32>):
+    %2 = trn.broadcast_in_dim %c, dims = [1] : (tensor<128xf32>) -> tensor<256x128xf32>
+    %3 = trn.add %a, %2 : tensor<256x128xf32>
+    %4 = trn.gelu %3 approximate = tanh : tensor<256x128xf32>
+    trn.yield %4 : tensor<256x128xf32>
+  }
+  return %1 : tensor<256x128xf32>
+}
+
+// -----
+
+// The result has another user (saved for the backward): the group also
+// yields it, so it is stored once and never loaded back.
+// CHECK-LABEL: func.func @result_also_used
+// CHECK-NEXT: %[[F:.*]]:2 = trn.fusion(%arg0, %arg1, %arg2 : {{.*}}) -> (tensor<256x128xbf16>, tensor<256x128xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[D:.*]] = trn.dot_general
+// CHECK: trn.yield %{{.*}}, %[[D]] : tensor<256x128xbf16>, tensor<256x128xf32>
+// CHECK: return %[[F]]#0, %[[F]]#1
+func.func @result_also_used(%x: tensor<256x64xbf16>, %w: tensor<64x128xbf16>, %r: tensor<256x128xf32>) -> (tensor<256x128xbf16>, tensor<256x128xf32>) {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xbf16>, tensor<64x128xbf16>) -> tensor<256x128xf32>
+  %1 = trn.fusion(%0, %r : tensor<256x128xf32>, tensor<256x128xf32>) -> (tensor<256x128xbf16>) {
+  ^bb0(%a: tensor<256x128xf32>, %c: tensor<256x128xf32>):
+    %2 = trn.add %a, %c : tensor<256x128xf32>
+    %3 = trn.convert %2 : tensor<256x128xf32> -> tensor<256x128xbf16>
+    trn.yield %3 : tensor<256x128xbf16>
+  }
+  return %1, %0 : tensor<256x128xbf16>, tensor<256x128xf32>
+}
+
+// -----
+
+// A user of the result comes before the group: the fused op takes the
+// matmul's place (the residual is defined before it), and that user reads
+// the yielded result.
+// CHECK-LABEL: func.func @user_before_group
+// CHECK-NEXT: %[[F:.*]]:2 = trn.fusion(%arg0, %arg1, %arg2
+// CHECK: trn.transpose %[[F]]#1
+// CHECK: return %[[F]]#0
+func.func @user_before_group(%x: tensor<256x64xf32>, %w: tensor<64x128xf32>, %r: tensor<256x128xf32>) -> (tensor<256x128xf32>, tensor<128x256xf32>) {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xf32>, tensor<64x128xf32>) -> tensor<256x128xf32>
+  %t = trn.transpose %0, perm = [1, 0] : (tensor<256x128xf32>) -> tensor<128x256xf32>
+  %1 = trn.fusion(%0, %r : tensor<256x128xf32>, tensor<256x128xf32>) -> (tensor<256x128xf32>) {
+  ^bb0(%a: tensor<256x128xf32>, %c: tensor<256x128xf32>):
+    %2 = trn.mul %a, %c : tensor<256x128xf32>
+    trn.yield %2 : tensor<256x128xf32>
+  }
+  return %1, %t : tensor<256x128xf32>, tensor<128x256xf32>
+}
+
+// -----
+
+// Must not fuse: a user comes before the group and the group reads a value
+// computed after the matmul (neither place has every operand).
+// CHECK-LABEL: func.func @no_place
+// CHECK-NEXT: trn.dot_general
+// CHECK-NEXT: trn.transpose
+// CHECK-NEXT: trn.exp
+// CHECK-NEXT: trn.fusion
+func.func @no_place(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> (tensor<128x128xf32>, tensor<128x128xf32>) {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
+  %t = trn.transpose %0, perm = [1, 0] : (tensor<128x128xf32>) -> tensor<128x128xf32>
+  %e = trn.exp %t : tensor<128x128xf32>
+  %1 = trn.fusion(%0, %e : tensor<128x128xf32>, tensor<128x128xf32>) -> (tensor<128x128xf32>) {
+  ^bb0(%a: tensor<128x128xf32>, %c: tensor<128x128xf32>):
+    %2 = trn.mul %a, %c : tensor<128x128xf32>
+    trn.yield %2 : tensor<128x128xf32>
+  }
+  return %1, %t : tensor<128x128xf32>, tensor<128x128xf32>
+}
+
+// -----
+
+// Must not fuse: the group reduces rows (a layer norm needs whole rows; a
+// result tile holds at most 512 columns).
+// CHECK-LABEL: func.func @no_row_reduction
+// CHECK-NEXT: trn.dot_general
+// CHECK-NEXT: trn.fusion(%0
+func.func @no_row_reduction(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> tensor<128xf32> {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
+  %1 = trn.fusion(%0 : tensor<128x128xf32>) -> (tensor<128xf32>) {
+  ^bb0(%a: tensor<128x128xf32>):
+    %2 = trn.exp %a : tensor<128x128xf32>
+    %3 = trn.reduce sum %2, dims = [1] : (tensor<128x128xf32>) -> tensor<128xf32>
+    trn.yield %3 : tensor<128xf32>
+  }
+  return %1 : tensor<128xf32>
+}
+
+// -----
+
+// Must not fuse: the group computes another shape than the matmul's (it
+// broadcasts the result to a larger shape).
+// CHECK-LABEL: func.func @no_other_shape
+// CHECK-NEXT: trn.dot_general
+// CHECK-NEXT: trn.fusion(%0
+func.func @no_other_shape(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>, %y: tensor<2x128x128xf32>) -> tensor<2x128x128xf32> {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
+  %1 = trn.fusion(%0, %y : tensor<128x128xf32>, tensor<2x128x128xf32>) -> (tensor<2x128x128xf32>) {
+  ^bb0(%a: tensor<128x128xf32>, %b: tensor<2x128x128xf32>):
+    %2 = trn.broadcast_in_dim %a, dims = [1, 2] : (tensor<128x128xf32>) -> tensor<2x128x128xf32>
+    %3 = trn.add %2, %b : tensor<2x128x128xf32>
+    trn.yield %3 : tensor<2x128x128xf32>
+  }
+  return %1 : tensor<2x128x128xf32>
+}
+
+// -----
+
+// Must not fuse: the group reads the result through two inputs.
+// CHECK-LABEL: func.func @no_two_reads
+// CHECK-NEXT: trn.dot_general
+// CHECK-NEXT: trn.fusion(%0, %0
+func.func @no_two_reads(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> tensor<128x128xf32> {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
+  %1 = trn.fusion(%0, %0 : tensor<128x128xf32>, tensor<128x128xf32>) -> (tensor<128x128xf32>) {
+  ^bb0(%a: tensor<128x128xf32>, %b: tensor<128x128xf32>):
+    %2 = trn.mul %a, %b : tensor<128x128xf32>
+    trn.yield %2 : tensor<128x128xf32>
+  }
+  return %1 : tensor<128x128xf32>
+}
+
+// -----
+
+// Two groups read one matmul: the first takes it as its epilogue and yields
+// the result, which the second reads from HBM.
+// CHECK-LABEL: func.func @two_groups
+// CHECK-NEXT: %[[F:.*]]:2 = trn.fusion(%arg0, %arg1 :
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: trn.dot_general
+// CHECK: trn.fusion(%[[F]]#1 :
+// CHECK-NOT: trn.dot_general
+// CHECK: return
+func.func @two_groups(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> (tensor<128x128xf32>, tensor<128x128xf32>) {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
+  %1 = trn.fusion(%0 : tensor<128x128xf32>) -> (tensor<128x128xf32>) {
+  ^bb0(%a: tensor<128x128xf32>):
+    %2 = trn.exp %a : tensor<128x128xf32>
+    trn.yield %2 : tensor<128x128xf32>
+  }
+  %3 = trn.fusion(%0 : tensor<128x128xf32>) -> (tensor<128x128xf32>) {
+  ^bb0(%a: tensor<128x128xf32>):
+    %4 = trn.tanh %a : tensor<128x128xf32>
+    trn.yield %4 : tensor<128x128xf32>
+  }
+  return %1, %3 : tensor<128x128xf32>, tensor<128x128xf32>
+}
+
+// -----
+
+// A batched matmul: the group reads a per-batch bias [B, N] and a per-row
+// scale [B, M] (a column) per result tile.
+// CHECK-LABEL: func.func @batched
+// CHECK-NEXT: trn.fusion
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: trn.dot_general
+func.func @batched(%x: tensor<2x192x64xf32>, %w: tensor<2x64x96xf32>, %b: tensor<2x96xf32>, %s: tensor<2x192xf32>) -> tensor<2x192x96xf32> {
+  %0 = trn.dot_general %x, %w, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x192x64xf32>, tensor<2x64x96xf32>) -> tensor<2x192x96xf32>
+  %1 = trn.fusion(%0, %b, %s : tensor<2x192x96xf32>, tensor<2x96xf32>, tensor<2x192xf32>) -> (tensor<2x192x96xf32>) {
+  ^bb0(%a: tensor<2x192x96xf32>, %c: tensor<2x96xf32>, %d: tensor<2x192xf32>):
+    %2 = trn.broadcast_in_dim %c, dims = [0, 2] : (tensor<2x96xf32>) -> tensor<2x192x96xf32>
+    %3 = trn.broadcast_in_dim %d, dims = [0, 1] : (tensor<2x192xf32>) -> tensor<2x192x96xf32>
+    %4 = trn.add %a, %2 : tensor<2x192x96xf32>
+    %5 = trn.mul %4, %3 : tensor<2x192x96xf32>
+    trn.yield %5 : tensor<2x192x96xf32>
+  }
+  return %1 : tensor<2x192x96xf32>
+}
