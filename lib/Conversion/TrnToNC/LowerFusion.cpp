@@ -85,13 +85,28 @@ private:
   bool readAccumulator = false;
   /// Inputs constant along rows (a bias broadcast over rows) loaded once
   /// and kept while consecutive tiles cover the same columns: at most
-  /// kRowInvariantBudget bytes per partition of them.
+  /// kRowInvariantBudget bytes per partition of them (a matmul's epilogue
+  /// keeps less: its panels take most of SBUF).
   struct RowInvariantTile {
     int64_t col0 = -1, width = 0, rows = 0;
     Value tile;
   };
   llvm::DenseMap<Value, RowInvariantTile> rowInvariant;
-  static constexpr int64_t kRowInvariantBudget = 16 * 1024;
+  /// Inputs loaded as soon as a tile starts, in the order the body reads
+  /// them, rather than where first read: their transfers then overlap the
+  /// tile's compute instead of stalling it. At most kPrefetchBudget bytes
+  /// per partition of full-width tiles are loaded ahead.
+  SmallVector<Value> prefetched;
+  static constexpr int64_t kPrefetchBudget = 48 * 1024;
+  /// Rows longer than a column chunk with a reduction: the ops after the
+  /// last reduction (which need no whole row) run per chunk of
+  /// kTileColumns, reading the full-row values as windows, so that their
+  /// tiles and the inputs only they read are chunk-sized (whole f32 rows of
+  /// 8192 columns take 32 KiB per partition each and leave no room to load
+  /// the next tile's inputs while this one computes).
+  Operation *lastReduction = nullptr;
+  static constexpr int64_t kRowInvariantBudget = 64 * 1024;
+  static constexpr int64_t kEpilogueRowInvariantBudget = 8 * 1024;
   /// Passes over the tile given to the Vector and Scalar Engines so far (a
   /// tensor_tensor reads two streams: 2): a multiply by an immediate and a
   /// cast go to the Scalar Engine while it has less, since the two do not
@@ -282,10 +297,48 @@ LogicalResult FusionLowering::analyse() {
                                   [](int64_t stride) { return stride == 0; });
     int64_t bytes =
         tileWidth * ((source.elementType.getIntOrFloatBitWidth() + 7) / 8);
-    if (invariant && kept + bytes <= kRowInvariantBudget) {
+    if (invariant && kept + bytes <= (dot ? kEpilogueRowInvariantBudget
+                                          : kRowInvariantBudget)) {
       rowInvariant[value] = RowInvariantTile();
       kept += bytes;
     }
+  }
+  if (hasReduction && numColumns > kTileColumns) {
+    for (Operation &op : body)
+      if (isa<trn::ReduceOp>(op))
+        lastReduction = &op;
+  }
+  // Which inputs a tile loads ahead: every column, full-width tiles in
+  // order of first use within the budget (with chunks, those the ops up to
+  // the last reduction read, and every row-invariant one, kept anyway).
+  int64_t ahead = 0;
+  llvm::DenseSet<Value> seen;
+  bool beforeChunks = true;
+  for (Operation &op : body) {
+    for (Value operand : op.getOperands()) {
+      auto source = sources.find(operand);
+      if (source == sources.end() || seen.contains(operand))
+        continue;
+      if (!beforeChunks && !rowInvariant.count(operand))
+        continue;
+      seen.insert(operand);
+      int64_t bytes =
+          source->second.access.columnStride == 0
+              ? 0
+              : tileWidth *
+                    ((source->second.elementType.getIntOrFloatBitWidth() + 7) /
+                     8);
+      if (rowInvariant.count(operand)) {
+        prefetched.push_back(operand);
+        continue;
+      }
+      if (ahead + bytes > kPrefetchBudget)
+        continue;
+      ahead += bytes;
+      prefetched.push_back(operand);
+    }
+    if (&op == lastReduction)
+      beforeChunks = false;
   }
   if (dot) {
     // The body may read the accumulator itself when the matmul's result is
@@ -546,6 +599,12 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
 
   if (std::optional<ActivationFunc> func = activationFor(op))
     return activation(*func);
+  // x * x in f32 is the Scalar Engine's square: one pass there instead of
+  // two on the Vector Engine, and a row sum of it comes free.
+  if (isa<trn::MulOp>(op) && op->getOperand(0) == op->getOperand(1) &&
+      in[0].form == Form::Full && resultType.isF32() &&
+      elementTypeOf(op->getOperand(0)).isF32())
+    return activation(ActivationFunc::square);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](trn::ConstantOp constant) -> LogicalResult {
         auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
@@ -664,6 +723,12 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
           (row0 + rows - 1) / source.access.rowBlock)
         return fail(fusion, "an input's rows cannot be read per result tile "
                             "of the matmul");
+  }
+  // Inputs first (for a matmul, ahead of its result's eviction).
+  for (Value value : prefetched)
+    if (failed(get(value)))
+      return fail(fusion, "an input cannot be loaded");
+  if (dot) {
     Ref result{Form::Full, accumulator, 0.0};
     if (!readAccumulator) {
       // Evicted (and rounded to the result type) by the Scalar Engine.
@@ -688,28 +753,64 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
       kb.dma(kb.view(out, row0, rows, 1, {1}, {1}), column(*ref, type));
     return success();
   };
-  for (Operation &op : body) {
-    if (&op == dot.getOperation()) {
-      for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
-        if (value == dot.getResult() && failed(store(value, out)))
-          return failure();
-      continue;
-    }
-    if (&op == yield.getOperation()) {
-      // Results that are inputs passed through.
-      for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
-        if (!value.getDefiningOp() && failed(store(value, out)))
-          return failure();
-      return success();
-    }
-    if (failed(emitOp(&op)))
-      return failure();
-    // Store results as soon as they are computed, so that their tiles are
-    // free for the rest of the group.
-    for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
-      if (value.getDefiningOp() == &op && failed(store(value, out)))
+  // Emits ops [begin, end), storing results as soon as they are computed
+  // so that their tiles are free for the rest of the group.
+  auto emitRange = [&](Block::iterator begin,
+                       Block::iterator end) -> LogicalResult {
+    for (Operation &op : llvm::make_range(begin, end)) {
+      if (&op == dot.getOperation()) {
+        for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
+          if (value == dot.getResult() && failed(store(value, out)))
+            return failure();
+        continue;
+      }
+      if (&op == yield.getOperation()) {
+        // Results that are inputs passed through.
+        for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
+          if (!value.getDefiningOp() && failed(store(value, out)))
+            return failure();
+        return success();
+      }
+      if (failed(emitOp(&op)))
         return failure();
+      for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
+        if (value.getDefiningOp() == &op && failed(store(value, out)))
+          return failure();
+    }
+    return success();
+  };
+  if (!lastReduction)
+    return emitRange(body.begin(), body.end());
+  auto chunked = std::next(Block::iterator(lastReduction));
+  if (failed(emitRange(body.begin(), chunked)))
+    return failure();
+  // The rest per column chunk: full-row values are read as windows.
+  llvm::DenseMap<Value, Ref> rowRefs = refs;
+  llvm::DenseMap<Value, Affine> rowAffine = affine;
+  int64_t rowCol0 = col0, rowWidth = width;
+  for (int64_t c = 0; c < rowWidth; c += kTileColumns) {
+    col0 = rowCol0 + c;
+    width = std::min(kTileColumns, rowWidth - c);
+    vectorWork = scalarWork = 0;
+    auto windowed = [&](Value tile) {
+      return tile ? kb.window(tile, {rows, width}, c) : tile;
+    };
+    refs.clear();
+    for (auto &[value, ref] : rowRefs)
+      refs[value] = ref.form == Form::Full
+                        ? Ref{Form::Full, windowed(ref.tile), ref.scalar}
+                        : ref;
+    affine.clear();
+    for (auto &[value, form] : rowAffine) {
+      Affine chunk = form;
+      chunk.src = windowed(form.src);
+      affine[value] = chunk;
+    }
+    if (failed(emitRange(chunked, body.end())))
+      return failure();
   }
+  col0 = rowCol0;
+  width = rowWidth;
   return success();
 }
 

@@ -9,14 +9,17 @@
 // CHECK: %[[XT:.*]] = nc.alloc : <sbuf, 128x96xf32>
 // CHECK-NEXT: %[[XV:.*]] = nc.view %[[X]] strides [1] {partition_stride = 96 : i64}
 // CHECK-NEXT: nc.dma_copy %[[XT]], %[[XV]]
+// The tile's inputs are all loaded as it starts, ahead of their first use.
+// CHECK-NEXT: %[[BT:.*]] = nc.alloc : <sbuf, 128x96xf32>
+// CHECK-NEXT: %[[BV:.*]] = nc.view %[[B]] strides [1] : !nc.hbm<96xf32> -> <hbm, 128x96xf32>
+// CHECK-NEXT: nc.dma_copy %[[BT]], %[[BV]]
 // CHECK: nc.tensor_reduce add %[[SUM:.*]], %[[XT]] : <sbuf, 128x1xf32>, <sbuf, 128x96xf32>
 // Results are stored as soon as they are computed.
 // CHECK-NEXT: nc.view %[[S]] strides [1] {partition_stride = 1 : i64} : !nc.hbm<200xf32> -> <hbm, 128x1xf32>
 // CHECK-NEXT: nc.dma_copy
 // CHECK: nc.tensor_scalar multiply, bypass %[[MEAN:.*]], %[[SUM]] {scalar0 = 0.010416667{{.*}} : f32}
 // CHECK: nc.tensor_scalar subtract, bypass %[[D:.*]], %[[XT]] column0 %[[MEAN]]
-// CHECK: %[[BV:.*]] = nc.view %[[B]] strides [1] : !nc.hbm<96xf32> -> <hbm, 128x96xf32>
-// CHECK: nc.tensor_tensor add
+// CHECK: nc.tensor_tensor add %{{.*}}, %[[D]], %[[BT]]
 // CHECK: nc.view %[[Y]] strides [1] {partition_stride = 96 : i64}
 // The second tile covers the last 72 rows.
 // CHECK: nc.view %[[X]] strides [1] {offset = 12288 : i64, partition_stride = 96 : i64} : !nc.hbm<200x96xf32> -> <hbm, 72x96xf32>

@@ -42,16 +42,19 @@ func.func @bias_gelu(%x: tensor<256x64xbf16>, %w: tensor<64x128xbf16>, %b: tenso
 
 // The matmul's result is also yielded (another user reads it): each tile
 // is evicted to SBUF by the Scalar Engine, stored, and the epilogue reads
-// the evicted tile; nothing is loaded back from HBM.
+// the evicted tile; nothing is loaded back from HBM. The epilogue's other
+// input is loaded before the eviction.
 // CHECK-LABEL: func.func @stored_result
 // CHECK-SAME: %[[R:[a-z0-9]+]]: !nc.hbm<128x128xf32> {{.*}}, %[[Y:.*]]: !nc.hbm<128x128xf32> {{.*}}, %[[D:.*]]: !nc.hbm<128x128xf32>
 // CHECK: nc.matmul %[[ACC:[0-9]+]],
+// CHECK-NEXT: %[[RT:.*]] = nc.alloc : <sbuf, 128x128xf32>
+// CHECK-NEXT: nc.view %[[R]]
+// CHECK-NEXT: nc.dma_copy %[[RT]]
 // CHECK-NEXT: %[[T:.*]] = nc.alloc : <sbuf, 128x128xf32>
 // CHECK-NEXT: nc.activation copy %[[T]], %[[ACC]]
 // CHECK-NEXT: nc.view %[[D]]
 // CHECK-NEXT: nc.dma_copy %{{.*}}, %[[T]]
-// CHECK: nc.view %[[R]]
-// CHECK: nc.tensor_tensor add %{{.*}}, %[[T]],
+// CHECK: nc.tensor_tensor add %{{.*}}, %[[T]], %[[RT]]
 // CHECK: nc.view %[[Y]]
 // CHECK-NEXT: nc.dma_copy
 // CHECK-NEXT: return

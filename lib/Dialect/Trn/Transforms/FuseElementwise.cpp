@@ -215,10 +215,20 @@ bool Fuser::tryJoin(Operation *op, unsigned gi) {
         newClones.push_back(def);
         continue;
       }
-      // A broadcast that is itself a member of a group is that group's
+      // Another group's broadcast of one of its per-row values is copied
+      // too: this group reads the [rows] value as a column instead of the
+      // full-width tensor (a layer norm's 1/sigma saved for its backward).
+      // Any other broadcast that is a member of a group is that group's
       // result, read as an input.
       auto broadcast = dyn_cast_or_null<BroadcastInDimOp>(def);
-      if (isFullOp && broadcast && !memberGroup.count(def) &&
+      auto owner = broadcast ? memberGroup.find(def) : memberGroup.end();
+      bool columnOfGroup =
+          owner != memberGroup.end() &&
+          groups[owner->second].narrow.count(broadcast.getOperand()) &&
+          isLeadingIdentity(broadcast.getDims(),
+                            shapeOf(broadcast.getOperand()).size());
+      if (isFullOp && broadcast &&
+          (owner == memberGroup.end() || columnOfGroup) &&
           canReadBroadcast(broadcast, gi))
         newClones.push_back(def);
       // Anything else is an input read directly.
@@ -361,8 +371,9 @@ void Fuser::materialise(Group &g) {
     });
   for (Operation *op : llvm::reverse(g.members))
     op->erase();
+  // A copied broadcast that belongs to another group goes with that group.
   for (Operation *clone : clones)
-    if (clone->use_empty())
+    if (clone->use_empty() && !memberGroup.count(clone))
       clone->erase();
 }
 
@@ -398,7 +409,9 @@ void Fuser::run() {
       if (std::optional<unsigned> g = groupOf(operand); g && g != own)
         groups[*g].open = false;
   }
-  for (Group &g : groups)
+  // Last group first: a group that copies another's broadcast no longer
+  // reads it when that group decides what it yields.
+  for (Group &g : llvm::reverse(groups))
     if (!g.members.empty())
       materialise(g);
 }
