@@ -1353,6 +1353,21 @@ FailureOr<func::FuncOp> Lowering::run() {
     if (aliasOf[r] < 0 && !isa<BlockArgument>(value) &&
         !directOutputs.count(value))
       directOutputs[value] = body->getArgument(outputArg[r]);
+  // A returned reshape (a layer's saved activation in the attention's
+  // layout) aliases its source: the source is computed straight into the
+  // output unless it has an output of its own, instead of being copied
+  // there at the return.
+  for (auto [r, value] : llvm::enumerate(ret.getOperands())) {
+    if (aliasOf[r] >= 0 ||
+        directOutputs.lookup(value) != body->getArgument(outputArg[r]))
+      continue;
+    Value source = value;
+    while (auto reshape = source.getDefiningOp<trn::ReshapeOp>())
+      source = reshape.getOperand();
+    if (source != value && !isa<BlockArgument>(source) &&
+        !directOutputs.count(source))
+      directOutputs[source] = body->getArgument(outputArg[r]);
+  }
 
   int64_t opIndex = 0; // names each op's instructions (nc.kind origin)
   for (Operation &op : graph.getBody().front()) {
