@@ -607,3 +607,74 @@ func.func @convert_round_trip(%a: tensor<4xbf16>, %b: tensor<4xf32>) -> (tensor<
   %3 = trn.convert %2 : tensor<4xbf16> -> tensor<4xf32>
   return %1, %3 : tensor<4xbf16>, tensor<4xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// convert of slices
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Every slice of x is cast to one type (q, k and v of a fused projection):
+// x is cast once, then sliced.
+// CHECK-LABEL: func.func @cast_before_slices
+// CHECK-NEXT: %[[X:.*]] = trn.exp %arg0
+// CHECK-NEXT: %[[C:.*]] = trn.convert %[[X]] : tensor<4x6xf32> -> tensor<4x6xbf16>
+// CHECK-NEXT: trn.slice %[[C]], start = [0, 0], limit = [4, 2]
+// CHECK-NEXT: trn.slice %[[C]], start = [0, 2], limit = [4, 4]
+// CHECK-NEXT: trn.slice %[[C]], start = [0, 4], limit = [4, 6]
+// CHECK-NEXT: return
+func.func @cast_before_slices(%a: tensor<4x6xf32>) -> (tensor<4x2xbf16>, tensor<4x2xbf16>, tensor<4x2xbf16>) {
+  %x = trn.exp %a : tensor<4x6xf32>
+  %0 = trn.slice %x, start = [0, 0], limit = [4, 2], strides = [1, 1] : (tensor<4x6xf32>) -> tensor<4x2xf32>
+  %1 = trn.convert %0 : tensor<4x2xf32> -> tensor<4x2xbf16>
+  %2 = trn.slice %x, start = [0, 2], limit = [4, 4], strides = [1, 1] : (tensor<4x6xf32>) -> tensor<4x2xf32>
+  %3 = trn.convert %2 : tensor<4x2xf32> -> tensor<4x2xbf16>
+  %4 = trn.slice %x, start = [0, 4], limit = [4, 6], strides = [1, 1] : (tensor<4x6xf32>) -> tensor<4x2xf32>
+  %5 = trn.convert %4 : tensor<4x2xf32> -> tensor<4x2xbf16>
+  return %1, %3, %5 : tensor<4x2xbf16>, tensor<4x2xbf16>, tensor<4x2xbf16>
+}
+
+// -----
+
+// Left alone: x has another user (it is needed in f32 anyway).
+// CHECK-LABEL: func.func @cast_slices_other_user
+// CHECK: trn.slice %{{.*}} : (tensor<4x6xf32>)
+// CHECK: trn.slice %{{.*}} : (tensor<4x6xf32>)
+func.func @cast_slices_other_user(%a: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<4x2xbf16>, tensor<4x4xbf16>) {
+  %x = trn.exp %a : tensor<4x6xf32>
+  %0 = trn.slice %x, start = [0, 0], limit = [4, 2], strides = [1, 1] : (tensor<4x6xf32>) -> tensor<4x2xf32>
+  %1 = trn.convert %0 : tensor<4x2xf32> -> tensor<4x2xbf16>
+  %2 = trn.slice %x, start = [0, 2], limit = [4, 6], strides = [1, 1] : (tensor<4x6xf32>) -> tensor<4x4xf32>
+  %3 = trn.convert %2 : tensor<4x4xf32> -> tensor<4x4xbf16>
+  return %x, %1, %3 : tensor<4x6xf32>, tensor<4x2xbf16>, tensor<4x4xbf16>
+}
+
+// -----
+
+// Left alone: the slices are cast to different types.
+// CHECK-LABEL: func.func @cast_slices_two_types
+// CHECK: trn.slice %{{.*}} : (tensor<4x6xf32>)
+// CHECK: trn.slice %{{.*}} : (tensor<4x6xf32>)
+func.func @cast_slices_two_types(%a: tensor<4x6xf32>) -> (tensor<4x2xbf16>, tensor<4x4xf16>) {
+  %x = trn.exp %a : tensor<4x6xf32>
+  %0 = trn.slice %x, start = [0, 0], limit = [4, 2], strides = [1, 1] : (tensor<4x6xf32>) -> tensor<4x2xf32>
+  %1 = trn.convert %0 : tensor<4x2xf32> -> tensor<4x2xbf16>
+  %2 = trn.slice %x, start = [0, 2], limit = [4, 6], strides = [1, 1] : (tensor<4x6xf32>) -> tensor<4x4xf32>
+  %3 = trn.convert %2 : tensor<4x4xf32> -> tensor<4x4xf16>
+  return %1, %3 : tensor<4x2xbf16>, tensor<4x4xf16>
+}
+
+// -----
+
+// Left alone: the slices leave part of x (casting all of it costs more).
+// CHECK-LABEL: func.func @cast_slices_partial
+// CHECK: trn.slice %{{.*}} : (tensor<4x6xf32>)
+// CHECK: trn.slice %{{.*}} : (tensor<4x6xf32>)
+func.func @cast_slices_partial(%a: tensor<4x6xf32>) -> (tensor<4x2xbf16>, tensor<4x2xbf16>) {
+  %x = trn.exp %a : tensor<4x6xf32>
+  %0 = trn.slice %x, start = [0, 0], limit = [4, 2], strides = [1, 1] : (tensor<4x6xf32>) -> tensor<4x2xf32>
+  %1 = trn.convert %0 : tensor<4x2xf32> -> tensor<4x2xbf16>
+  %2 = trn.slice %x, start = [0, 2], limit = [4, 4], strides = [1, 1] : (tensor<4x6xf32>) -> tensor<4x2xf32>
+  %3 = trn.convert %2 : tensor<4x2xf32> -> tensor<4x2xbf16>
+  return %1, %3 : tensor<4x2xbf16>, tensor<4x2xbf16>
+}

@@ -1,7 +1,8 @@
 //===- TrnFolds.cpp - folders for trn ops --------------------------------===//
 //
 // Folds for trivial cases: identities (x * 1, reshape to the same type, ...),
-// involutions (neg(neg x)) and arithmetic on splat constants. Float
+// involutions (neg(neg x)) and arithmetic on splat constants; canonicalization
+// patterns that move casts ahead of slices. Float
 // arithmetic uses APFloat in the element type's own semantics so that a folded
 // bf16 or f8 constant is exactly what the evaluator would have computed.
 //
@@ -11,6 +12,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace mlir::trn;
@@ -187,6 +189,61 @@ OpFoldResult ConvertOp::fold(FoldAdaptor) {
                       inner.getType().getElementType()))
       return inner.getOperand();
   return {};
+}
+
+namespace {
+
+/// convert(slice(x)) for every slice of x, all cast to one type: x is cast
+/// once and sliced after (a fused QKV projection's f32 result split into
+/// bf16 q, k and v). The cast then joins x's producer (a matmul's epilogue)
+/// and the slices copy narrower data. Exact: a cast is elementwise.
+struct CastBeforeSlices : OpRewritePattern<ConvertOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvertOp convert,
+                                PatternRewriter &rewriter) const override {
+    auto slice = convert.getOperand().getDefiningOp<SliceOp>();
+    if (!slice || !slice->hasOneUse())
+      return failure();
+    Value whole = slice.getOperand();
+    Operation *producer = whole.getDefiningOp();
+    Type elementType = convert.getType().getElementType();
+    if (!producer || llvm::range_size(whole.getUsers()) < 2)
+      return failure();
+    SmallVector<std::pair<SliceOp, ConvertOp>> pieces;
+    int64_t sliced = 0;
+    for (Operation *user : whole.getUsers()) {
+      auto piece = dyn_cast<SliceOp>(user);
+      if (!piece || !piece->hasOneUse())
+        return failure();
+      auto cast = dyn_cast<ConvertOp>(*piece->user_begin());
+      if (!cast || cast.getType().getElementType() != elementType)
+        return failure();
+      pieces.push_back({piece, cast});
+      sliced += piece.getType().getNumElements();
+    }
+    // Not when the slices leave most of x: casting it all would cost more.
+    auto wholeType = cast<RankedTensorType>(whole.getType());
+    if (!wholeType.hasStaticShape() || sliced < wholeType.getNumElements())
+      return failure();
+    rewriter.setInsertionPointAfter(producer);
+    Value converted = rewriter.create<ConvertOp>(
+        convert.getLoc(), wholeType.clone(elementType), whole);
+    for (auto [piece, cast] : pieces) {
+      rewriter.setInsertionPoint(cast);
+      rewriter.replaceOpWithNewOp<SliceOp>(
+          cast, cast.getType(), converted, piece.getStartAttr(),
+          piece.getLimitAttr(), piece.getStridesAttr());
+      rewriter.eraseOp(piece);
+    }
+    return success();
+  }
+};
+
+} // namespace
+
+void ConvertOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<CastBeforeSlices>(context);
 }
 
 OpFoldResult BroadcastInDimOp::fold(FoldAdaptor adaptor) {

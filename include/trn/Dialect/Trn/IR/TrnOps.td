@@ -160,6 +160,7 @@ def Trn_ConvertOp : Trn_Op<"convert", [Pure, Elementwise,
     $operand attr-dict `:` type($operand) `->` type($result)
   }];
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Trn_GeluGradOp : Trn_Op<"gelu_grad", [Pure, Elementwise,
