@@ -18,6 +18,7 @@
 
 #include "trn/Dialect/Trn/Utils/FusionLayout.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -108,10 +109,13 @@ private:
   static constexpr int64_t kRowInvariantBudget = 64 * 1024;
   static constexpr int64_t kEpilogueRowInvariantBudget = 8 * 1024;
   /// Passes over the tile given to the Vector and Scalar Engines so far (a
-  /// tensor_tensor reads two streams: 2): a multiply by an immediate and a
-  /// cast go to the Scalar Engine while it has less, since the two do not
-  /// share an SBUF port (docs/isa.md §7.4) and a group of elementwise ops
-  /// is otherwise Vector-bound.
+  /// tensor_tensor reads two streams: 2). An op either could run (a cast;
+  /// x * c, x + c, x - c, c - x with c an immediate or a column, the Scalar
+  /// Engine's copy with a scale and a bias) goes to the Scalar Engine while
+  /// it has less, since the two share no SBUF port (docs/isa.md §7.4) and a
+  /// group of elementwise ops is otherwise Vector-bound. (Balancing the
+  /// whole tile's estimated passes instead moves the early ops of a chain,
+  /// and a fused AdamW ran 9% slower.)
   int64_t vectorWork = 0, scalarWork = 0;
   bool scalarIsFree() const { return scalarWork + 1 <= vectorWork; }
   SmallVector<int64_t> groupShape; ///< S
@@ -119,11 +123,13 @@ private:
   SmallVector<int64_t> leading;
   int64_t numRows = 1, numColumns = 1;
   bool hasReduction = false;
-  llvm::DenseMap<Value, Source> sources;
+  /// In the order the body reads them (the kernel must not depend on
+  /// pointer order).
+  llvm::MapVector<Value, Source> sources;
   SmallVector<Value> outputs; ///< HBM tensor per result
   // The current tile.
   int64_t row0 = 0, rows = 0, col0 = 0, width = 0;
-  llvm::DenseMap<Value, Ref> refs;
+  llvm::MapVector<Value, Ref> refs;
   /// x * s, x + b or x - b (s, b a column or an immediate) whose only user
   /// is an activation: folded into the activation's scale and bias.
   struct Affine {
@@ -131,7 +137,7 @@ private:
     Value scaleColumn, biasColumn;
     float scale = 1.0f, bias = 0.0f;
   };
-  llvm::DenseMap<Value, Affine> affine;
+  llvm::MapVector<Value, Affine> affine;
   /// Row sums an activation produced alongside its result (row_sum).
   llvm::DenseMap<Value, Value> rowSums;
   /// Values written in the type of the cast that is their one use.
@@ -551,25 +557,44 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
     Engine engine = alu == AluOp::pow ? Engine::gpsimd : Engine::vector;
     const Ref &lhs = in[0], &rhs = in[1];
     Value dst = newTile(resultForm, dstType);
-    // x * c and x + c (x - c) in f32 are the Scalar Engine's copy with
-    // scale c (bias c: a column on trn1), rounded the same way: x * 1 + c
-    // is x + c.
-    bool scalesOrShifts = alu == AluOp::multiply || alu == AluOp::add ||
-                          (alu == AluOp::subtract && rhs.form == Form::Scalar);
-    if (scalesOrShifts && resultForm == Form::Full && resultType.isF32() &&
-        scalarIsFree() &&
-        (lhs.form == Form::Scalar) != (rhs.form == Form::Scalar)) {
-      unsigned tileSide = lhs.form == Form::Scalar ? 1 : 0;
+    // x * c, x + c, x - c and c - x in f32 (c an immediate or a column)
+    // are the Scalar Engine's copy x * scale + bias, rounded the same way:
+    // x * 1 + c is x + c, and -x + c is c - x.
+    bool lhsFull = lhs.form == Form::Full, rhsFull = rhs.form == Form::Full;
+    if ((alu == AluOp::multiply || alu == AluOp::add ||
+         alu == AluOp::subtract) &&
+        resultForm == Form::Full && resultType.isF32() && lhsFull != rhsFull &&
+        scalarIsFree()) {
+      unsigned tileSide = lhsFull ? 0 : 1;
       const Ref &x = in[tileSide], &c = in[1 - tileSide];
-      if (x.form == Form::Full && x.tile &&
-          elementTypeOf(op->getOperand(tileSide)).isF32()) {
-        float scale = alu == AluOp::multiply ? float(c.scalar) : 1.0f;
-        Value bias;
-        if (alu != AluOp::multiply)
-          bias = f32Column(Ref{Form::Scalar, Value(),
-                               alu == AluOp::subtract ? -c.scalar : c.scalar});
+      if (x.tile && elementTypeOf(op->getOperand(tileSide)).isF32()) {
+        float scale = 1.0f;
+        Value scaleColumn, bias;
+        bool negateX = alu == AluOp::subtract && tileSide == 1;
+        if (alu == AluOp::multiply) {
+          if (c.form == Form::Scalar)
+            scale = static_cast<float>(c.scalar);
+          else
+            scaleColumn = f32Column(c);
+        } else {
+          bool negateC = alu == AluOp::subtract && tileSide == 0;
+          if (negateX)
+            scale = -1.0f;
+          if (c.form == Form::Scalar) {
+            bias = f32Column(
+                Ref{Form::Scalar, Value(), negateC ? -c.scalar : c.scalar});
+          } else if (negateC) {
+            bias = newTile(Form::Column, builder.getF32Type());
+            builder.create<TensorScalarOp>(
+                kb.loc, AluOp::multiply, AluOp::bypass, bias, f32Column(c),
+                Value(), Value(), llvm::APFloat(-1.0f), llvm::APFloat(0.0f),
+                false, false, Engine::vector);
+          } else {
+            bias = f32Column(c);
+          }
+        }
         builder.create<ActivationOp>(kb.loc, ActivationFunc::copy, dst, x.tile,
-                                     Value(), bias, Value(),
+                                     scaleColumn, bias, Value(),
                                      llvm::APFloat(scale), llvm::APFloat(0.0f));
         ++scalarWork;
         return define({resultForm, dst, 0.0});
@@ -645,6 +670,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
           builder.create<TensorReduceOp>(kb.loc, aluOpFor(reduce.getKind()),
                                          total, in[0].tile, false,
                                          Engine::vector);
+          ++vectorWork;
         }
         if (resultType == f32)
           return define({Form::Column, total, 0.0});
@@ -785,8 +811,8 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
   if (failed(emitRange(body.begin(), chunked)))
     return failure();
   // The rest per column chunk: full-row values are read as windows.
-  llvm::DenseMap<Value, Ref> rowRefs = refs;
-  llvm::DenseMap<Value, Affine> rowAffine = affine;
+  llvm::MapVector<Value, Ref> rowRefs = refs;
+  llvm::MapVector<Value, Affine> rowAffine = affine;
   int64_t rowCol0 = col0, rowWidth = width;
   for (int64_t c = 0; c < rowWidth; c += kTileColumns) {
     col0 = rowCol0 + c;

@@ -18,7 +18,10 @@
 // CHECK-NEXT: nc.view %[[S]] strides [1] {partition_stride = 1 : i64} : !nc.hbm<200xf32> -> <hbm, 128x1xf32>
 // CHECK-NEXT: nc.dma_copy
 // CHECK: nc.tensor_scalar multiply, bypass %[[MEAN:.*]], %[[SUM]] {scalar0 = 0.010416667{{.*}} : f32}
-// CHECK: nc.tensor_scalar subtract, bypass %[[D:.*]], %[[XT]] column0 %[[MEAN]]
+// x - mean goes to the Scalar Engine, which has less work (the Vector Engine
+// reduced): a copy whose bias column is the negated mean.
+// CHECK: nc.tensor_scalar multiply, bypass %[[NEG:.*]], %[[MEAN]] {scalar0 = -1.000000e+00 : f32}
+// CHECK-NEXT: nc.activation copy %[[D:.*]], %[[XT]] bias_column %[[NEG]]
 // CHECK: nc.tensor_tensor add %{{.*}}, %[[D]], %[[BT]]
 // CHECK: nc.view %[[Y]] strides [1] {partition_stride = 96 : i64}
 // The second tile covers the last 72 rows.
