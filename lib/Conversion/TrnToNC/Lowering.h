@@ -136,6 +136,16 @@ private:
   Value newTensor(Value result) {
     // A value returned as a (non-aliasing) output is computed in place.
     if (Value output = directOutputs.lookup(result)) {
+      // The output of a reshape of `result` (see run): the same bytes in
+      // the result's own shape.
+      auto type = cast<RankedTensorType>(result.getType());
+      auto outputType = cast<HbmType>(output.getType());
+      if (outputType.getShape() != ArrayRef(hbmShape(type.getShape())))
+        output = builder.create<HbmReshapeOp>(
+            kb.loc,
+            HbmType::get(builder.getContext(), hbmShape(type.getShape()),
+                         outputType.getElementType()),
+            output);
       values[result] = output;
       return output;
     }

@@ -1378,7 +1378,9 @@ FailureOr<func::FuncOp> Lowering::run() {
       for (auto [r, value] : llvm::enumerate(ret.getOperands())) {
         Value target = body->getArgument(outputArg[r]);
         Value source = hbmOf(value);
-        if (source == target)
+        // Computed in place, perhaps in another shape (a returned reshape).
+        if (auto reshaped = source.getDefiningOp<HbmReshapeOp>();
+            source == target || (reshaped && reshaped.getSource() == target))
           continue;
         if (!std::exchange(marked, true))
           builder.create<KindOp>(

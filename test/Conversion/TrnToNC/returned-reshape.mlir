@@ -1,12 +1,14 @@
 // RUN: trn-opt %s -convert-trn-to-nc | FileCheck %s
 
 // A returned reshape aliases its source, so the source is computed straight
-// into the output: no copy at the return. A value returned both as itself
-// and reshaped has two outputs: the reshape is copied.
+// into the output (seen in its own shape): no copy at the return. A value
+// returned both as itself and reshaped has two outputs: the reshape is
+// copied.
 // CHECK-LABEL: func.func @reshaped
 // CHECK-SAME: (%[[X:.*]]: !nc.hbm<128x64xf32> {{.*}}, %[[Y:.*]]: !nc.hbm<2x64x64xf32> {{.*}})
+// CHECK: %[[R:.*]] = nc.hbm_reshape %[[Y]] : <2x64x64xf32> -> <128x64xf32>
 // CHECK: nc.activation exp
-// CHECK-NEXT: nc.view %[[Y]]
+// CHECK-NEXT: nc.view %[[R]]
 // CHECK-NEXT: nc.dma_copy
 // CHECK-NOT: origin = "reshaped: return"
 // CHECK: return
