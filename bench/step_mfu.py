@@ -13,12 +13,13 @@ rank 0 with its peers mirrored, `--mirror-ranks`). The cases (issue 17):
   layers, batch 16, sequence 128, bf16, forward and backward, the gradients
   written out (utils/gen_transformer_step.py --optimizer none; the generator
   writes each gradient rather than adding it into an accumulator);
-- bert-large-step: the same with its AdamW update (the optimizer's share of
-  the time comes out of the time split, and its bandwidth is the bytes the
-  update must move: every parameter, gradient and moment read, every
-  parameter and moment written, over that time);
+- bert-large-step: the same with its AdamW update (most of which runs as the
+  epilogue of the weight-gradient matmuls, overlapped with them: its time
+  is not apart, so its bandwidth is measured on the next case);
 - bert-large-optimizer: the AdamW update of BERT-large's parameters alone
-  (--part optimizer: gradients in), which must reach 80% of HBM bandwidth;
+  (--part optimizer: gradients in), which must reach 80% of HBM bandwidth
+  (the bytes the update must move: every parameter, gradient and moment
+  read, every parameter and moment written, over its time);
 - gpt3-23b-layer-tp8: one GPT-3 23B layer, forward and backward, one rank's
   share at tensor parallelism 8 (hidden 8192, 64 heads, sequence 2048);
 - llama3-70b-layer-tp32: one Llama3-70B decoder layer (examples/llama.py's:
@@ -28,7 +29,11 @@ rank 0 with its peers mirrored, `--mirror-ranks`). The cases (issue 17):
   at tp=32 with sequence parallelism, as the NxD tutorial runs it.
 
 Printed as a table and written as JSON: compile time, simulated device
-time, MFU, Tensor Engine utilisation, HBM traffic against the bytes the
+time, MFU (the FLOPs the graph asks for: 2*M*N*K per matmul, 4*S*T*D per
+attention head forward and twice that backward, masked blocks included as
+Megatron counts them; one rank's share of them for a partitioned case),
+HFU (trn-run's MFU: the matmul FLOPs the program executes, attention
+recomputation included, causal blocks skipped), Tensor Engine utilisation, HBM traffic against the bytes the
 step's inputs and outputs take (a lower bound: saved activations are not
 counted), and the device time split by kind (matmul, attention,
 elementwise/fused, optimizer, data movement, collective, idle). Targets
@@ -57,8 +62,7 @@ CASES = {
         "target_mfu": 0.45},
     "bert-large-step": {
         "build": ["gen", "bert-large", "--batch", "16", "--seq", "128",
-                  "--optimizer", "adamw"],
-        "optimizer": True},
+                  "--optimizer", "adamw"]},
     "bert-large-optimizer": {
         "build": ["gen", "bert-large", "--part", "optimizer", "--optimizer", "adamw"],
         "optimizer": True, "optimizer_only": True},
@@ -104,6 +108,50 @@ def signature_bytes(graph: pathlib.Path) -> dict:
     return sizes
 
 
+#: trn1's bf16 Tensor Engine peak per NeuronCore (runtime/lib/Target.cpp).
+PEAK_FLOPS = 91.75e12
+
+_TYPE = r"tensor<((?:\d+x)*)([a-zA-Z][a-zA-Z0-9]*)>"
+
+
+def _shape(dims: str) -> list:
+    return [int(d) for d in dims.split("x") if d]
+
+
+def model_flops(graph: pathlib.Path) -> float:
+    """The FLOPs the step's graph asks for, as written: 2*M*N*K per matmul,
+    and per attention op 4*S*T*D forward (scores and output), twice that
+    backward, over every head, masked or not (the convention of Megatron's
+    MFU; the flash kernels skip the blocks a causal mask removes, so they do
+    less). Recomputation is not counted: that is the hardware's FLOPs, which
+    trn-run reports as its MFU (here "HFU")."""
+    total = 0.0
+    dot = re.compile(r"trn\.dot_general .*?contracting_dims = \[([\d, ]*)\] x .*?: \("
+                     + _TYPE + r", " + _TYPE + r"\) -> " + _TYPE)
+    attention = re.compile(r"trn\.attention(_grad)? .*?: \(" + _TYPE + r", " + _TYPE)
+    for line in graph.read_text().splitlines():
+        if (m := dot.search(line)):
+            lhs = _shape(m.group(2))
+            result = _shape(m.group(6))
+            k = 1
+            for d in filter(None, m.group(1).split(",")):
+                k *= lhs[int(d)]
+            n = 1
+            for d in result:
+                n *= d
+            total += 2.0 * n * k
+        elif (m := attention.search(line)):
+            q, kv = _shape(m.group(2)), _shape(m.group(4))
+            # [..., S, D] queries against [..., T, D] keys (the default
+            # layout; a seq_dim layout has the same element counts).
+            elements = 1
+            for d in q:
+                elements *= d
+            flops = 4.0 * elements * kv[-2]  # 2*S*T*D twice, over the heads
+            total += 2 * flops if m.group(1) else flops
+    return total
+
+
 def run_case(name: str, bin_dir: pathlib.Path) -> dict:
     case = CASES[name]
     with tempfile.TemporaryDirectory(prefix="trn-step-mfu-") as tmp:
@@ -130,6 +178,11 @@ def run_case(name: str, bin_dir: pathlib.Path) -> dict:
             return {"case": name, "error": proc.stderr.strip().splitlines()[-1][:300]}
         report = json.loads(proc.stdout)
         sizes = signature_bytes(graph) if "mesh" not in case else {}
+        flops = model_flops(graph)
+    ranks = 1
+    for axis in case.get("mesh", "").split(","):
+        if "=" in axis:
+            ranks *= int(axis.split("=")[1])
     device_ns = report["device_time_ns"]
     kinds = report.get("time_by_kind_ns", {})
     row = {
@@ -137,7 +190,9 @@ def run_case(name: str, bin_dir: pathlib.Path) -> dict:
         "compile_s": round(compile_s, 2),
         "simulate_s": round(simulate_s, 1),
         "device_time_ms": round(device_ns / 1e6, 3),
-        "mfu": round(report["mfu"], 4),
+        # One rank's share of the model's FLOPs over its time.
+        "mfu": round(flops / ranks / (device_ns * 1e-9) / PEAK_FLOPS, 4),
+        "hfu": round(report["mfu"], 4),
         "tensor_engine_utilisation": round(report.get("tensor_engine_utilisation", 0), 4),
         "hbm_mib": round((report.get("hbm_to_sbuf_bytes", 0) +
                           report.get("sbuf_to_hbm_bytes", 0)) / 2**20, 1),
@@ -185,7 +240,7 @@ def main(argv=None) -> int:
     short = {"matmul": "mm", "attention": "attn", "elementwise": "elem",
              "optimizer": "opt", "data movement": "move", "collective": "coll",
              "other": "other", "idle": "idle"}
-    header = (f"{'case':24} {'compile s':>9} {'device ms':>10} {'MFU':>6} {'TE util':>7} "
+    header = (f"{'case':24} {'compile s':>9} {'device ms':>10} {'MFU':>6} {'HFU':>6} {'TE util':>7} "
               f"{'HBM MiB':>8} {'I/O MiB':>8}  time by kind")
     print(header)
     for row in rows:
@@ -196,7 +251,8 @@ def main(argv=None) -> int:
                           if v > 0)
         io = f"{row['io_mib']:8.1f}" if "io_mib" in row else f"{'-':>8}"
         print(f"{row['case']:24} {row['compile_s']:9.2f} {row['device_time_ms']:10.3f} "
-              f"{100 * row['mfu']:5.1f}% {100 * row['tensor_engine_utilisation']:6.1f}% "
+              f"{100 * row['mfu']:5.1f}% {100 * row['hfu']:5.1f}% "
+              f"{100 * row['tensor_engine_utilisation']:6.1f}% "
               f"{row['hbm_mib']:8.1f} {io}  {split}")
         if "optimizer_ms" in row:
             print(f"{'':24} optimizer {row['optimizer_ms']:.3f} ms for at least "

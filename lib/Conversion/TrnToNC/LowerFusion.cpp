@@ -850,10 +850,18 @@ LogicalResult FusionLowering::run() {
     for (auto [arg, input] : llvm::zip(body.getArguments(), fusion.getInputs()))
       if (arg == dot.getLhs() || arg == dot.getRhs())
         lowering.values[arg] = lowering.hbmOf(input);
+    // The epilogue's instructions count as the group's own kind (the
+    // optimizer's update after a weight gradient), the matmul's as matmul.
+    StringAttr epilogueKind = builder.getStringAttr(
+        fusion->hasAttr("trn.optimizer") ? "optimizer" : "elementwise");
+    StringAttr matmulKind = builder.getStringAttr("matmul");
     return lowering.lowerDot(dot, [&](Value accumulator, int64_t r0,
                                       int64_t tileRows, int64_t c0,
                                       int64_t columns) {
-      return emitTile(r0, tileRows, c0, columns, accumulator);
+      builder.create<KindOp>(kb.loc, epilogueKind, lowering.origin);
+      LogicalResult emitted = emitTile(r0, tileRows, c0, columns, accumulator);
+      builder.create<KindOp>(kb.loc, matmulKind, lowering.origin);
+      return emitted;
     });
   }
   int64_t rowBlock = numRows;

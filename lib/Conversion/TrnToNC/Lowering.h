@@ -202,6 +202,8 @@ private:
   LogicalResult lowerAttentionGrad(trn::AttentionGradOp op);
   /// A trn.fusion group as one tiled kernel (LowerFusion.cpp).
   LogicalResult lowerFusion(trn::FusionOp op);
+  /// The nc.kind origin of the op being lowered ("<graph>: <op> #<index>").
+  StringAttr origin;
   /// The mesh of a partitioned (dist.spmd) graph, recorded as the kernel's
   /// nc.mesh_axes / nc.mesh_sizes (LowerCollectives.cpp); success and no
   /// mesh for a graph without one.

@@ -987,15 +987,16 @@ LogicalResult Lowering::lowerScatterAdd(trn::ScatterAddOp op) {
 /// What the instructions of `op` compute (nc.kind, for the simulator's time
 /// split): the optimizer's slice (trn-mark-optimizer) first, then by op.
 static StringRef kindOf(Operation *op) {
+  // A matmul and its epilogue: the epilogue's instructions take the group's
+  // own kind (FusionLowering marks them).
+  if (auto fusion = dyn_cast<trn::FusionOp>(op);
+      fusion && isa<trn::DotGeneralOp>(fusion.getBody().front().front()))
+    return "matmul";
   if (op->hasAttr("trn.optimizer"))
     return "optimizer";
   if (isa_and_nonnull<dist::DistDialect>(op->getDialect()))
     return "collective";
   if (isa<trn::DotGeneralOp>(op))
-    return "matmul";
-  // A matmul and its epilogue.
-  if (auto fusion = dyn_cast<trn::FusionOp>(op);
-      fusion && isa<trn::DotGeneralOp>(fusion.getBody().front().front()))
     return "matmul";
   if (isa<trn::AttentionOp, trn::AttentionGradOp>(op))
     return "attention";
@@ -1397,11 +1398,12 @@ FailureOr<func::FuncOp> Lowering::run() {
     kb.loc = op.getLoc();
     // Every op's instructions carry its kind and name (a call's are the
     // callee's).
+    origin = builder.getStringAttr(graph.getSymName() + ": " +
+                                   op.getName().getStringRef() + " #" +
+                                   Twine(opIndex));
     if (!isa<func::CallOp>(op))
       builder.create<KindOp>(kb.loc, builder.getStringAttr(kindOf(&op)),
-                             builder.getStringAttr(graph.getSymName() + ": " +
-                                                   op.getName().getStringRef() +
-                                                   " #" + Twine(opIndex)));
+                             origin);
     ++opIndex;
     if (failed(lower(&op)))
       return failure();

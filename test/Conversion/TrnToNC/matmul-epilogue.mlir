@@ -7,7 +7,10 @@
 // is loaded once for the column block and read by both M blocks.
 // CHECK-LABEL: func.func @bias_gelu
 // CHECK-SAME: (%{{.*}}: !nc.hbm<256x64xbf16> {{.*}}, %{{.*}}: !nc.hbm<64x128xbf16> {{.*}}, %[[B:.*]]: !nc.hbm<128xf32> {{.*}}, %[[Y:.*]]: !nc.hbm<256x128xbf16>
+// The epilogue's instructions are the group's kind, the matmul's matmul.
+// CHECK: nc.kind "matmul" {origin = "bias_gelu: trn.fusion #0"}
 // CHECK: nc.matmul %[[ACC:[0-9]+]],
+// CHECK-NEXT: nc.kind "elementwise" {origin = "bias_gelu: trn.fusion #0"}
 // CHECK-NEXT: %[[BT:.*]] = nc.alloc : <sbuf, 128x128xf32>
 // CHECK-NEXT: %[[BV:.*]] = nc.view %[[B]] strides [1] : !nc.hbm<128xf32> -> <hbm, 128x128xf32>
 // CHECK-NEXT: nc.dma_copy %[[BT]], %[[BV]]
@@ -17,6 +20,7 @@
 // CHECK-NEXT: nc.activation gelu_tanh %[[H]], %[[PRE]] : !nc.tile<sbuf, 128x128xbf16>, !nc.tile<sbuf, 128x128xf32>
 // CHECK-NEXT: nc.view %[[Y]] strides [1] {partition_stride = 128 : i64}
 // CHECK-NEXT: nc.dma_copy
+// CHECK-NEXT: nc.kind "matmul" {origin = "bias_gelu: trn.fusion #0"}
 // The second M block.
 // CHECK: nc.matmul %[[ACC2:[0-9]+]],
 // CHECK-NOT: nc.dma_copy
@@ -24,6 +28,7 @@
 // CHECK: nc.activation gelu_tanh
 // CHECK: nc.view %[[Y]] strides [1] {offset = 16384 : i64, partition_stride = 128 : i64}
 // CHECK-NEXT: nc.dma_copy
+// CHECK-NEXT: nc.kind "matmul"
 // CHECK-NEXT: return
 func.func @bias_gelu(%x: tensor<256x64xbf16>, %w: tensor<64x128xbf16>, %b: tensor<128xf32>) -> tensor<256x128xbf16> {
   %1 = trn.fusion(%x, %w, %b : tensor<256x64xbf16>, tensor<64x128xbf16>, tensor<128xf32>) -> (tensor<256x128xbf16>) {
@@ -47,6 +52,7 @@ func.func @bias_gelu(%x: tensor<256x64xbf16>, %w: tensor<64x128xbf16>, %b: tenso
 // CHECK-LABEL: func.func @stored_result
 // CHECK-SAME: %[[R:[a-z0-9]+]]: !nc.hbm<128x128xf32> {{.*}}, %[[Y:.*]]: !nc.hbm<128x128xf32> {{.*}}, %[[D:.*]]: !nc.hbm<128x128xf32>
 // CHECK: nc.matmul %[[ACC:[0-9]+]],
+// CHECK-NEXT: nc.kind "elementwise"
 // CHECK-NEXT: %[[RT:.*]] = nc.alloc : <sbuf, 128x128xf32>
 // CHECK-NEXT: nc.view %[[R]]
 // CHECK-NEXT: nc.dma_copy %[[RT]]
@@ -57,6 +63,7 @@ func.func @bias_gelu(%x: tensor<256x64xbf16>, %w: tensor<64x128xbf16>, %b: tenso
 // CHECK: nc.tensor_tensor add %{{.*}}, %[[T]], %[[RT]]
 // CHECK: nc.view %[[Y]]
 // CHECK-NEXT: nc.dma_copy
+// CHECK-NEXT: nc.kind "matmul"
 // CHECK-NEXT: return
 func.func @stored_result(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>, %r: tensor<128x128xf32>) -> (tensor<128x128xf32>, tensor<128x128xf32>) {
   %1:2 = trn.fusion(%x, %w, %r : tensor<128x64xf32>, tensor<64x128xf32>, tensor<128x128xf32>) -> (tensor<128x128xf32>, tensor<128x128xf32>) {
