@@ -2603,6 +2603,14 @@ bool writeArtifactFile(const std::string &path, const Program &program,
 bool writeFileAtomically(const std::string &path,
                          const std::vector<uint8_t> &bytes,
                          std::string &error) {
+  switch (classifyOutput(path, error)) {
+  case OutputKind::Refuse:
+    return false;
+  case OutputKind::InPlace:
+    return writeInPlace(path, bytes.data(), bytes.size(), error);
+  case OutputKind::Replace:
+    break;
+  }
   std::string tempPath = makeTempPath(path);
   int fd =
       open(tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

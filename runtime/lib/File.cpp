@@ -198,4 +198,43 @@ bool readStandardInput(uint64_t maxBytes, std::string &out, std::string &error,
                    failure, size);
 }
 
+OutputKind classifyOutput(const std::string &path, std::string &error) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return OutputKind::Replace; // absent (or unreachable: the write says why)
+  if (S_ISREG(st.st_mode))
+    return OutputKind::Replace;
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+    return OutputKind::InPlace;
+  error = path + " is not a regular file (" + fileKindName(st.st_mode) + ")";
+  return OutputKind::Refuse;
+}
+
+bool writeInPlace(const std::string &path, const void *bytes, size_t size,
+                  std::string &error) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = "cannot write '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  const char *data = static_cast<const char *>(bytes);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      error = "cannot write '" + path + "': " + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    done += size_t(n);
+  }
+  if (::close(fd) != 0) {
+    error = "cannot write '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
 } // namespace trnrt

@@ -441,6 +441,15 @@ std::string temporaryPathFor(const std::string &path) {
 
 bool publish(const std::string &temporaryPath, const std::string &path,
              std::string &error) {
+  std::string kindError;
+  if (classifyOutput(path, kindError) == OutputKind::InPlace) {
+    // A device or a pipe takes the archive's bytes; renaming would
+    // replace it.
+    std::string bytes;
+    bool read = readRegularFile(temporaryPath, uint64_t(1) << 62, bytes, error);
+    ::unlink(temporaryPath.c_str());
+    return read && writeInPlace(path, bytes.data(), bytes.size(), error);
+  }
   if (::rename(temporaryPath.c_str(), path.c_str()) != 0) {
     error = path +
             ": cannot rename the temporary file into place: " + errnoMessage();
@@ -452,6 +461,14 @@ bool publish(const std::string &temporaryPath, const std::string &path,
 
 bool writeFileAtomically(const std::string &path, const uint8_t *bytes,
                          size_t size, std::string &error) {
+  switch (classifyOutput(path, error)) {
+  case OutputKind::Refuse:
+    return false;
+  case OutputKind::InPlace:
+    return writeInPlace(path, bytes, size, error);
+  case OutputKind::Replace:
+    break;
+  }
   std::string temporaryPath = temporaryPathFor(path);
   // 0666 so the final file gets the usual permissions after the umask.
   int fd = ::open(temporaryPath.c_str(),
@@ -938,7 +955,20 @@ bool writeNpz(const std::string &path,
     return writeFileAtomically(path, emptyZip, sizeof(emptyZip), error);
   }
 
-  std::string temporaryPath = temporaryPathFor(path);
+  std::string kindError;
+  OutputKind kind = classifyOutput(path, kindError);
+  if (kind == OutputKind::Refuse) {
+    error = kindError;
+    return false;
+  }
+  // Beside the output, so that the rename is atomic; for a device or a
+  // pipe (whose directory may not be writable, /dev) in the temporary
+  // directory, copied in by publish.
+  std::string temporaryPath = temporaryPathFor(
+      kind == OutputKind::InPlace
+          ? std::string(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") +
+                "/trn-npz"
+          : path);
   int openError = 0;
   ZipArchive archive(
       zip_open(temporaryPath.c_str(), ZIP_CREATE | ZIP_EXCL, &openError));

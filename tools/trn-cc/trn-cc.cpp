@@ -27,6 +27,7 @@
 #include "trn/Support/InputFile.h"
 
 #include "trnrt/Artifact.h"
+#include "trnrt/File.h"
 #include "trnrt/Mesh.h"
 #include "trnrt/Simulator.h"
 #include "trnrt/StageArtifact.h"
@@ -454,6 +455,17 @@ std::optional<std::string> checkWritable(const std::string &path,
 /// place: `path` is either untouched or complete.
 std::optional<std::string> writeFileAtomically(const std::string &path,
                                                llvm::StringRef bytes) {
+  std::string error;
+  switch (trnrt::classifyOutput(path, error)) {
+  case trnrt::OutputKind::Refuse:
+    return "cannot write '" + path + "': " + error;
+  case trnrt::OutputKind::InPlace:
+    if (!trnrt::writeInPlace(path, bytes.data(), bytes.size(), error))
+      return error;
+    return std::nullopt;
+  case trnrt::OutputKind::Replace:
+    break;
+  }
   llvm::Expected<llvm::sys::fs::TempFile> temp =
       llvm::sys::fs::TempFile::create(path + ".tmp-%%%%%%%%");
   if (!temp)

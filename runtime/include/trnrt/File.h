@@ -72,6 +72,26 @@ bool readRegularFile(const std::string &path, uint64_t maxBytes,
 bool readStandardInput(uint64_t maxBytes, std::string &out, std::string &error,
                        ReadFailure *failure = nullptr);
 
+/// How an output path is written. Tools publish files by writing a
+/// temporary file beside them and renaming it into place, so a reader never
+/// sees half a file; renaming over a device would replace it (as root,
+/// `-o /dev/null` would turn /dev/null into a regular file), so a device or
+/// a pipe is written in place instead.
+enum class OutputKind {
+  Replace, ///< absent or a regular file: temporary file + rename
+  InPlace, ///< a character device or a FIFO (/dev/null, a pipe)
+  Refuse,  ///< a directory, a socket or a block device
+};
+
+/// What `path` is as an output; for Refuse, `error` says why in one line:
+///   PATH is not a regular file (a directory)
+OutputKind classifyOutput(const std::string &path, std::string &error);
+
+/// Writes `size` bytes to `path` opened for writing as it is (an InPlace
+/// output), without creating, truncating or renaming anything.
+bool writeInPlace(const std::string &path, const void *bytes, size_t size,
+                  std::string &error);
+
 } // namespace trnrt
 
 #endif // TRNRT_FILE_H

@@ -114,7 +114,9 @@ def Dist_AllSliceOp : Dist_CollectiveOp<"all_slice"> {
     The inverse of `all_gather`: the input is the same on every rank of a
     group; rank `i` keeps slice `i` of group-size slices along `dim` (the
     first named axis the most major). Where a replicated value meets a use
-    that wants it split, the partitioner slices it locally.
+    that wants it split, the partitioner slices it locally. A slice of an
+    all_gather along another dim over the same axes canonicalizes to one
+    all_to_all: each rank receives only its slice of every rank's input.
   }];
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes,
@@ -125,6 +127,7 @@ def Dist_AllSliceOp : Dist_CollectiveOp<"all_slice"> {
     type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
   let extraClassDeclaration = extraBaseClassDeclaration;
 }
 
