@@ -12,6 +12,10 @@
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
 // RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 2e-2 | FileCheck %s
 // CHECK: 6 outputs match
+// The profile names the trn op each instruction comes from.
+// RUN: trn-run %t/a.trnart --zeros --timing-only --profile %t/trace.json > /dev/null
+// RUN: FileCheck %s --check-prefix=TRACE < %t/trace.json
+// TRACE: "args":{"index":{{[0-9]+}},"op":"epilogues: trn.fusion #{{[0-9]+}}"}
 // Every matmul is fused with its epilogue: each is in a group's body (none
 // is left in the function itself).
 // FUSED-NOT: {{^    %[0-9:]+ = trn.dot_general}}
