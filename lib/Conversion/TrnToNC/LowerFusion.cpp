@@ -249,6 +249,11 @@ LogicalResult FusionLowering::analyse() {
       }
     }
   }
+  // A result tile holds at most 512 columns of a row: an epilogue cannot
+  // reduce rows (trn-fuse-matmul-epilogue never forms one that does).
+  if (dot && hasReduction)
+    return fail(fusion, "a group that starts with a matmul cannot reduce "
+                        "rows (a result tile holds part of each row)");
   leading.assign(row.begin(), row.end());
   numRows = product(row);
   numColumns = full.back();

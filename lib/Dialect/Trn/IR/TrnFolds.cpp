@@ -216,7 +216,8 @@ struct CastBeforeSlices : OpRewritePattern<ConvertOp> {
       if (!piece || !piece->hasOneUse())
         return failure();
       auto cast = dyn_cast<ConvertOp>(*piece->user_begin());
-      if (!cast || cast.getType().getElementType() != elementType)
+      if (!cast || cast.getType().getElementType() != elementType ||
+          !piece.getType().hasStaticShape())
         return failure();
       pieces.push_back({piece, cast});
       sliced += piece.getType().getNumElements();

@@ -1,0 +1,30 @@
+// RUN: trn-opt %s -convert-trn-to-nc -split-input-file -verify-diagnostics
+
+// A hand-written group that starts with a matmul and reduces rows: a result
+// tile holds at most 512 columns of a row, so it is refused, not lowered
+// into partial sums.
+func.func @epilogue_reduces(%x: tensor<128x64xf32>, %w: tensor<64x1024xf32>) -> tensor<128xf32> {
+  // expected-error @+1 {{'trn.fusion' cannot be lowered: a group that starts with a matmul cannot reduce rows (a result tile holds part of each row)}}
+  %0 = trn.fusion(%x, %w : tensor<128x64xf32>, tensor<64x1024xf32>) -> (tensor<128xf32>) {
+  ^bb0(%a: tensor<128x64xf32>, %b: tensor<64x1024xf32>):
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x1024xf32>) -> tensor<128x1024xf32>
+    %2 = trn.reduce sum %1, dims = [1] : (tensor<128x1024xf32>) -> tensor<128xf32>
+    trn.yield %2 : tensor<128xf32>
+  }
+  return %0 : tensor<128xf32>
+}
+
+// -----
+
+// A leading matmul in a form the backend does not lower: the matmul's own
+// diagnostic.
+func.func @epilogue_matmul_form(%x: tensor<2x128x64xf32>, %w: tensor<64x128xf32>) -> tensor<2x128x128xf32> {
+  %0 = trn.fusion(%x, %w : tensor<2x128x64xf32>, tensor<64x128xf32>) -> (tensor<2x128x128xf32>) {
+  ^bb0(%a: tensor<2x128x64xf32>, %b: tensor<64x128xf32>):
+    // expected-error @+1 {{'trn.dot_general' is lowered for leading batch dims and one free and one contracting dim per operand; this form is not lowered yet}}
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [2] x [0] : (tensor<2x128x64xf32>, tensor<64x128xf32>) -> tensor<2x128x128xf32>
+    %2 = trn.exp %1 : tensor<2x128x128xf32>
+    trn.yield %2 : tensor<2x128x128xf32>
+  }
+  return %0 : tensor<2x128x128xf32>
+}
