@@ -114,8 +114,10 @@ std::string epilogueBlocker(DotGeneralOp dot, FusionOp fusion,
 /// the matmul when every other input of the group is defined before it.
 Operation *insertionPoint(DotGeneralOp dot, FusionOp fusion,
                           DominanceInfo &dominance) {
+  // (A user in another block counts as before: the matmul stays put.)
   bool usedBefore = llvm::any_of(dot->getUsers(), [&](Operation *user) {
-    return user != fusion && !fusion->isBeforeInBlock(user);
+    return user != fusion && (user->getBlock() != fusion->getBlock() ||
+                              !fusion->isBeforeInBlock(user));
   });
   if (!usedBefore)
     return fusion;
