@@ -2178,14 +2178,6 @@ bool createDContext(std::unique_ptr<ZSTD_DCtx, ZstdDContextDeleter> &context,
   return false;
 }
 
-std::string makeTempPath(const std::string &path) {
-  static std::atomic<uint64_t> counter{0};
-  uint64_t nanos =
-      uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  return path + formatString(".tmp.%ld.%" PRIu64 ".%" PRIx64, long(getpid()),
-                             counter.fetch_add(1), nanos);
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -2603,64 +2595,7 @@ bool writeArtifactFile(const std::string &path, const Program &program,
 bool writeFileAtomically(const std::string &path,
                          const std::vector<uint8_t> &bytes,
                          std::string &error) {
-  switch (classifyOutput(path, error)) {
-  case OutputKind::Refuse:
-    return false;
-  case OutputKind::InPlace:
-    return writeInPlace(path, bytes.data(), bytes.size(), error);
-  case OutputKind::Replace:
-    break;
-  }
-  std::string tempPath = makeTempPath(path);
-  int fd =
-      open(tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    error = tempPath + ": cannot create: " + errnoText(errno);
-    return false;
-  }
-  auto failWith = [&](const std::string &what, int err) {
-    close(fd);
-    unlink(tempPath.c_str());
-    error = tempPath + ": " + what + ": " + errnoText(err);
-    return false;
-  };
-  size_t written = 0;
-  while (written < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return failWith("write failed", errno);
-    }
-    written += size_t(n);
-  }
-  // Data must be on disk before the rename makes it visible.
-  if (fsync(fd) != 0 && errno != EINVAL)
-    return failWith("fsync failed", errno);
-  if (close(fd) != 0) {
-    int err = errno;
-    unlink(tempPath.c_str());
-    error = tempPath + ": close failed: " + errnoText(err);
-    return false;
-  }
-  if (rename(tempPath.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tempPath.c_str());
-    error =
-        path + ": cannot rename " + tempPath + " into place: " + errnoText(err);
-    return false;
-  }
-  // Best effort: make the rename itself durable.
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (dir.empty())
-    dir = "/";
-  int dirFd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirFd >= 0) {
-    (void)fsync(dirFd);
-    close(dirFd);
-  }
-  return true;
+  return writeFileAtomically(path, bytes.data(), bytes.size(), error);
 }
 
 uint64_t maxArtifactFileBytes(const ArtifactReadOptions &options) {

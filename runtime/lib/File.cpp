@@ -3,8 +3,10 @@
 #include "trnrt/File.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <limits>
 #include <memory>
 #include <sys/stat.h>
@@ -233,6 +235,73 @@ bool writeInPlace(const std::string &path, const void *bytes, size_t size,
   if (::close(fd) != 0) {
     error = "cannot write '" + path + "': " + std::strerror(errno);
     return false;
+  }
+  return true;
+}
+
+bool writeFileAtomically(const std::string &path, const void *bytes,
+                         size_t size, std::string &error) {
+  switch (classifyOutput(path, error)) {
+  case OutputKind::Refuse:
+    return false;
+  case OutputKind::InPlace:
+    return writeInPlace(path, bytes, size, error);
+  case OutputKind::Replace:
+    break;
+  }
+  static std::atomic<uint64_t> counter{0};
+  // Unique among threads and processes; beside `path`, so the rename is
+  // atomic.
+  std::string tempPath = path + ".tmp." + std::to_string(getpid()) + "." +
+                         std::to_string(counter.fetch_add(1));
+  int fd =
+      open(tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    error = tempPath + ": cannot create: " + std::strerror(errno);
+    return false;
+  }
+  auto failWith = [&](const std::string &what, int err) {
+    close(fd);
+    unlink(tempPath.c_str());
+    error = tempPath + ": " + what + ": " + std::strerror(err);
+    return false;
+  };
+  const char *data = static_cast<const char *>(bytes);
+  size_t written = 0;
+  while (written < size) {
+    ssize_t n = write(fd, data + written, size - written);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return failWith("write failed", errno);
+    }
+    written += size_t(n);
+  }
+  // Data must be on disk before the rename makes it visible.
+  if (fsync(fd) != 0 && errno != EINVAL)
+    return failWith("fsync failed", errno);
+  if (close(fd) != 0) {
+    int err = errno;
+    unlink(tempPath.c_str());
+    error = tempPath + ": close failed: " + std::strerror(err);
+    return false;
+  }
+  if (rename(tempPath.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(tempPath.c_str());
+    error = path + ": cannot rename " + tempPath +
+            " into place: " + std::strerror(err);
+    return false;
+  }
+  // Best effort: make the rename itself durable.
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (dir.empty())
+    dir = "/";
+  int dirFd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd >= 0) {
+    (void)fsync(dirFd);
+    close(dirFd);
   }
   return true;
 }

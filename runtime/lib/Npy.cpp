@@ -459,55 +459,6 @@ bool publish(const std::string &temporaryPath, const std::string &path,
   return true;
 }
 
-bool writeFileAtomically(const std::string &path, const uint8_t *bytes,
-                         size_t size, std::string &error) {
-  switch (classifyOutput(path, error)) {
-  case OutputKind::Refuse:
-    return false;
-  case OutputKind::InPlace:
-    return writeInPlace(path, bytes, size, error);
-  case OutputKind::Replace:
-    break;
-  }
-  std::string temporaryPath = temporaryPathFor(path);
-  // 0666 so the final file gets the usual permissions after the umask.
-  int fd = ::open(temporaryPath.c_str(),
-                  O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    error = path +
-            ": cannot create a temporary file next to it: " + errnoMessage() +
-            "; check that the directory exists and is writable";
-    return false;
-  }
-  size_t done = 0;
-  bool ok = true;
-  while (ok && done < size) {
-    ssize_t n = ::write(fd, bytes + done, size - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      error = path + ": write failed: " + errnoMessage();
-      ok = false;
-    } else {
-      done += size_t(n);
-    }
-  }
-  // Flush before the rename so a crash cannot publish an empty file.
-  if (ok && ::fsync(fd) != 0) {
-    error = path + ": fsync failed: " + errnoMessage();
-    ok = false;
-  }
-  if (::close(fd) != 0 && ok) {
-    error = path + ": close failed: " + errnoMessage();
-    ok = false;
-  }
-  if (!ok) {
-    ::unlink(temporaryPath.c_str());
-    return false;
-  }
-  return publish(temporaryPath, path, error);
-}
-
 struct ZipDiscarder {
   void operator()(zip_t *archive) const { zip_discard(archive); }
 };

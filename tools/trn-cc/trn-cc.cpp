@@ -451,43 +451,13 @@ std::optional<std::string> checkWritable(const std::string &path,
   return std::nullopt;
 }
 
-/// Writes `bytes` to a temporary file beside `path` and renames it into
-/// place: `path` is either untouched or complete.
+/// trnrt::writeFileAtomically: `path` is either untouched or complete (a
+/// device or a pipe is written in place).
 std::optional<std::string> writeFileAtomically(const std::string &path,
                                                llvm::StringRef bytes) {
   std::string error;
-  switch (trnrt::classifyOutput(path, error)) {
-  case trnrt::OutputKind::Refuse:
+  if (!trnrt::writeFileAtomically(path, bytes.data(), bytes.size(), error))
     return "cannot write '" + path + "': " + error;
-  case trnrt::OutputKind::InPlace:
-    if (!trnrt::writeInPlace(path, bytes.data(), bytes.size(), error))
-      return error;
-    return std::nullopt;
-  case trnrt::OutputKind::Replace:
-    break;
-  }
-  llvm::Expected<llvm::sys::fs::TempFile> temp =
-      llvm::sys::fs::TempFile::create(path + ".tmp-%%%%%%%%");
-  if (!temp)
-    return "cannot write '" + path + "': " + llvm::toString(temp.takeError());
-  {
-    llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
-    os << bytes;
-    os.flush();
-    if (os.has_error()) {
-      std::string message =
-          "cannot write '" + path + "': " + os.error().message();
-      os.clear_error();
-      llvm::consumeError(temp->discard());
-      return message;
-    }
-  }
-  if (llvm::Error error = temp->keep(path)) {
-    std::string message =
-        "cannot write '" + path + "': " + llvm::toString(std::move(error));
-    llvm::consumeError(temp->discard());
-    return message;
-  }
   return std::nullopt;
 }
 

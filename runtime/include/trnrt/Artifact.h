@@ -124,8 +124,8 @@ bool writeArtifactFile(const std::string &path, const Program &program,
                        const ArtifactInfo &info, std::string &error,
                        const ArtifactWriteOptions &options = {});
 
-/// `bytes` to a uniquely named temporary file beside `path`, fsync, then
-/// rename over `path` (what writeArtifactFile does with an artifact's).
+/// trnrt::writeFileAtomically (File.h) of a byte vector (what
+/// writeArtifactFile does with an artifact's bytes).
 bool writeFileAtomically(const std::string &path,
                          const std::vector<uint8_t> &bytes, std::string &error);
 

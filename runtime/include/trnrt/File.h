@@ -16,6 +16,7 @@
 
 #include <fcntl.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -86,6 +87,14 @@ enum class OutputKind {
 /// What `path` is as an output; for Refuse, `error` says why in one line:
 ///   PATH is not a regular file (a directory)
 OutputKind classifyOutput(const std::string &path, std::string &error);
+
+/// Writes `size` bytes to `path` so that a reader sees the old file or the
+/// whole new one: to a uniquely named temporary file beside it, fsync'ed,
+/// then renamed over it (the directory fsync'ed too, best effort). An
+/// InPlace output is written as it is; a Refuse one fails. `error` is one
+/// line naming the path.
+bool writeFileAtomically(const std::string &path, const void *bytes,
+                         size_t size, std::string &error);
 
 /// Writes `size` bytes to `path` opened for writing as it is (an InPlace
 /// output), without creating, truncating or renaming anything.
