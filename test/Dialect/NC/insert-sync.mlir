@@ -99,3 +99,26 @@ func.func @panel_views(%a: !nc.hbm<128x128xbf16>, %b: !nc.hbm<128x1024xbf16>) {
   nc.dma_copy %t0, %b1 {queue = 3} : !nc.tile<sbuf, 128x512xbf16>, !nc.tile<hbm, 128x512xbf16>
   return
 }
+
+// Stores of different tiles of one output touch disjoint bytes and do not
+// wait for each other (each would otherwise pay the DMA latency in series);
+// a store over bytes another queue wrote or read waits for it. A view of a
+// reshape of the tensor is bounded the same way.
+// CHECK-LABEL: func @hbm_ranges
+func.func @hbm_ranges(%c: !nc.hbm<256x512xf32>) {
+  %c0 = nc.view %c strides [1] {partition_stride = 512} : !nc.hbm<256x512xf32> -> !nc.tile<hbm, 128x512xf32>
+  %c1 = nc.view %c strides [1] {offset = 65536, partition_stride = 512} : !nc.hbm<256x512xf32> -> !nc.tile<hbm, 128x512xf32>
+  %r = nc.hbm_reshape %c : !nc.hbm<256x512xf32> -> !nc.hbm<512x256xf32>
+  %r1 = nc.view %r strides [1] {offset = 65792, partition_stride = 256} : !nc.hbm<512x256xf32> -> !nc.tile<hbm, 1x256xf32>
+  %t = nc.alloc : !nc.tile<sbuf, 128x512xf32>
+  %u = nc.alloc : !nc.tile<sbuf, 1x256xf32>
+  // CHECK: nc.memset {{.*}} {nc.signal = 1 : i64}
+  nc.memset %t, 0.0 : !nc.tile<sbuf, 128x512xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 5 : i64, nc.waits = [array<i64: 1, 1>]}
+  nc.dma_copy %c0, %t : !nc.tile<hbm, 128x512xf32>, !nc.tile<sbuf, 128x512xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 6 : i64, nc.waits = [array<i64: 1, 1>], queue = 1 : i64}
+  nc.dma_copy %c1, %t {queue = 1} : !nc.tile<hbm, 128x512xf32>, !nc.tile<sbuf, 128x512xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 7 : i64, nc.waits = [array<i64: 6, 1>], queue = 2 : i64}
+  nc.dma_copy %u, %r1 {queue = 2} : !nc.tile<sbuf, 1x256xf32>, !nc.tile<hbm, 1x256xf32>
+  return
+}

@@ -109,8 +109,8 @@ private:
 };
 
 /// The latest access of every stream to every memory location, with the
-/// overlap rules of Footprint::overlaps: HBM tensors by identity, SBUF and
-/// PSUM allocations by their boxes of partitions x bytes.
+/// overlap rules of Footprint::overlaps: HBM tensors by identity and byte
+/// range, SBUF and PSUM allocations by their boxes of partitions x bytes.
 ///
 /// Boxes overlap in partitions iff they share a band between consecutive
 /// start or end partitions of the kernel's tiles, so each band has its own
@@ -144,13 +144,14 @@ public:
   /// to `f`; false if `f` is a box that was not declared.
   bool conflicts(const Footprint &f, bool isWrite, StreamCounts &wait) const {
     if (f.memory == MemorySpace::hbm) {
-      if (f.hasAddress()) {
-        scratch.conflicts(f.b0, f.b1, isWrite, wait);
+      if (f.scratchOffset) {
+        scratch.conflicts(*f.scratchOffset + f.b0, *f.scratchOffset + f.b1,
+                          isWrite, wait);
         return true;
       }
       auto it = hbm.find(f.root);
       if (it != hbm.end())
-        it->second.conflicts(isWrite, wait);
+        it->second.conflicts(f.b0, f.b1, isWrite, wait);
       return true;
     }
     auto m = memories.find(f.memory);
@@ -164,10 +165,11 @@ public:
 
   void record(const Footprint &f, bool isWrite, size_t stream, uint32_t count) {
     if (f.memory == MemorySpace::hbm) {
-      if (f.hasAddress())
-        scratch.record(f.b0, f.b1, isWrite, stream, count);
+      if (f.scratchOffset)
+        scratch.record(*f.scratchOffset + f.b0, *f.scratchOffset + f.b1,
+                       isWrite, stream, count);
       else
-        hbm[f.root].record(isWrite, stream, count);
+        hbm[f.root].record(f.b0, f.b1, isWrite, stream, count);
       return;
     }
     Memory &m = memories.find(f.memory)->second;
@@ -194,7 +196,8 @@ private:
     }
   };
 
-  llvm::DenseMap<Value, LatestAccess> hbm;
+  /// Kernel arguments and unplaced HBM tensors, by byte range within each.
+  llvm::DenseMap<Value, BytePieces> hbm;
   /// Placed HBM scratch, by byte range: tensors live at different times
   /// may share bytes.
   BytePieces scratch;
