@@ -347,14 +347,14 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
   // partition: near the DMA engines' peak, and four transpose groups).
   constexpr int64_t kLhsRowChunk = 2048;
   // Row-major lhs (K contiguous) is transposed once per call when several
-  // N blocks reuse it: while the first N block of a batch computes, each M
+  // column blocks reuse it: while the first N block of a batch computes, each M
   // block's transposed tiles are also stored into an HBM scratch laid out so
   // that later N blocks load one M block's stationary tiles with one
   // contiguous DMA: lhsT[batch][mb][p][kt][j] = lhs[batch][mb*128+j][kt*128+p].
   int64_t mBlocks = (m + kMatmulM - 1) / kMatmulM;
   int64_t panelLen = kTiles * kMatmulM;
   bool transposeOnce =
-      lhsKStride == 1 && n > kMatmulN && panelLen * inBytes <= 32 * 1024;
+      lhsKStride == 1 && n > blockWidth && panelLen * inBytes <= 32 * 1024;
   Value lhsT;
   if (transposeOnce)
     lhsT = kb.scratch({batches * mBlocks, kMatmulM, panelLen}, inType);
@@ -416,139 +416,229 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
   if (residentPanel)
     panelBuffers = kb.tile(MemorySpace::sbuf, std::min(kMatmulK, k),
                            {prefetchPanel ? 2 : 1, panelElements}, inType);
+  // Transposes of up to four full K tiles share one PSUM bank and one
+  // eviction (the per-instruction overhead of an eviction is larger than its
+  // work at 128 columns); evictions alternate between the Scalar and the
+  // Vector Engine.
+  constexpr int64_t kGroup = 4;
   // A panel's K tiles are loaded when first used (so the first column
   // block's DMAs come in the order the Tensor Engine needs them) unless
   // prefetched.
-  SmallVector<Value> panel(kTiles), nextPanel;
+  SmallVector<Value> panel(kTiles), nextPanel(kTiles);
+  // Moving data whose K is contiguous (an nn.Linear weight [N, K]) fills a
+  // resident panel a chunk of K tiles at a time: each 128-row block of N
+  // loads [128, up to 2048 of K] with one DMA, and one K tile of four row
+  // blocks transposes into one PSUM bank and leaves it with one eviction.
+  // Tile by tile, every 128x128 block took a DMA of 256-byte runs, a
+  // transpose and an eviction of its own, in series.
+  bool chunkedPanel = residentPanel && rhsKStride == 1;
+  constexpr int64_t kChunkTiles = kLhsRowChunk / kMatmulK;
+  auto fillPanelChunk = [&](const ColumnBlock &block, int64_t kt,
+                            int64_t panelOffset, SmallVectorImpl<Value> &into) {
+    int64_t chunkKt0 = kt / kChunkTiles * kChunkTiles;
+    int64_t k0 = chunkKt0 * kMatmulK;
+    int64_t chunkKw = std::min(kLhsRowChunk, k - k0);
+    int64_t chunkTiles = (chunkKw + kMatmulK - 1) / kMatmulK;
+    int64_t base = block.batch * k * n + k0 + block.n0 * rhsNStride;
+    for (int64_t g0 = 0; g0 < block.nw; g0 += kGroup * kPartitions) {
+      int64_t gw = std::min(kGroup * kPartitions, block.nw - g0);
+      SmallVector<std::pair<Value, int64_t>> rowBlocks;
+      for (int64_t j0 = g0; j0 < g0 + gw; j0 += kPartitions) {
+        int64_t jw = std::min(kPartitions, g0 + gw - j0);
+        Value rows = kb.tile(MemorySpace::sbuf, jw, {chunkKw}, inType);
+        kb.dma(rows, kb.view(rhs, base + j0 * rhsNStride, jw, rhsNStride,
+                             {chunkKw}, {1}));
+        rowBlocks.push_back({rows, jw});
+      }
+      for (int64_t t = 0; t < chunkTiles; ++t) {
+        int64_t kw = std::min(kMatmulK, chunkKw - t * kMatmulK);
+        Value transposed = kb.tile(MemorySpace::psum, kw, {gw}, f32);
+        for (auto [i, rowBlock] : llvm::enumerate(rowBlocks)) {
+          auto [rows, jw] = rowBlock;
+          builder.create<TransposeOp>(
+              kb.loc,
+              view(transposed, {kw, jw}, static_cast<int64_t>(i) * kPartitions),
+              view(rows, {jw, kw}, t * kMatmulK));
+        }
+        evict(view(panelBuffers, {kw, gw},
+                   panelOffset + (chunkKt0 + t) * block.nw + g0),
+              transposed);
+      }
+    }
+    for (int64_t t = 0; t < chunkTiles; ++t) {
+      int64_t kw = std::min(kMatmulK, chunkKw - t * kMatmulK);
+      into[chunkKt0 + t] = view(panelBuffers, {kw, block.nw},
+                                panelOffset + (chunkKt0 + t) * block.nw);
+    }
+  };
+  // K tile kt of a column block's resident panel into `into`, loaded if it
+  // is not there yet.
+  auto fillPanel = [&](const ColumnBlock &block, int64_t kt,
+                       int64_t panelOffset, SmallVectorImpl<Value> &into) {
+    if (into[kt])
+      return;
+    if (chunkedPanel)
+      fillPanelChunk(block, kt, panelOffset, into);
+    else
+      into[kt] = loadMoving(block, kt, panelOffset);
+  };
 
+  // One M block's row range and the lhs tiles its stationary operands come
+  // from (the current chunk of lhs rows, of transposed rows, or of the
+  // transposed scratch).
+  struct MBlock {
+    int64_t m0 = 0, mw = 0, panelBase = 0, lhsBase = 0;
+    bool storeToScratch = false, fromScratch = false, rowsPath = false;
+    Value scratchChunk, rowsChunk, transposedChunk;
+    int64_t scratchKt0 = 0, scratchTiles = 0, chunkK0 = 0, chunkKw = 0;
+  };
+  // The stationary tiles of K tiles [kt, kt + count).
+  struct Group {
+    int64_t kt = 0, count = 0;
+    SmallVector<Value> stationaries;
+  };
+  auto startMBlock = [&](const ColumnBlock &block, int64_t mb) {
+    MBlock state;
+    state.m0 = mb * kMatmulM;
+    state.mw = std::min(kMatmulM, m - state.m0);
+    state.panelBase = (block.batch * mBlocks + mb) * kMatmulM * panelLen;
+    state.lhsBase = block.batch * m * k;
+    // Later column blocks read the transposed lhs from the scratch in chunks
+    // of K tiles (one contiguous run per partition each): large transfers
+    // whose tiles die as soon as their matmuls ran, so the next M block's
+    // chunks load into the space the current one frees.
+    state.storeToScratch = transposeOnce && block.n0 == 0;
+    state.fromScratch = transposeOnce && !state.storeToScratch;
+    // Row-major lhs rows come in chunks of K (large transfers whose tiles die
+    // once transposed, so the next chunk's load overlaps compute).
+    state.rowsPath = !state.fromScratch && lhsKStride == 1;
+    return state;
+  };
+  auto prepare = [&](MBlock &b, int64_t kt) {
+    Group prepared;
+    prepared.kt = kt;
+    int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
+    int64_t mw = b.mw;
+    if (b.rowsPath && (!b.rowsChunk || k0 >= b.chunkK0 + b.chunkKw)) {
+      b.chunkK0 = k0;
+      b.chunkKw = std::min(kLhsRowChunk, k - k0);
+      b.rowsChunk = kb.tile(MemorySpace::sbuf, mw, {b.chunkKw}, inType);
+      kb.dma(b.rowsChunk, kb.view(lhs, b.lhsBase + b.m0 * lhsMStride + k0, mw,
+                                  lhsMStride, {b.chunkKw}, {1}));
+      // When storing to the scratch, a chunk of full K tiles is transposed
+      // into one tile and stored with one DMA (4 KiB per partition instead
+      // of 1 KiB ones, which waste DMA time on per-buffer costs).
+      b.transposedChunk = Value();
+      if (b.storeToScratch && mw == kMatmulM && b.chunkKw % kMatmulK == 0)
+        b.transposedChunk = kb.tile(MemorySpace::sbuf, kMatmulK,
+                                    {b.chunkKw / kMatmulK * mw}, inType);
+    }
+    int64_t group = 1;
+    if (b.rowsPath && kw == kMatmulK)
+      while (group < kGroup && kt + group < kTiles &&
+             (kt + group + 1) * kMatmulK <= b.chunkK0 + b.chunkKw &&
+             group * mw + mw <= 512)
+        ++group;
+    prepared.count = group;
+    if (b.fromScratch) {
+      if (!b.scratchChunk || kt >= b.scratchKt0 + b.scratchTiles) {
+        int64_t pk = std::min(kMatmulK, k);
+        b.scratchKt0 = kt;
+        b.scratchTiles = std::min(kLhsRowChunk / kMatmulK, kTiles - kt);
+        b.scratchChunk =
+            kb.tile(MemorySpace::sbuf, pk, {b.scratchTiles * kMatmulM}, inType);
+        kb.dma(b.scratchChunk,
+               kb.view(lhsT, b.panelBase + kt * kMatmulM, pk, panelLen,
+                       {b.scratchTiles * kMatmulM}, {1}));
+      }
+      prepared.stationaries.push_back(
+          view(b.scratchChunk, {kw, mw}, (kt - b.scratchKt0) * kMatmulM));
+    } else if (b.rowsPath) {
+      Value transposed = kb.tile(MemorySpace::psum, kw, {group * mw}, f32);
+      for (int64_t j = 0; j < group; ++j) {
+        Value slice =
+            view(b.rowsChunk, {mw, kw}, k0 - b.chunkK0 + j * kMatmulK);
+        builder.create<TransposeOp>(kb.loc, view(transposed, {kw, mw}, j * mw),
+                                    slice);
+      }
+      int64_t chunkKt0 = b.chunkK0 / kMatmulK;
+      Value transposedBlock =
+          b.transposedChunk
+              ? view(b.transposedChunk, {kw, group * mw}, (kt - chunkKt0) * mw)
+              : kb.tile(MemorySpace::sbuf, kw, {group * mw}, inType);
+      evict(transposedBlock, transposed);
+      if (b.transposedChunk && (kt + group) * kMatmulK == b.chunkK0 + b.chunkKw)
+        storeTransposed(b.transposedChunk, b.panelBase, chunkKt0, kMatmulK,
+                        b.chunkKw / kMatmulK, mw);
+      else if (b.storeToScratch && !b.transposedChunk)
+        storeTransposed(transposedBlock, b.panelBase, kt, kw, group, mw);
+      for (int64_t j = 0; j < group; ++j)
+        prepared.stationaries.push_back(
+            view(transposedBlock, {kw, mw}, j * mw));
+    } else {
+      Value stationary = kb.tile(MemorySpace::sbuf, kw, {mw}, inType);
+      loadKMajor(stationary, lhs,
+                 b.lhsBase + k0 * lhsKStride + b.m0 * lhsMStride, kw, mw,
+                 lhsKStride, lhsMStride);
+      prepared.stationaries.push_back(stationary);
+    }
+    return prepared;
+  };
+
+  // The first stationary group of the next M block of the same column block,
+  // prepared (its rows loaded and transposed) before the current block's
+  // last matmuls so that its evictions overlap them instead of stalling the
+  // Tensor Engine at every block boundary.
+  std::optional<std::pair<MBlock, Group>> preparedAhead;
+  bool pipelineMBlocks = mBlocks > 1;
   for (auto [blockIndex, block] : llvm::enumerate(columnBlocks)) {
     int64_t batch = block.batch, n0 = block.n0, nw = block.nw;
-    int64_t lhsBase = batch * m * k, outBase = batch * m * n;
+    int64_t outBase = batch * m * n;
     bool hasNext = blockIndex + 1 < columnBlocks.size();
     for (int64_t mb = 0; mb < mBlocks; ++mb) {
+      MBlock state;
+      Group current;
+      if (preparedAhead) {
+        state = std::move(preparedAhead->first);
+        current = std::move(preparedAhead->second);
+        preparedAhead.reset();
+      }
       int64_t m0 = mb * kMatmulM, mw = std::min(kMatmulM, m - m0);
-      int64_t panelBase = (batch * mBlocks + mb) * kMatmulM * panelLen;
       // One PSUM accumulator per bank-wide part of the block.
       SmallVector<Value> accs;
       for (int64_t s0 = 0; s0 < nw; s0 += kMatmulN)
         accs.push_back(
             kb.tile(MemorySpace::psum, mw, {std::min(kMatmulN, nw - s0)}, f32));
-      // Later column blocks read the transposed lhs from the scratch in
-      // chunks of K tiles (one contiguous run per partition each): large
-      // transfers whose tiles die as soon as their matmuls ran, so the next
-      // M block's chunks load into the space the current one frees.
-      bool storeToScratch = transposeOnce && n0 == 0;
-      bool fromScratch = transposeOnce && !storeToScratch;
-      Value scratchChunk;
-      int64_t scratchKt0 = 0, scratchTiles = 0;
-      // Row-major lhs rows come in chunks of K (large transfers whose tiles
-      // die once transposed, so the next chunk's load overlaps compute).
-      bool rowsPath = !fromScratch && lhsKStride == 1;
-      Value rowsChunk;
-      int64_t chunkK0 = 0, chunkKw = 0;
-      // When storing to the scratch, a chunk of full K tiles is transposed
-      // into one tile and stored with one DMA (4 KiB per partition instead
-      // of 1 KiB ones, which waste DMA time on per-buffer costs).
-      Value transposedChunk;
       if (prefetchPanel && hasNext)
         for (int64_t kt = mb * kTiles / mBlocks,
                      end = (mb + 1) * kTiles / mBlocks;
              kt < end; ++kt)
-          nextPanel.push_back(loadMoving(columnBlocks[blockIndex + 1], kt,
-                                         panelOffsetOf(blockIndex + 1)));
-      // Transposes of up to four full K tiles share one PSUM bank and one
-      // eviction (the per-instruction overhead of an eviction is larger
-      // than its work at 128 columns); evictions alternate between the
-      // Scalar and the Vector Engine.
-      constexpr int64_t kGroup = 4;
-      // The stationary tiles of K tiles [kt, kt + count).
-      struct Group {
-        int64_t kt = 0, count = 0;
-        SmallVector<Value> stationaries;
-      };
-      auto prepare = [&](int64_t kt) {
-        Group prepared;
-        prepared.kt = kt;
-        int64_t k0 = kt * kMatmulK, kw = std::min(kMatmulK, k - k0);
-        if (rowsPath && (!rowsChunk || k0 >= chunkK0 + chunkKw)) {
-          chunkK0 = k0;
-          chunkKw = std::min(kLhsRowChunk, k - k0);
-          rowsChunk = kb.tile(MemorySpace::sbuf, mw, {chunkKw}, inType);
-          kb.dma(rowsChunk, kb.view(lhs, lhsBase + m0 * lhsMStride + k0, mw,
-                                    lhsMStride, {chunkKw}, {1}));
-          transposedChunk = Value();
-          if (storeToScratch && mw == kMatmulM && chunkKw % kMatmulK == 0)
-            transposedChunk = kb.tile(MemorySpace::sbuf, kMatmulK,
-                                      {chunkKw / kMatmulK * mw}, inType);
-        }
-        int64_t group = 1;
-        if (rowsPath && kw == kMatmulK)
-          while (group < kGroup && kt + group < kTiles &&
-                 (kt + group + 1) * kMatmulK <= chunkK0 + chunkKw &&
-                 group * mw + mw <= 512)
-            ++group;
-        prepared.count = group;
-        if (fromScratch) {
-          if (!scratchChunk || kt >= scratchKt0 + scratchTiles) {
-            int64_t pk = std::min(kMatmulK, k);
-            scratchKt0 = kt;
-            scratchTiles =
-                std::min(kLhsRowChunk / kMatmulK, kTiles - scratchKt0);
-            scratchChunk = kb.tile(MemorySpace::sbuf, pk,
-                                   {scratchTiles * kMatmulM}, inType);
-            kb.dma(scratchChunk,
-                   kb.view(lhsT, panelBase + scratchKt0 * kMatmulM, pk,
-                           panelLen, {scratchTiles * kMatmulM}, {1}));
-          }
-          prepared.stationaries.push_back(
-              view(scratchChunk, {kw, mw}, (kt - scratchKt0) * kMatmulM));
-        } else if (rowsPath) {
-          Value transposed = kb.tile(MemorySpace::psum, kw, {group * mw}, f32);
-          for (int64_t j = 0; j < group; ++j) {
-            Value slice =
-                view(rowsChunk, {mw, kw}, k0 - chunkK0 + j * kMatmulK);
-            builder.create<TransposeOp>(
-                kb.loc, view(transposed, {kw, mw}, j * mw), slice);
-          }
-          int64_t chunkKt0 = chunkK0 / kMatmulK;
-          Value transposedBlock =
-              transposedChunk
-                  ? view(transposedChunk, {kw, group * mw},
-                         (kt - chunkKt0) * mw)
-                  : kb.tile(MemorySpace::sbuf, kw, {group * mw}, inType);
-          evict(transposedBlock, transposed);
-          if (transposedChunk && (kt + group) * kMatmulK == chunkK0 + chunkKw)
-            storeTransposed(transposedChunk, panelBase, chunkKt0, kMatmulK,
-                            chunkKw / kMatmulK, mw);
-          else if (storeToScratch && !transposedChunk)
-            storeTransposed(transposedBlock, panelBase, kt, kw, group, mw);
-          for (int64_t j = 0; j < group; ++j)
-            prepared.stationaries.push_back(
-                view(transposedBlock, {kw, mw}, j * mw));
-        } else {
-          Value stationary = kb.tile(MemorySpace::sbuf, kw, {mw}, inType);
-          loadKMajor(stationary, lhs,
-                     lhsBase + k0 * lhsKStride + m0 * lhsMStride, kw, mw,
-                     lhsKStride, lhsMStride);
-          prepared.stationaries.push_back(stationary);
-        }
-        return prepared;
-      };
+          fillPanel(columnBlocks[blockIndex + 1], kt,
+                    panelOffsetOf(blockIndex + 1), nextPanel);
+      if (current.count == 0) {
+        state = startMBlock(block, mb);
+        current = prepare(state, 0);
+      }
       // Software-pipelined: the next group's transposes are issued before
       // this group's matmuls, so the Tensor Engine transposes while the
       // Scalar or Vector Engine evicts the previous group.
-      Group current = prepare(0);
       while (current.count > 0) {
         int64_t nextKt = current.kt + current.count;
-        Group next = nextKt < kTiles ? prepare(nextKt) : Group();
+        Group next = nextKt < kTiles ? prepare(state, nextKt) : Group();
+        if (next.count == 0 && mb + 1 < mBlocks && pipelineMBlocks) {
+          MBlock ahead = startMBlock(block, mb + 1);
+          Group first = prepare(ahead, 0);
+          preparedAhead.emplace(std::move(ahead), std::move(first));
+        }
         for (int64_t j = 0; j < current.count; ++j) {
           int64_t kt = current.kt + j;
           Value moving;
           if (!residentPanel)
             moving = loadMoving(block, kt);
-          else if (!(moving = panel[kt]))
-            moving = panel[kt] =
-                loadMoving(block, kt, panelOffsetOf(blockIndex));
+          else {
+            fillPanel(block, kt, panelOffsetOf(blockIndex), panel);
+            moving = panel[kt];
+          }
           int64_t kw = std::min(kMatmulK, k - kt * kMatmulK);
           for (auto [part, acc] : llvm::enumerate(accs)) {
             int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
@@ -560,10 +650,13 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
                                      movingPart, /*accumulate=*/kt > 0);
           }
           // The last M block frees the panel's K tiles in order: each is
-          // refilled with the next block's as soon as its matmuls ran.
-          if (refillPanel && hasNext && mb == mBlocks - 1)
-            nextPanel.push_back(loadMoving(columnBlocks[blockIndex + 1], kt,
-                                           panelOffsetOf(blockIndex + 1)));
+          // refilled with the next block's as soon as its matmuls ran (a
+          // chunk of them once the chunk's last one ran).
+          if (refillPanel && hasNext && mb == mBlocks - 1 &&
+              (!chunkedPanel || (kt + 1) % kChunkTiles == 0 ||
+               kt + 1 == kTiles))
+            fillPanel(columnBlocks[blockIndex + 1], kt,
+                      panelOffsetOf(blockIndex + 1), nextPanel);
         }
         current = std::move(next);
       }
@@ -584,9 +677,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
     if (residentPanel && hasNext) {
       panel.assign(kTiles, Value());
       if (prefetchPanel || refillPanel)
-        for (auto [kt, tile] : llvm::enumerate(nextPanel))
-          panel[kt] = tile;
-      nextPanel.clear();
+        std::swap(panel, nextPanel);
     }
   }
   return success();
