@@ -18,3 +18,4 @@ func.func @mm(%a: tensor<300x2500xf32>, %w: tensor<1100x2500xf32>, %c: tensor<2x
   %2 = trn.dot_general %x, %v, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<384x1024xbf16>, tensor<700x1024xbf16>) -> tensor<384x700xf32>
   return %0, %1, %2 : tensor<300x1100xf32>, tensor<2x130x600xf32>, tensor<384x700xf32>
 }
+

@@ -18,3 +18,14 @@ func.func @weight_rows(%x: tensor<256x512xbf16>, %w: tensor<384x512xbf16>) -> te
   %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<256x512xbf16>, tensor<384x512xbf16>) -> tensor<256x384xf32>
   return %0 : tensor<256x384xf32>
 }
+
+// A K-major lhs (a weight gradient dY^T X: M contiguous) loads K tile kt of
+// eight M blocks with one DMA of 2 KiB runs, not one of 256-byte runs per
+// M block: two K tiles, two DMAs of [128, 1024].
+// LOAD-LABEL: func @weight_gradient
+// LOAD-COUNT-2: nc.view %arg0 strides [1] {{{.*}}partition_stride = 1024 : i64} : !nc.hbm<256x1024xbf16> -> <hbm, 128x1024xbf16>
+// LOAD-NOT: nc.view %arg0
+func.func @weight_gradient(%dy: tensor<256x1024xbf16>, %x: tensor<256x512xbf16>) -> tensor<1024x512xf32> {
+  %0 = trn.dot_general %dy, %x, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<256x1024xbf16>, tensor<256x512xbf16>) -> tensor<1024x512xf32>
+  return %0 : tensor<1024x512xf32>
+}
