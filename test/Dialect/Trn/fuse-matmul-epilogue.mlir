@@ -88,11 +88,19 @@ func.func @no_place(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> (tensor<1
 
 // -----
 
-// Must not fuse: the group reduces rows (a layer norm needs whole rows; a
-// result tile holds at most 512 columns).
+// The group reduces rows (a layer norm needs whole rows; a result tile holds
+// at most 512 columns): the reduction stays a group of its own, but the
+// elementwise ops before it (here the exp) become the matmul's epilogue.
 // CHECK-LABEL: func.func @no_row_reduction
+// CHECK-NEXT: %[[E:.*]] = trn.fusion(%arg0, %arg1
+// CHECK-NEXT: ^bb0
 // CHECK-NEXT: trn.dot_general
-// CHECK-NEXT: trn.fusion(%0
+// CHECK-NEXT: trn.exp
+// CHECK-NEXT: trn.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: trn.fusion(%[[E]] :
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: trn.reduce sum
 func.func @no_row_reduction(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> tensor<128xf32> {
   %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
   %1 = trn.fusion(%0 : tensor<128x128xf32>) -> (tensor<128xf32>) {
@@ -102,6 +110,79 @@ func.func @no_row_reduction(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> t
     trn.yield %3 : tensor<128xf32>
   }
   return %1 : tensor<128xf32>
+}
+
+// -----
+
+// A layer norm after a projection: bias and residual (the elementwise prefix,
+// with the bias's broadcast) become the epilogue, which yields the sum the
+// norm reads and the group returned; the norm keeps its reductions and its
+// weight.
+// CHECK-LABEL: func.func @layer_norm_prefix
+// CHECK-NEXT: %[[E:.*]] = trn.fusion(%arg0, %arg1, %arg2, %arg3 : {{.*}}) -> (tensor<256x512xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: trn.dot_general
+// CHECK-NEXT: trn.broadcast_in_dim
+// CHECK-NEXT: trn.add
+// CHECK-NEXT: trn.add
+// CHECK-NEXT: trn.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[N:.*]] = trn.fusion(%arg4, %[[E]] : tensor<512xf32>, tensor<256x512xf32>) -> (tensor<256x512xf32>) {
+// CHECK-NOT: trn.add %
+// CHECK: trn.reduce sum
+// CHECK: return %[[N]], %[[E]]
+func.func @layer_norm_prefix(%x: tensor<256x64xf32>, %w: tensor<64x512xf32>, %b: tensor<512xf32>, %r: tensor<256x512xf32>, %g: tensor<512xf32>) -> (tensor<256x512xf32>, tensor<256x512xf32>) {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xf32>, tensor<64x512xf32>) -> tensor<256x512xf32>
+  %1:2 = trn.fusion(%0, %b, %r, %g : tensor<256x512xf32>, tensor<512xf32>, tensor<256x512xf32>, tensor<512xf32>) -> (tensor<256x512xf32>, tensor<256x512xf32>) {
+  ^bb0(%a: tensor<256x512xf32>, %bias: tensor<512xf32>, %res: tensor<256x512xf32>, %gamma: tensor<512xf32>):
+    %2 = trn.broadcast_in_dim %bias, dims = [1] : (tensor<512xf32>) -> tensor<256x512xf32>
+    %3 = trn.add %a, %2 : tensor<256x512xf32>
+    %4 = trn.add %3, %res : tensor<256x512xf32>
+    %5 = trn.reduce sum %4, dims = [1] : (tensor<256x512xf32>) -> tensor<256xf32>
+    %6 = trn.broadcast_in_dim %5, dims = [0] : (tensor<256xf32>) -> tensor<256x512xf32>
+    %7 = trn.sub %4, %6 : tensor<256x512xf32>
+    %8 = trn.broadcast_in_dim %gamma, dims = [1] : (tensor<512xf32>) -> tensor<256x512xf32>
+    %9 = trn.mul %7, %8 : tensor<256x512xf32>
+    trn.yield %9, %4 : tensor<256x512xf32>, tensor<256x512xf32>
+  }
+  return %1#0, %1#1 : tensor<256x512xf32>, tensor<256x512xf32>
+}
+
+// -----
+
+// Not split: the rest would read two prefix values (twice the result's
+// bytes), or the norm reads the matmul's result itself.
+// CHECK-LABEL: func.func @prefix_hands_on_more
+// CHECK-NEXT: trn.dot_general
+// CHECK-NEXT: trn.fusion(%0
+// CHECK-LABEL: func.func @result_read_by_reduction
+// CHECK-NEXT: trn.dot_general
+// CHECK-NEXT: trn.fusion(%0
+func.func @prefix_hands_on_more(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> tensor<128x128xf32> {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
+  %1 = trn.fusion(%0 : tensor<128x128xf32>) -> (tensor<128x128xf32>) {
+  ^bb0(%a: tensor<128x128xf32>):
+    %2 = trn.exp %a : tensor<128x128xf32>
+    %3 = trn.tanh %a : tensor<128x128xf32>
+    %4 = trn.reduce sum %2, dims = [1] : (tensor<128x128xf32>) -> tensor<128xf32>
+    %5 = trn.broadcast_in_dim %4, dims = [0] : (tensor<128xf32>) -> tensor<128x128xf32>
+    %6 = trn.mul %3, %5 : tensor<128x128xf32>
+    %7 = trn.add %6, %2 : tensor<128x128xf32>
+    trn.yield %7 : tensor<128x128xf32>
+  }
+  return %1 : tensor<128x128xf32>
+}
+func.func @result_read_by_reduction(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> tensor<128x128xf32> {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
+  %1 = trn.fusion(%0 : tensor<128x128xf32>) -> (tensor<128x128xf32>) {
+  ^bb0(%a: tensor<128x128xf32>):
+    %2 = trn.exp %a : tensor<128x128xf32>
+    %3 = trn.reduce sum %a, dims = [1] : (tensor<128x128xf32>) -> tensor<128xf32>
+    %4 = trn.broadcast_in_dim %3, dims = [0] : (tensor<128xf32>) -> tensor<128x128xf32>
+    %5 = trn.mul %2, %4 : tensor<128x128xf32>
+    trn.yield %5 : tensor<128x128xf32>
+  }
+  return %1 : tensor<128x128xf32>
 }
 
 // -----

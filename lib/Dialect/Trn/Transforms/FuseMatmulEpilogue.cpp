@@ -16,6 +16,8 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 
+#include "llvm/ADT/SetVector.h"
+
 namespace mlir::trn {
 #define GEN_PASS_DEF_TRNFUSEMATMULEPILOGUE
 #include "trn/Dialect/Trn/Transforms/Passes.h.inc"
@@ -174,10 +176,207 @@ void fuse(DotGeneralOp dot, FusionOp fusion, Operation *at) {
   dot.erase();
 }
 
+int64_t bytesOf(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// A group that reads a matmul's result but also reduces rows (a layer norm
+/// after a projection, bias and residual) gives the elementwise ops that
+/// the result flows into before any reduction (its prefix) a group of their
+/// own, which becomes the matmul's epilogue; the rest reads the prefix's
+/// values instead of the matmul's result. Done when the prefix hands on no
+/// more bytes than the result (so no traffic is added) and the new group
+/// can be an epilogue; returns the prefix group, or null.
+FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
+                                BlockArgument arg) {
+  Block &body = fusion.getBody().front();
+  ArrayRef<int64_t> full = shapeOf(dot.getResult());
+  auto isBlockInput = [&](Value value) {
+    auto input = dyn_cast<BlockArgument>(value);
+    return input && input.getOwner() == &body && input != arg;
+  };
+  // Operands a prefix op may take besides the result and other prefix
+  // values: the group's other inputs, broadcasts of them and constants
+  // (cloned into the prefix group).
+  auto isAvailable = [&](Value value) {
+    if (isBlockInput(value))
+      return true;
+    Operation *def = value.getDefiningOp();
+    if (auto broadcast = dyn_cast_or_null<BroadcastInDimOp>(def))
+      return isBlockInput(broadcast.getOperand());
+    return isa_and_nonnull<ConstantOp>(def);
+  };
+  llvm::SetVector<Operation *> prefix;
+  llvm::DenseSet<Value> prefixValues{arg};
+  for (Operation &op : body.without_terminator()) {
+    if (isa<ReduceOp, BroadcastInDimOp, ConstantOp, DotGeneralOp>(op) ||
+        op.getNumResults() != 1 || shapeOf(op.getResult(0)) != full)
+      continue;
+    bool readsPrefix = false, ready = true;
+    for (Value operand : op.getOperands()) {
+      if (prefixValues.contains(operand))
+        readsPrefix = true;
+      else if (!isAvailable(operand))
+        ready = false;
+    }
+    if (!readsPrefix || !ready)
+      continue;
+    prefix.insert(&op);
+    prefixValues.insert(op.getResult(0));
+  }
+  if (prefix.empty() || llvm::any_of(arg.getUsers(), [&](Operation *user) {
+        return !prefix.contains(user);
+      }))
+    return nullptr;
+  // The values the rest reads or the group yields.
+  SmallVector<Value> handedOn;
+  int64_t handedBytes = 0;
+  for (Operation *op : prefix) {
+    Value value = op->getResult(0);
+    if (llvm::any_of(value.getUsers(),
+                     [&](Operation *user) { return !prefix.contains(user); })) {
+      handedOn.push_back(value);
+      handedBytes += bytesOf(value);
+    }
+  }
+  if (handedOn.empty() || handedBytes > bytesOf(dot.getResult()))
+    return nullptr;
+
+  // The prefix group, at the group's place.
+  OpBuilder builder(fusion);
+  SmallVector<BlockArgument> prefixArgs{arg};
+  auto noteArg = [&](Value value) {
+    if (auto broadcast = value.getDefiningOp<BroadcastInDimOp>())
+      value = broadcast.getOperand();
+    if (auto input = dyn_cast<BlockArgument>(value);
+        input && input.getOwner() == &body &&
+        !llvm::is_contained(prefixArgs, input))
+      prefixArgs.push_back(input);
+  };
+  for (Operation *op : prefix)
+    for (Value operand : op->getOperands())
+      noteArg(operand);
+  SmallVector<Value> prefixInputs;
+  for (BlockArgument input : prefixArgs)
+    prefixInputs.push_back(fusion.getInputs()[input.getArgNumber()]);
+  SmallVector<Type> handedTypes;
+  for (Value value : handedOn)
+    handedTypes.push_back(value.getType());
+  auto head =
+      builder.create<FusionOp>(fusion.getLoc(), handedTypes, prefixInputs);
+  head->setDiscardableAttrs(fusion->getDiscardableAttrDictionary());
+  {
+    OpBuilder::InsertionGuard guard(builder);
+    Block *headBody = builder.createBlock(&head.getBody());
+    IRMapping mapping;
+    for (BlockArgument input : prefixArgs)
+      mapping.map(input,
+                  headBody->addArgument(input.getType(), input.getLoc()));
+    for (Operation *op : prefix) {
+      for (Value operand : op->getOperands())
+        if (!mapping.contains(operand))
+          builder.clone(*operand.getDefiningOp(), mapping);
+      builder.clone(*op, mapping);
+    }
+    SmallVector<Value> yielded;
+    for (Value value : handedOn)
+      yielded.push_back(mapping.lookup(value));
+    builder.create<YieldOp>(fusion.getLoc(), yielded);
+  }
+  if (!epilogueBlocker(dot, head, head.getBody().front().getArgument(0))
+           .empty()) {
+    head.erase();
+    return nullptr;
+  }
+
+  // The rest: the group without the prefix, reading the handed-on values.
+  auto oldYield = cast<YieldOp>(body.getTerminator());
+  llvm::DenseSet<Operation *> live;
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (prefix.contains(&op))
+      continue;
+    bool used = llvm::any_of(op.getUsers(), [&](Operation *user) {
+      return live.contains(user) || user == oldYield;
+    });
+    if (used)
+      live.insert(&op);
+  }
+  auto readByRest = [&](Value value) {
+    return llvm::any_of(value.getUsers(),
+                        [&](Operation *user) { return live.contains(user); });
+  };
+  SmallVector<Value> restInputs, restArgs;
+  for (BlockArgument input : body.getArguments())
+    if (readByRest(input)) {
+      restInputs.push_back(fusion.getInputs()[input.getArgNumber()]);
+      restArgs.push_back(input);
+    }
+  for (auto [value, result] : llvm::zip(handedOn, head.getResults()))
+    if (readByRest(value)) {
+      restInputs.push_back(result);
+      restArgs.push_back(value);
+    }
+  SmallVector<Value> restYielded;
+  SmallVector<Type> restTypes;
+  for (Value value : oldYield.getValues())
+    if (!prefixValues.contains(value)) {
+      restYielded.push_back(value);
+      restTypes.push_back(value.getType());
+    }
+  FusionOp rest;
+  if (!restYielded.empty()) {
+    rest = builder.create<FusionOp>(fusion.getLoc(), restTypes, restInputs);
+    rest->setDiscardableAttrs(fusion->getDiscardableAttrDictionary());
+    OpBuilder::InsertionGuard guard(builder);
+    Block *restBody = builder.createBlock(&rest.getBody());
+    IRMapping mapping;
+    for (Value value : restArgs)
+      mapping.map(value,
+                  restBody->addArgument(value.getType(), value.getLoc()));
+    for (Operation &op : body.without_terminator())
+      if (live.contains(&op))
+        builder.clone(op, mapping);
+    SmallVector<Value> yielded;
+    for (Value value : restYielded)
+      yielded.push_back(mapping.lookup(value));
+    builder.create<YieldOp>(oldYield.getLoc(), yielded);
+  }
+  unsigned restIndex = 0;
+  for (auto [result, value] :
+       llvm::zip(fusion.getResults(), oldYield.getValues())) {
+    if (prefixValues.contains(value)) {
+      auto *at = llvm::find(handedOn, value);
+      result.replaceAllUsesWith(head.getResult(at - handedOn.begin()));
+    } else {
+      result.replaceAllUsesWith(rest.getResult(restIndex++));
+    }
+  }
+  fusion.erase();
+  return head;
+}
+
 struct FuseMatmulEpilogue
     : trn::impl::TrnFuseMatmulEpilogueBase<FuseMatmulEpilogue> {
   void runOnOperation() override {
     func::FuncOp function = getOperation();
+    // Groups that reduce rows hand their elementwise prefix to the matmul
+    // they read first.
+    SmallVector<FusionOp> reducing;
+    function.walk([&](FusionOp fusion) { reducing.push_back(fusion); });
+    for (FusionOp fusion : reducing) {
+      Block &body = fusion.getBody().front();
+      if (!llvm::any_of(body, [](Operation &op) { return isa<ReduceOp>(op); }))
+        continue;
+      for (auto [input, arg] :
+           llvm::zip(fusion.getInputs(), body.getArguments())) {
+        auto dot = input.getDefiningOp<DotGeneralOp>();
+        if (dot && dot->getBlock() == fusion->getBlock() &&
+            llvm::count(fusion.getInputs(), dot.getResult()) == 1 &&
+            splitElementwisePrefix(dot, fusion, arg))
+          break;
+      }
+    }
     SmallVector<FusionOp> fusions;
     function.walk([&](FusionOp fusion) { fusions.push_back(fusion); });
     DominanceInfo dominance(function);

@@ -119,7 +119,11 @@ def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
     up to 512 columns) cannot hold what it needs: it reduces rows (a layer
     norm needs whole rows), broadcasts the matmul's result, computes another
     shape, or reads an input whose rows do not fall into one DMA window per
-    tile. The fused op takes the group's place, or the matmul's when a user
+    tile. A group that reduces rows first hands the elementwise ops the
+    result flows into before any reduction (a layer norm's bias and residual
+    add) to a group of their own, which becomes the epilogue, when the rest
+    then reads no more bytes from it than the result itself (and the result
+    has no user in the rest). The fused op takes the group's place, or the matmul's when a user
     of the result comes before the group (then every other input of the
     group must be defined before the matmul, else nothing is fused). Run
     after `trn-fuse-elementwise`.
