@@ -491,6 +491,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
     bool storeToScratch = false, fromScratch = false, rowsPath = false;
     Value scratchChunk, rowsChunk, transposedChunk;
     int64_t scratchKt0 = 0, scratchTiles = 0, chunkK0 = 0, chunkKw = 0;
+    int64_t ktEnd = 0; ///< stationary groups stop here
   };
   // The stationary tiles of K tiles [kt, kt + count).
   struct Group {
@@ -512,6 +513,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
     // Row-major lhs rows come in chunks of K (large transfers whose tiles die
     // once transposed, so the next chunk's load overlaps compute).
     state.rowsPath = !state.fromScratch && lhsKStride == 1;
+    state.ktEnd = kTiles;
     return state;
   };
   // K-major lhs (a weight gradient's dY^T: M contiguous) loads the
@@ -546,7 +548,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
     }
     int64_t group = 1;
     if (b.rowsPath && kw == kMatmulK)
-      while (group < kGroup && kt + group < kTiles &&
+      while (group < kGroup && kt + group < b.ktEnd &&
              (kt + group + 1) * kMatmulK <= b.chunkK0 + b.chunkKw &&
              group * mw + mw <= 512)
         ++group;
@@ -614,6 +616,92 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
     }
     return prepared;
   };
+
+  // K too large for a resident panel, with the whole result small enough
+  // to keep in SBUF (an MLM head's input gradient: K = the vocabulary):
+  // K runs outermost in chunks whose panel is resident, each M block's
+  // partial sums accumulate in an fp32 SBUF tile across chunks (the Vector
+  // Engine adds each chunk's PSUM), and both operands are read once.
+  // Without this, the moving data went through SBUF once per M block.
+  int64_t chunkTiles =
+      std::max<int64_t>(1, 64 * 1024 / (std::max<int64_t>(n, 1) * inBytes)) /
+      kChunkTiles * kChunkTiles;
+  bool kChunked = !residentPanel && !transposeOnce && batches == 1 &&
+                  n <= 2 * kMatmulN && chunkTiles > 0 && kTiles > chunkTiles &&
+                  mBlocks * n * 4 <= 64 * 1024;
+  if (kChunked) {
+    ColumnBlock block{0, 0, n};
+    Value chunkPanel = kb.tile(MemorySpace::sbuf, std::min(kMatmulK, k),
+                               {chunkTiles * n}, inType);
+    SmallVector<SmallVector<Value>> sums(mBlocks);
+    for (int64_t kt0 = 0; kt0 < kTiles; kt0 += chunkTiles) {
+      int64_t kt1 = std::min(kTiles, kt0 + chunkTiles);
+      bool lastChunk = kt1 == kTiles;
+      SmallVector<Value> chunk(kt1 - kt0);
+      for (int64_t mb = 0; mb < mBlocks; ++mb) {
+        MBlock state = startMBlock(block, mb);
+        state.ktEnd = kt1;
+        int64_t m0 = state.m0, mw = state.mw;
+        SmallVector<Value> accs;
+        for (int64_t s0 = 0; s0 < n; s0 += kMatmulN)
+          accs.push_back(kb.tile(MemorySpace::psum, mw,
+                                 {std::min(kMatmulN, n - s0)}, f32));
+        Group current = prepare(state, kt0);
+        while (current.count > 0) {
+          int64_t nextKt = current.kt + current.count;
+          Group next = nextKt < kt1 ? prepare(state, nextKt) : Group();
+          for (int64_t j = 0; j < current.count; ++j) {
+            int64_t kt = current.kt + j;
+            int64_t kw = std::min(kMatmulK, k - kt * kMatmulK);
+            Value &moving = chunk[kt - kt0];
+            if (!moving) {
+              moving = view(chunkPanel, {kw, n}, (kt - kt0) * n);
+              loadKMajor(moving, rhs, kt * kMatmulK * rhsKStride, kw, n,
+                         rhsKStride, rhsNStride);
+            }
+            for (auto [part, acc] : llvm::enumerate(accs)) {
+              int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
+              Value movingPart =
+                  accs.size() == 1
+                      ? moving
+                      : view(moving, {kw, std::min(kMatmulN, n - s0)}, s0);
+              builder.create<MatmulOp>(kb.loc, acc, current.stationaries[j],
+                                       movingPart, /*accumulate=*/kt > kt0);
+            }
+          }
+          current = std::move(next);
+        }
+        sums[mb].resize(accs.size());
+        for (auto [part, acc] : llvm::enumerate(accs)) {
+          int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
+          int64_t sw = std::min(kMatmulN, n - s0);
+          Value total = acc;
+          if (kt0 > 0) {
+            total = kb.tile(MemorySpace::sbuf, mw, {sw}, f32);
+            builder.create<TensorTensorOp>(kb.loc, AluOp::add, total,
+                                           sums[mb][part], acc, Engine::vector);
+          }
+          if (!lastChunk) {
+            if (kt0 == 0) {
+              total = kb.tile(MemorySpace::sbuf, mw, {sw}, f32);
+              evict(total, acc);
+            }
+            sums[mb][part] = total;
+            continue;
+          }
+          if (epilogue) {
+            if (failed(epilogue(total, m0, mw, s0, sw)))
+              return failure();
+            continue;
+          }
+          Value result = kb.tile(MemorySpace::sbuf, mw, {sw}, outType);
+          kb.scalarCopy(result, total);
+          kb.dma(kb.view(out, m0 * n + s0, mw, n, {sw}, {1}), result);
+        }
+      }
+    }
+    return success();
+  }
 
   // The first stationary group of the next M block of the same column block,
   // prepared (its rows loaded and transposed) before the current block's
