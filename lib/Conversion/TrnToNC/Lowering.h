@@ -177,6 +177,9 @@ private:
                                  int64_t col0, int64_t width)>;
   /// The matmul; with an epilogue (a trn.fusion that starts with it), the
   /// epilogue takes every result tile and nothing is stored here.
+  /// The tensor a scatter_add updates: its operand's when that dies there,
+  /// else a copy of it.
+  Value scatterTarget(trn::ScatterAddOp op);
   LogicalResult lowerDot(trn::DotGeneralOp op,
                          MatmulEpilogue epilogue = nullptr);
   LogicalResult lowerReduce(trn::ReduceOp op);

@@ -1131,6 +1131,37 @@ LogicalResult Lowering::lowerGather(trn::GatherOp op) {
 /// scatter_add along axis 0: the result starts as a copy of the operand,
 /// then every block of update rows is added at its indices by an indirect
 /// DMA that accumulates (repeated indices add up).
+/// Whether `value` may be updated in place by its one user: an
+/// intermediate this function computes into scratch of its own (not an
+/// argument, an output or a view of another tensor).
+static bool ownsScratch(Value value, Value hbm) {
+  return value.getDefiningOp() && value.hasOneUse() &&
+         !isa<trn::ReshapeOp>(value.getDefiningOp()) &&
+         hbm.getDefiningOp<HbmAllocOp>();
+}
+
+Value Lowering::scatterTarget(trn::ScatterAddOp op) {
+  Value source = hbmOf(op.getOperand());
+  // The operand is dead after the scatter: add into its tensor instead of
+  // copying it (a cross-entropy's gradient, an embedding's zeros). A result
+  // returned as an output had its operand computed there (see run).
+  if (!directOutputs.count(op.getResult()) &&
+      ownsScratch(op.getOperand(), source)) {
+    values[op.getResult()] = source;
+    return source;
+  }
+  Value out = newTensor(op.getResult());
+  if (rootOf(out) == rootOf(source))
+    return out;
+  SmallVector<int64_t> shape(
+      cast<RankedTensorType>(op.getOperand().getType()).getShape());
+  Side src{source, 0, rowMajorStrides(shape)};
+  Side dst{out, 0, rowMajorStrides(shape)};
+  if (failed(copy(op, shape, src, dst)))
+    return Value();
+  return out;
+}
+
 LogicalResult Lowering::lowerScatterAdd(trn::ScatterAddOp op) {
   auto operandType = cast<RankedTensorType>(op.getOperand().getType());
   auto indexType = cast<RankedTensorType>(op.getIndices().getType());
@@ -1150,11 +1181,8 @@ LogicalResult Lowering::lowerScatterAdd(trn::ScatterAddOp op) {
     // result seen as a table of single elements.
     int64_t classes = operandType.getShape().back();
     int64_t batch = product(operandType.getShape().drop_back());
-    Value out = newTensor(op.getResult());
-    SmallVector<int64_t> shape(operandType.getShape());
-    Side src{hbmOf(op.getOperand()), 0, rowMajorStrides(shape)};
-    Side dst{out, 0, rowMajorStrides(shape)};
-    if (failed(copy(op, shape, src, dst)))
+    Value out = scatterTarget(op);
+    if (!out)
       return failure();
     Value table = asTable(out, batch * classes, 1);
     Value updates = hbmOf(op.getUpdates());
@@ -1171,11 +1199,8 @@ LogicalResult Lowering::lowerScatterAdd(trn::ScatterAddOp op) {
   }
   int64_t rows = operandType.getDimSize(0);
   int64_t rowElements = product(operandType.getShape().drop_front());
-  Value out = newTensor(op.getResult());
-  SmallVector<int64_t> shape(operandType.getShape());
-  Side src{hbmOf(op.getOperand()), 0, rowMajorStrides(shape)};
-  Side dst{out, 0, rowMajorStrides(shape)};
-  if (failed(copy(op, shape, src, dst)))
+  Value out = scatterTarget(op);
+  if (!out)
     return failure();
   Value table = asTable(out, rows, rowElements);
   Value updates = hbmOf(op.getUpdates());
@@ -1577,6 +1602,19 @@ FailureOr<func::FuncOp> Lowering::run() {
     if (source != value && !isa<BlockArgument>(source) &&
         !directOutputs.count(source))
       directOutputs[source] = body->getArgument(outputArg[r]);
+  }
+  // A returned scatter_add (an embedding's gradient) adds into its output,
+  // where its operand, if nothing else reads it, is computed.
+  for (auto [r, value] : llvm::enumerate(ret.getOperands())) {
+    auto scatter = value.getDefiningOp<trn::ScatterAddOp>();
+    if (!scatter || aliasOf[r] >= 0 ||
+        directOutputs.lookup(value) != body->getArgument(outputArg[r]))
+      continue;
+    Value operand = scatter.getOperand();
+    if (operand.getDefiningOp() && operand.hasOneUse() &&
+        !isa<trn::ReshapeOp>(operand.getDefiningOp()) &&
+        !directOutputs.count(operand))
+      directOutputs[operand] = body->getArgument(outputArg[r]);
   }
 
   int64_t opIndex = 0; // names each op's instructions (nc.kind origin)
