@@ -20,6 +20,7 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -123,6 +124,14 @@ private:
   SmallVector<int64_t> leading;
   int64_t numRows = 1, numColumns = 1;
   bool hasReduction = false;
+  /// An epilogue's sums over rows (dims [0], trn-fuse-matmul-epilogue): per
+  /// sum and column offset, the running [128, columns] fp32 total of the
+  /// tiles so far (M blocks run inner, so a column's tiles come in row
+  /// order); the last row block sums its partitions on the Tensor Engine.
+  llvm::SmallPtrSet<Operation *, 4> columnSums;
+  llvm::DenseMap<std::pair<Operation *, int64_t>, Value> columnTotals;
+  Value onesColumn;
+  LogicalResult emitColumnSum(trn::ReduceOp reduce, const Ref &in);
   /// In the order the body reads them (the kernel must not depend on
   /// pointer order).
   llvm::MapVector<Value, Source> sources;
@@ -196,6 +205,22 @@ LogicalResult FusionLowering::analyse() {
   for (Operation &op : body) {
     if (isa<trn::YieldOp>(op))
       continue;
+    if (auto reduce = dyn_cast<trn::ReduceOp>(op);
+        reduce && dot && full.size() == 2 &&
+        reduce.getKind() == trn::ReduceKind::sum &&
+        reduce.getDims() == ArrayRef<int64_t>{0}) {
+      if (cast<RankedTensorType>(reduce.getOperand().getType()).getShape() !=
+              full ||
+          !elementTypeOf(reduce.getOperand()).isF32() ||
+          !elementTypeOf(reduce.getResult()).isF32() ||
+          !llvm::all_of(reduce->getUsers(), [](Operation *user) {
+            return isa<trn::YieldOp>(user);
+          }))
+        return fail(&op, "an epilogue's sum over rows must take an f32 "
+                         "value of the matmul's shape and only be yielded");
+      columnSums.insert(&op);
+      continue;
+    }
     for (Value result : op.getResults()) {
       ArrayRef<int64_t> resultShape =
           cast<RankedTensorType>(result.getType()).getShape();
@@ -666,6 +691,8 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
         return define(in[0]);
       })
       .Case([&](trn::ReduceOp reduce) -> LogicalResult {
+        if (columnSums.contains(reduce))
+          return emitColumnSum(reduce, in[0]);
         if (in[0].form != Form::Full)
           return fail(op, "it reduces a value that is constant along rows");
         Type f32 = builder.getF32Type();
@@ -770,6 +797,8 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
     refs[dot.getResult()] = result;
   }
   auto store = [&](Value value, Value out) -> LogicalResult {
+    if (Operation *def = value.getDefiningOp(); def && columnSums.contains(def))
+      return success(); // stored by emitColumnSum
     FailureOr<Ref> ref = get(value);
     if (failed(ref) ||
         (ref->form == Form::Full && !ref->tile && affine.count(value)))
@@ -842,6 +871,48 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
   }
   col0 = rowCol0;
   width = rowWidth;
+  return success();
+}
+
+LogicalResult FusionLowering::emitColumnSum(trn::ReduceOp reduce,
+                                            const Ref &in) {
+  Type f32 = builder.getF32Type();
+  Value tile = full(in, f32);
+  Value &total = columnTotals[{reduce.getOperation(), col0}];
+  if (!total) {
+    total = kb.tile(MemorySpace::sbuf, kPartitions, {width}, f32);
+    if (rows < kPartitions)
+      builder.create<MemsetOp>(kb.loc, total, llvm::APFloat(0.0f),
+                               Engine::vector);
+    builder.create<TensorCopyOp>(kb.loc, kb.window(total, {rows, width}, 0),
+                                 tile, Engine::vector);
+  } else {
+    Value part = kb.window(total, {rows, width}, 0);
+    builder.create<TensorTensorOp>(kb.loc, AluOp::add, part, part, tile,
+                                   Engine::vector);
+  }
+  ++vectorWork;
+  if (row0 + rows < numRows)
+    return success();
+  // The last row block: the partitions' sum, [1, width], on the Tensor
+  // Engine (a ones column as the stationary operand).
+  int64_t used = std::min(kPartitions, numRows);
+  if (!onesColumn) {
+    onesColumn = kb.tile(MemorySpace::sbuf, kPartitions, {1}, f32);
+    builder.create<MemsetOp>(kb.loc, onesColumn, llvm::APFloat(1.0f),
+                             Engine::vector);
+  }
+  Value sum = kb.tile(MemorySpace::psum, 1, {width}, f32);
+  builder.create<MatmulOp>(kb.loc, sum, kb.window(onesColumn, {used, 1}, 0),
+                           kb.window(total, {used, width}, 0),
+                           /*accumulate=*/false);
+  Value result = kb.tile(MemorySpace::sbuf, 1, {width}, f32);
+  kb.scalarCopy(result, sum);
+  auto yield = cast<trn::YieldOp>(fusion.getBody().front().getTerminator());
+  for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
+    if (value == reduce.getResult())
+      kb.dma(kb.view(out, col0, 1, 0, {width}, {1}), result);
+  columnTotals.erase({reduce.getOperation(), col0});
   return success();
 }
 

@@ -28,3 +28,19 @@ func.func @epilogue_matmul_form(%x: tensor<2x128x64xf32>, %w: tensor<64x128xf32>
   }
   return %0 : tensor<2x128x128xf32>
 }
+
+// -----
+
+// A hand-written epilogue summing a bf16 value over rows: the running
+// totals are fp32 sums of fp32 tiles.
+func.func @epilogue_column_sum_bf16(%x: tensor<128x64xf32>, %w: tensor<64x256xf32>) -> tensor<256xbf16> {
+  %0 = trn.fusion(%x, %w : tensor<128x64xf32>, tensor<64x256xf32>) -> (tensor<256xbf16>) {
+  ^bb0(%a: tensor<128x64xf32>, %b: tensor<64x256xf32>):
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x256xf32>) -> tensor<128x256xf32>
+    %2 = trn.convert %1 : tensor<128x256xf32> -> tensor<128x256xbf16>
+    // expected-error @+1 {{'trn.fusion' cannot be lowered: an epilogue's sum over rows must take an f32 value of the matmul's shape and only be yielded}}
+    %3 = trn.reduce sum %2, dims = [0] : (tensor<128x256xbf16>) -> tensor<256xbf16>
+    trn.yield %3 : tensor<256xbf16>
+  }
+  return %0 : tensor<256xbf16>
+}

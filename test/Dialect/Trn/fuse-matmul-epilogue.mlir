@@ -265,3 +265,34 @@ func.func @batched(%x: tensor<2x192x64xf32>, %w: tensor<2x64x96xf32>, %b: tensor
   }
   return %1 : tensor<2x192x96xf32>
 }
+
+// -----
+
+// A bias's gradient: sums over rows (dims [0]) of the epilogue's f32 results
+// join the group (the backend keeps a running total per column as tiles
+// leave PSUM); a sum over the other dim and one of a bf16 result do not.
+// CHECK-LABEL: func.func @column_sums
+// CHECK-NEXT: %[[G:.*]]:4 = trn.fusion
+// CHECK: trn.dot_general
+// CHECK: %[[M:.*]] = trn.mul
+// CHECK: %[[C:.*]] = trn.convert
+// CHECK: %[[E:.*]] = trn.exp
+// CHECK-NEXT: %[[S:.*]] = trn.reduce sum %[[M]], dims = [0]
+// CHECK-NEXT: trn.yield %[[M]], %[[C]], %[[E]], %[[S]]
+// CHECK: trn.reduce sum %[[G]]#0, dims = [1]
+// CHECK-NEXT: trn.reduce sum %[[G]]#1, dims = [0]
+// CHECK: return %[[G]]#3
+func.func @column_sums(%x: tensor<256x64xf32>, %w: tensor<64x640xf32>, %s: tensor<256x640xf32>) -> (tensor<640xf32>, tensor<256xf32>, tensor<640xbf16>, tensor<256x640xf32>) {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xf32>, tensor<64x640xf32>) -> tensor<256x640xf32>
+  %1:3 = trn.fusion(%0, %s : tensor<256x640xf32>, tensor<256x640xf32>) -> (tensor<256x640xf32>, tensor<256x640xbf16>, tensor<256x640xf32>) {
+  ^bb0(%a: tensor<256x640xf32>, %b: tensor<256x640xf32>):
+    %2 = trn.mul %a, %b : tensor<256x640xf32>
+    %3 = trn.convert %2 : tensor<256x640xf32> -> tensor<256x640xbf16>
+    %4 = trn.exp %a : tensor<256x640xf32>
+    trn.yield %2, %3, %4 : tensor<256x640xf32>, tensor<256x640xbf16>, tensor<256x640xf32>
+  }
+  %5 = trn.reduce sum %1#0, dims = [0] : (tensor<256x640xf32>) -> tensor<640xf32>
+  %6 = trn.reduce sum %1#0, dims = [1] : (tensor<256x640xf32>) -> tensor<256xf32>
+  %7 = trn.reduce sum %1#1, dims = [0] : (tensor<256x640xbf16>) -> tensor<640xbf16>
+  return %5, %6, %7, %1#2 : tensor<640xf32>, tensor<256xf32>, tensor<640xbf16>, tensor<256x640xf32>
+}

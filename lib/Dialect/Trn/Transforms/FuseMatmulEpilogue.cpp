@@ -356,6 +356,67 @@ FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
   return head;
 }
 
+/// Sums over rows (dims [0]) of an epilogue group's [M, N] f32 results (a
+/// bias's gradient) join the group: the backend adds each result tile into
+/// a running [128, N] total as it leaves the matmul and sums the partitions
+/// once per column block, instead of reading the whole result back.
+void absorbColumnSums(FusionOp group) {
+  Block &body = group.getBody().front();
+  auto dot = dyn_cast<DotGeneralOp>(body.front());
+  if (!dot || !dot.getLhsBatchingDims().empty() ||
+      shapeOf(dot.getResult()).size() != 2)
+    return;
+  ArrayRef<int64_t> full = shapeOf(dot.getResult());
+  SmallVector<ReduceOp> sums;
+  for (Value result : group.getResults())
+    for (Operation *user : result.getUsers()) {
+      auto reduce = dyn_cast<ReduceOp>(user);
+      auto type = cast<RankedTensorType>(result.getType());
+      if (reduce && reduce->getBlock() == group->getBlock() &&
+          reduce.getKind() == ReduceKind::sum &&
+          reduce.getDims() == ArrayRef<int64_t>{0} && type.getShape() == full &&
+          type.getElementType().isF32() &&
+          cast<RankedTensorType>(reduce.getType()).getElementType().isF32() &&
+          !llvm::is_contained(sums, reduce))
+        sums.push_back(reduce);
+    }
+  if (sums.empty())
+    return;
+  OpBuilder builder(group);
+  SmallVector<Type> types(group.getResultTypes());
+  for (ReduceOp reduce : sums)
+    types.push_back(reduce.getType());
+  auto fused =
+      builder.create<FusionOp>(group.getLoc(), types, group.getInputs());
+  fused->setDiscardableAttrs(group->getDiscardableAttrDictionary());
+  IRMapping mapping;
+  group.getBody().cloneInto(&fused.getBody(), mapping);
+  Block &newBody = fused.getBody().front();
+  auto yield = cast<YieldOp>(newBody.getTerminator());
+  SmallVector<Value> yielded(yield.getValues());
+  builder.setInsertionPoint(yield);
+  auto oldYield = cast<YieldOp>(body.getTerminator());
+  for (ReduceOp reduce : sums) {
+    auto result = cast<OpResult>(reduce.getOperand());
+    Value inner =
+        mapping.lookup(oldYield.getValues()[result.getResultNumber()]);
+    yielded.push_back(builder.create<ReduceOp>(
+        reduce.getLoc(), reduce.getType(), reduce.getKindAttr(), inner,
+        reduce.getDimsAttr()));
+  }
+  builder.create<YieldOp>(yield.getLoc(), yielded);
+  yield.erase();
+  for (auto [oldResult, newResult] :
+       llvm::zip(group.getResults(), fused.getResults()))
+    oldResult.replaceAllUsesWith(newResult);
+  for (auto [index, reduce] : llvm::enumerate(sums)) {
+    reduce.getResult().replaceAllUsesWith(
+        fused.getResult(group.getNumResults() + index));
+    reduce.erase();
+  }
+  group.erase();
+}
+
 struct FuseMatmulEpilogue
     : trn::impl::TrnFuseMatmulEpilogueBase<FuseMatmulEpilogue> {
   void runOnOperation() override {
@@ -397,6 +458,13 @@ struct FuseMatmulEpilogue
         break;
       }
     }
+    SmallVector<FusionOp> epilogues;
+    function.walk([&](FusionOp fusion) {
+      if (isa<DotGeneralOp>(fusion.getBody().front().front()))
+        epilogues.push_back(fusion);
+    });
+    for (FusionOp group : epilogues)
+      absorbColumnSums(group);
   }
 };
 

@@ -123,10 +123,15 @@ def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
     result flows into before any reduction (a layer norm's bias and residual
     add) to a group of their own, which becomes the epilogue, when the rest
     then reads no more bytes from it than the result itself (and the result
-    has no user in the rest). The fused op takes the group's place, or the matmul's when a user
-    of the result comes before the group (then every other input of the
-    group must be defined before the matmul, else nothing is fused). Run
-    after `trn-fuse-elementwise`.
+    has no user in the rest). The fused op takes the group's place, or the
+    matmul's when a user of the result comes before the group (then every
+    other input of the group must be defined before the matmul, else
+    nothing is fused).
+
+    Sums over rows (dims [0]) of an epilogue's f32 [M, N] results (a bias's
+    gradient) then join the group: the backend adds each result tile into a
+    running total per column and sums the partitions once per column block,
+    instead of reading the result back. Run after `trn-fuse-elementwise`.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
