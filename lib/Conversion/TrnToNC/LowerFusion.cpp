@@ -206,7 +206,7 @@ LogicalResult FusionLowering::analyse() {
     if (isa<trn::YieldOp>(op))
       continue;
     if (auto reduce = dyn_cast<trn::ReduceOp>(op);
-        reduce && dot && full.size() == 2 &&
+        reduce && full.size() == 2 &&
         reduce.getKind() == trn::ReduceKind::sum &&
         reduce.getDims() == ArrayRef<int64_t>{0}) {
       if (cast<RankedTensorType>(reduce.getOperand().getType()).getShape() !=
@@ -285,7 +285,7 @@ LogicalResult FusionLowering::analyse() {
 
   // A group of full-width elementwise ops over plain inputs has no layout
   // of its own: spread it over all 128 partitions.
-  bool plain = !hasReduction && !dot;
+  bool plain = !hasReduction && !dot && columnSums.empty();
   for (Operation &op : body)
     for (Value result : op.getResults())
       plain &= isa<trn::YieldOp>(op) ||
@@ -902,12 +902,15 @@ LogicalResult FusionLowering::emitColumnSum(trn::ReduceOp reduce,
     builder.create<MemsetOp>(kb.loc, onesColumn, llvm::APFloat(1.0f),
                              Engine::vector);
   }
-  Value sum = kb.tile(MemorySpace::psum, 1, {width}, f32);
-  builder.create<MatmulOp>(kb.loc, sum, kb.window(onesColumn, {used, 1}, 0),
-                           kb.window(total, {used, width}, 0),
-                           /*accumulate=*/false);
   Value result = kb.tile(MemorySpace::sbuf, 1, {width}, f32);
-  kb.scalarCopy(result, sum);
+  for (int64_t s0 = 0; s0 < width; s0 += kMatmulN) {
+    int64_t sw = std::min(kMatmulN, width - s0);
+    Value sum = kb.tile(MemorySpace::psum, 1, {sw}, f32);
+    builder.create<MatmulOp>(kb.loc, sum, kb.window(onesColumn, {used, 1}, 0),
+                             kb.window(total, {used, sw}, s0),
+                             /*accumulate=*/false);
+    kb.scalarCopy(kb.window(result, {1, sw}, s0), sum);
+  }
   auto yield = cast<trn::YieldOp>(fusion.getBody().front().getTerminator());
   for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
     if (value == reduce.getResult())

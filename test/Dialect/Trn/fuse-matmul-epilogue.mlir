@@ -296,3 +296,23 @@ func.func @column_sums(%x: tensor<256x64xf32>, %w: tensor<64x640xf32>, %s: tenso
   %7 = trn.reduce sum %1#1, dims = [0] : (tensor<256x640xbf16>) -> tensor<640xbf16>
   return %5, %6, %7, %1#2 : tensor<640xf32>, tensor<256xf32>, tensor<640xbf16>, tensor<256x640xf32>
 }
+
+// -----
+
+// An elementwise group's sum over rows joins it too; a result only the sum
+// read is no longer yielded (never stored).
+// CHECK-LABEL: func.func @group_column_sum
+// CHECK-NEXT: %[[G:.*]] = trn.fusion(%arg0 : tensor<64x96xbf16>) -> (tensor<96xf32>) {
+// CHECK: trn.convert
+// CHECK-NEXT: %[[S:.*]] = trn.reduce sum %{{.*}}, dims = [0]
+// CHECK-NEXT: trn.yield %[[S]] : tensor<96xf32>
+// CHECK: return %[[G]]
+func.func @group_column_sum(%x: tensor<64x96xbf16>) -> tensor<96xf32> {
+  %0 = trn.fusion(%x : tensor<64x96xbf16>) -> (tensor<64x96xf32>) {
+  ^bb0(%a: tensor<64x96xbf16>):
+    %1 = trn.convert %a : tensor<64x96xbf16> -> tensor<64x96xf32>
+    trn.yield %1 : tensor<64x96xf32>
+  }
+  %2 = trn.reduce sum %0, dims = [0] : (tensor<64x96xf32>) -> tensor<96xf32>
+  return %2 : tensor<96xf32>
+}

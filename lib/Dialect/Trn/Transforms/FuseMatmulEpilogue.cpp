@@ -356,17 +356,39 @@ FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
   return head;
 }
 
-/// Sums over rows (dims [0]) of an epilogue group's [M, N] f32 results (a
-/// bias's gradient) join the group: the backend adds each result tile into
-/// a running [128, N] total as it leaves the matmul and sums the partitions
-/// once per column block, instead of reading the whole result back.
+/// Sums over rows (dims [0]) of a group's [M, N] f32 results (a bias's
+/// gradient) join the group: the backend adds each result tile into a
+/// running [128, N] total as it is computed (as it leaves the matmul, for an
+/// epilogue) and sums the partitions once per column block, instead of
+/// reading the whole result back. Groups that reduce rows keep theirs.
 void absorbColumnSums(FusionOp group) {
   Block &body = group.getBody().front();
   auto dot = dyn_cast<DotGeneralOp>(body.front());
-  if (!dot || !dot.getLhsBatchingDims().empty() ||
-      shapeOf(dot.getResult()).size() != 2)
+  if (dot && !dot.getLhsBatchingDims().empty())
     return;
-  ArrayRef<int64_t> full = shapeOf(dot.getResult());
+  if (llvm::any_of(body, [](Operation &op) { return isa<ReduceOp>(op); }))
+    return;
+  // The group's shape: the matmul's, else its largest value's.
+  SmallVector<int64_t> full;
+  int64_t largest = -1;
+  auto consider = [&](Value value) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getNumElements() > largest) {
+      largest = type.getNumElements();
+      full.assign(type.getShape().begin(), type.getShape().end());
+    }
+  };
+  if (dot) {
+    consider(dot.getResult());
+  } else {
+    for (Value input : body.getArguments())
+      consider(input);
+    for (Operation &op : body)
+      for (Value result : op.getResults())
+        consider(result);
+  }
+  if (full.size() != 2)
+    return;
   SmallVector<ReduceOp> sums;
   for (Value result : group.getResults())
     for (Operation *user : result.getUsers()) {
@@ -374,16 +396,26 @@ void absorbColumnSums(FusionOp group) {
       auto type = cast<RankedTensorType>(result.getType());
       if (reduce && reduce->getBlock() == group->getBlock() &&
           reduce.getKind() == ReduceKind::sum &&
-          reduce.getDims() == ArrayRef<int64_t>{0} && type.getShape() == full &&
-          type.getElementType().isF32() &&
+          reduce.getDims() == ArrayRef<int64_t>{0} &&
+          type.getShape() == ArrayRef(full) && type.getElementType().isF32() &&
           cast<RankedTensorType>(reduce.getType()).getElementType().isF32() &&
           !llvm::is_contained(sums, reduce))
         sums.push_back(reduce);
     }
   if (sums.empty())
     return;
+  // Results only the sums read are no longer stored.
+  SmallVector<unsigned> kept;
+  for (OpResult result : group->getResults())
+    if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+          auto reduce = dyn_cast<ReduceOp>(user);
+          return !reduce || !llvm::is_contained(sums, reduce);
+        }))
+      kept.push_back(result.getResultNumber());
   OpBuilder builder(group);
-  SmallVector<Type> types(group.getResultTypes());
+  SmallVector<Type> types;
+  for (unsigned index : kept)
+    types.push_back(group.getResult(index).getType());
   for (ReduceOp reduce : sums)
     types.push_back(reduce.getType());
   auto fused =
@@ -393,25 +425,24 @@ void absorbColumnSums(FusionOp group) {
   group.getBody().cloneInto(&fused.getBody(), mapping);
   Block &newBody = fused.getBody().front();
   auto yield = cast<YieldOp>(newBody.getTerminator());
-  SmallVector<Value> yielded(yield.getValues());
+  SmallVector<Value> yielded;
+  for (unsigned index : kept)
+    yielded.push_back(yield.getValues()[index]);
   builder.setInsertionPoint(yield);
-  auto oldYield = cast<YieldOp>(body.getTerminator());
   for (ReduceOp reduce : sums) {
     auto result = cast<OpResult>(reduce.getOperand());
-    Value inner =
-        mapping.lookup(oldYield.getValues()[result.getResultNumber()]);
+    Value inner = yield.getValues()[result.getResultNumber()];
     yielded.push_back(builder.create<ReduceOp>(
         reduce.getLoc(), reduce.getType(), reduce.getKindAttr(), inner,
         reduce.getDimsAttr()));
   }
   builder.create<YieldOp>(yield.getLoc(), yielded);
   yield.erase();
-  for (auto [oldResult, newResult] :
-       llvm::zip(group.getResults(), fused.getResults()))
-    oldResult.replaceAllUsesWith(newResult);
-  for (auto [index, reduce] : llvm::enumerate(sums)) {
+  for (auto [position, index] : llvm::enumerate(kept))
+    group.getResult(index).replaceAllUsesWith(fused.getResult(position));
+  for (auto [position, reduce] : llvm::enumerate(sums)) {
     reduce.getResult().replaceAllUsesWith(
-        fused.getResult(group.getNumResults() + index));
+        fused.getResult(kept.size() + position));
     reduce.erase();
   }
   group.erase();
@@ -458,12 +489,9 @@ struct FuseMatmulEpilogue
         break;
       }
     }
-    SmallVector<FusionOp> epilogues;
-    function.walk([&](FusionOp fusion) {
-      if (isa<DotGeneralOp>(fusion.getBody().front().front()))
-        epilogues.push_back(fusion);
-    });
-    for (FusionOp group : epilogues)
+    SmallVector<FusionOp> groups;
+    function.walk([&](FusionOp fusion) { groups.push_back(fusion); });
+    for (FusionOp group : groups)
       absorbColumnSums(group);
   }
 };

@@ -128,10 +128,12 @@ def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
     other input of the group must be defined before the matmul, else
     nothing is fused).
 
-    Sums over rows (dims [0]) of an epilogue's f32 [M, N] results (a bias's
-    gradient) then join the group: the backend adds each result tile into a
-    running total per column and sums the partitions once per column block,
-    instead of reading the result back. Run after `trn-fuse-elementwise`.
+    Sums over rows (dims [0]) of a group's f32 [M, N] results (a bias's
+    gradient; an epilogue or a group that does not reduce rows) then join
+    the group: the backend adds each result tile into a running total per
+    column and sums the partitions once per column block, instead of reading
+    the result back; a result only such sums read is no longer stored. Run
+    after `trn-fuse-elementwise`.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
