@@ -1,7 +1,7 @@
 // Transposes the layout pass cannot absorb, copied through SBUF: head
 // transposes both ways ([B, H, S, D] <-> [B, S, H, D]; the copy puts the
-// sequence, not the 3 heads, on partitions), a matrix transpose and a
-// 3-D rotation, in f32 and bf16.
+// sequence, not the 3 heads, on partitions), a matrix transpose (on the
+// Tensor Engine) and a 3-D rotation, in f32 and bf16.
 //
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-eval %s --random 3 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null

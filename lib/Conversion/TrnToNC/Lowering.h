@@ -30,6 +30,8 @@ SmallVector<int64_t> hbmShape(ArrayRef<int64_t> shape);
 AluOp aluOpFor(trn::ReduceKind kind);
 /// Comparisons write 1.0 or 0.0, which convert to i1 true and false.
 AluOp aluOpFor(trn::ComparisonPredicate predicate);
+/// Whether a transpose's `perm` swaps the last two dims only.
+bool isLastTwoSwap(ArrayRef<int64_t> perm);
 /// The Scalar Engine function of a unary trn op, if it is one.
 std::optional<ActivationFunc> activationFor(Operation *op);
 
@@ -177,6 +179,9 @@ private:
                                  int64_t col0, int64_t width)>;
   /// The matmul; with an epilogue (a trn.fusion that starts with it), the
   /// epilogue takes every result tile and nothing is stored here.
+  /// [batches, rows, cols] -> [batches, cols, rows] on the Tensor Engine.
+  void transposeOnTensorEngine(Value in, Value out, int64_t batches,
+                               int64_t rows, int64_t cols);
   /// The tensor a scatter_add updates: its operand's when that dies there,
   /// else a copy of it.
   Value scatterTarget(trn::ScatterAddOp op);
