@@ -4,14 +4,15 @@
 // one block, N over two column blocks of two banks, and the K-chunked
 // matmul (K too large for a resident panel); compiled by trn-cc and run on
 // the simulator, they match the reference evaluator. An elementwise group
-// (a cast) sums its result over rows the same way, the sum its only use.
+// (a cast) sums its result over rows the same way, the sum its only use,
+// and another sums an input it reads.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: trn-cc compile %s -o %t/a.trnart --no-cache -q
 // RUN: trn-eval %s --random 9 --save-inputs %t/in.npz --outputs %t/ref.npz > /dev/null
 // RUN: trn-run %t/a.trnart --inputs %t/in.npz --outputs %t/out.npz --poison > /dev/null
 // RUN: %trn_python %S/Inputs/compare.py %t/ref.npz %t/out.npz 1e-4 | FileCheck %s
-// CHECK: 7 outputs match
-func.func @sums(%x: tensor<300x64xbf16>, %w: tensor<64x1100xbf16>, %s: tensor<300x1100xf32>, %y: tensor<100x96xf32>, %v: tensor<96x200xf32>, %a: tensor<200x7000xf32>, %b: tensor<7000x300xf32>, %g: tensor<300x2500xbf16>) -> (tensor<300x1100xf32>, tensor<1100xf32>, tensor<100x200xf32>, tensor<200xf32>, tensor<300xf32>, tensor<200x300xf32>, tensor<2500xf32>) {
+// CHECK: 9 outputs match
+func.func @sums(%x: tensor<300x64xbf16>, %w: tensor<64x1100xbf16>, %s: tensor<300x1100xf32>, %y: tensor<100x96xf32>, %v: tensor<96x200xf32>, %a: tensor<200x7000xf32>, %b: tensor<7000x300xf32>, %g: tensor<300x2500xbf16>, %h: tensor<260x700xf32>) -> (tensor<300x1100xf32>, tensor<1100xf32>, tensor<100x200xf32>, tensor<200xf32>, tensor<300xf32>, tensor<200x300xf32>, tensor<2500xf32>, tensor<260x700xf32>, tensor<700xf32>) {
   %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<300x64xbf16>, tensor<64x1100xbf16>) -> tensor<300x1100xf32>
   %1 = trn.mul %0, %s : tensor<300x1100xf32>
   %3 = trn.reduce sum %1, dims = [0] : (tensor<300x1100xf32>) -> tensor<1100xf32>
@@ -23,5 +24,7 @@ func.func @sums(%x: tensor<300x64xbf16>, %w: tensor<64x1100xbf16>, %s: tensor<30
   %9 = trn.reduce sum %8, dims = [0] : (tensor<200x300xf32>) -> tensor<300xf32>
   %10 = trn.convert %g : tensor<300x2500xbf16> -> tensor<300x2500xf32>
   %11 = trn.reduce sum %10, dims = [0] : (tensor<300x2500xf32>) -> tensor<2500xf32>
-  return %1, %3, %5, %6, %9, %8, %11 : tensor<300x1100xf32>, tensor<1100xf32>, tensor<100x200xf32>, tensor<200xf32>, tensor<300xf32>, tensor<200x300xf32>, tensor<2500xf32>
+  %12 = trn.exp %h : tensor<260x700xf32>
+  %13 = trn.reduce sum %h, dims = [0] : (tensor<260x700xf32>) -> tensor<700xf32>
+  return %1, %3, %5, %6, %9, %8, %11, %12, %13 : tensor<300x1100xf32>, tensor<1100xf32>, tensor<100x200xf32>, tensor<200xf32>, tensor<300xf32>, tensor<200x300xf32>, tensor<2500xf32>, tensor<260x700xf32>, tensor<700xf32>
 }

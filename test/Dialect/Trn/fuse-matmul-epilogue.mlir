@@ -316,3 +316,29 @@ func.func @group_column_sum(%x: tensor<64x96xbf16>) -> tensor<96xf32> {
   %2 = trn.reduce sum %0, dims = [0] : (tensor<64x96xf32>) -> tensor<96xf32>
   return %2 : tensor<96xf32>
 }
+
+// -----
+
+// A sum over rows of an input the group reads anyway (a scattered gradient
+// that a cast also reads) is taken from the group's tiles; one whose result
+// is needed before the group stays.
+// CHECK-LABEL: func.func @input_column_sum
+// CHECK-NEXT: %[[E:.*]] = trn.reduce sum %arg1, dims = [0]
+// CHECK-NEXT: %[[G:.*]]:2 = trn.fusion(%arg0, %arg1
+// CHECK: trn.convert
+// CHECK: %[[S:.*]] = trn.reduce sum %{{.*}}, dims = [0]
+// CHECK-NEXT: trn.yield %{{.*}}, %[[S]]
+// CHECK: return %[[G]]#0, %[[G]]#1, %[[E]]
+func.func @input_column_sum(%x: tensor<64x96xf32>, %y: tensor<64x96xf32>) -> (tensor<64x96xbf16>, tensor<96xf32>, tensor<96xf32>) {
+  %e = trn.reduce sum %y, dims = [0] : (tensor<64x96xf32>) -> tensor<96xf32>
+  %0 = trn.fusion(%x, %y, %e : tensor<64x96xf32>, tensor<64x96xf32>, tensor<96xf32>) -> (tensor<64x96xbf16>) {
+  ^bb0(%a: tensor<64x96xf32>, %b: tensor<64x96xf32>, %c: tensor<96xf32>):
+    %1 = trn.broadcast_in_dim %c, dims = [1] : (tensor<96xf32>) -> tensor<64x96xf32>
+    %2 = trn.add %a, %b : tensor<64x96xf32>
+    %3 = trn.add %2, %1 : tensor<64x96xf32>
+    %4 = trn.convert %3 : tensor<64x96xf32> -> tensor<64x96xbf16>
+    trn.yield %4 : tensor<64x96xbf16>
+  }
+  %5 = trn.reduce sum %x, dims = [0] : (tensor<64x96xf32>) -> tensor<96xf32>
+  return %0, %5, %e : tensor<64x96xbf16>, tensor<96xf32>, tensor<96xf32>
+}

@@ -390,10 +390,20 @@ void absorbColumnSums(FusionOp group) {
   if (full.size() != 2)
     return;
   SmallVector<ReduceOp> sums;
-  for (Value result : group.getResults())
-    for (Operation *user : result.getUsers()) {
+  auto collect = [&](Value value, bool isInput) {
+    for (Operation *user : value.getUsers()) {
       auto reduce = dyn_cast<ReduceOp>(user);
-      auto type = cast<RankedTensorType>(result.getType());
+      auto type = cast<RankedTensorType>(value.getType());
+      // A sum of an input the group reads anyway (a gradient a cast also
+      // reads): taken from the group's tiles when nothing needs it earlier.
+      if (reduce && isInput &&
+          (reduce->getBlock() != group->getBlock() ||
+           reduce->isBeforeInBlock(group) ||
+           llvm::any_of(reduce->getUsers(), [&](Operation *sumUser) {
+             Operation *at = group->getBlock()->findAncestorOpInBlock(*sumUser);
+             return !at || !group->isBeforeInBlock(at);
+           })))
+        continue;
       if (reduce && reduce->getBlock() == group->getBlock() &&
           reduce.getKind() == ReduceKind::sum &&
           reduce.getDims() == ArrayRef<int64_t>{0} &&
@@ -402,6 +412,12 @@ void absorbColumnSums(FusionOp group) {
           !llvm::is_contained(sums, reduce))
         sums.push_back(reduce);
     }
+  };
+  for (Value result : group.getResults())
+    collect(result, /*isInput=*/false);
+  for (Value input : llvm::make_early_inc_range(group.getInputs()))
+    if (!dot || (input != dot.getLhs() && input != dot.getRhs()))
+      collect(input, /*isInput=*/true);
   if (sums.empty())
     return;
   // Results only the sums read are no longer stored.
@@ -430,8 +446,14 @@ void absorbColumnSums(FusionOp group) {
     yielded.push_back(yield.getValues()[index]);
   builder.setInsertionPoint(yield);
   for (ReduceOp reduce : sums) {
-    auto result = cast<OpResult>(reduce.getOperand());
-    Value inner = yield.getValues()[result.getResultNumber()];
+    Value inner;
+    if (auto result = dyn_cast<OpResult>(reduce.getOperand());
+        result && result.getOwner() == group)
+      inner = yield.getValues()[result.getResultNumber()];
+    else
+      inner = newBody.getArgument(
+          llvm::find(group.getInputs(), reduce.getOperand()) -
+          group.getInputs().begin());
     yielded.push_back(builder.create<ReduceOp>(
         reduce.getLoc(), reduce.getType(), reduce.getKindAttr(), inner,
         reduce.getDimsAttr()));

@@ -132,8 +132,9 @@ def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
     gradient; an epilogue or a group that does not reduce rows) then join
     the group: the backend adds each result tile into a running total per
     column and sums the partitions once per column block, instead of reading
-    the result back; a result only such sums read is no longer stored. Run
-    after `trn-fuse-elementwise`.
+    the result back; a result only such sums read is no longer stored. So do
+    sums of an f32 input the group reads per tile anyway, when nothing needs
+    them before the group. Run after `trn-fuse-elementwise`.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
