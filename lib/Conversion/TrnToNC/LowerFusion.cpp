@@ -129,6 +129,12 @@ private:
   /// tiles so far (M blocks run inner, so a column's tiles come in row
   /// order); the last row block sums its partitions on the Tensor Engine.
   llvm::SmallPtrSet<Operation *, 4> columnSums;
+  /// An epilogue's reductions over whole rows, only yielded: per reduction
+  /// and row offset, the running [rows, 1] fp32 result of the column tiles
+  /// so far (a row block's tiles come in column order).
+  llvm::SmallPtrSet<Operation *, 4> tileRowReductions;
+  llvm::DenseMap<std::pair<Operation *, int64_t>, Value> rowTotals;
+  LogicalResult emitTileRowReduction(trn::ReduceOp reduce, const Ref &in);
   llvm::DenseMap<std::pair<Operation *, int64_t>, Value> columnTotals;
   Value onesColumn;
   LogicalResult emitColumnSum(trn::ReduceOp reduce, const Ref &in);
@@ -219,6 +225,22 @@ LogicalResult FusionLowering::analyse() {
         return fail(&op, "an epilogue's sum over rows must take an f32 "
                          "value of the matmul's shape and only be yielded");
       columnSums.insert(&op);
+      continue;
+    }
+    // A matmul epilogue's row reduction whose result is only yielded (the
+    // logits' row max): each result tile reduces its part of the rows into
+    // a running column that the row block's last tile stores.
+    if (auto reduce = dyn_cast<trn::ReduceOp>(op);
+        reduce && dot && full.size() == 2 &&
+        reduce.getDims() == ArrayRef<int64_t>{1} &&
+        reduce.getKind() != trn::ReduceKind::prod &&
+        cast<RankedTensorType>(reduce.getOperand().getType()).getShape() ==
+            full &&
+        elementTypeOf(reduce.getOperand()).isF32() &&
+        elementTypeOf(reduce.getResult()).isF32() &&
+        llvm::all_of(reduce->getUsers(),
+                     [](Operation *user) { return isa<trn::YieldOp>(user); })) {
+      tileRowReductions.insert(&op);
       continue;
     }
     for (Value result : op.getResults()) {
@@ -693,6 +715,8 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       .Case([&](trn::ReduceOp reduce) -> LogicalResult {
         if (columnSums.contains(reduce))
           return emitColumnSum(reduce, in[0]);
+        if (tileRowReductions.contains(reduce))
+          return emitTileRowReduction(reduce, in[0]);
         if (in[0].form != Form::Full)
           return fail(op, "it reduces a value that is constant along rows");
         Type f32 = builder.getF32Type();
@@ -797,8 +821,9 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
     refs[dot.getResult()] = result;
   }
   auto store = [&](Value value, Value out) -> LogicalResult {
-    if (Operation *def = value.getDefiningOp(); def && columnSums.contains(def))
-      return success(); // stored by emitColumnSum
+    if (Operation *def = value.getDefiningOp();
+        def && (columnSums.contains(def) || tileRowReductions.contains(def)))
+      return success(); // stored once complete
     FailureOr<Ref> ref = get(value);
     if (failed(ref) ||
         (ref->form == Form::Full && !ref->tile && affine.count(value)))
@@ -871,6 +896,33 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
   }
   col0 = rowCol0;
   width = rowWidth;
+  return success();
+}
+
+LogicalResult FusionLowering::emitTileRowReduction(trn::ReduceOp reduce,
+                                                   const Ref &in) {
+  Type f32 = builder.getF32Type();
+  AluOp alu = aluOpFor(reduce.getKind());
+  Value partial = kb.tile(MemorySpace::sbuf, rows, {1}, f32);
+  builder.create<TensorReduceOp>(kb.loc, alu, partial, full(in, f32), false,
+                                 Engine::vector);
+  ++vectorWork;
+  Value &total = rowTotals[{reduce.getOperation(), row0}];
+  if (!total) {
+    total = partial;
+  } else {
+    Value next = kb.tile(MemorySpace::sbuf, rows, {1}, f32);
+    builder.create<TensorTensorOp>(kb.loc, alu, next, total, partial,
+                                   Engine::vector);
+    total = next;
+  }
+  if (col0 + width < numColumns)
+    return success();
+  auto yield = cast<trn::YieldOp>(fusion.getBody().front().getTerminator());
+  for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
+    if (value == reduce.getResult())
+      kb.dma(kb.view(out, row0, rows, 1, {1}, {1}), total);
+  rowTotals.erase({reduce.getOperation(), row0});
   return success();
 }
 

@@ -88,19 +88,20 @@ func.func @no_place(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> (tensor<1
 
 // -----
 
-// The group reduces rows (a layer norm needs whole rows; a result tile holds
-// at most 512 columns): the reduction stays a group of its own, but the
-// elementwise ops before it (here the exp) become the matmul's epilogue.
+// The group reduces rows (a result tile holds at most 512 columns of a row):
+// the elementwise ops before the reduction (here the exp) become the
+// matmul's epilogue, and the reduction, whose result is only yielded, joins
+// it too (each tile adds its part to a running column); the exp's result is
+// then never stored.
 // CHECK-LABEL: func.func @no_row_reduction
 // CHECK-NEXT: %[[E:.*]] = trn.fusion(%arg0, %arg1
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: trn.dot_general
 // CHECK-NEXT: trn.exp
+// CHECK-NEXT: trn.reduce sum %{{.*}}, dims = [1]
 // CHECK-NEXT: trn.yield
 // CHECK-NEXT: }
-// CHECK-NEXT: trn.fusion(%[[E]] :
-// CHECK-NEXT: ^bb0
-// CHECK-NEXT: trn.reduce sum
+// CHECK-NEXT: return %[[E]]
 func.func @no_row_reduction(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> tensor<128xf32> {
   %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
   %1 = trn.fusion(%0 : tensor<128x128xf32>) -> (tensor<128xf32>) {
@@ -270,7 +271,9 @@ func.func @batched(%x: tensor<2x192x64xf32>, %w: tensor<2x64x96xf32>, %b: tensor
 
 // A bias's gradient: sums over rows (dims [0]) of the epilogue's f32 results
 // join the group (the backend keeps a running total per column as tiles
-// leave PSUM); a sum over the other dim and one of a bf16 result do not.
+// leave PSUM), and so does a reduction over a result's rows (each tile
+// reduces its part into a running column); the mul's result, which only
+// these read, is no longer stored; a sum of the bf16 result stays outside.
 // CHECK-LABEL: func.func @column_sums
 // CHECK-NEXT: %[[G:.*]]:4 = trn.fusion
 // CHECK: trn.dot_general
@@ -278,10 +281,10 @@ func.func @batched(%x: tensor<2x192x64xf32>, %w: tensor<2x64x96xf32>, %b: tensor
 // CHECK: %[[C:.*]] = trn.convert
 // CHECK: %[[E:.*]] = trn.exp
 // CHECK-NEXT: %[[S:.*]] = trn.reduce sum %[[M]], dims = [0]
-// CHECK-NEXT: trn.yield %[[M]], %[[C]], %[[E]], %[[S]]
-// CHECK: trn.reduce sum %[[G]]#0, dims = [1]
-// CHECK-NEXT: trn.reduce sum %[[G]]#1, dims = [0]
-// CHECK: return %[[G]]#3
+// CHECK-NEXT: %[[R:.*]] = trn.reduce sum %[[M]], dims = [1]
+// CHECK-NEXT: trn.yield %[[C]], %[[E]], %[[S]], %[[R]]
+// CHECK: %[[B:.*]] = trn.reduce sum %[[G]]#0, dims = [0]
+// CHECK: return %[[G]]#2, %[[G]]#3, %[[B]], %[[G]]#1
 func.func @column_sums(%x: tensor<256x64xf32>, %w: tensor<64x640xf32>, %s: tensor<256x640xf32>) -> (tensor<640xf32>, tensor<256xf32>, tensor<640xbf16>, tensor<256x640xf32>) {
   %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xf32>, tensor<64x640xf32>) -> tensor<256x640xf32>
   %1:3 = trn.fusion(%0, %s : tensor<256x640xf32>, tensor<256x640xf32>) -> (tensor<256x640xf32>, tensor<256x640xbf16>, tensor<256x640xf32>) {

@@ -404,9 +404,15 @@ void absorbColumnSums(FusionOp group) {
              return !at || !group->isBeforeInBlock(at);
            })))
         continue;
+      // An epilogue also takes a reduction over its result's rows (the
+      // logits' max): each tile reduces its part into a running column.
+      bool rowReduction = dot && !isInput && reduce &&
+                          reduce.getKind() != ReduceKind::prod &&
+                          reduce.getDims() == ArrayRef<int64_t>{1};
       if (reduce && reduce->getBlock() == group->getBlock() &&
-          reduce.getKind() == ReduceKind::sum &&
-          reduce.getDims() == ArrayRef<int64_t>{0} &&
+          ((reduce.getKind() == ReduceKind::sum &&
+            reduce.getDims() == ArrayRef<int64_t>{0}) ||
+           rowReduction) &&
           type.getShape() == ArrayRef(full) && type.getElementType().isF32() &&
           cast<RankedTensorType>(reduce.getType()).getElementType().isF32() &&
           !llvm::is_contained(sums, reduce))
@@ -510,6 +516,32 @@ struct FuseMatmulEpilogue
         fuse(dot, fusion, at);
         break;
       }
+    }
+    // A group of one reduction over an epilogue's result (trn-fuse-
+    // elementwise groups row reductions) becomes a plain reduce again, for
+    // the epilogue to take.
+    SmallVector<FusionOp> lone;
+    function.walk([&](FusionOp fusion) {
+      Block &body = fusion.getBody().front();
+      auto reduce = dyn_cast<ReduceOp>(body.front());
+      auto producer = fusion.getInputs().size() == 1
+                          ? fusion.getInputs()[0].getDefiningOp<FusionOp>()
+                          : FusionOp();
+      if (reduce && fusion.getNumResults() == 1 &&
+          std::next(body.begin()) == std::prev(body.end()) &&
+          reduce.getOperand() == body.getArgument(0) &&
+          body.getTerminator()->getOperand(0) == reduce.getResult() &&
+          producer && isa<DotGeneralOp>(producer.getBody().front().front()))
+        lone.push_back(fusion);
+    });
+    for (FusionOp fusion : lone) {
+      auto inner = cast<ReduceOp>(fusion.getBody().front().front());
+      OpBuilder builder(fusion);
+      auto reduce = builder.create<ReduceOp>(
+          inner.getLoc(), inner.getType(), inner.getKindAttr(),
+          fusion.getInputs()[0], inner.getDimsAttr());
+      fusion.getResult(0).replaceAllUsesWith(reduce.getResult());
+      fusion.erase();
     }
     SmallVector<FusionOp> groups;
     function.walk([&](FusionOp fusion) { groups.push_back(fusion); });

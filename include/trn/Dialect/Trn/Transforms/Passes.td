@@ -134,7 +134,11 @@ def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
     column and sums the partitions once per column block, instead of reading
     the result back; a result only such sums read is no longer stored. So do
     sums of an f32 input the group reads per tile anyway, when nothing needs
-    them before the group. Run after `trn-fuse-elementwise`.
+    them before the group. A reduction over an epilogue's f32 result rows
+    (dims [1], sum, max or min; the logits' max), standing alone or as a
+    group of its own, joins the epilogue too: each result tile reduces its
+    part into a running column per row block. Run after
+    `trn-fuse-elementwise`.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
