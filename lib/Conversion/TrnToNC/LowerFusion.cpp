@@ -129,7 +129,7 @@ private:
   /// tiles so far (M blocks run inner, so a column's tiles come in row
   /// order); the last row block sums its partitions on the Tensor Engine.
   llvm::SmallPtrSet<Operation *, 4> columnSums;
-  /// An epilogue's reductions over whole rows, only yielded: per reduction
+  /// Reductions over whole rows, only yielded: per reduction
   /// and row offset, the running [rows, 1] fp32 result of the column tiles
   /// so far (a row block's tiles come in column order).
   llvm::SmallPtrSet<Operation *, 4> tileRowReductions;
@@ -227,11 +227,12 @@ LogicalResult FusionLowering::analyse() {
       columnSums.insert(&op);
       continue;
     }
-    // A matmul epilogue's row reduction whose result is only yielded (the
-    // logits' row max): each result tile reduces its part of the rows into
-    // a running column that the row block's last tile stores.
+    // A row reduction whose result is only yielded (the logits' row max in
+    // their matmul's epilogue, the sum of their exponentials): each tile
+    // reduces its part of the rows into a running column that the row
+    // block's last tile stores, so rows need not fit in SBUF whole.
     if (auto reduce = dyn_cast<trn::ReduceOp>(op);
-        reduce && dot && full.size() == 2 &&
+        reduce && full.size() == 2 &&
         reduce.getDims() == ArrayRef<int64_t>{1} &&
         reduce.getKind() != trn::ReduceKind::prod &&
         cast<RankedTensorType>(reduce.getOperand().getType()).getShape() ==
@@ -307,7 +308,8 @@ LogicalResult FusionLowering::analyse() {
 
   // A group of full-width elementwise ops over plain inputs has no layout
   // of its own: spread it over all 128 partitions.
-  bool plain = !hasReduction && !dot && columnSums.empty();
+  bool plain =
+      !hasReduction && !dot && columnSums.empty() && tileRowReductions.empty();
   for (Operation &op : body)
     for (Value result : op.getResults())
       plain &= isa<trn::YieldOp>(op) ||

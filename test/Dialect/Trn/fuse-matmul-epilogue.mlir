@@ -345,3 +345,23 @@ func.func @input_column_sum(%x: tensor<64x96xf32>, %y: tensor<64x96xf32>) -> (te
   %5 = trn.reduce sum %x, dims = [0] : (tensor<64x96xf32>) -> tensor<96xf32>
   return %0, %5, %e : tensor<64x96xbf16>, tensor<96xf32>, tensor<96xf32>
 }
+
+// -----
+
+// A reduction over rows of an elementwise group's result, left outside the
+// group (rows too long to keep whole), joins it: the group accumulates it
+// per column chunk.
+// CHECK-LABEL: func.func @group_row_sum
+// CHECK-NEXT: %[[G:.*]]:2 = trn.fusion(%arg0 : tensor<64x40000xf32>)
+// CHECK: trn.exp
+// CHECK-NEXT: trn.reduce sum %{{.*}}, dims = [1]
+// CHECK: return %[[G]]#0, %[[G]]#1
+func.func @group_row_sum(%x: tensor<64x40000xf32>) -> (tensor<64x40000xf32>, tensor<64xf32>) {
+  %0 = trn.fusion(%x : tensor<64x40000xf32>) -> (tensor<64x40000xf32>) {
+  ^bb0(%a: tensor<64x40000xf32>):
+    %1 = trn.exp %a : tensor<64x40000xf32>
+    trn.yield %1 : tensor<64x40000xf32>
+  }
+  %2 = trn.reduce sum %0, dims = [1] : (tensor<64x40000xf32>) -> tensor<64xf32>
+  return %0, %2 : tensor<64x40000xf32>, tensor<64xf32>
+}

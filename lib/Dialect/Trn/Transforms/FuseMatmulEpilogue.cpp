@@ -404,9 +404,10 @@ void absorbColumnSums(FusionOp group) {
              return !at || !group->isBeforeInBlock(at);
            })))
         continue;
-      // An epilogue also takes a reduction over its result's rows (the
-      // logits' max): each tile reduces its part into a running column.
-      bool rowReduction = dot && !isInput && reduce &&
+      // A reduction over a result's rows (the logits' max, the sum of their
+      // exponentials) joins too: each tile reduces its part into a running
+      // column.
+      bool rowReduction = !isInput && reduce &&
                           reduce.getKind() != ReduceKind::prod &&
                           reduce.getDims() == ArrayRef<int64_t>{1};
       if (reduce && reduce->getBlock() == group->getBlock() &&

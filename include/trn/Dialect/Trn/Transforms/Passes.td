@@ -134,10 +134,11 @@ def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
     column and sums the partitions once per column block, instead of reading
     the result back; a result only such sums read is no longer stored. So do
     sums of an f32 input the group reads per tile anyway, when nothing needs
-    them before the group. A reduction over an epilogue's f32 result rows
-    (dims [1], sum, max or min; the logits' max), standing alone or as a
-    group of its own, joins the epilogue too: each result tile reduces its
-    part into a running column per row block. Run after
+    them before the group. A reduction over the rows of a group's f32
+    result (dims [1], sum, max or min: the logits' max in their epilogue,
+    the sum of their exponentials), standing alone (or, after an epilogue, as
+    a group of its own), joins the group too: each tile reduces its part
+    into a running column per row block, so rows need not fit in SBUF. Run after
     `trn-fuse-elementwise`.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
