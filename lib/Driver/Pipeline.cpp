@@ -127,6 +127,8 @@ void mlir::trn::buildTrnGraphPipeline(OpPassManager &pm,
     graph.addPass(createTrnFuseElementwise());
     // A group that reads a matmul's result runs as the matmul's epilogue.
     graph.addPass(createTrnFuseMatmulEpilogue());
+    // Matmuls that are ready run while a collective transfers.
+    graph.addPass(createTrnOverlapCollectives());
   }
 }
 

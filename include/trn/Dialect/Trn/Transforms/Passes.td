@@ -144,6 +144,29 @@ def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
 
+def TrnOverlapCollectives : Pass<"trn-overlap-collectives",
+                                  "::mlir::func::FuncOp"> {
+  let summary = "move ready matmuls between a collective and its consumer";
+  let description = [{
+    A collective (a `dist` op) runs on the Sync engine's stream while the
+    compute engines go on with whatever does not need its result. In the
+    order partitioning leaves, a collective's consumer usually follows it at
+    once, so the engines wait for the transfer. Up to `per-collective`
+    matmuls after that consumer (a `trn.dot_general` or an epilogue group:
+    the weight gradients a partitioned backward pass leaves at its end)
+    whose operands are all defined before the consumer (so they cannot need
+    the collective) move to just before it, and run while the collective
+    does. Small values computed from the arguments alone (the learning
+    rate's negation, which every weight's update reads) move to the start
+    first, so that they do not hold those matmuls back. Run after
+    `trn-fuse-matmul-epilogue`.
+  }];
+  let options = [
+    Option<"perCollective", "per-collective", "int64_t", "2",
+           "matmuls moved in front of each collective's consumer">
+  ];
+}
+
 def TrnAssignLayouts : Pass<"trn-assign-layouts", "::mlir::func::FuncOp"> {
   let summary = "choose operand layouts so that transposes disappear";
   let description = [{

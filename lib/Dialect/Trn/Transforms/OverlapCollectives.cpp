@@ -1,0 +1,111 @@
+//===- OverlapCollectives.cpp - matmuls while a collective runs ----------===//
+//
+// See the pass description in Passes.td. A collective runs on the Sync
+// engine's stream while the compute engines go on with whatever does not
+// need its result; in the order partitioning leaves, the op after a
+// collective is usually its consumer, so the engines wait. A matmul that
+// does not need the collective and whose operands are ready (a weight
+// gradient, which partitioned backward passes leave at the end) moves to
+// just before the collective's first consumer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Dialect/Trn/Transforms/Passes.h"
+
+namespace mlir::trn {
+#define GEN_PASS_DEF_TRNOVERLAPCOLLECTIVES
+#include "trn/Dialect/Trn/Transforms/Passes.h.inc"
+} // namespace mlir::trn
+
+using namespace mlir;
+using namespace mlir::trn;
+
+namespace {
+
+bool isCollective(Operation *op) {
+  return op->getDialect() && op->getDialect()->getNamespace() == "dist" &&
+         op->getNumResults() > 0;
+}
+
+/// A matmul, alone or with its epilogue.
+bool isMatmul(Operation *op) {
+  if (isa<DotGeneralOp>(op))
+    return true;
+  auto fusion = dyn_cast<FusionOp>(op);
+  return fusion && isa<DotGeneralOp>(fusion.getBody().front().front());
+}
+
+struct OverlapCollectives
+    : trn::impl::TrnOverlapCollectivesBase<OverlapCollectives> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    Block &block = getOperation().getBody().front();
+    // Small values made from the arguments alone (the learning rate's
+    // negation and cast, which the update of every weight reads) go first,
+    // so that they do not hold weight-gradient matmuls back.
+    SmallVector<Operation *> early;
+    for (Operation &op : block) {
+      if (isCollective(&op) || isMatmul(&op) || op.getNumRegions() > 0 ||
+          op.hasTrait<OpTrait::IsTerminator>() || op.getNumResults() == 0)
+        continue;
+      bool fromArguments = llvm::all_of(op.getOperands(), [&](Value operand) {
+        if (isa<BlockArgument>(operand))
+          return true;
+        Operation *def = operand.getDefiningOp();
+        return def && llvm::is_contained(early, def);
+      });
+      bool small = llvm::all_of(op.getResultTypes(), [](Type type) {
+        auto tensor = dyn_cast<RankedTensorType>(type);
+        return tensor && tensor.hasStaticShape() &&
+               tensor.getNumElements() <= 4096;
+      });
+      if (fromArguments && small)
+        early.push_back(&op);
+    }
+    Operation *front = &block.front();
+    for (Operation *op : early)
+      if (op != front)
+        op->moveBefore(front);
+      else
+        front = op->getNextNode();
+    SmallVector<Operation *> collectives;
+    for (Operation &op : block)
+      if (isCollective(&op))
+        collectives.push_back(&op);
+    for (Operation *collective : collectives) {
+      // The collective's first consumer in the block.
+      Operation *firstUse = nullptr;
+      for (Operation *user : collective->getUsers()) {
+        Operation *at = block.findAncestorOpInBlock(*user);
+        if (at && (!firstUse || at->isBeforeInBlock(firstUse)))
+          firstUse = at;
+      }
+      if (!firstUse)
+        continue;
+      // Nothing between the collective and its first consumer reads it, so
+      // a matmul whose operands are all defined before that consumer does
+      // not need the collective either.
+      int64_t moved = 0;
+      for (Operation *op = firstUse->getNextNode(); op && moved < perCollective;
+           op = op->getNextNode()) {
+        if (!isMatmul(op) || isCollective(op))
+          continue;
+        bool ready = llvm::all_of(op->getOperands(), [&](Value operand) {
+          Operation *def = operand.getDefiningOp();
+          Operation *at = def ? block.findAncestorOpInBlock(*def) : nullptr;
+          return !at || at->isBeforeInBlock(firstUse);
+        });
+        if (!ready)
+          continue;
+        Operation *candidate = op;
+        op = op->getPrevNode();
+        candidate->moveBefore(firstUse);
+        ++moved;
+      }
+    }
+  }
+};
+
+} // namespace
