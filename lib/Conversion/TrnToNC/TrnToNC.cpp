@@ -679,6 +679,19 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
     return prepared;
   };
 
+  // One K tile's matmuls into each bank-wide accumulator of a block of
+  // `width` columns.
+  auto issueMatmuls = [&](ArrayRef<Value> accs, Value stationary, Value moving,
+                          int64_t kw, int64_t width, bool accumulate) {
+    for (auto [part, acc] : llvm::enumerate(accs)) {
+      int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
+      Value movingPart =
+          accs.size() == 1
+              ? moving
+              : view(moving, {kw, std::min(kMatmulN, width - s0)}, s0);
+      builder.create<MatmulOp>(kb.loc, acc, stationary, movingPart, accumulate);
+    }
+  };
   // K too large for a resident panel, with the whole result small enough
   // to keep in SBUF (an MLM head's input gradient: K = the vocabulary):
   // K runs outermost in chunks whose panel is resident, each M block's
@@ -721,15 +734,8 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
               loadKMajor(moving, rhs, kt * kMatmulK * rhsKStride, kw, n,
                          rhsKStride, rhsNStride);
             }
-            for (auto [part, acc] : llvm::enumerate(accs)) {
-              int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
-              Value movingPart =
-                  accs.size() == 1
-                      ? moving
-                      : view(moving, {kw, std::min(kMatmulN, n - s0)}, s0);
-              builder.create<MatmulOp>(kb.loc, acc, current.stationaries[j],
-                                       movingPart, /*accumulate=*/kt > kt0);
-            }
+            issueMatmuls(accs, current.stationaries[j], moving, kw, n,
+                         /*accumulate=*/kt > kt0);
           }
           current = std::move(next);
         }
@@ -820,15 +826,8 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
             moving = panel[kt];
           }
           int64_t kw = std::min(kMatmulK, k - kt * kMatmulK);
-          for (auto [part, acc] : llvm::enumerate(accs)) {
-            int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
-            Value movingPart =
-                accs.size() == 1
-                    ? moving
-                    : view(moving, {kw, std::min(kMatmulN, nw - s0)}, s0);
-            builder.create<MatmulOp>(kb.loc, acc, current.stationaries[j],
-                                     movingPart, /*accumulate=*/kt > 0);
-          }
+          issueMatmuls(accs, current.stationaries[j], moving, kw, nw,
+                       /*accumulate=*/kt > 0);
           // The last M block frees the panel's K tiles in order: each is
           // refilled with the next block's as soon as its matmuls ran (a
           // chunk of them once the chunk's last one ran).

@@ -176,6 +176,20 @@ void fuse(DotGeneralOp dot, FusionOp fusion, Operation *at) {
   dot.erase();
 }
 
+/// A new group with `like`'s attributes at the builder's place, its block
+/// arguments mapping `args` (values of the old body), the builder left at
+/// the start of its body.
+FusionOp createGroup(OpBuilder &builder, FusionOp like, TypeRange types,
+                     ValueRange inputs, ArrayRef<Value> args,
+                     IRMapping &mapping) {
+  auto group = builder.create<FusionOp>(like.getLoc(), types, inputs);
+  group->setDiscardableAttrs(like->getDiscardableAttrDictionary());
+  Block *body = builder.createBlock(&group.getBody());
+  for (Value value : args)
+    mapping.map(value, body->addArgument(value.getType(), value.getLoc()));
+  return group;
+}
+
 int64_t bytesOf(Value value) {
   auto type = cast<RankedTensorType>(value.getType());
   return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
@@ -263,16 +277,13 @@ FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
   SmallVector<Type> handedTypes;
   for (Value value : handedOn)
     handedTypes.push_back(value.getType());
-  auto head =
-      builder.create<FusionOp>(fusion.getLoc(), handedTypes, prefixInputs);
-  head->setDiscardableAttrs(fusion->getDiscardableAttrDictionary());
+  FusionOp head;
   {
     OpBuilder::InsertionGuard guard(builder);
-    Block *headBody = builder.createBlock(&head.getBody());
     IRMapping mapping;
-    for (BlockArgument input : prefixArgs)
-      mapping.map(input,
-                  headBody->addArgument(input.getType(), input.getLoc()));
+    head = createGroup(builder, fusion, handedTypes, prefixInputs,
+                       SmallVector<Value>(prefixArgs.begin(), prefixArgs.end()),
+                       mapping);
     for (Operation *op : prefix) {
       for (Value operand : op->getOperands())
         if (!mapping.contains(operand))
@@ -326,14 +337,10 @@ FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
     }
   FusionOp rest;
   if (!restYielded.empty()) {
-    rest = builder.create<FusionOp>(fusion.getLoc(), restTypes, restInputs);
-    rest->setDiscardableAttrs(fusion->getDiscardableAttrDictionary());
     OpBuilder::InsertionGuard guard(builder);
-    Block *restBody = builder.createBlock(&rest.getBody());
     IRMapping mapping;
-    for (Value value : restArgs)
-      mapping.map(value,
-                  restBody->addArgument(value.getType(), value.getLoc()));
+    rest =
+        createGroup(builder, fusion, restTypes, restInputs, restArgs, mapping);
     for (Operation &op : body.without_terminator())
       if (live.contains(&op))
         builder.clone(op, mapping);
