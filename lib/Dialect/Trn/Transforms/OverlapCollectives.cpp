@@ -13,6 +13,8 @@
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
 namespace mlir::trn {
 #define GEN_PASS_DEF_TRNOVERLAPCOLLECTIVES
 #include "trn/Dialect/Trn/Transforms/Passes.h.inc"
@@ -47,8 +49,9 @@ struct OverlapCollectives
     // so that they do not hold weight-gradient matmuls back.
     SmallVector<Operation *> early;
     for (Operation &op : block) {
-      if (isCollective(&op) || isMatmul(&op) || op.getNumRegions() > 0 ||
-          op.hasTrait<OpTrait::IsTerminator>() || op.getNumResults() == 0)
+      if (isCollective(&op) || isMatmul(&op) || !isPure(&op) ||
+          op.getNumRegions() > 0 || op.hasTrait<OpTrait::IsTerminator>() ||
+          op.getNumResults() == 0)
         continue;
       bool fromArguments = llvm::all_of(op.getOperands(), [&](Value operand) {
         if (isa<BlockArgument>(operand))
