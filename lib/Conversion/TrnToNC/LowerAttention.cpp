@@ -166,6 +166,13 @@ public:
              layout.rows(kb, head, row0 + fullChunks * kPartitions, tailRows));
     }
   }
+  /// At most 128 rows already in SBUF (a window of a tile loaded for a
+  /// group of heads).
+  ChunkedRows(KernelBuilder &kb, Value rows, int64_t count, int64_t cols)
+      : kb(kb), cols(cols), fullChunks(count == kPartitions ? 1 : 0),
+        tailRows(count == kPartitions ? 0 : count) {
+    (fullChunks ? full : tail) = rows;
+  }
   int64_t chunks() const { return fullChunks + (tailRows > 0 ? 1 : 0); }
   int64_t rowsOf(int64_t chunk) const {
     return chunk < fullChunks ? kPartitions : tailRows;
@@ -186,6 +193,30 @@ private:
   int64_t cols, fullChunks, tailRows;
   Value full, tail;
 };
+
+/// Rows [0, rows) of `count` consecutive heads from `h0` with one DMA, as one
+/// [rows, cols] window per head; none when the heads are not evenly spaced
+/// (or not short). Short heads' operands come in 16 KiB pieces, and one
+/// transfer per piece kept a backward pass's DMA engines busier than its
+/// compute.
+SmallVector<Value> loadHeadGroup(KernelBuilder &kb, const HeadRows &layout,
+                                 int64_t h0, int64_t count, int64_t rows,
+                                 Type type) {
+  if (count < 2 || rows > kPartitions)
+    return {};
+  int64_t base = layout.offset(h0, 0);
+  int64_t step = layout.offset(h0 + 1, 0) - base;
+  for (int64_t i = 2; i < count; ++i)
+    if (layout.offset(h0 + i, 0) - base != i * step)
+      return {};
+  Value tile = kb.tile(MemorySpace::sbuf, rows, {count, layout.cols}, type);
+  kb.dma(tile, kb.view(layout.hbm, base, rows, layout.rowStride,
+                       {count, layout.cols}, {step, 1}));
+  SmallVector<Value> heads;
+  for (int64_t i = 0; i < count; ++i)
+    heads.push_back(kb.window(tile, {rows, layout.cols}, i * layout.cols));
+  return heads;
+}
 
 Value AttentionEmitter::transposed(const ChunkedRows &rows, int64_t count,
                                    int64_t cols, Type type) {
@@ -481,22 +512,46 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
           dv = shape.valueSize;
   AttentionEmitter e(kb);
 
+  // Short heads (BERT's 128 tokens) load four at a time.
+  bool shortHeads = queries <= kPartitions && keys <= kPartitions;
+  constexpr int64_t kHeadGroup = 4;
+  SmallVector<Value> groupQuery, groupKey, groupGradOut, groupValue, groupLse,
+      groupOut;
   for (int64_t head = 0; head < shape.heads; ++head) {
+    int64_t h0 = head / kHeadGroup * kHeadGroup;
+    if (shortHeads && head == h0) {
+      int64_t count = std::min(kHeadGroup, shape.heads - h0);
+      groupQuery = loadHeadGroup(kb, query, h0, count, queries, matmulType);
+      groupKey = loadHeadGroup(kb, key, h0, count, keys, matmulType);
+      groupGradOut =
+          loadHeadGroup(kb, gradOutput, h0, count, queries, matmulType);
+      groupValue = loadHeadGroup(kb, value, h0, count, keys, matmulType);
+      groupLse = loadHeadGroup(kb, lse, h0, count, queries, f32);
+      groupOut = loadHeadGroup(kb, output, h0, count, queries, f32);
+    }
+    // A head's rows: from its group's tile, else loaded alone.
+    auto headRows = [&](const SmallVector<Value> &group, const HeadRows &layout,
+                        int64_t count, Type type) {
+      if (shortHeads && !group.empty())
+        return ChunkedRows(kb, group[head - h0], count, layout.cols);
+      return ChunkedRows(kb, layout, head, 0, count, type);
+    };
     // Resident for the head: Q, K and dO in both layouts, V^T, -lse and
     // -D = -rowsum(dO * O) per query, and the fp32 dQ accumulators.
-    ChunkedRows queryRows(kb, query, head, 0, queries, matmulType);
-    ChunkedRows keyRows(kb, key, head, 0, keys, matmulType);
-    ChunkedRows gradOutRows(kb, gradOutput, head, 0, queries, matmulType);
+    ChunkedRows queryRows = headRows(groupQuery, query, queries, matmulType);
+    ChunkedRows keyRows = headRows(groupKey, key, keys, matmulType);
+    ChunkedRows gradOutRows =
+        headRows(groupGradOut, gradOutput, queries, matmulType);
     Value queryT = e.transposed(queryRows, queries, d, matmulType);
     Value keyT = e.transposed(keyRows, keys, d, matmulType);
     Value gradOutT = e.transposed(gradOutRows, queries, dv, matmulType);
     Value valueT;
     {
-      ChunkedRows valueRows(kb, value, head, 0, keys, matmulType);
+      ChunkedRows valueRows = headRows(groupValue, value, keys, matmulType);
       valueT = e.transposed(valueRows, keys, dv, matmulType);
     }
-    ChunkedRows lseRows(kb, lse, head, 0, queries, f32);
-    ChunkedRows outRows(kb, output, head, 0, queries, f32);
+    ChunkedRows lseRows = headRows(groupLse, lse, queries, f32);
+    ChunkedRows outRows = headRows(groupOut, output, queries, f32);
     int64_t queryChunks = queryRows.chunks();
     SmallVector<Value> negLse, negD, gradQueryAcc(queryChunks);
     for (int64_t c = 0; c < queryChunks; ++c) {
