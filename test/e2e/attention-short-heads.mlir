@@ -1,5 +1,5 @@
-// Attention and its gradient on short heads (BERT's 128 tokens): the
-// backward loads each operand of four heads with one DMA. [batch 2, sequence
+// Attention and its gradient on short heads (BERT's 128 tokens): both
+// kernels load each operand of four heads with one DMA. [batch 2, sequence
 // 96, heads 6, D] as a projection leaves them (seq_dim = 1: the heads of a
 // token are contiguous; 12 heads, groups of 4, 4, 4) and canonical
 // [3, 5, 128, 32] operands (15 heads: groups of 4, 4, 4, 3), causal and not;

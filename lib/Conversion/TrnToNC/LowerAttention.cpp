@@ -262,14 +262,25 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
     int64_t head, q0, qw, keyEnd;
     Value queryT, negMax, sum, acc;
   };
+  // Short heads (one block of queries and of keys) load Q, K and V four
+  // heads at a time.
+  bool shortHeads = queries <= kPartitions && keys <= kPartitions;
+  constexpr int64_t kHeadGroup = 4;
+  SmallVector<Value> groupQuery, groupKey, groupValue;
+  auto groupRows = [&](const SmallVector<Value> &group, int64_t head) {
+    return shortHeads && !group.empty() ? group[head % kHeadGroup] : Value();
+  };
   auto beginBlock = [&](int64_t head, int64_t q0) {
     QueryBlock block;
     block.head = head;
     block.q0 = q0;
     block.qw = std::min(kPartitions, queries - q0);
     block.keyEnd = causal ? std::min(keys, q0 + block.qw) : keys;
-    Value queryRows = e.sbuf(block.qw, d, matmulType);
-    kb.dma(queryRows, query.rows(kb, head, q0, block.qw));
+    Value queryRows = groupRows(groupQuery, head);
+    if (!queryRows) {
+      queryRows = e.sbuf(block.qw, d, matmulType);
+      kb.dma(queryRows, query.rows(kb, head, q0, block.qw));
+    }
     block.queryT = e.sbuf(d, block.qw, matmulType);
     e.transposeInto(block.queryT, queryRows);
     return block;
@@ -406,10 +417,22 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
   };
 
   for (int64_t head = 0; head < shape.heads; ++head) {
+    if (shortHeads && head % kHeadGroup == 0) {
+      int64_t count = std::min(kHeadGroup, shape.heads - head);
+      groupQuery = loadHeadGroup(kb, query, head, count, queries, matmulType);
+      groupKey = loadHeadGroup(kb, key, head, count, keys, matmulType);
+      groupValue = loadHeadGroup(kb, value, head, count, keys, matmulType);
+    }
+    auto headRows = [&](const SmallVector<Value> &group,
+                        const HeadRows &layout) {
+      if (Value rows = groupRows(group, head))
+        return ChunkedRows(kb, rows, keys, layout.cols);
+      return ChunkedRows(kb, layout, head, 0, keys, matmulType);
+    };
     // K^T [d, keys] and V in 128-key chunks stay in SBUF for the head.
-    ChunkedRows keyRows(kb, key, head, 0, keys, matmulType);
+    ChunkedRows keyRows = headRows(groupKey, key);
     Value keyT = e.transposed(keyRows, keys, d, matmulType);
-    ChunkedRows valueRows(kb, value, head, 0, keys, matmulType);
+    ChunkedRows valueRows = headRows(groupValue, value);
 
     // Query blocks are processed kQueryGroup at a time, their key blocks
     // interleaved: one block's online-softmax chain (max, exp, rescale) is

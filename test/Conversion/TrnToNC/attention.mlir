@@ -173,10 +173,13 @@ func.func @causal_bf16(%q: tensor<1x2x160x32xbf16>, %k: tensor<1x2x160x32xbf16>,
 // f32 attention (not causal): the operands stay f32 in SBUF, the matmuls
 // are f32 x f32 and the probabilities are f32 (f32 pairs only with f32 on
 // the Tensor Engine); no mask.
+// Both heads are short (one block of queries and of keys): Q, K and V each
+// load for the two heads with one DMA.
 // CHECK-LABEL: func.func @f32(
-// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x16xf32>, <hbm, 100x16xf32>
+// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x2x16xf32>, <hbm, 100x2x16xf32>
+// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x2x16xf32>, <hbm, 100x2x16xf32>
+// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x2x8xf32>, <hbm, 100x2x8xf32>
 // CHECK: nc.transpose {{.*}} : <psum, 16x100xf32>, <sbuf, 100x16xf32>
-// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x8xf32>, <hbm, 100x8xf32>
 // CHECK: nc.matmul {{.*}} : <psum, 100x100xf32>, <sbuf, 16x100xf32>, <sbuf, 16x100xf32>
 // CHECK: nc.activation copy {{.*}} {scale = 2.500000e-01 : f32} : !nc.tile<sbuf, 100x100xf32>, !nc.tile<psum, 100x100xf32>
 // CHECK-NOT: nc.affine_select
@@ -198,10 +201,10 @@ func.func @f32(%q: tensor<2x100x16xf32>, %k: tensor<2x100x16xf32>, %v: tensor<2x
 // f32 operands to bf16 tiles as they load them, the matmuls are bf16 and
 // the probabilities f16; statistics, accumulator and output stay f32.
 // CHECK-LABEL: func.func @f32_matmul_bf16(
-// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x16xbf16>, <hbm, 100x16xf32>
+// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x2x16xbf16>, <hbm, 100x2x16xf32>
+// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x2x16xbf16>, <hbm, 100x2x16xf32>
+// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x2x8xbf16>, <hbm, 100x2x8xf32>
 // CHECK: nc.transpose {{.*}} : <psum, 16x100xf32>, <sbuf, 100x16xbf16>
-// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x8xbf16>, <hbm, 100x8xf32>
-// CHECK: nc.dma_copy {{.*}} : <sbuf, 100x16xbf16>, <hbm, 100x16xf32>
 // CHECK: nc.matmul {{.*}} : <psum, 100x100xf32>, <sbuf, 16x100xbf16>, <sbuf, 16x100xbf16>
 // CHECK: nc.activation copy {{.*}} : !nc.tile<sbuf, 100x100xf32>, !nc.tile<psum, 100x100xf32>
 // CHECK: nc.activation exp {{.*}} : !nc.tile<sbuf, 100x100xf16>, !nc.tile<sbuf, 100x100xf32>
