@@ -368,14 +368,15 @@ FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
 /// running [128, N] total as it is computed (as it leaves the matmul, for an
 /// epilogue) and sums the partitions once per column block, instead of
 /// reading the whole result back. Groups that reduce rows keep theirs.
-void absorbColumnSums(FusionOp group) {
+/// The [M, N] shape of a group that reductions may join (its matmul's, else
+/// its largest value's), or none: the group reduces rows itself, batches a
+/// matmul, or is not 2-D.
+std::optional<SmallVector<int64_t>> joinableShape(FusionOp group) {
   Block &body = group.getBody().front();
   auto dot = dyn_cast<DotGeneralOp>(body.front());
-  if (dot && !dot.getLhsBatchingDims().empty())
-    return;
-  if (llvm::any_of(body, [](Operation &op) { return isa<ReduceOp>(op); }))
-    return;
-  // The group's shape: the matmul's, else its largest value's.
+  if ((dot && !dot.getLhsBatchingDims().empty()) ||
+      llvm::any_of(body, [](Operation &op) { return isa<ReduceOp>(op); }))
+    return std::nullopt;
   SmallVector<int64_t> full;
   int64_t largest = -1;
   auto consider = [&](Value value) {
@@ -395,41 +396,54 @@ void absorbColumnSums(FusionOp group) {
         consider(result);
   }
   if (full.size() != 2)
+    return std::nullopt;
+  return full;
+}
+
+/// Whether a reduction of `value` (f32 [M, N] of a group of shape `full`)
+/// can join the group: a sum over rows (dims [0]), or, of a result, a sum,
+/// max or min along them (dims [1]), into f32.
+bool reductionJoins(ReduceKind kind, ArrayRef<int64_t> dims, Value value,
+                    Type resultType, ArrayRef<int64_t> full, bool isInput) {
+  auto type = cast<RankedTensorType>(value.getType());
+  bool columnSum = kind == ReduceKind::sum && dims == ArrayRef<int64_t>{0};
+  bool rowReduction =
+      !isInput && kind != ReduceKind::prod && dims == ArrayRef<int64_t>{1};
+  return (columnSum || rowReduction) && type.getShape() == full &&
+         type.getElementType().isF32() &&
+         cast<RankedTensorType>(resultType).getElementType().isF32();
+}
+
+void absorbColumnSums(FusionOp group) {
+  std::optional<SmallVector<int64_t>> full = joinableShape(group);
+  if (!full)
     return;
+  auto dot = dyn_cast<DotGeneralOp>(group.getBody().front().front());
   SmallVector<ReduceOp> sums;
   auto collect = [&](Value value, bool isInput) {
     for (Operation *user : value.getUsers()) {
       auto reduce = dyn_cast<ReduceOp>(user);
-      auto type = cast<RankedTensorType>(value.getType());
-      // A sum of an input the group reads anyway (a gradient a cast also
-      // reads): taken from the group's tiles when nothing needs it earlier.
-      if (reduce && isInput &&
-          (reduce->getBlock() != group->getBlock() ||
-           reduce->isBeforeInBlock(group) ||
-           llvm::any_of(reduce->getUsers(), [&](Operation *sumUser) {
-             Operation *at = group->getBlock()->findAncestorOpInBlock(*sumUser);
-             return !at || !group->isBeforeInBlock(at);
-           })))
+      if (!reduce || reduce->getBlock() != group->getBlock() ||
+          llvm::is_contained(sums, reduce) ||
+          !reductionJoins(reduce.getKind(), reduce.getDims(), value,
+                          reduce.getType(), *full, isInput))
         continue;
-      // A reduction over a result's rows (the logits' max, the sum of their
-      // exponentials) joins too: each tile reduces its part into a running
-      // column.
-      bool rowReduction = !isInput && reduce &&
-                          reduce.getKind() != ReduceKind::prod &&
-                          reduce.getDims() == ArrayRef<int64_t>{1};
-      if (reduce && reduce->getBlock() == group->getBlock() &&
-          ((reduce.getKind() == ReduceKind::sum &&
-            reduce.getDims() == ArrayRef<int64_t>{0}) ||
-           rowReduction) &&
-          type.getShape() == ArrayRef(full) && type.getElementType().isF32() &&
-          cast<RankedTensorType>(reduce.getType()).getElementType().isF32() &&
-          !llvm::is_contained(sums, reduce))
-        sums.push_back(reduce);
+      // A sum of an input the group reads anyway (a gradient a cast also
+      // reads) is taken from the group's tiles when nothing needs it
+      // earlier.
+      if (isInput && (reduce->isBeforeInBlock(group) ||
+                      llvm::any_of(reduce->getUsers(), [&](Operation *sumUser) {
+                        Operation *at =
+                            group->getBlock()->findAncestorOpInBlock(*sumUser);
+                        return !at || !group->isBeforeInBlock(at);
+                      })))
+        continue;
+      sums.push_back(reduce);
     }
   };
   for (Value result : group.getResults())
     collect(result, /*isInput=*/false);
-  for (Value input : llvm::make_early_inc_range(group.getInputs()))
+  for (Value input : group.getInputs())
     if (!dot || (input != dot.getLhs() && input != dot.getRhs()))
       collect(input, /*isInput=*/true);
   if (sums.empty())
@@ -535,11 +549,17 @@ struct FuseMatmulEpilogue
       auto producer = fusion.getInputs().size() == 1
                           ? fusion.getInputs()[0].getDefiningOp<FusionOp>()
                           : FusionOp();
-      if (reduce && fusion.getNumResults() == 1 &&
-          std::next(body.begin()) == std::prev(body.end()) &&
-          reduce.getOperand() == body.getArgument(0) &&
-          body.getTerminator()->getOperand(0) == reduce.getResult() &&
-          producer && isa<DotGeneralOp>(producer.getBody().front().front()))
+      if (!reduce || fusion.getNumResults() != 1 ||
+          std::next(body.begin()) != std::prev(body.end()) ||
+          reduce.getOperand() != body.getArgument(0) ||
+          body.getTerminator()->getOperand(0) != reduce.getResult() ||
+          !producer || !isa<DotGeneralOp>(producer.getBody().front().front()))
+        return;
+      // Only a reduction the epilogue will take.
+      std::optional<SmallVector<int64_t>> full = joinableShape(producer);
+      if (full && reductionJoins(reduce.getKind(), reduce.getDims(),
+                                 fusion.getInputs()[0], reduce.getType(), *full,
+                                 /*isInput=*/false))
         lone.push_back(fusion);
     });
     for (FusionOp fusion : lone) {

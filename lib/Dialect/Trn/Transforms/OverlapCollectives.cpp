@@ -15,6 +15,8 @@
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "llvm/ADT/SetVector.h"
+
 namespace mlir::trn {
 #define GEN_PASS_DEF_TRNOVERLAPCOLLECTIVES
 #include "trn/Dialect/Trn/Transforms/Passes.h.inc"
@@ -47,7 +49,7 @@ struct OverlapCollectives
     // Small values made from the arguments alone (the learning rate's
     // negation and cast, which the update of every weight reads) go first,
     // so that they do not hold weight-gradient matmuls back.
-    SmallVector<Operation *> early;
+    llvm::SetVector<Operation *> early;
     for (Operation &op : block) {
       if (isCollective(&op) || isMatmul(&op) || !isPure(&op) ||
           op.getNumRegions() > 0 || op.hasTrait<OpTrait::IsTerminator>() ||
@@ -57,7 +59,7 @@ struct OverlapCollectives
         if (isa<BlockArgument>(operand))
           return true;
         Operation *def = operand.getDefiningOp();
-        return def && llvm::is_contained(early, def);
+        return def && early.contains(def);
       });
       bool small = llvm::all_of(op.getResultTypes(), [](Type type) {
         auto tensor = dyn_cast<RankedTensorType>(type);
@@ -65,14 +67,12 @@ struct OverlapCollectives
                tensor.getNumElements() <= 4096;
       });
       if (fromArguments && small)
-        early.push_back(&op);
+        early.insert(&op);
     }
-    Operation *front = &block.front();
-    for (Operation *op : early)
-      if (op != front)
-        op->moveBefore(front);
-      else
-        front = op->getNextNode();
+    // In reverse, each before the block's first op: their order stays.
+    for (Operation *op : llvm::reverse(early))
+      if (op != &block.front())
+        op->moveBefore(&block.front());
     SmallVector<Operation *> collectives;
     for (Operation &op : block)
       if (isCollective(&op))
