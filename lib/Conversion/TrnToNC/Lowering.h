@@ -179,6 +179,11 @@ private:
                                  int64_t col0, int64_t width)>;
   /// The matmul; with an epilogue (a trn.fusion that starts with it), the
   /// epilogue takes every result tile and nothing is stored here.
+  /// Columns [j0, j0 + jw) of row blocks (SBUF tiles of the given heights,
+  /// all full 128-row blocks but the last) transposed side by side into one
+  /// PSUM tile [jw, total height].
+  Value transposeBlocks(ArrayRef<std::pair<Value, int64_t>> rowBlocks,
+                        int64_t j0, int64_t jw);
   /// [batches, rows, cols] -> [batches, cols, rows] on the Tensor Engine.
   void transposeOnTensorEngine(Value in, Value out, int64_t batches,
                                int64_t rows, int64_t cols);

@@ -174,6 +174,22 @@ bool mlir::trntonc::isLastTwoSwap(ArrayRef<int64_t> perm) {
   return true;
 }
 
+Value Lowering::transposeBlocks(ArrayRef<std::pair<Value, int64_t>> rowBlocks,
+                                int64_t j0, int64_t jw) {
+  int64_t width = 0;
+  for (auto [tile, height] : rowBlocks)
+    width += height;
+  Value transposed =
+      kb.tile(MemorySpace::psum, jw, {width}, builder.getF32Type());
+  int64_t at = 0;
+  for (auto [tile, height] : rowBlocks) {
+    builder.create<TransposeOp>(kb.loc, kb.window(transposed, {jw, height}, at),
+                                kb.window(tile, {height, jw}, j0));
+    at += height;
+  }
+  return transposed;
+}
+
 /// [batches, rows, cols] -> [batches, cols, rows] through the Tensor
 /// Engine: 128-row blocks load with contiguous runs of up to 512 columns,
 /// 128x128 blocks transpose into PSUM, four side by side per bank, and
@@ -183,7 +199,6 @@ bool mlir::trntonc::isLastTwoSwap(ArrayRef<int64_t> perm) {
 void Lowering::transposeOnTensorEngine(Value in, Value out, int64_t batches,
                                        int64_t rows, int64_t cols) {
   Type type = cast<HbmType>(in.getType()).getElementType();
-  Type f32 = builder.getF32Type();
   constexpr int64_t kSpan = 4 * kPartitions;
   int64_t evictions = 0;
   for (int64_t batch = 0; batch < batches; ++batch) {
@@ -201,15 +216,7 @@ void Lowering::transposeOnTensorEngine(Value in, Value out, int64_t batches,
         }
         for (int64_t j0 = 0; j0 < cw; j0 += kPartitions) {
           int64_t jw = std::min(kPartitions, cw - j0);
-          Value transposed = kb.tile(MemorySpace::psum, jw, {rw}, f32);
-          for (auto [i, block] : llvm::enumerate(blocks)) {
-            auto [t, bh] = block;
-            builder.create<TransposeOp>(
-                kb.loc,
-                kb.window(transposed, {jw, bh},
-                          static_cast<int64_t>(i) * kPartitions),
-                kb.window(t, {bh, jw}, j0));
-          }
+          Value transposed = transposeBlocks(blocks, j0, jw);
           Value result = kb.tile(MemorySpace::sbuf, jw, {rw}, type);
           if (evictions++ % 2 == 0)
             kb.scalarCopy(result, transposed);
@@ -514,17 +521,9 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
       }
       for (int64_t t = 0; t < chunkTiles; ++t) {
         int64_t kw = std::min(kMatmulK, chunkKw - t * kMatmulK);
-        Value transposed = kb.tile(MemorySpace::psum, kw, {gw}, f32);
-        for (auto [i, rowBlock] : llvm::enumerate(rowBlocks)) {
-          auto [rows, jw] = rowBlock;
-          builder.create<TransposeOp>(
-              kb.loc,
-              view(transposed, {kw, jw}, static_cast<int64_t>(i) * kPartitions),
-              view(rows, {jw, kw}, t * kMatmulK));
-        }
         evict(view(panelBuffers, {kw, gw},
                    panelOffset + (chunkKt0 + t) * block.nw + g0),
-              transposed);
+              transposeBlocks(rowBlocks, t * kMatmulK, kw));
       }
     }
     for (int64_t t = 0; t < chunkTiles; ++t) {
