@@ -218,6 +218,19 @@ SmallVector<Value> loadHeadGroup(KernelBuilder &kb, const HeadRows &layout,
   return heads;
 }
 
+/// Heads loaded together when each is one block of queries and of keys.
+constexpr int64_t kHeadGroup = 4;
+
+/// Rows [0, count) of head `head`: its window of `group` (loadHeadGroup for
+/// the group of kHeadGroup heads it belongs to), else loaded alone.
+ChunkedRows rowsOfHead(KernelBuilder &kb, ArrayRef<Value> group,
+                       const HeadRows &layout, int64_t head, int64_t count,
+                       Type type) {
+  if (!group.empty())
+    return ChunkedRows(kb, group[head % kHeadGroup], count, layout.cols);
+  return ChunkedRows(kb, layout, head, 0, count, type);
+}
+
 Value AttentionEmitter::transposed(const ChunkedRows &rows, int64_t count,
                                    int64_t cols, Type type) {
   Value result = sbuf(cols, count, type);
@@ -265,18 +278,15 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
   // Short heads (one block of queries and of keys) load Q, K and V four
   // heads at a time.
   bool shortHeads = queries <= kPartitions && keys <= kPartitions;
-  constexpr int64_t kHeadGroup = 4;
   SmallVector<Value> groupQuery, groupKey, groupValue;
-  auto groupRows = [&](const SmallVector<Value> &group, int64_t head) {
-    return shortHeads && !group.empty() ? group[head % kHeadGroup] : Value();
-  };
   auto beginBlock = [&](int64_t head, int64_t q0) {
     QueryBlock block;
     block.head = head;
     block.q0 = q0;
     block.qw = std::min(kPartitions, queries - q0);
     block.keyEnd = causal ? std::min(keys, q0 + block.qw) : keys;
-    Value queryRows = groupRows(groupQuery, head);
+    Value queryRows =
+        groupQuery.empty() ? Value() : groupQuery[head % kHeadGroup];
     if (!queryRows) {
       queryRows = e.sbuf(block.qw, d, matmulType);
       kb.dma(queryRows, query.rows(kb, head, q0, block.qw));
@@ -423,16 +433,11 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
       groupKey = loadHeadGroup(kb, key, head, count, keys, matmulType);
       groupValue = loadHeadGroup(kb, value, head, count, keys, matmulType);
     }
-    auto headRows = [&](const SmallVector<Value> &group,
-                        const HeadRows &layout) {
-      if (Value rows = groupRows(group, head))
-        return ChunkedRows(kb, rows, keys, layout.cols);
-      return ChunkedRows(kb, layout, head, 0, keys, matmulType);
-    };
     // K^T [d, keys] and V in 128-key chunks stay in SBUF for the head.
-    ChunkedRows keyRows = headRows(groupKey, key);
+    ChunkedRows keyRows = rowsOfHead(kb, groupKey, key, head, keys, matmulType);
     Value keyT = e.transposed(keyRows, keys, d, matmulType);
-    ChunkedRows valueRows = headRows(groupValue, value);
+    ChunkedRows valueRows =
+        rowsOfHead(kb, groupValue, value, head, keys, matmulType);
 
     // Query blocks are processed kQueryGroup at a time, their key blocks
     // interleaved: one block's online-softmax chain (max, exp, rescale) is
@@ -537,27 +542,22 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
 
   // Short heads (BERT's 128 tokens) load four at a time.
   bool shortHeads = queries <= kPartitions && keys <= kPartitions;
-  constexpr int64_t kHeadGroup = 4;
   SmallVector<Value> groupQuery, groupKey, groupGradOut, groupValue, groupLse,
       groupOut;
   for (int64_t head = 0; head < shape.heads; ++head) {
-    int64_t h0 = head / kHeadGroup * kHeadGroup;
-    if (shortHeads && head == h0) {
-      int64_t count = std::min(kHeadGroup, shape.heads - h0);
-      groupQuery = loadHeadGroup(kb, query, h0, count, queries, matmulType);
-      groupKey = loadHeadGroup(kb, key, h0, count, keys, matmulType);
+    if (shortHeads && head % kHeadGroup == 0) {
+      int64_t count = std::min(kHeadGroup, shape.heads - head);
+      groupQuery = loadHeadGroup(kb, query, head, count, queries, matmulType);
+      groupKey = loadHeadGroup(kb, key, head, count, keys, matmulType);
       groupGradOut =
-          loadHeadGroup(kb, gradOutput, h0, count, queries, matmulType);
-      groupValue = loadHeadGroup(kb, value, h0, count, keys, matmulType);
-      groupLse = loadHeadGroup(kb, lse, h0, count, queries, f32);
-      groupOut = loadHeadGroup(kb, output, h0, count, queries, f32);
+          loadHeadGroup(kb, gradOutput, head, count, queries, matmulType);
+      groupValue = loadHeadGroup(kb, value, head, count, keys, matmulType);
+      groupLse = loadHeadGroup(kb, lse, head, count, queries, f32);
+      groupOut = loadHeadGroup(kb, output, head, count, queries, f32);
     }
-    // A head's rows: from its group's tile, else loaded alone.
-    auto headRows = [&](const SmallVector<Value> &group, const HeadRows &layout,
+    auto headRows = [&](ArrayRef<Value> group, const HeadRows &layout,
                         int64_t count, Type type) {
-      if (shortHeads && !group.empty())
-        return ChunkedRows(kb, group[head - h0], count, layout.cols);
-      return ChunkedRows(kb, layout, head, 0, count, type);
+      return rowsOfHead(kb, group, layout, head, count, type);
     };
     // Resident for the head: Q, K and dO in both layouts, V^T, -lse and
     // -D = -rowsum(dO * O) per query, and the fp32 dQ accumulators.
