@@ -775,7 +775,6 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
   // last matmuls so that its evictions overlap them instead of stalling the
   // Tensor Engine at every block boundary.
   std::optional<std::pair<MBlock, Group>> preparedAhead;
-  bool pipelineMBlocks = mBlocks > 1;
   for (auto [blockIndex, block] : llvm::enumerate(columnBlocks)) {
     int64_t batch = block.batch, n0 = block.n0, nw = block.nw;
     int64_t outBase = batch * m * n;
@@ -810,7 +809,7 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
       while (current.count > 0) {
         int64_t nextKt = current.kt + current.count;
         Group next = nextKt < kTiles ? prepare(state, nextKt) : Group();
-        if (next.count == 0 && mb + 1 < mBlocks && pipelineMBlocks) {
+        if (next.count == 0 && mb + 1 < mBlocks) {
           MBlock ahead = startMBlock(block, mb + 1);
           Group first = prepare(ahead, 0);
           preparedAhead.emplace(std::move(ahead), std::move(first));
