@@ -17,7 +17,10 @@
 // RUN: not trn-run %t/a.trnart --mesh dp=2,tp=4 --random 1 2>&1 | FileCheck %s --check-prefix=MISMATCH
 // RUN: not trn-run %t/a.trnart --mesh dp=4,tp=2 --random 1 2>&1 | FileCheck %s --check-prefix=DP
 // RUN: not trn-run %t/a.trnart --mesh dp=2,tp=2 --inputs %t/in.npz --check-against %s 2>&1 | FileCheck %s --check-prefix=CHECKAGAINST
-// RUN: not trn-run %t/a.trnart --mesh dp=2,tp=2 --inputs %t/in.npz --profile %t/p.json 2>&1 | FileCheck %s --check-prefix=PROFILE
+// RUN: trn-run %t/a.trnart --mesh dp=2,tp=2 --inputs %t/in.npz --profile %t/p.json > /dev/null
+// RUN: FileCheck %s --check-prefix=PROFILE < %t/p.json
+// RUN: trn-run %t/a.trnart --mesh dp=2,tp=2 --mirror-ranks --profile %t/mirror.json > /dev/null
+// RUN: FileCheck %s --check-prefix=PROFILE < %t/mirror.json
 // RUN: not trn-run %t/a.trnart --random 1 --collective-timeout 3 2>&1 | FileCheck %s --check-prefix=TIMEOUTFLAG
 // RUN: not trn-run %t/a.trnart --mesh dp=2,tp=2 --collective-timeout 0 2>&1 | FileCheck %s --check-prefix=TIMEOUTVALUE
 // RUN: not trn-run %t/a.trnart --mesh dp=2,tp=2 --inputs %S/Inputs/compare.py 2>&1 | FileCheck %s --check-prefix=BADINPUTS
@@ -33,7 +36,7 @@
 // MISMATCH: trn-run: error: {{.*}}a.trnart: mesh axis 'tp': the artifact was compiled for tp=2 but --mesh gives tp=4; the program depends on it (only a replica axis, such as the dp of trn-cc --mesh, used solely in all_reduce sum/mean may differ): recompile with --mesh tp=4
 // DP: trn-run: error: {{.*}}a.trnart: mesh axis 'dp': the artifact was compiled for dp=2 but --mesh gives dp=4
 // CHECKAGAINST: trn-run: error: --check-against does not apply to --mesh yet; compare the outputs with trn-eval's instead
-// PROFILE: trn-run: error: --profile applies to a pipelined step's --mesh run only (one process per rank with fragment spans); a partitioned artifact's ranks are not profiled yet
+// PROFILE: "name":"all_gather"
 // TIMEOUTFLAG: trn-run: error: --collective-timeout needs --mesh
 // TIMEOUTVALUE: trn-run: error: --collective-timeout needs a positive finite number, got '0'
 // BADINPUTS: trn-run: error: {{.*}}compare.py

@@ -259,7 +259,8 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
 
   MeshRunOptions options;
   options.simulator.poisonMemory = command.poison;
-  options.simulator.recordInstructions = command.profileSummary;
+  options.simulator.recordInstructions =
+      command.profileSummary || !command.profile.empty();
   options.simulator.threads = 1; // ranks already run side by side
   options.simulator.timingOnly = command.timingOnly || command.mirrorRanks;
   options.collectiveTimeoutSeconds = command.collectiveTimeoutSeconds;
@@ -280,6 +281,9 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
         0, world, [](int rank) { return rank == 0 ? 0 : -1; }, nullptr);
     RankRun run;
     if (!runRank(*target, program, bound, {}, mirror, options, run, error))
+      return fail(error);
+    if (!command.profile.empty() &&
+        !writeProfile(command.profile, run.stats, program, error))
       return fail(error);
     printReport(command, program, bound,
                 "rank 0 simulated, the others mirrored", run.stats,
@@ -326,6 +330,9 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
       job->abortJob("rank 0: " + error, 1);
     if (job->rank() != 0)
       return 0;
+    if (!command.profile.empty() &&
+        !writeProfile(command.profile, run.stats, program, error))
+      job->abortJob("rank 0: " + error, 1);
     std::vector<RankRun> runs(static_cast<size_t>(world));
     std::vector<RankFigures> ranks(static_cast<size_t>(world));
     for (int r = 0; r < world; ++r) {
@@ -365,6 +372,9 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
       !writeOutputs(command.outputs,
                     globalValues(program, bound, HbmTensor::Kind::Output),
                     outputs, error))
+    return fail(error);
+  if (!command.profile.empty() &&
+      !writeProfile(command.profile, runs.front().stats, program, error))
     return fail(error);
   std::vector<RankFigures> ranks;
   for (const RankRun &run : runs)

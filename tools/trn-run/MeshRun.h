@@ -21,7 +21,8 @@ namespace trnrt {
 
 struct MeshCommand {
   std::string artifact, mesh, inputs, outputs;
-  /// Pipelines: a Chrome-trace / Perfetto timeline, one process per rank.
+  /// A Chrome-trace / Perfetto timeline: a pipeline's fragments, one process
+  /// per rank; a partitioned program's instructions on rank 0.
   std::string profile;
   long long randomSeed = -1;
   bool poison = false, json = false, profileSummary = false;

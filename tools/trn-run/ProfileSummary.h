@@ -11,6 +11,7 @@
 #ifndef TRN_TOOLS_TRN_RUN_PROFILESUMMARY_H
 #define TRN_TOOLS_TRN_RUN_PROFILESUMMARY_H
 
+#include "trnrt/Isa.h"
 #include "trnrt/Simulator.h"
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,13 @@ nlohmann::json timeByKindJson(const SimulationStats &stats);
 /// "time by kind     matmul 45.1%, ..., idle 3.0%\n" (the kinds that ran,
 /// "other" last), or nothing for an empty run.
 std::string formatTimeByKind(const SimulationStats &stats);
+
+/// Writes the run's timeline to `path` as Chrome-trace JSON (Perfetto): a
+/// track per engine stream and DMA queue, one slice per instruction with the
+/// trn op it implements (when the program records origins). `stats` must
+/// come from a run with SimulatorOptions::recordInstructions.
+bool writeProfile(const std::string &path, const SimulationStats &stats,
+                  const Program &program, std::string &error);
 
 } // namespace trnrt
 

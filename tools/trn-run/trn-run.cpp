@@ -292,62 +292,6 @@ int64_t elementCount(const std::vector<int64_t> &shape) {
   return count;
 }
 
-/// The Chrome-trace JSON of one run: a process per core, a thread per
-/// stream, one complete ("X") event per instruction, times in microseconds.
-/// An instruction's args name the trn op it implements (when the artifact
-/// records origins), so the timeline shows where each op runs.
-bool writeProfile(const std::string &path, const SimulationStats &stats,
-                  const Program &program, std::string &error) {
-  nlohmann::json events = nlohmann::json::array();
-  std::map<uint32_t, bool> streams;
-  auto originOf = [&](const InstructionRecord &record) -> const std::string * {
-    const std::vector<Instruction> *stream =
-        record.stream < program.engineStreams.size()
-            ? &program.engineStreams[record.stream]
-        : record.stream - program.engineStreams.size() <
-                program.dmaQueues.size()
-            ? &program.dmaQueues[record.stream - program.engineStreams.size()]
-            : nullptr;
-    if (!stream || record.index >= stream->size())
-      return nullptr;
-    uint32_t origin = (*stream)[record.index].origin;
-    if (origin == 0 || origin > program.origins.size())
-      return nullptr;
-    return &program.origins[origin - 1];
-  };
-  for (const InstructionRecord &record : stats.records) {
-    streams[record.stream] = true;
-    nlohmann::json args = {{"index", record.index}};
-    if (const std::string *origin = originOf(record))
-      args["op"] = *origin;
-    events.push_back({{"name", opcodeName(record.opcode)},
-                      {"ph", "X"},
-                      {"pid", 0},
-                      {"tid", record.stream},
-                      {"ts", record.startNs / 1000.0},
-                      {"dur", (record.endNs - record.startNs) / 1000.0},
-                      {"args", std::move(args)}});
-  }
-  events.push_back({{"name", "process_name"},
-                    {"ph", "M"},
-                    {"pid", 0},
-                    {"args", {{"name", "NeuronCore 0 (simulated)"}}}});
-  for (const auto &[stream, used] : streams)
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", stream},
-                      {"args", {{"name", streamName(stream)}}}});
-  std::ofstream out(path);
-  out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}
-             .dump();
-  if (!out) {
-    error = path + ": cannot write the profile";
-    return false;
-  }
-  return true;
-}
-
 /// What a --mesh run (partitioned or pipelined) takes of the options.
 MeshCommand meshCommandOf(const Options &options) {
   MeshCommand command;
@@ -403,11 +347,6 @@ int main(int argc, char **argv) {
           ")");
     return runPipelineCommand(meshCommandOf(options), stages);
   }
-  if (!options.mesh.empty() && !options.profile.empty())
-    return fail("--profile applies to a pipelined step's --mesh run only "
-                "(one process per rank with fragment spans); a partitioned "
-                "artifact's ranks are not profiled yet",
-                2);
   if (!options.moreArtifacts.empty())
     return fail("unexpected argument '" + options.moreArtifacts.front() +
                     "': only a pipelined step takes several artifacts",
