@@ -202,6 +202,11 @@ private:
   /// c < cols, as matmuls with a ones column.
   void sumRowsOnTensorEngine(Value in, int64_t inBase, int64_t rows,
                              int64_t cols, Value out, int64_t outBase);
+  /// out[outBase + c] = reduce over r < slices of in[inBase + r * cols + c],
+  /// for c < cols (a multiple of 128): each slice as [128, cols / 128]
+  /// tiles, combined element-wise on the Vector Engine.
+  void reduceSlices(Value in, int64_t inBase, int64_t slices, int64_t cols,
+                    Value out, int64_t outBase, AluOp alu);
   LogicalResult lowerConstant(trn::ConstantOp op);
   LogicalResult lowerCall(func::CallOp call);
   LogicalResult lowerIota(trn::IotaOp op);

@@ -920,6 +920,40 @@ void Lowering::sumRowsOnTensorEngine(Value in, int64_t inBase, int64_t rows,
   }
 }
 
+void Lowering::reduceSlices(Value in, int64_t inBase, int64_t slices,
+                            int64_t cols, Value out, int64_t outBase,
+                            AluOp alu) {
+  Type inType = cast<HbmType>(in.getType()).getElementType();
+  Type outType = cast<HbmType>(out.getType()).getElementType();
+  Type accType = inType.isIntOrIndex() ? inType : builder.getF32Type();
+  int64_t perPartition = cols / kPartitions;
+  for (int64_t c0 = 0; c0 < perPartition; c0 += kTileColumns) {
+    int64_t width = std::min(kTileColumns, perPartition - c0);
+    Value total;
+    for (int64_t r = 0; r < slices; ++r) {
+      Value t = kb.tile(MemorySpace::sbuf, kPartitions, {width}, inType);
+      kb.dma(t, kb.view(in, inBase + r * cols + c0, kPartitions, perPartition,
+                        {width}, {1}));
+      if (!total) {
+        total = t;
+        continue;
+      }
+      Value next = kb.tile(MemorySpace::sbuf, kPartitions, {width},
+                           r + 1 == slices ? outType : accType);
+      builder.create<TensorTensorOp>(kb.loc, alu, next, total, t,
+                                     Engine::vector);
+      total = next;
+    }
+    if (cast<TileType>(total.getType()).getElementType() != outType) {
+      Value result = kb.tile(MemorySpace::sbuf, kPartitions, {width}, outType);
+      builder.create<TensorCopyOp>(kb.loc, result, total, Engine::vector);
+      total = result;
+    }
+    kb.dma(kb.view(out, outBase + c0, kPartitions, perPartition, {width}, {1}),
+           total);
+  }
+}
+
 /// Reductions over any dims. Each maximal run of adjacent reduced dims is
 /// one pass over a row-major [A, R, C] view (A: the dims before the run, C:
 /// the dims after), from the last run to the first, through f32 scratch
@@ -927,7 +961,9 @@ void Lowering::sumRowsOnTensorEngine(Value in, int64_t inBase, int64_t rows,
 /// elements along the free dim. Otherwise the kept C elements go on
 /// partitions with the R reduced ones strided along the free dim, per outer
 /// index; or, when C is small and A large, the A outer indices go on
-/// partitions, per inner index. Sums whose kept elements are contiguous
+/// partitions, per inner index; a few (< 32) reduced slices of a C that
+/// fills the partitions are combined element-wise. Sums whose kept elements
+/// are contiguous
 /// (float sums over leading dims: bias and norm-weight gradients, means over
 /// a sequence) run on the Tensor Engine: a ones column as the stationary
 /// operand adds up to 128 rows of a row-major tile per matmul into a
@@ -996,6 +1032,14 @@ LogicalResult Lowering::lowerReduce(trn::ReduceOp op) {
       reduceStrided(partial, 0, outer, pieces, pieces, 1, out, 0, 1, alu);
     } else if (inner == 1) {
       reduceStrided(in, 0, outer, reduced, reduced, 1, out, 0, 1, alu);
+    } else if (reduced < kPartitions / 4 && inner % kPartitions == 0) {
+      // A few slices of many elements (GQA's key and value gradients summed
+      // over the query heads of a group): each slice fills every
+      // partition, and the Vector Engine combines them; a ones-column
+      // matmul would use as many partitions as slices.
+      for (int64_t a = 0; a < outer; ++a)
+        reduceSlices(in, a * reduced * inner, reduced, inner, out, a * inner,
+                     alu);
     } else if (sumOnTensorEngine ||
                outer * ((inner + kPartitions - 1) / kPartitions) <=
                    inner * ((outer + kPartitions - 1) / kPartitions)) {

@@ -106,3 +106,41 @@ func.func @dots_kept(%x: tensor<16x32xf32>, %w: tensor<16x24xf32>, %a: tensor<8x
   %ab = trn.dot_general %at, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<3x5x8xf32>, tensor<3x8x6xf32>) -> tensor<3x5x6xf32>
   return %xw, %xt, %ab : tensor<32x24xf32>, tensor<32x16xf32>, tensor<3x5x6xf32>
 }
+
+// -----
+
+// A partitioned backward gathers the activation gradient for dX = dY W and,
+// transposed, for dW = dY^T X: the gather of the transpose becomes the
+// transpose of a gather, which the weight-gradient matmul reads in place
+// (contracting dim 0), and the two gathers of dY merge into the first.
+// CHECK-LABEL: func.func @gather_once
+// CHECK: %[[G:.*]] = dist.all_gather %arg0 on @mesh axes = ["tp"] dim = 0 : tensor<4x16xf32> -> tensor<16x16xf32>
+// CHECK-NOT: dist.all_gather
+// CHECK-NOT: trn.transpose
+// CHECK-DAG: trn.dot_general %[[G]], %arg1, batching_dims = [] x [], contracting_dims = [0] x [0]
+// CHECK-DAG: trn.dot_general %[[G]], %arg2, batching_dims = [] x [], contracting_dims = [1] x [1]
+dist.mesh @mesh <tp = 4>
+func.func @gather_once(%dy: tensor<4x16xf32>, %x: tensor<16x8xf32>, %w: tensor<8x16xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>) {
+  %t = trn.transpose %dy, perm = [1, 0] : (tensor<4x16xf32>) -> tensor<16x4xf32>
+  %gt = dist.all_gather %t on @mesh axes = ["tp"] dim = 1 : tensor<16x4xf32> -> tensor<16x16xf32>
+  %dw = trn.dot_general %gt, %x, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+  %g = dist.all_gather %dy on @mesh axes = ["tp"] dim = 0 : tensor<4x16xf32> -> tensor<16x16xf32>
+  %dx = trn.dot_general %g, %w, batching_dims = [] x [], contracting_dims = [1] x [1] : (tensor<16x16xf32>, tensor<8x16xf32>) -> tensor<16x8xf32>
+  return %dw, %dx : tensor<16x8xf32>, tensor<16x8xf32>
+}
+
+// -----
+
+// A gathered transpose that another op reads stays as it is (gathering first
+// would transpose a tensor the group size times larger).
+// CHECK-LABEL: func.func @gather_kept
+// CHECK: trn.transpose %arg0
+// CHECK-NEXT: dist.all_gather %{{.*}} dim = 1
+dist.mesh @mesh <tp = 4>
+func.func @gather_kept(%dy: tensor<4x16xf32>, %x: tensor<16x8xf32>) -> (tensor<16x8xf32>, tensor<16x16xf32>) {
+  %t = trn.transpose %dy, perm = [1, 0] : (tensor<4x16xf32>) -> tensor<16x4xf32>
+  %gt = dist.all_gather %t on @mesh axes = ["tp"] dim = 1 : tensor<16x4xf32> -> tensor<16x16xf32>
+  %dw = trn.dot_general %gt, %x, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+  %e = trn.exp %gt : tensor<16x16xf32>
+  return %dw, %e : tensor<16x8xf32>, tensor<16x16xf32>
+}

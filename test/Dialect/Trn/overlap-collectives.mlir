@@ -36,3 +36,27 @@ func.func @overlap(%x: tensor<16x64xf32>, %a: tensor<64x32xf32>, %b: tensor<64x3
   }
   return %2, %3, %5 : tensor<64x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>
 }
+
+// An all_reduce moves up to just after its operand: the replicated weight's
+// gradient is summed as soon as it is computed. The loss's sum is ready with
+// no matmul before the next collective (the all_gather the backward waits
+// for): it goes behind that one. Of the gathered tensor's two matmuls, the
+// data gradient (which the rest of a backward would wait for) goes before
+// the weight gradient.
+// CHECK-LABEL: func.func @early_all_reduce
+// CHECK: %[[L:.*]] = trn.reduce sum %arg0
+// CHECK-NEXT: %[[G:.*]] = dist.all_gather %arg1
+// CHECK-NEXT: %[[LS:.*]] = dist.all_reduce sum %[[L]]
+// CHECK-NEXT: %[[D:.*]] = trn.dot_general %[[G]], %arg3
+// CHECK-NEXT: %[[W:.*]] = trn.dot_general %[[G]], %arg2
+// CHECK-NEXT: %[[WS:.*]] = dist.all_reduce sum %[[W]]
+// CHECK: return %[[LS]], %[[WS]], %[[D]]
+func.func @early_all_reduce(%loss: tensor<16xf32>, %dy: tensor<16x64xf32>, %x: tensor<64x32xf32>, %w: tensor<64x32xf32>) -> (tensor<f32>, tensor<64x32xf32>, tensor<64x32xf32>) {
+  %0 = trn.reduce sum %loss, dims = [0] : (tensor<16xf32>) -> tensor<f32>
+  %1 = dist.all_gather %dy on @mesh axes = ["tp"] dim = 0 : tensor<16x64xf32> -> tensor<64x64xf32>
+  %2 = trn.dot_general %1, %x, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<64x64xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+  %3 = trn.dot_general %1, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+  %4 = dist.all_reduce sum %2 on @mesh axes = ["tp"] : tensor<64x32xf32>
+  %5 = dist.all_reduce sum %0 on @mesh axes = ["tp"] : tensor<f32>
+  return %5, %4, %3 : tensor<f32>, tensor<64x32xf32>, tensor<64x32xf32>
+}

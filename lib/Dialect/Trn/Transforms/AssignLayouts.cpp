@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "trn/Dialect/Dist/IR/DistOps.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
 #include "trn/Dialect/Trn/Utils/MatmulForm.h"
@@ -68,6 +69,11 @@ public:
         [&](TransposeOp transpose) { transposes.push_back(transpose); });
     for (TransposeOp transpose : transposes)
       foldIntoDots(transpose);
+    SmallVector<dist::AllGatherOp> gathers;
+    getOperation().walk(
+        [&](dist::AllGatherOp gather) { gathers.push_back(gather); });
+    for (dist::AllGatherOp gather : gathers)
+      gatherBeforeTranspose(gather);
     eraseDeadTransposes();
   }
 
@@ -172,23 +178,23 @@ private:
   void foldIntoDots(TransposeOp transpose) {
     if (transpose->use_empty())
       return;
+    ArrayRef<int64_t> perm = transpose.getPerm();
     for (OpOperand &use : transpose->getUses())
-      if (!foldedDot(use, /*build=*/false))
+      if (!foldedDot(use, perm, Value()))
         return;
     while (!transpose->use_empty())
-      if (!foldedDot(*transpose->getUses().begin(), /*build=*/true))
+      if (!foldedDot(*transpose->getUses().begin(), perm,
+                     transpose.getOperand()))
         return;
   }
 
-  /// Whether the dot_general owning `use` (of a transpose) can read the
-  /// transpose's operand in place; with `build`, replaces it by one that
-  /// does.
-  bool foldedDot(OpOperand &use, bool build) {
+  /// Whether the dot_general owning `use` could read, instead of its
+  /// operand, a tensor that `perm` transposes into that operand; with
+  /// `source` (that tensor), replaces the dot_general by one that does.
+  static bool foldedDot(OpOperand &use, ArrayRef<int64_t> perm, Value source) {
     auto dot = dyn_cast<DotGeneralOp>(use.getOwner());
     if (!dot)
       return false;
-    auto transpose = cast<TransposeOp>(use.get().getDefiningOp());
-    ArrayRef<int64_t> perm = transpose.getPerm();
     bool isLhs = use.getOperandNumber() == 0;
     auto map = [&](ArrayRef<int64_t> dims) {
       SmallVector<int64_t> mapped;
@@ -220,11 +226,11 @@ private:
     if (!isMatmulForm(isLhs ? rank : otherRank, isLhs ? otherRank : rank,
                       lhsBatching, rhsBatching, lhsContracting, rhsContracting))
       return false;
-    if (!build)
+    if (!source)
       return true;
     OpBuilder builder(dot);
-    Value lhs = isLhs ? transpose.getOperand() : dot.getLhs();
-    Value rhs = isLhs ? dot.getRhs() : transpose.getOperand();
+    Value lhs = isLhs ? source : dot.getLhs();
+    Value rhs = isLhs ? dot.getRhs() : source;
     // Batch sizes and the order of free dims are unchanged, so is the type.
     auto folded = builder.create<DotGeneralOp>(dot.getLoc(), dot.getType(), lhs,
                                                rhs, lhsBatching, rhsBatching,
@@ -233,6 +239,60 @@ private:
     dot.replaceAllUsesWith(folded.getResult());
     dot->erase();
     return true;
+  }
+
+  /// A gather of a transpose that only dot_generals read becomes the
+  /// transpose of a gather (of the untransposed tensor, along the dim the
+  /// transpose moves to the gathered one), which the dot_generals then read
+  /// in place: a partitioned backward gathers an activation gradient once
+  /// for both of its matmuls (dX = dY W and dW = dY^T X) instead of once
+  /// per orientation. Gathers of one tensor along one dim then merge.
+  void gatherBeforeTranspose(dist::AllGatherOp gather) {
+    auto transpose = gather.getInput().getDefiningOp<TransposeOp>();
+    if (!transpose || gather->use_empty())
+      return;
+    ArrayRef<int64_t> perm = transpose.getPerm();
+    for (OpOperand &use : gather->getUses())
+      if (!foldedDot(use, perm, Value()))
+        return;
+    Value input = transpose.getOperand();
+    int64_t dim = perm[gather.getDim()];
+    auto inputType = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> shape(inputType.getShape());
+    int64_t groupSize =
+        cast<RankedTensorType>(gather.getType()).getDimSize(gather.getDim()) /
+        cast<RankedTensorType>(gather.getInput().getType())
+            .getDimSize(gather.getDim());
+    shape[dim] *= groupSize;
+    // An equivalent gather of the input in this block serves (moved up to
+    // this one's place if it comes later: its input is defined before
+    // both); else one takes this one's place.
+    dist::AllGatherOp source;
+    for (Operation *user : input.getUsers()) {
+      auto other = dyn_cast<dist::AllGatherOp>(user);
+      if (other && other->getBlock() == gather->getBlock() &&
+          other.getDim() == dim && other.getMesh() == gather.getMesh() &&
+          other.getAxes() == gather.getAxes() &&
+          (!source || other->isBeforeInBlock(source)))
+        source = other;
+    }
+    if (source && gather->isBeforeInBlock(source))
+      source->moveBefore(gather);
+    if (!source) {
+      OpBuilder builder(gather);
+      source = builder.create<dist::AllGatherOp>(
+          gather.getLoc(),
+          RankedTensorType::get(shape, inputType.getElementType()), input,
+          gather.getMeshAttr(), gather.getAxesAttr(),
+          builder.getI64IntegerAttr(dim));
+      source->setDiscardableAttrs(gather->getDiscardableAttrDictionary());
+    }
+    while (!gather->use_empty())
+      if (!foldedDot(*gather->getUses().begin(), perm, source.getResult()))
+        return;
+    gather->erase();
+    if (transpose->use_empty())
+      transpose->erase();
   }
 
   void eraseDeadTransposes() {

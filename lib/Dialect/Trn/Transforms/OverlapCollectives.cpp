@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "trn/Dialect/Dist/IR/DistOps.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
 
@@ -77,6 +78,32 @@ struct OverlapCollectives
     for (Operation &op : block)
       if (isCollective(&op))
         collectives.push_back(&op);
+    // An all-reduce starts as soon as its operand is ready (the gradients
+    // of replicated weights are summed while the rest of the backward runs
+    // instead of after it), but behind a collective that follows with no
+    // matmul in between: the Sync engine runs collectives in order, and
+    // that one is what the compute engines are about to wait for.
+    for (Operation *collective : collectives) {
+      if (!isa<dist::AllReduceOp>(collective))
+        continue;
+      Operation *after = nullptr;
+      for (Value operand : collective->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *at = block.findAncestorOpInBlock(*def);
+              at && (!after || after->isBeforeInBlock(at)))
+            after = at;
+      Operation *next = after ? after->getNextNode() : &block.front();
+      for (Operation *op = next; op && op != collective && !isMatmul(op);
+           op = op->getNextNode())
+        if (isCollective(op)) {
+          after = op;
+          break;
+        }
+      if (after)
+        collective->moveAfter(after);
+      else
+        collective->moveBefore(&block.front());
+    }
     for (Operation *collective : collectives) {
       // The collective's first consumer in the block.
       Operation *firstUse = nullptr;
@@ -87,9 +114,12 @@ struct OverlapCollectives
       }
       if (!firstUse)
         continue;
-      // Nothing between the collective and its first consumer reads it, so
-      // a matmul whose operands are all defined before that consumer does
-      // not need the collective either.
+      // Matmuls whose operands are all defined before the first consumer
+      // move in front of it: those that do not read the collective run
+      // while it transfers; one that does (the data gradient next to a
+      // weight gradient of one gathered tensor) goes first, so that the rest
+      // of the backward, which it feeds, is not held behind the weight
+      // gradient (a leaf).
       int64_t moved = 0;
       for (Operation *op = firstUse->getNextNode(); op && moved < perCollective;
            op = op->getNextNode()) {

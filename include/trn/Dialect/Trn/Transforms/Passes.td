@@ -156,10 +156,17 @@ def TrnOverlapCollectives : Pass<"trn-overlap-collectives",
     the weight gradients a partitioned backward pass leaves at its end)
     whose operands are all defined before the consumer (so they cannot need
     the collective) move to just before it, and run while the collective
-    does. Small values computed from the arguments alone (the learning
-    rate's negation, which every weight's update reads) move to the start
-    first, so that they do not hold those matmuls back. Run after
-    `trn-fuse-matmul-epilogue`.
+    does; a matmul after it that reads the collective's result (the data
+    gradient, when the consumer is the weight gradient of the same gathered
+    tensor) moves too and goes first, since the rest of the backward waits
+    for it. Each `dist.all_reduce` moves up to just after its operand's
+    producer (a replicated weight's gradient is summed while the backward
+    goes on), or behind the next collective if no matmul comes before that
+    one (the Sync engine runs collectives in order, and the compute engines
+    are about to wait for it). Small values computed from the arguments
+    alone (the learning rate's negation, which every weight's update reads)
+    move to the start first, so that they do not hold those matmuls back.
+    Run after `trn-fuse-matmul-epilogue`.
   }];
   let options = [
     Option<"perCollective", "per-collective", "int64_t", "2",
@@ -186,6 +193,13 @@ def TrnAssignLayouts : Pass<"trn-assign-layouts", "::mlir::func::FuncOp"> {
       renumbering its batching and contracting dims, when the product keeps
       the form the backend lowers (leading batch dims, one free and one
       contracting dim per operand) and its free dims keep their order.
+
+    - `dist.all_gather` of a transpose that only such dot_generals read:
+      it gathers the untransposed tensor instead (along the dim the
+      transpose moves to the gathered one) and the dot_generals read that
+      in place; a gather of the same tensor along the same dim serves both
+      (a partitioned backward gathered the activation gradient once for
+      dX = dY W and again, transposed, for dW = dY^T X).
 
     Transposes left without users are erased; a transpose of a transpose
     folds into one (the op's folder). The graph computes the same values.
