@@ -558,6 +558,23 @@ LogicalResult Interpreter::evalOp(Operation *op) {
         });
         return set(o.getResult(), std::move(out));
       })
+      .Case([&](RotateHalfOp o) {
+        const Tensor &x = get(o.getOperand());
+        Tensor out = make(o.getResult());
+        int64_t last = x.shape.empty() ? 1 : x.shape.back(), half = last / 2;
+        for (int64_t row = 0, e = out.numElements(); row < e; row += last)
+          for (int64_t k = 0; k < last; ++k) {
+            // out[k] = -x[k + D/2] for k < D/2, x[k - D/2] after.
+            int64_t source = row + (k < half ? k + half : k - half);
+            if (x.isFloat())
+              out.setDouble(row + k,
+                            k < half ? -x.floats[source] : x.floats[source]);
+            else
+              out.setInt(row + k, k < half ? wrapSub(0, x.ints[source])
+                                           : x.ints[source]);
+          }
+        return set(o.getResult(), std::move(out));
+      })
       .Case([&](ConcatenateOp o) {
         Tensor out = make(o.getResult());
         int64_t dim = o.getDim();

@@ -284,6 +284,13 @@ mlir::trn::partition::getShardingRule(Operation *op) {
         }
         return b.take();
       })
+      .Case([&](RotateHalfOp) {
+        // The rotated dimension stays whole; the others pass through.
+        RuleBuilder b(op);
+        unsigned last = shapeOf(op->getResult(0)).size() - 1;
+        b.sameShape({last});
+        return std::optional<ShardingRule>(b.take());
+      })
       .Case<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp>(
           [&](Operation *) {
             // The normalised dimension may be split (a vocabulary-parallel

@@ -39,6 +39,18 @@ func.func @heads(%q: tensor<32x512xf32> {dist.sharding = #dist.sharding<@mesh, [
 
 // -----
 
+// A rotation (rotary embeddings) keeps its rows' sharding; the rotated
+// dimension stays whole.
+dist.mesh @mesh <tp = 4>
+// CHECK-LABEL: func.func @rotate_half
+// CHECK: trn.rotate_half {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"tp"}, {}]>]}
+func.func @rotate_half(%x: tensor<8x64xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>}) -> tensor<8x64xf32> {
+  %r = trn.rotate_half %x : tensor<8x64xf32>
+  return %r : tensor<8x64xf32>
+}
+
+// -----
+
 // A softmax over a split dimension keeps it split (vocabulary-parallel
 // logits): dist-spmd reduces its max and sum over the axis.
 dist.mesh @mesh <tp = 4>

@@ -124,6 +124,9 @@ private:
   SmallVector<int64_t> leading;
   int64_t numRows = 1, numColumns = 1;
   bool hasReduction = false;
+  /// A trn.rotate_half: tiles hold whole rows, and the rows keep the group's
+  /// last dimension (no flat view).
+  bool hasRotation = false;
   /// An epilogue's sums over rows (dims [0], trn-fuse-matmul-epilogue): per
   /// sum and column offset, the running [128, columns] fp32 total of the
   /// tiles so far (M blocks run inner, so a column's tiles come in row
@@ -253,6 +256,8 @@ LogicalResult FusionLowering::analyse() {
       if (elementTypeOf(result).isSignlessInteger(64))
         return fail(&op, "i64 values are not lowered yet");
     }
+    if (isa<trn::RotateHalfOp>(op))
+      hasRotation = true;
     if (auto reduce = dyn_cast<trn::ReduceOp>(op)) {
       if (reduce.getDims() !=
               ArrayRef<int64_t>{static_cast<int64_t>(full.size() - 1)} ||
@@ -302,14 +307,18 @@ LogicalResult FusionLowering::analyse() {
   if (dot && hasReduction)
     return fail(fusion, "a group that starts with a matmul cannot reduce "
                         "rows (a result tile holds part of each row)");
+  if (hasRotation && (dot || full.back() > kTileColumns))
+    return fail(fusion, "a group that rotates rows needs them whole in a "
+                        "tile: no matmul, and rows of at most " +
+                            Twine(kTileColumns) + " elements");
   leading.assign(row.begin(), row.end());
   numRows = product(row);
   numColumns = full.back();
 
   // A group of full-width elementwise ops over plain inputs has no layout
   // of its own: spread it over all 128 partitions.
-  bool plain =
-      !hasReduction && !dot && columnSums.empty() && tileRowReductions.empty();
+  bool plain = !hasReduction && !hasRotation && !dot && columnSums.empty() &&
+               tileRowReductions.empty();
   for (Operation &op : body)
     for (Value result : op.getResults())
       plain &= isa<trn::YieldOp>(op) ||
@@ -346,9 +355,10 @@ LogicalResult FusionLowering::analyse() {
     }
   }
   // Row-invariant inputs worth keeping between tiles, within the budget.
-  int64_t tileWidth = dot            ? std::min<int64_t>(numColumns, 512)
-                      : hasReduction ? numColumns
-                                     : std::min(numColumns, kTileColumns);
+  int64_t tileWidth = dot ? std::min<int64_t>(numColumns, 512)
+                      : hasReduction || hasRotation
+                          ? numColumns
+                          : std::min(numColumns, kTileColumns);
   int64_t kept = 0;
   for (auto &[value, source] : sources) {
     const BroadcastAccess &access = source.access;
@@ -736,6 +746,24 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
         builder.create<TensorCopyOp>(kb.loc, rounded, total, Engine::vector);
         return define({Form::Column, rounded, 0.0});
       })
+      .Case([&](trn::RotateHalfOp) -> LogicalResult {
+        // Whole rows are in the tile (analyse): two Scalar Engine copies of
+        // half-row windows, the first with scale -1.
+        if (in[0].form != Form::Full)
+          return fail(op, "it rotates a value that is constant along rows");
+        int64_t half = width / 2;
+        Value dst = newTile(Form::Full, resultType);
+        builder.create<ActivationOp>(
+            kb.loc, ActivationFunc::copy, kb.window(dst, {rows, half}, 0),
+            kb.window(in[0].tile, {rows, half}, half), Value(), Value(),
+            Value(), llvm::APFloat(-1.0f), llvm::APFloat(0.0f));
+        builder.create<ActivationOp>(
+            kb.loc, ActivationFunc::copy, kb.window(dst, {rows, half}, half),
+            kb.window(in[0].tile, {rows, half}, 0), Value(), Value(), Value(),
+            llvm::APFloat(1.0f), llvm::APFloat(0.0f));
+        scalarWork += 2;
+        return define({Form::Full, dst, 0.0});
+      })
       .Case([&](trn::AddOp) { return binary(AluOp::add); })
       .Case([&](trn::SubOp) { return binary(AluOp::subtract); })
       .Case([&](trn::MulOp) { return binary(AluOp::multiply); })
@@ -1000,8 +1028,9 @@ LogicalResult FusionLowering::run() {
   int64_t rowBlock = numRows;
   for (auto &[value, source] : sources)
     rowBlock = std::min(rowBlock, source.access.rowBlock);
-  int64_t chunk =
-      hasReduction ? numColumns : std::min(numColumns, kTileColumns);
+  int64_t chunk = hasReduction || hasRotation
+                      ? numColumns
+                      : std::min(numColumns, kTileColumns);
   for (int64_t block = 0; block < numRows; block += rowBlock)
     for (int64_t r0 = block; r0 < block + rowBlock; r0 += kPartitions)
       for (int64_t c0 = 0; c0 < numColumns; c0 += chunk)

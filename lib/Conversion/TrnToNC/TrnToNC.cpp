@@ -1475,6 +1475,37 @@ LogicalResult Lowering::lower(Operation *op) {
                  rowMajorStrides(outType.getShape())};
         return copy(o, outType.getShape(), src, dst);
       })
+      .Case([&](trn::RotateHalfOp o) -> LogicalResult {
+        // Outside a group (at -O0, or a hand-written graph): per row tile
+        // and half-row chunk, the upper half negated into the lower and the
+        // lower copied into the upper.
+        if (failed(checkTileable(o)))
+          return failure();
+        auto type = cast<RankedTensorType>(o.getType());
+        int64_t cols = type.getShape().back(), half = cols / 2;
+        int64_t numRows = type.getNumElements() / cols;
+        Type elementType = type.getElementType();
+        Value in = hbmOf(o.getOperand()), out = newTensor(o.getResult());
+        for (int64_t r0 = 0; r0 < numRows; r0 += kPartitions)
+          for (int64_t c0 = 0; c0 < half; c0 += kTileColumns) {
+            int64_t rows = std::min(kPartitions, numRows - r0);
+            int64_t width = std::min(kTileColumns, half - c0);
+            Value upper =
+                kb.tile(MemorySpace::sbuf, rows, {width}, elementType);
+            kb.dma(upper, kb.rowTile(in, cols, r0, rows, half + c0, width));
+            Value negated =
+                kb.tile(MemorySpace::sbuf, rows, {width}, elementType);
+            builder.create<ActivationOp>(
+                kb.loc, ActivationFunc::copy, negated, upper, Value(), Value(),
+                Value(), llvm::APFloat(-1.0f), llvm::APFloat(0.0f));
+            kb.dma(kb.rowTile(out, cols, r0, rows, c0, width), negated);
+            Value lower =
+                kb.tile(MemorySpace::sbuf, rows, {width}, elementType);
+            kb.dma(lower, kb.rowTile(in, cols, r0, rows, c0, width));
+            kb.dma(kb.rowTile(out, cols, r0, rows, half + c0, width), lower);
+          }
+        return success();
+      })
       .Case([&](trn::SliceOp o) {
         auto in = cast<RankedTensorType>(o.getOperand().getType());
         auto outType = cast<RankedTensorType>(o.getType());

@@ -176,3 +176,57 @@ func.func @no_merge_at_matmul_or_return(%x: tensor<64x64xf32>, %y: tensor<64x64x
   %4 = trn.abs %y : tensor<64x64xf32>
   return %2, %3, %4 : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
 }
+
+// -----
+
+// Rotary embeddings as traced (GPT-NeoX / Llama layout): cat(-x2, x1) is
+// trn.rotate_half and joins the group that applies the embedding; the
+// backward's cat(g2, -g1) is its negation. The slices and negations go.
+// CHECK-LABEL: func.func @rope
+// CHECK-NOT: trn.slice
+// CHECK-NOT: trn.concatenate
+// CHECK: trn.fusion
+// CHECK: %[[R:.*]] = trn.rotate_half %{{.*}} : tensor<2x16x8xf32>
+// CHECK: trn.mul %[[R]]
+// CHECK: trn.fusion
+// CHECK: %[[A:.*]] = trn.rotate_half %{{.*}} : tensor<2x16x8xf32>
+// CHECK-NEXT: trn.neg %[[A]]
+func.func @rope(%x: tensor<2x16x8xf32>, %cos: tensor<16x8xf32>, %sin: tensor<16x8xf32>, %g: tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x16x8xf32>) {
+  %lo = trn.slice %x, start = [0, 0, 0], limit = [2, 16, 4], strides = [1, 1, 1] : (tensor<2x16x8xf32>) -> tensor<2x16x4xf32>
+  %hi = trn.slice %x, start = [0, 0, 4], limit = [2, 16, 8], strides = [1, 1, 1] : (tensor<2x16x8xf32>) -> tensor<2x16x4xf32>
+  %nhi = trn.neg %hi : tensor<2x16x4xf32>
+  %rot = trn.concatenate %nhi, %lo dim = 2 : (tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<2x16x8xf32>
+  %c = trn.broadcast_in_dim %cos, dims = [1, 2] : (tensor<16x8xf32>) -> tensor<2x16x8xf32>
+  %s = trn.broadcast_in_dim %sin, dims = [1, 2] : (tensor<16x8xf32>) -> tensor<2x16x8xf32>
+  %a = trn.mul %x, %c : tensor<2x16x8xf32>
+  %b = trn.mul %rot, %s : tensor<2x16x8xf32>
+  %r = trn.add %a, %b : tensor<2x16x8xf32>
+  %glo = trn.slice %g, start = [0, 0, 0], limit = [2, 16, 4], strides = [1, 1, 1] : (tensor<2x16x8xf32>) -> tensor<2x16x4xf32>
+  %ghi = trn.slice %g, start = [0, 0, 4], limit = [2, 16, 8], strides = [1, 1, 1] : (tensor<2x16x8xf32>) -> tensor<2x16x4xf32>
+  %nglo = trn.neg %glo : tensor<2x16x4xf32>
+  %adj = trn.concatenate %ghi, %nglo dim = 2 : (tensor<2x16x4xf32>, tensor<2x16x4xf32>) -> tensor<2x16x8xf32>
+  %e = trn.exp %adj : tensor<2x16x8xf32>
+  return %r, %e : tensor<2x16x8xf32>, tensor<2x16x8xf32>
+}
+
+// -----
+
+// Not a rotation: halves of two different tensors, halves not swapped, and
+// a concatenation along another dimension stay as they are.
+// CHECK-LABEL: func.func @not_rope
+// CHECK-NOT: trn.rotate_half
+// CHECK-COUNT-3: trn.concatenate
+func.func @not_rope(%x: tensor<16x8xf32>, %y: tensor<16x8xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) {
+  %xlo = trn.slice %x, start = [0, 0], limit = [16, 4], strides = [1, 1] : (tensor<16x8xf32>) -> tensor<16x4xf32>
+  %xhi = trn.slice %x, start = [0, 4], limit = [16, 8], strides = [1, 1] : (tensor<16x8xf32>) -> tensor<16x4xf32>
+  %ylo = trn.slice %y, start = [0, 0], limit = [16, 4], strides = [1, 1] : (tensor<16x8xf32>) -> tensor<16x4xf32>
+  %nxhi = trn.neg %xhi : tensor<16x4xf32>
+  %mixed = trn.concatenate %nxhi, %ylo dim = 1 : (tensor<16x4xf32>, tensor<16x4xf32>) -> tensor<16x8xf32>
+  %nxlo = trn.neg %xlo : tensor<16x4xf32>
+  %same = trn.concatenate %nxlo, %xhi dim = 1 : (tensor<16x4xf32>, tensor<16x4xf32>) -> tensor<16x8xf32>
+  %top = trn.slice %x, start = [0, 0], limit = [8, 8], strides = [1, 1] : (tensor<16x8xf32>) -> tensor<8x8xf32>
+  %bottom = trn.slice %x, start = [8, 0], limit = [16, 8], strides = [1, 1] : (tensor<16x8xf32>) -> tensor<8x8xf32>
+  %nbottom = trn.neg %bottom : tensor<8x8xf32>
+  %rows = trn.concatenate %nbottom, %top dim = 0 : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<16x8xf32>
+  return %mixed, %same, %rows : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+}

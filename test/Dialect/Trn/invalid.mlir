@@ -1903,3 +1903,19 @@ func.func @cross_entropy_grad_result(%l: tensor<4x10xf32>, %y: tensor<4xi64>, %g
   %0 = trn.cross_entropy_grad sum %l, %y, %g : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x10xbf16>
   return
 }
+
+// -----
+
+func.func @rotate_half_odd(%x: tensor<4x7xf32>) {
+  // expected-error @+1 {{'trn.rotate_half' op rotates the halves of the last dimension, which must have a static even size, got 'tensor<4x7xf32>'}}
+  %0 = trn.rotate_half %x : tensor<4x7xf32>
+  return
+}
+
+// -----
+
+func.func @rotate_half_scalar(%x: tensor<f32>) {
+  // expected-error @+1 {{'trn.rotate_half' op needs a tensor of rank 1 or more, got 'tensor<f32>'}}
+  %0 = trn.rotate_half %x : tensor<f32>
+  return
+}

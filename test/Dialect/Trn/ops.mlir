@@ -609,3 +609,11 @@ func.func @cross_entropy_grad(%logits: tensor<4x10xbf16>, %labels: tensor<4xi64>
   %2 = trn.cross_entropy_grad none %logits, %labels, %gn : (tensor<4x10xbf16>, tensor<4xi64>, tensor<4xbf16>) -> tensor<4x10xbf16>
   return %0, %1, %2 : tensor<4x10xbf16>, tensor<4x10xbf16>, tensor<4x10xbf16>
 }
+
+// CHECK-LABEL: func.func @rotate_half
+// CHECK-NEXT: %[[R:.*]] = trn.rotate_half %arg0 : tensor<2x8x64xbf16>
+// CHECK-NEXT: return %[[R]]
+func.func @rotate_half(%x: tensor<2x8x64xbf16>) -> tensor<2x8x64xbf16> {
+  %0 = trn.rotate_half %x : tensor<2x8x64xbf16>
+  return %0 : tensor<2x8x64xbf16>
+}

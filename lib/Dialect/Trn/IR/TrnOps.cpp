@@ -189,6 +189,18 @@ LogicalResult BroadcastInDimOp::verify() {
   return success();
 }
 
+LogicalResult RotateHalfOp::verify() {
+  auto type = cast<RankedTensorType>(getOperand().getType());
+  if (type.getRank() == 0)
+    return emitOpError("needs a tensor of rank 1 or more, got ") << type;
+  int64_t last = type.getShape().back();
+  if (ShapedType::isDynamic(last) || last % 2 != 0)
+    return emitOpError("rotates the halves of the last dimension, which must "
+                       "have a static even size, got ")
+           << type;
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   auto operandType = getOperand().getType();
   auto resultType = getType();
@@ -767,7 +779,8 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 bool mlir::trn::isFusibleBodyOp(Operation *op) {
   return isa_and_nonnull<TrnDialect>(op->getDialect()) &&
          (op->hasTrait<OpTrait::Elementwise>() ||
-          isa<BroadcastInDimOp, ConstantOp, ReduceOp, YieldOp>(op));
+          isa<BroadcastInDimOp, ConstantOp, ReduceOp, RotateHalfOp, YieldOp>(
+              op));
 }
 
 LogicalResult FusionOp::verifyRegions() {

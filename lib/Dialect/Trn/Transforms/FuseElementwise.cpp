@@ -67,11 +67,13 @@ struct Group {
   /// Member results that are per-row values (shape S[:-1]) or columns.
   llvm::DenseSet<Value> narrow;
   bool open = true;
-  bool hasReduction = false;
+  /// A row reduction or a rotation (trn.rotate_half): every tile spans
+  /// whole rows.
+  bool wholeRows = false;
 
   int64_t columns() const { return shape.back(); }
   int64_t tileColumns() const {
-    return hasReduction ? columns() : std::min(columns(), kChunkColumns);
+    return wholeRows ? columns() : std::min(columns(), kChunkColumns);
   }
 };
 
@@ -180,7 +182,7 @@ bool Fuser::tryJoin(Operation *op, unsigned gi) {
     return false;
   ArrayRef<int64_t> full = g.shape, row = full.drop_back();
   SmallVector<Operation *> newClones;
-  bool reduction = false;
+  bool wholeRows = false;
 
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
     // A row reduction of one of the group's full-width values.
@@ -191,7 +193,15 @@ bool Fuser::tryJoin(Operation *op, unsigned gi) {
             ArrayRef<int64_t>{static_cast<int64_t>(full.size() - 1)} ||
         g.columns() > maxReductionRow)
       return false;
-    reduction = true;
+    wholeRows = true;
+  } else if (auto rotate = dyn_cast<RotateHalfOp>(op)) {
+    // Rotates whole rows of a full-width value (of the group, or read
+    // whole as an input): tiles must span them.
+    Value operand = rotate.getOperand();
+    if (hasI64(op) || shapeOf(rotate.getResult()) != full ||
+        g.narrow.count(operand) || g.columns() > kChunkColumns)
+      return false;
+    wholeRows = true;
   } else if (auto broadcast = dyn_cast<BroadcastInDimOp>(op)) {
     // A per-row value of the group back to full width: a column.
     if (groupOf(broadcast.getOperand()) != gi ||
@@ -234,14 +244,14 @@ bool Fuser::tryJoin(Operation *op, unsigned gi) {
       // Anything else is an input read directly.
     }
   }
-  if (peakLiveTileBytes(g, op, g.hasReduction || reduction) > sbufBudget)
+  if (peakLiveTileBytes(g, op, g.wholeRows || wholeRows) > sbufBudget)
     return false;
   g.members.push_back(op);
   memberGroup[op] = gi;
-  g.hasReduction |= reduction;
+  g.wholeRows |= wholeRows;
   g.clones.insert(newClones.begin(), newClones.end());
-  if (reduction || (!isa<BroadcastInDimOp>(op) &&
-                    shapeOf(op->getResult(0)) != ArrayRef(g.shape)))
+  if (isa<ReduceOp>(op) || (!isa<BroadcastInDimOp>(op) &&
+                            shapeOf(op->getResult(0)) != ArrayRef(g.shape)))
     g.narrow.insert(op->getResult(0));
   return true;
 }
@@ -251,7 +261,7 @@ bool Fuser::tryMerge(unsigned into, unsigned from) {
   if (!a.open || !b.open || a.shape != b.shape ||
       static_cast<int64_t>(a.members.size() + b.members.size()) > maxOps)
     return false;
-  bool reduction = a.hasReduction || b.hasReduction;
+  bool reduction = a.wholeRows || b.wholeRows;
   if (reduction && a.columns() > maxReductionRow)
     return false;
   // Members stay in program order: the body is cloned in that order.
@@ -264,7 +274,7 @@ bool Fuser::tryMerge(unsigned into, unsigned from) {
   if (peakLiveTileBytes(merged, members, reduction) > sbufBudget)
     return false;
   a.members = std::move(members);
-  a.hasReduction = reduction;
+  a.wholeRows = reduction;
   a.clones.insert(b.clones.begin(), b.clones.end());
   for (Value value : b.narrow)
     a.narrow.insert(value);
@@ -289,8 +299,8 @@ bool Fuser::tryStart(Operation *op) {
         shape.back() > maxReductionRow)
       return false;
     g.shape.assign(shape.begin(), shape.end());
-  } else if (op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
-             !hasI64(op)) {
+  } else if ((op->hasTrait<OpTrait::Elementwise>() || isa<RotateHalfOp>(op)) &&
+             op->getNumResults() == 1 && !hasI64(op)) {
     ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
     if (shape.empty())
       return false;
@@ -309,7 +319,7 @@ bool Fuser::tryStart(Operation *op) {
   }
   fresh.members.push_back(op);
   memberGroup[op] = index;
-  fresh.hasReduction = true;
+  fresh.wholeRows = true;
   fresh.narrow.insert(reduce.getResult());
   return true;
 }
@@ -416,6 +426,71 @@ void Fuser::run() {
       materialise(g);
 }
 
+/// `x` when `value` is `slice x` taking, of the last dimension D, the half
+/// starting at `D/2 * upper` and all of every other dimension.
+Value halfOf(Value value, bool upper) {
+  auto slice = value ? value.getDefiningOp<SliceOp>() : SliceOp();
+  if (!slice)
+    return Value();
+  ArrayRef<int64_t> in = shapeOf(slice.getOperand());
+  if (in.empty() || in.back() % 2 != 0)
+    return Value();
+  int64_t last = in.size() - 1, half = in.back() / 2;
+  for (int64_t d = 0; d <= last; ++d) {
+    int64_t start = d == last && upper ? half : 0;
+    int64_t limit = d == last ? start + half : in[d];
+    if (slice.getStart()[d] != start || slice.getLimit()[d] != limit ||
+        slice.getStrides()[d] != 1)
+      return Value();
+  }
+  return slice.getOperand();
+}
+
+/// The rotary embeddings' rotation as traced (`cat(-x2, x1)` along the last
+/// dim, and its adjoint `cat(g2, -g1)`) becomes trn.rotate_half (negated
+/// for the adjoint), which a group computes on its tiles; the slices and
+/// negations are left to die.
+void formRotations(func::FuncOp function) {
+  SmallVector<ConcatenateOp> concats;
+  function.walk([&](ConcatenateOp concat) { concats.push_back(concat); });
+  for (ConcatenateOp concat : concats) {
+    ArrayRef<int64_t> shape = shapeOf(concat.getResult());
+    if (concat.getInputs().size() != 2 || shape.empty() ||
+        concat.getDim() != static_cast<int64_t>(shape.size() - 1))
+      continue;
+    Value first = concat.getInputs()[0], second = concat.getInputs()[1];
+    auto negated = [](Value value) {
+      auto neg = value.getDefiningOp<NegOp>();
+      return neg ? neg.getOperand() : Value();
+    };
+    // cat(-x[D/2:], x[:D/2]) or cat(x[D/2:], -x[:D/2]).
+    Value x, adjoint;
+    if (Value hi = halfOf(negated(first), true);
+        hi && hi == halfOf(second, false))
+      x = hi;
+    else if (Value hi = halfOf(first, true);
+             hi && hi == halfOf(negated(second), false))
+      x = adjoint = hi;
+    if (!x || shapeOf(x) != shape)
+      continue;
+    OpBuilder builder(concat);
+    Value rotated = builder.create<RotateHalfOp>(concat.getLoc(), x);
+    if (adjoint)
+      rotated = builder.create<NegOp>(concat.getLoc(), rotated);
+    concat.replaceAllUsesWith(rotated);
+    concat->erase();
+  }
+  // The slices and negations the chains leave unused.
+  SmallVector<Operation *> dead;
+  function.walk([&](Operation *op) {
+    if (isa<SliceOp, NegOp>(op))
+      dead.push_back(op);
+  });
+  for (Operation *op : llvm::reverse(dead))
+    if (op->use_empty())
+      op->erase();
+}
+
 struct TrnFuseElementwisePass
     : mlir::trn::impl::TrnFuseElementwiseBase<TrnFuseElementwisePass> {
   using Base::Base;
@@ -423,6 +498,7 @@ struct TrnFuseElementwisePass
     func::FuncOp function = getOperation();
     if (function.isExternal() || !function.getBody().hasOneBlock())
       return;
+    formRotations(function);
     Fuser(function, maxReductionRow, sbufBudget, maxOps).run();
   }
 };

@@ -59,6 +59,8 @@ std::string epilogueBlocker(DotGeneralOp dot, FusionOp fusion,
       return "the group already has a matmul";
     if (isa<ReduceOp>(op))
       return "the group reduces rows, which a result tile does not hold";
+    if (isa<RotateHalfOp>(op))
+      return "the group rotates rows, which a result tile does not hold";
     for (Value result : op.getResults())
       if (shapeOf(result) != full && shapeOf(result) != row)
         return "the group computes another shape than the matmul's";
@@ -224,7 +226,8 @@ FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
   llvm::SetVector<Operation *> prefix;
   llvm::DenseSet<Value> prefixValues{arg};
   for (Operation &op : body.without_terminator()) {
-    if (isa<ReduceOp, BroadcastInDimOp, ConstantOp, DotGeneralOp>(op) ||
+    if (isa<ReduceOp, BroadcastInDimOp, ConstantOp, DotGeneralOp, RotateHalfOp>(
+            op) ||
         op.getNumResults() != 1 || shapeOf(op.getResult(0)) != full)
       continue;
     bool readsPrefix = false, ready = true;
@@ -375,7 +378,8 @@ std::optional<SmallVector<int64_t>> joinableShape(FusionOp group) {
   Block &body = group.getBody().front();
   auto dot = dyn_cast<DotGeneralOp>(body.front());
   if ((dot && !dot.getLhsBatchingDims().empty()) ||
-      llvm::any_of(body, [](Operation &op) { return isa<ReduceOp>(op); }))
+      llvm::any_of(
+          body, [](Operation &op) { return isa<ReduceOp, RotateHalfOp>(op); }))
     return std::nullopt;
   SmallVector<int64_t> full;
   int64_t largest = -1;

@@ -78,13 +78,19 @@ struct OverlapCollectives
     for (Operation &op : block)
       if (isCollective(&op))
         collectives.push_back(&op);
-    // An all-reduce starts as soon as its operand is ready (the gradients
-    // of replicated weights are summed while the rest of the backward runs
+    // An all-reduce, or any collective of arguments (a rotary table's
+    // gather), starts as soon as its operands are ready (the gradients of
+    // replicated weights are summed while the rest of the backward runs
     // instead of after it), but behind a collective that follows with no
     // matmul in between: the Sync engine runs collectives in order, and
     // that one is what the compute engines are about to wait for.
     for (Operation *collective : collectives) {
-      if (!isa<dist::AllReduceOp>(collective))
+      bool ofArguments = collective->getNumOperands() > 0 &&
+                         llvm::all_of(collective->getOperands(), [](Value v) {
+                           return isa<BlockArgument>(v);
+                         });
+      if (isa<dist::SendOp, dist::RecvOp>(collective) ||
+          (!isa<dist::AllReduceOp>(collective) && !ofArguments))
         continue;
       Operation *after = nullptr;
       for (Value operand : collective->getOperands())
@@ -92,6 +98,14 @@ struct OverlapCollectives
           if (Operation *at = block.findAncestorOpInBlock(*def);
               at && (!after || after->isBeforeInBlock(at)))
             after = at;
+      // Never across a pipeline transfer: the stages' programs pair their
+      // sends and receives in program order.
+      for (Operation *op = collective->getPrevNode();
+           op && (!after || after->isBeforeInBlock(op)); op = op->getPrevNode())
+        if (isa<dist::SendOp, dist::RecvOp>(op)) {
+          after = op;
+          break;
+        }
       Operation *next = after ? after->getNextNode() : &block.front();
       for (Operation *op = next; op && op != collective && !isMatmul(op);
            op = op->getNextNode())

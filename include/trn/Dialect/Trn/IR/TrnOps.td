@@ -323,6 +323,25 @@ def Trn_ConcatenateOp : Trn_Op<"concatenate", [Pure, SameOperandsElementType,
   let hasFolder = 1;
 }
 
+def Trn_RotateHalfOp : Trn_Op<"rotate_half", [Pure, SameOperandsAndResultType,
+                                               InferTypeOpInterface]> {
+  let summary = "the halves of the last dimension swapped, the new first negated";
+  let description = [{
+    `concatenate(-x[..., D/2:], x[..., :D/2])` along the last dimension `D`
+    (even): the rotation of rotary position embeddings in the GPT-NeoX /
+    Llama layout, `x * cos + rotate_half(x) * sin`. Its adjoint is
+    `-rotate_half(g)`. `trn-fuse-elementwise` forms it from that slice, neg
+    and concatenate chain, so that the rotation runs on SBUF tiles inside
+    the elementwise group that applies the embedding (two engine
+    instructions on half-row windows) instead of as three copies through
+    HBM in half-row pieces.
+  }];
+  let arguments = (ins Trn_NumericTensor:$operand);
+  let results = (outs Trn_NumericTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Trn_PadOp : Trn_Op<"pad", [Pure, InferTypeOpAdaptor]> {
   let summary = "constant padding";
   let description = [{
