@@ -121,6 +121,8 @@ void mlir::trn::buildTrnGraphPipeline(OpPassManager &pm,
   if (options.optLevel > 0) {
     graph.addPass(createCanonicalizerPass());
     graph.addPass(createCSEPass());
+    // A fused projection cut into pieces computes the pieces instead.
+    graph.addPass(createTrnHoistSlices());
     // Attention and matmuls read transposed operands in place.
     graph.addPass(createTrnAssignLayouts());
     // Elementwise chains and row reductions become one kernel each.

@@ -525,11 +525,18 @@ LogicalResult Exporter::emit(Operation *op) {
         return success();
       })
       .Case([&](HbmReshapeOp o) -> LogicalResult {
-        // Same bytes, another shape: alias the source's placement.
+        // Same bytes, another shape (from `offset` on): alias the source's
+        // placement.
         auto it = hbmOffsets.find(o.getSource());
         if (it == hbmOffsets.end())
           return o.emitError("reshape of an HBM value that was not laid out");
-        hbmOffsets[o.getResult()] = it->second;
+        std::optional<trnrt::DType> dtype =
+            dtypeOf(o.getType().getElementType());
+        if (!dtype)
+          return o.emitError("unsupported HBM element type");
+        hbmOffsets[o.getResult()] =
+            it->second +
+            uint64_t(o.getOffset().value_or(0)) * elementBytes(*dtype);
         return success();
       })
       .Case([&](MatmulOp o) {

@@ -193,6 +193,7 @@ private:
   LogicalResult lowerDot(trn::DotGeneralOp op,
                          MatmulEpilogue epilogue = nullptr);
   LogicalResult lowerReduce(trn::ReduceOp op);
+  Value contiguousSlice(trn::SliceOp op);
   /// out[outBase + k * outStride] = reduce over r < reduced of
   /// in[inBase + k * keptStride + r * reducedStride], for k < kept.
   void reduceStrided(Value in, int64_t inBase, int64_t kept, int64_t keptStride,

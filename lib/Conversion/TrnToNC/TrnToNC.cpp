@@ -1339,6 +1339,43 @@ LogicalResult Lowering::lowerScatterAdd(trn::ScatterAddOp op) {
   return success();
 }
 
+/// A slice that is one contiguous run of its operand's elements (a block
+/// of whole rows: a fused projection's weight cut into q, k and v) and that
+/// only matmuls read, as a window of the operand's HBM tensor: no copy. Null
+/// otherwise (other readers might be updated in place).
+Value Lowering::contiguousSlice(trn::SliceOp op) {
+  auto in = cast<RankedTensorType>(op.getOperand().getType());
+  auto out = cast<RankedTensorType>(op.getType());
+  if (!in.hasStaticShape() || in.getRank() == 0 ||
+      llvm::any_of(op.getStrides(), [](int64_t s) { return s != 1; }))
+    return Value();
+  if (!llvm::all_of(op->getUsers(), [](Operation *user) {
+        if (auto fusion = dyn_cast<trn::FusionOp>(user))
+          return isa<trn::DotGeneralOp>(fusion.getBody().front().front());
+        return isa<trn::DotGeneralOp>(user);
+      }))
+    return Value();
+  // Leading dims of extent 1, then one partial dim, then whole dims.
+  ArrayRef<int64_t> shape = in.getShape(), start = op.getStart();
+  int64_t rank = in.getRank(), partial = rank - 1;
+  while (partial > 0 && out.getDimSize(partial) == shape[partial])
+    --partial;
+  for (int64_t d = 0; d < partial; ++d)
+    if (out.getDimSize(d) != 1)
+      return Value();
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  int64_t offset = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    offset += start[d] * strides[d];
+  Value source = hbmOf(op.getOperand());
+  if (!source)
+    return Value();
+  auto type = HbmType::get(builder.getContext(), out.getShape(),
+                           cast<HbmType>(source.getType()).getElementType());
+  return builder.create<HbmReshapeOp>(kb.loc, type, source,
+                                      builder.getI64IntegerAttr(offset));
+}
+
 /// What the instructions of `op` compute (nc.kind, for the simulator's time
 /// split): the optimizer's slice (trn-mark-optimizer) first, then by op.
 static StringRef kindOf(Operation *op) {
@@ -1510,6 +1547,10 @@ LogicalResult Lowering::lower(Operation *op) {
         auto in = cast<RankedTensorType>(o.getOperand().getType());
         auto outType = cast<RankedTensorType>(o.getType());
         SmallVector<int64_t> inStrides = rowMajorStrides(in.getShape());
+        if (Value window = contiguousSlice(o)) {
+          values[o.getResult()] = window;
+          return success();
+        }
         Side src{hbmOf(o.getOperand()), 0, {}};
         for (int64_t d = 0; d < in.getRank(); ++d) {
           src.offset += o.getStart()[d] * inStrides[d];

@@ -122,3 +122,25 @@ func.func @hbm_ranges(%c: !nc.hbm<256x512xf32>) {
   nc.dma_copy %u, %r1 {queue = 2} : !nc.tile<sbuf, 1x256xf32>, !nc.tile<hbm, 1x256xf32>
   return
 }
+
+// A window of rows (an hbm_reshape at an offset: a slice needing no copy)
+// touches its bytes of the tensor: a load through it waits for the store of
+// those rows only.
+// CHECK-LABEL: func @hbm_row_window
+func.func @hbm_row_window(%c: !nc.hbm<256x512xf32>) {
+  %c0 = nc.view %c strides [1] {partition_stride = 512} : !nc.hbm<256x512xf32> -> !nc.tile<hbm, 128x512xf32>
+  %c1 = nc.view %c strides [1] {offset = 65536, partition_stride = 512} : !nc.hbm<256x512xf32> -> !nc.tile<hbm, 128x512xf32>
+  %w = nc.hbm_reshape %c {offset = 65536} : !nc.hbm<256x512xf32> -> !nc.hbm<128x512xf32>
+  %w0 = nc.view %w strides [1] {partition_stride = 512} : !nc.hbm<128x512xf32> -> !nc.tile<hbm, 128x512xf32>
+  %t = nc.alloc : !nc.tile<sbuf, 128x512xf32>
+  %u = nc.alloc : !nc.tile<sbuf, 128x512xf32>
+  // CHECK: nc.memset {{.*}} {nc.signal = 1 : i64}
+  nc.memset %t, 0.0 : !nc.tile<sbuf, 128x512xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 5 : i64, nc.waits = [array<i64: 1, 1>]}
+  nc.dma_copy %c0, %t : !nc.tile<hbm, 128x512xf32>, !nc.tile<sbuf, 128x512xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 6 : i64, nc.waits = [array<i64: 1, 1>], queue = 1 : i64}
+  nc.dma_copy %c1, %t {queue = 1} : !nc.tile<hbm, 128x512xf32>, !nc.tile<sbuf, 128x512xf32>
+  // CHECK: nc.dma_copy {{.*}} {nc.signal = 7 : i64, nc.waits = [array<i64: 6, 1>], queue = 2 : i64}
+  nc.dma_copy %u, %w0 {queue = 2} : !nc.tile<sbuf, 128x512xf32>, !nc.tile<hbm, 128x512xf32>
+  return
+}

@@ -602,3 +602,19 @@ func.func @unknown_kind() {
   nc.kind "gemm"
   return
 }
+
+// -----
+
+func.func @reshape_count(%a: !nc.hbm<4x8xf32>) {
+  // expected-error @+1 {{'nc.hbm_reshape' op reshapes keep the element type and count: '!nc.hbm<4x8xf32>' vs '!nc.hbm<3x8xf32>'}}
+  %r = nc.hbm_reshape %a : !nc.hbm<4x8xf32> -> !nc.hbm<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @row_window_outside(%a: !nc.hbm<4x8xf32>) {
+  // expected-error @+1 {{'nc.hbm_reshape' op a window of 16 elements at offset 24 must lie inside '!nc.hbm<4x8xf32>' and keep its element type, got '!nc.hbm<2x8xf32>'}}
+  %r = nc.hbm_reshape %a {offset = 24} : !nc.hbm<4x8xf32> -> !nc.hbm<2x8xf32>
+  return
+}

@@ -89,3 +89,10 @@ func.func @wide_hbm_rows(%logits: !nc.hbm<256x50257xf32>) {
   %column = nc.view %logits strides [50257] {offset = 7, partition_stride = 6432896} : !nc.hbm<256x50257xf32> -> !nc.tile<hbm, 2x128xf32>
   return
 }
+
+// CHECK-LABEL: func @row_window
+// CHECK: nc.hbm_reshape %arg0 {offset = 16 : i64} : {{.*}}<4x8xbf16> -> {{.*}}<2x8xbf16>
+func.func @row_window(%a: !nc.hbm<4x8xbf16>) {
+  %r = nc.hbm_reshape %a {offset = 16} : !nc.hbm<4x8xbf16> -> !nc.hbm<2x8xbf16>
+  return
+}

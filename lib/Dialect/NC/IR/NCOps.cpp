@@ -175,10 +175,22 @@ LogicalResult HbmReshapeOp::verify() {
     return n;
   };
   HbmType source = getSource().getType(), result = getType();
-  if (source.getElementType() != result.getElementType() ||
-      count(source) != count(result))
-    return emitOpError() << "reshapes keep the element type and count: "
-                         << source << " vs " << result;
+  std::optional<int64_t> offset;
+  if (std::optional<uint64_t> raw = getOffset())
+    offset = static_cast<int64_t>(*raw);
+  if (!offset) {
+    if (source.getElementType() != result.getElementType() ||
+        count(source) != count(result))
+      return emitOpError() << "reshapes keep the element type and count: "
+                           << source << " vs " << result;
+    return success();
+  }
+  if (*offset < 0 || source.getElementType() != result.getElementType() ||
+      *offset + count(result) > count(source))
+    return emitOpError() << "a window of " << count(result)
+                         << " elements at offset " << *offset
+                         << " must lie inside " << source
+                         << " and keep its element type, got " << result;
   return success();
 }
 

@@ -82,15 +82,21 @@ inline Footprint footprintOf(Value value) {
     if (!view)
       return footprint;
     Value source = view.getSource();
-    while (auto reshape = source.getDefiningOp<HbmReshapeOp>())
+    // A window of rows (a reshape at an offset) shifts the view's bytes.
+    int64_t shift = 0;
+    while (auto reshape = source.getDefiningOp<HbmReshapeOp>()) {
+      int64_t bytes =
+          (reshape.getType().getElementType().getIntOrFloatBitWidth() + 7) / 8;
+      shift += static_cast<int64_t>(reshape.getOffset().value_or(0)) * bytes;
       source = reshape.getSource();
+    }
     if (source != root)
       return footprint;
-    if (auto bytes = hbmViewBytes(view); bytes &&
-                                         bytes->first < bytes->second &&
-                                         bytes->second <= footprint.b1) {
-      footprint.b0 = bytes->first;
-      footprint.b1 = bytes->second;
+    if (auto bytes = hbmViewBytes(view);
+        bytes && bytes->first < bytes->second &&
+        shift + bytes->second <= footprint.b1) {
+      footprint.b0 = shift + bytes->first;
+      footprint.b1 = shift + bytes->second;
     }
     return footprint;
   }

@@ -100,9 +100,11 @@ def NC_HbmReshapeOp : NC_Op<"hbm_reshape", [Pure]> {
   let summary = "the same HBM bytes with another row-major shape";
   let description = [{
     Reinterprets an HBM tensor with a shape of the same element count (e.g. a
-    [N, C] tensor as an [N*C, 1] table for an element-wise gather).
+    [N, C] tensor as an [N*C, 1] table for an element-wise gather), or, with
+    `offset`, the contiguous elements `offset ..< offset + count` of it (a
+    block of whole rows: a slice that needs no copy) as a tensor of its own.
   }];
-  let arguments = (ins NC_AnyHbm:$source);
+  let arguments = (ins NC_AnyHbm:$source, OptionalAttr<I64Attr>:$offset);
   let results = (outs NC_AnyHbm:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
   let hasVerifier = 1;

@@ -174,6 +174,24 @@ def TrnOverlapCollectives : Pass<"trn-overlap-collectives",
   ];
 }
 
+def TrnHoistSlices : Pass<"trn-hoist-slices", "::mlir::func::FuncOp"> {
+  let summary = "compute the slices of a value instead of the value";
+  let description = [{
+    A value that only `trn.slice`s read (a fused QKV projection split into
+    q, k and v) is computed slice by slice: each slice becomes its producer
+    applied to the matching slices of the producer's operands, and those
+    slices move up in turn. So a projection `x Wᵀ + b` split along its
+    output features becomes one matmul per piece of `W` (a contiguous block
+    of its rows) with its part of `b`, and the three copies that cut the
+    [tokens, 3 × hidden] result into pieces (each reading and writing a
+    strided [tokens, hidden] window through HBM) disappear. Producers
+    handled: elementwise ops, `broadcast_in_dim` and `dot_general` (a slice
+    of a free dim slices that operand; of a batch dim, both). Unit-stride
+    slices only; the graph computes the same values.
+  }];
+  let dependentDialects = ["::mlir::trn::TrnDialect"];
+}
+
 def TrnAssignLayouts : Pass<"trn-assign-layouts", "::mlir::func::FuncOp"> {
   let summary = "choose operand layouts so that transposes disappear";
   let description = [{
