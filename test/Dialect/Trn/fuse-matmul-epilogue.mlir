@@ -365,3 +365,44 @@ func.func @group_row_sum(%x: tensor<64x40000xf32>) -> (tensor<64x40000xf32>, ten
   %2 = trn.reduce sum %0, dims = [1] : (tensor<64x40000xf32>) -> tensor<64xf32>
   return %0, %2 : tensor<64x40000xf32>, tensor<64xf32>
 }
+
+// -----
+
+// A group that reduces along rows (a layer norm's backward) takes sums over
+// rows of its result and of an input it reads (the norm weight's and bias's
+// gradients) when its rows are at most 2048 wide; a wider one keeps them
+// apart, and sums along rows never join it.
+// CHECK-LABEL: func.func @norm_backward_sums
+// CHECK: %[[G:.*]]:3 = trn.fusion
+// CHECK: trn.reduce sum %{{.*}}, dims = [1]
+// CHECK: trn.reduce sum %{{.*}}, dims = [0]
+// CHECK: trn.reduce sum %{{.*}}, dims = [0]
+// CHECK: trn.yield
+// CHECK-NOT: trn.reduce
+// CHECK: trn.fusion
+// CHECK: trn.reduce sum %{{.*}}, dims = [1]
+// CHECK: trn.yield
+// CHECK: trn.reduce sum %{{.*}}, dims = [0] : (tensor<128x4096xf32>)
+func.func @norm_backward_sums(%g: tensor<128x1024xf32>, %x: tensor<128x1024xf32>, %wg: tensor<128x4096xf32>, %wx: tensor<128x4096xf32>) -> (tensor<128x1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<128x4096xf32>, tensor<4096xf32>) {
+  %0 = trn.fusion(%g, %x : tensor<128x1024xf32>, tensor<128x1024xf32>) -> (tensor<128x1024xf32>) {
+  ^bb0(%a: tensor<128x1024xf32>, %b: tensor<128x1024xf32>):
+    %p = trn.mul %a, %b : tensor<128x1024xf32>
+    %r = trn.reduce sum %p, dims = [1] : (tensor<128x1024xf32>) -> tensor<128xf32>
+    %c = trn.broadcast_in_dim %r, dims = [0] : (tensor<128xf32>) -> tensor<128x1024xf32>
+    %m = trn.mul %c, %b : tensor<128x1024xf32>
+    %y = trn.sub %a, %m : tensor<128x1024xf32>
+    trn.yield %y : tensor<128x1024xf32>
+  }
+  %1 = trn.reduce sum %0, dims = [0] : (tensor<128x1024xf32>) -> tensor<1024xf32>
+  %2 = trn.reduce sum %g, dims = [0] : (tensor<128x1024xf32>) -> tensor<1024xf32>
+  %3 = trn.fusion(%wg, %wx : tensor<128x4096xf32>, tensor<128x4096xf32>) -> (tensor<128x4096xf32>) {
+  ^bb0(%a: tensor<128x4096xf32>, %b: tensor<128x4096xf32>):
+    %p = trn.mul %a, %b : tensor<128x4096xf32>
+    %r = trn.reduce sum %p, dims = [1] : (tensor<128x4096xf32>) -> tensor<128xf32>
+    %c = trn.broadcast_in_dim %r, dims = [0] : (tensor<128xf32>) -> tensor<128x4096xf32>
+    %m = trn.mul %c, %b : tensor<128x4096xf32>
+    trn.yield %m : tensor<128x4096xf32>
+  }
+  %4 = trn.reduce sum %3, dims = [0] : (tensor<128x4096xf32>) -> tensor<4096xf32>
+  return %0, %1, %2, %3, %4 : tensor<128x1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<128x4096xf32>, tensor<4096xf32>
+}

@@ -366,20 +366,36 @@ FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
   return head;
 }
 
+/// Columns up to which a group that reduces rows takes sums over rows too:
+/// its running totals are whole fp32 rows in SBUF, and a Vector Engine pass
+/// per tile (a GPT-3 norm's 6144-column group, Vector-bound already, ran
+/// slower with them; BERT's 1024-column ones faster).
+constexpr int64_t kMaxWholeRowSumColumns = 2048;
+
+/// Whether the group reduces along its rows (a norm's statistics): its
+/// tiles hold whole rows, and only sums over rows may join it.
+bool reducesRows(FusionOp group) {
+  return llvm::any_of(group.getBody().front(),
+                      [](Operation &op) { return isa<ReduceOp>(op); });
+}
+
 /// Sums over rows (dims [0]) of a group's [M, N] f32 results (a bias's
 /// gradient) join the group: the backend adds each result tile into a
 /// running [128, N] total as it is computed (as it leaves the matmul, for an
 /// epilogue) and sums the partitions once per column block, instead of
-/// reading the whole result back. Groups that reduce rows keep theirs.
+/// reading the whole result back. A matmul epilogue that reduces along rows
+/// keeps its sums apart, as does a group that does so over wider rows than
+/// kMaxWholeRowSumColumns.
+///
 /// The [M, N] shape of a group that reductions may join (its matmul's, else
-/// its largest value's), or none: the group reduces rows itself, batches a
-/// matmul, or is not 2-D.
+/// its largest value's), or none: a matmul that batches or whose epilogue
+/// reduces rows, a rotation, or not 2-D.
 std::optional<SmallVector<int64_t>> joinableShape(FusionOp group) {
   Block &body = group.getBody().front();
   auto dot = dyn_cast<DotGeneralOp>(body.front());
   if ((dot && !dot.getLhsBatchingDims().empty()) ||
-      llvm::any_of(
-          body, [](Operation &op) { return isa<ReduceOp, RotateHalfOp>(op); }))
+      llvm::any_of(body, [](Operation &op) { return isa<RotateHalfOp>(op); }) ||
+      (dot && reducesRows(group)))
     return std::nullopt;
   SmallVector<int64_t> full;
   int64_t largest = -1;
@@ -423,6 +439,7 @@ void absorbColumnSums(FusionOp group) {
   if (!full)
     return;
   auto dot = dyn_cast<DotGeneralOp>(group.getBody().front().front());
+  bool rowsReduced = reducesRows(group);
   SmallVector<ReduceOp> sums;
   auto collect = [&](Value value, bool isInput) {
     for (Operation *user : value.getUsers()) {
@@ -430,7 +447,9 @@ void absorbColumnSums(FusionOp group) {
       if (!reduce || reduce->getBlock() != group->getBlock() ||
           llvm::is_contained(sums, reduce) ||
           !reductionJoins(reduce.getKind(), reduce.getDims(), value,
-                          reduce.getType(), *full, isInput))
+                          reduce.getType(), *full, isInput) ||
+          (rowsReduced && (reduce.getDims() != ArrayRef<int64_t>{0} ||
+                           full->back() > kMaxWholeRowSumColumns)))
         continue;
       // A sum of an input the group reads anyway (a gradient a cast also
       // reads) is taken from the group's tiles when nothing needs it

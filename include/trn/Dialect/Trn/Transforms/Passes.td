@@ -129,8 +129,9 @@ def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
     nothing is fused).
 
     Sums over rows (dims [0]) of a group's f32 [M, N] results (a bias's
-    gradient; an epilogue or a group that does not reduce rows) then join
-    the group: the backend adds each result tile into a running total per
+    gradient; an epilogue, or an elementwise group, one that reduces along
+    its rows, a layer norm's backward, if they are at most 2048 wide) then
+    join the group: the backend adds each result tile into a running total per
     column and sums the partitions once per column block, instead of reading
     the result back; a result only such sums read is no longer stored. So do
     sums of an f32 input the group reads per tile anyway, when nothing needs
