@@ -17,6 +17,7 @@
 
 #include "trn/Dialect/Trn/Utils/FlashAttention.h"
 
+#include <deque>
 #include <limits>
 
 using namespace mlir;
@@ -194,6 +195,20 @@ private:
   Value full, tail;
 };
 
+/// The distance between heads h0 ..< h0 + count of `layout` when they are
+/// evenly spaced (so that one DMA moves all of them), else none.
+std::optional<int64_t> evenHeadStep(const HeadRows &layout, int64_t h0,
+                                    int64_t count) {
+  if (count < 2)
+    return std::nullopt;
+  int64_t base = layout.offset(h0, 0);
+  int64_t step = layout.offset(h0 + 1, 0) - base;
+  for (int64_t i = 2; i < count; ++i)
+    if (layout.offset(h0 + i, 0) - base != i * step)
+      return std::nullopt;
+  return step;
+}
+
 /// Rows [0, rows) of `count` consecutive heads from `h0` with one DMA, as one
 /// [rows, cols] window per head; none when the heads are not evenly spaced
 /// (or not short). Short heads' operands come in 16 KiB pieces, and one
@@ -202,16 +217,13 @@ private:
 SmallVector<Value> loadHeadGroup(KernelBuilder &kb, const HeadRows &layout,
                                  int64_t h0, int64_t count, int64_t rows,
                                  Type type) {
-  if (count < 2 || rows > kPartitions)
+  std::optional<int64_t> step = evenHeadStep(layout, h0, count);
+  if (!step || rows > kPartitions)
     return {};
   int64_t base = layout.offset(h0, 0);
-  int64_t step = layout.offset(h0 + 1, 0) - base;
-  for (int64_t i = 2; i < count; ++i)
-    if (layout.offset(h0 + i, 0) - base != i * step)
-      return {};
   Value tile = kb.tile(MemorySpace::sbuf, rows, {count, layout.cols}, type);
   kb.dma(tile, kb.view(layout.hbm, base, rows, layout.rowStride,
-                       {count, layout.cols}, {step, 1}));
+                       {count, layout.cols}, {*step, 1}));
   SmallVector<Value> heads;
   for (int64_t i = 0; i < count; ++i)
     heads.push_back(kb.window(tile, {rows, layout.cols}, i * layout.cols));
@@ -274,6 +286,9 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
   struct QueryBlock {
     int64_t head, q0, qw, keyEnd;
     Value queryT, negMax, sum, acc;
+    /// The head's K^T and V (in SBUF for the head).
+    Value keyT;
+    const ChunkedRows *valueRows = nullptr;
   };
   // Short heads (one block of queries and of keys) load Q, K and V four
   // heads at a time.
@@ -305,10 +320,11 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
     Value probs;
     SmallVector<std::pair<Value, Value>> transposed; ///< (P^T part, V chunk)
   };
-  auto scoresPhase = [&](QueryBlock &block, KeyStep &step, Value keyT) {
+  auto scoresPhase = [&](QueryBlock &block, KeyStep &step) {
     int64_t qw = block.qw, kw = step.kw;
     Value scores = e.psum(qw, kw);
-    e.matmul(scores, block.queryT, kb.window(keyT, {d, kw}, step.k0), false);
+    e.matmul(scores, block.queryT, kb.window(block.keyT, {d, kw}, step.k0),
+             false);
     // Evicted once, scaled, to SBUF: the maximum and the exponentials then
     // read SBUF, keeping the PSUM port the Vector and Scalar Engines share
     // for the transposes; GpSimd masks SBUF only.
@@ -357,8 +373,8 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
   // transposes of equal height side by side in one PSUM bank, evicted to
   // SBUF by one instruction, alternately on the Vector and Scalar Engines.
   int64_t evictions = 0;
-  auto transposePhase = [&](QueryBlock &block, KeyStep &step,
-                            const ChunkedRows &valueRows) {
+  auto transposePhase = [&](QueryBlock &block, KeyStep &step) {
+    const ChunkedRows &valueRows = *block.valueRows;
     int64_t qw = block.qw;
     struct Slot {
       Value part;
@@ -412,85 +428,148 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
     }
     block.acc = acc;
   };
-  auto finishBlock = [&](QueryBlock &block) {
+  // The output and lse of a block, into `result` [qw, dv] and `rowLse`
+  // [qw, 1] windows of a group's tiles when given (stored together by the
+  // caller), else stored here.
+  auto finishBlock = [&](QueryBlock &block, Value result = Value(),
+                         Value rowLse = Value()) {
     int64_t qw = block.qw;
-    Value result = e.sbuf(qw, dv, outType);
+    bool store = !result;
+    if (store)
+      result = e.sbuf(qw, dv, outType);
     e.tensorScalar(result, block.acc, AluOp::divide, block.sum);
-    kb.dma(out.rows(kb, block.head, block.q0, qw), result);
+    if (store)
+      kb.dma(out.rows(kb, block.head, block.q0, qw), result);
     // lse = max + log(sum).
     Value logSum = e.column(qw);
     e.activation(ActivationFunc::log, logSum, block.sum, 1.0);
-    Value rowLse = e.column(qw);
+    if (store)
+      rowLse = e.column(qw);
     e.tensorTensor(AluOp::subtract, rowLse, logSum, block.negMax);
-    kb.dma(kb.view(lse, block.head * queries + block.q0, qw, 1, {1}, {1}),
-           rowLse);
+    if (store)
+      kb.dma(kb.view(lse, block.head * queries + block.q0, qw, 1, {1}, {1}),
+             rowLse);
+  };
+  // A group of blocks runs phase by phase (every block's step of a phase
+  // before the next phase), so that each engine's stream alternates between
+  // independent chains: the online softmax (max, exp, rescale) is serial
+  // across the engines within a block.
+  auto runGroup = [&](SmallVector<QueryBlock> &group) {
+    // Waves: the key blocks at one k0 of every block in the group.
+    using Wave = SmallVector<std::pair<QueryBlock *, KeyStep>>;
+    SmallVector<Wave> waves;
+    for (int64_t k0 = 0;; k0 += kMatmulN) {
+      Wave wave;
+      for (QueryBlock &block : group) {
+        if (k0 >= block.keyEnd)
+          continue;
+        KeyStep step;
+        step.k0 = k0;
+        step.kw = std::min(kMatmulN, block.keyEnd - k0);
+        step.first = k0 == 0;
+        wave.push_back({&block, step});
+      }
+      if (wave.empty())
+        break;
+      waves.push_back(std::move(wave));
+    }
+    // Software-pipelined: the next wave's scores and maxima are emitted
+    // between this wave's exponentials and its P V, so that the Tensor
+    // Engine computes them while the Scalar Engine works on this wave.
+    auto forWave = [&](size_t w, auto phase) {
+      if (w < waves.size())
+        for (auto &[block, step] : waves[w])
+          phase(*block, step);
+    };
+    forWave(0, scoresPhase);
+    forWave(0, maxPhase);
+    for (size_t w = 0; w < waves.size(); ++w) {
+      forWave(w, expPhase);
+      forWave(w + 1, scoresPhase);
+      forWave(w, transposePhase);
+      forWave(w + 1, maxPhase);
+      forWave(w, outputPhase);
+    }
+    // Short heads store their outputs and lse with one DMA each for the
+    // group: per-head stores (two 1.3 us DMAs per head on four store
+    // queues) held the next group's tiles back.
+    int64_t h0 = group.front().head, count = group.size();
+    std::optional<int64_t> step =
+        shortHeads ? evenHeadStep(out, h0, count) : std::nullopt;
+    if (!step) {
+      for (QueryBlock &block : group)
+        finishBlock(block);
+      return;
+    }
+    int64_t qw = group.front().qw;
+    Value results = kb.tile(MemorySpace::sbuf, qw, {count, dv}, outType);
+    Value lses = e.sbuf(qw, count, e.f32);
+    for (auto [i, block] : llvm::enumerate(group))
+      finishBlock(block, kb.window(results, {qw, dv}, i * dv),
+                  kb.window(lses, {qw, 1}, i));
+    kb.dma(kb.view(out.hbm, out.offset(h0, 0), qw, out.rowStride, {count, dv},
+                   {*step, 1}),
+           results);
+    kb.dma(kb.view(lse, h0 * queries, qw, 1, {count}, {queries}), lses);
   };
 
-  for (int64_t head = 0; head < shape.heads; ++head) {
-    if (shortHeads && head % kHeadGroup == 0) {
-      int64_t count = std::min(kHeadGroup, shape.heads - head);
-      groupQuery = loadHeadGroup(kb, query, head, count, queries, matmulType);
-      groupKey = loadHeadGroup(kb, key, head, count, keys, matmulType);
-      groupValue = loadHeadGroup(kb, value, head, count, keys, matmulType);
+  if (shortHeads) {
+    // One block per head: the group is kHeadGroup heads, loaded together,
+    // and the next group's loads are issued before this group's compute
+    // (in SBUF of their own), so that their latency hides behind it.
+    struct GroupLoads {
+      SmallVector<Value> query, key, value;
+    };
+    auto loadGroup = [&](int64_t h0) {
+      int64_t count = std::min(kHeadGroup, shape.heads - h0);
+      return GroupLoads{
+          loadHeadGroup(kb, query, h0, count, queries, matmulType),
+          loadHeadGroup(kb, key, h0, count, keys, matmulType),
+          loadHeadGroup(kb, value, h0, count, keys, matmulType)};
+    };
+    GroupLoads next = loadGroup(0);
+    for (int64_t h0 = 0; h0 < shape.heads; h0 += kHeadGroup) {
+      int64_t count = std::min(kHeadGroup, shape.heads - h0);
+      GroupLoads current = std::move(next);
+      if (h0 + kHeadGroup < shape.heads)
+        next = loadGroup(h0 + kHeadGroup);
+      groupQuery = current.query;
+      groupKey = current.key;
+      groupValue = current.value;
+      std::deque<ChunkedRows> valueRows;
+      SmallVector<QueryBlock> group;
+      for (int64_t head = h0; head < h0 + count; ++head) {
+        ChunkedRows keyRows =
+            rowsOfHead(kb, groupKey, key, head, keys, matmulType);
+        Value keyT = e.transposed(keyRows, keys, d, matmulType);
+        valueRows.push_back(
+            rowsOfHead(kb, groupValue, value, head, keys, matmulType));
+        QueryBlock block = beginBlock(head, 0);
+        block.keyT = keyT;
+        block.valueRows = &valueRows.back();
+        group.push_back(block);
+      }
+      runGroup(group);
     }
+    return success();
+  }
+  for (int64_t head = 0; head < shape.heads; ++head) {
     // K^T [d, keys] and V in 128-key chunks stay in SBUF for the head.
-    ChunkedRows keyRows = rowsOfHead(kb, groupKey, key, head, keys, matmulType);
+    ChunkedRows keyRows = rowsOfHead(kb, {}, key, head, keys, matmulType);
     Value keyT = e.transposed(keyRows, keys, d, matmulType);
-    ChunkedRows valueRows =
-        rowsOfHead(kb, groupValue, value, head, keys, matmulType);
-
+    ChunkedRows valueRows = rowsOfHead(kb, {}, value, head, keys, matmulType);
     // Query blocks are processed kQueryGroup at a time, their key blocks
-    // interleaved: one block's online-softmax chain (max, exp, rescale) is
-    // serial across the engines, and the other blocks' work fills the gaps.
+    // interleaved.
     for (int64_t g0 = 0; g0 < queries; g0 += kQueryGroup * kPartitions) {
       SmallVector<QueryBlock> group;
       for (int64_t q0 = g0;
            q0 < std::min(queries, g0 + kQueryGroup * kPartitions);
-           q0 += kPartitions)
+           q0 += kPartitions) {
         group.push_back(beginBlock(head, q0));
-      // Waves: the key blocks at one k0 of every block in the group.
-      using Wave = SmallVector<std::pair<QueryBlock *, KeyStep>>;
-      SmallVector<Wave> waves;
-      for (int64_t k0 = 0;; k0 += kMatmulN) {
-        Wave wave;
-        for (QueryBlock &block : group) {
-          if (k0 >= block.keyEnd)
-            continue;
-          KeyStep step;
-          step.k0 = k0;
-          step.kw = std::min(kMatmulN, block.keyEnd - k0);
-          step.first = k0 == 0;
-          wave.push_back({&block, step});
-        }
-        if (wave.empty())
-          break;
-        waves.push_back(std::move(wave));
+        group.back().keyT = keyT;
+        group.back().valueRows = &valueRows;
       }
-      // Software-pipelined: the next wave's scores and maxima are emitted
-      // between this wave's exponentials and its P V, so that the Tensor
-      // Engine computes them while the Scalar Engine works on this wave.
-      auto forWave = [&](size_t w, auto phase) {
-        if (w < waves.size())
-          for (auto &[block, step] : waves[w])
-            phase(*block, step);
-      };
-      forWave(0, [&](QueryBlock &block, KeyStep &step) {
-        scoresPhase(block, step, keyT);
-      });
-      forWave(0, maxPhase);
-      for (size_t w = 0; w < waves.size(); ++w) {
-        forWave(w, expPhase);
-        forWave(w + 1, [&](QueryBlock &block, KeyStep &step) {
-          scoresPhase(block, step, keyT);
-        });
-        forWave(w, [&](QueryBlock &block, KeyStep &step) {
-          transposePhase(block, step, valueRows);
-        });
-        forWave(w + 1, maxPhase);
-        forWave(w, outputPhase);
-      }
-      for (QueryBlock &block : group)
-        finishBlock(block);
+      runGroup(group);
     }
   }
   return success();
@@ -544,9 +623,32 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
   bool shortHeads = queries <= kPartitions && keys <= kPartitions;
   SmallVector<Value> groupQuery, groupKey, groupGradOut, groupValue, groupLse,
       groupOut;
+  Type outQueryType = elementTypeOf(op.getGradQuery());
+  Type outKeyType = elementTypeOf(op.getGradKey());
+  Type outValueType = elementTypeOf(op.getGradValue());
+  // Short heads' gradients, kept for the group and stored with one DMA per
+  // tensor (per-head stores, three 1.3 us DMAs per head on four store
+  // queues, held the next heads' tiles back); null when the group's heads
+  // are not evenly spaced in one of them.
+  Value groupGradQuery, groupGradKey, groupGradValue;
+  int64_t groupHead = 0, groupCount = 0;
+  std::optional<int64_t> stepQuery, stepKey, stepValue;
   for (int64_t head = 0; head < shape.heads; ++head) {
     if (shortHeads && head % kHeadGroup == 0) {
       int64_t count = std::min(kHeadGroup, shape.heads - head);
+      groupHead = head;
+      groupCount = count;
+      stepQuery = evenHeadStep(gradQuery, head, count);
+      stepKey = evenHeadStep(gradKey, head, count);
+      stepValue = evenHeadStep(gradValue, head, count);
+      groupGradQuery = groupGradKey = groupGradValue = Value();
+      if (stepQuery && stepKey && stepValue) {
+        groupGradQuery =
+            kb.tile(MemorySpace::sbuf, queries, {count, d}, outQueryType);
+        groupGradKey = kb.tile(MemorySpace::sbuf, keys, {count, d}, outKeyType);
+        groupGradValue =
+            kb.tile(MemorySpace::sbuf, keys, {count, dv}, outValueType);
+      }
       groupQuery = loadHeadGroup(kb, query, head, count, queries, matmulType);
       groupKey = loadHeadGroup(kb, key, head, count, keys, matmulType);
       groupGradOut =
@@ -594,8 +696,6 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
     // Key blocks of 128 outside, query blocks inside: dK and dV of the key
     // block accumulate in PSUM over the query blocks; dQ accumulates in SBUF
     // over the key blocks.
-    Type outKeyType = elementTypeOf(op.getGradKey());
-    Type outValueType = elementTypeOf(op.getGradValue());
     struct KeyBlock {
       int64_t k0, kw, chunk;
       Value gradValuePsum, gradKeyPsum;
@@ -727,13 +827,20 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
         e.tensorTensor(AluOp::add, acc, acc, gradQueryPsum);
       }
     };
+    int64_t inGroup = head - groupHead;
     auto finishKeyBlock = [&](KeyBlock &kbk) {
-      Value gradValueBlock = e.sbuf(kbk.kw, dv, outValueType);
+      Value gradValueBlock =
+          groupGradValue ? kb.window(groupGradValue, {kbk.kw, dv}, inGroup * dv)
+                         : e.sbuf(kbk.kw, dv, outValueType);
       kb.scalarCopy(gradValueBlock, kbk.gradValuePsum);
-      kb.dma(gradValue.rows(kb, head, kbk.k0, kbk.kw), gradValueBlock);
-      Value gradKeyBlock = e.sbuf(kbk.kw, d, outKeyType);
+      if (!groupGradValue)
+        kb.dma(gradValue.rows(kb, head, kbk.k0, kbk.kw), gradValueBlock);
+      Value gradKeyBlock =
+          groupGradKey ? kb.window(groupGradKey, {kbk.kw, d}, inGroup * d)
+                       : e.sbuf(kbk.kw, d, outKeyType);
       e.activation(ActivationFunc::copy, gradKeyBlock, kbk.gradKeyPsum, scale);
-      kb.dma(gradKey.rows(kb, head, kbk.k0, kbk.kw), gradKeyBlock);
+      if (!groupGradKey)
+        kb.dma(gradKey.rows(kb, head, kbk.k0, kbk.kw), gradKeyBlock);
     };
     auto forGroup = [&](size_t g, auto phase) {
       if (g < groups.size())
@@ -758,12 +865,25 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
       forGroup(g, evictPhase);
       forGroup(g, queryGradPhase);
     }
-    Type outQueryType = elementTypeOf(op.getGradQuery());
     for (int64_t c = 0; c < queryChunks; ++c) {
       int64_t qw = queryRows.rowsOf(c);
-      Value block = e.sbuf(qw, d, outQueryType);
+      Value block = groupGradQuery
+                        ? kb.window(groupGradQuery, {qw, d}, inGroup * d)
+                        : e.sbuf(qw, d, outQueryType);
       e.tensorScalar(block, gradQueryAcc[c], AluOp::multiply, scale);
-      kb.dma(gradQuery.rows(kb, head, c * kPartitions, qw), block);
+      if (!groupGradQuery)
+        kb.dma(gradQuery.rows(kb, head, c * kPartitions, qw), block);
+    }
+    if (groupGradQuery && inGroup + 1 == groupCount) {
+      auto storeGroup = [&](const HeadRows &layout, int64_t step, int64_t rows,
+                            Value tile) {
+        kb.dma(kb.view(layout.hbm, layout.offset(groupHead, 0), rows,
+                       layout.rowStride, {groupCount, layout.cols}, {step, 1}),
+               tile);
+      };
+      storeGroup(gradValue, *stepValue, keys, groupGradValue);
+      storeGroup(gradKey, *stepKey, keys, groupGradKey);
+      storeGroup(gradQuery, *stepQuery, queries, groupGradQuery);
     }
   }
   return success();

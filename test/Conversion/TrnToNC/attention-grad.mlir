@@ -73,3 +73,17 @@ func.func @wide_value(%q: tensor<64x16xf32>, %k: tensor<64x16xf32>, %v: tensor<6
   %dq, %dk, %dv = trn.attention_grad %q, %k, %v, %o, %lse, %do, scale = 0.25 : (tensor<64x16xf32>, tensor<64x16xf32>, tensor<64x192xf32>, tensor<64x192xf32>, tensor<64xf32>, tensor<64x192xf32>) -> (tensor<64x16xf32>, tensor<64x16xf32>, tensor<64x192xf32>)
   return %dq, %dk, %dv : tensor<64x16xf32>, tensor<64x16xf32>, tensor<64x192xf32>
 }
+
+// -----
+
+// Short heads (one block of queries and keys each): a group's three
+// gradients stay in SBUF tiles of the group and go out with one DMA per
+// tensor after its last head (three per head before).
+// CHECK-LABEL: func.func @short_heads_grad(
+// CHECK-COUNT-3: nc.dma_copy {{.*}} : <hbm, 64x3x16xf32>, <sbuf, 64x3x16xf32>
+// CHECK-NOT: nc.dma_copy {{.*}}<hbm, 64x16xf32>, <sbuf
+// CHECK: return
+func.func @short_heads_grad(%q: tensor<3x64x16xf32>, %k: tensor<3x64x16xf32>, %v: tensor<3x64x16xf32>, %o: tensor<3x64x16xf32>, %lse: tensor<3x64xf32>, %do: tensor<3x64x16xf32>) -> (tensor<3x64x16xf32>, tensor<3x64x16xf32>, tensor<3x64x16xf32>) {
+  %dq, %dk, %dv = trn.attention_grad %q, %k, %v, %o, %lse, %do, scale = 0.25 : (tensor<3x64x16xf32>, tensor<3x64x16xf32>, tensor<3x64x16xf32>, tensor<3x64x16xf32>, tensor<3x64xf32>, tensor<3x64x16xf32>) -> (tensor<3x64x16xf32>, tensor<3x64x16xf32>, tensor<3x64x16xf32>)
+  return %dq, %dk, %dv : tensor<3x64x16xf32>, tensor<3x64x16xf32>, tensor<3x64x16xf32>
+}

@@ -199,7 +199,8 @@ func.func @f32(%q: tensor<2x100x16xf32>, %k: tensor<2x100x16xf32>, %v: tensor<2x
 
 // The same f32 attention as trn-auto-cast leaves it: the DMAs convert the
 // f32 operands to bf16 tiles as they load them, the matmuls are bf16 and
-// the probabilities f16; statistics, accumulator and output stay f32.
+// the probabilities f16; statistics, accumulator and output stay f32. The
+// two short heads run as one group, phase by phase.
 // CHECK-LABEL: func.func @f32_matmul_bf16(
 // CHECK: nc.dma_copy {{.*}} : <sbuf, 100x2x16xbf16>, <hbm, 100x2x16xf32>
 // CHECK: nc.dma_copy {{.*}} : <sbuf, 100x2x16xbf16>, <hbm, 100x2x16xf32>
@@ -211,8 +212,11 @@ func.func @f32(%q: tensor<2x100x16xf32>, %k: tensor<2x100x16xf32>, %v: tensor<2x
 // CHECK: nc.transpose {{.*}} : <psum, 100x100xf32>, <sbuf, 100x100xf16>
 // CHECK: nc.matmul {{.*}} : <psum, 100x8xf32>, <sbuf, 100x100xf16>, <sbuf, 100x8xbf16>
 // CHECK: nc.tensor_scalar divide, bypass {{.*}} : !nc.tile<sbuf, 100x8xf32>, !nc.tile<sbuf, 100x8xf32>
-// CHECK-NEXT: nc.view %arg3
-// CHECK-NEXT: nc.dma_copy {{.*}} : <hbm, 100x8xf32>, <sbuf, 100x8xf32>
+// Both heads' outputs go out with one DMA, their lse with another.
+// CHECK: nc.view %arg3 strides [800, 1] {partition_stride = 8 : i64} : !nc.hbm<2x100x8xf32> -> <hbm, 100x2x8xf32>
+// CHECK-NEXT: nc.dma_copy {{.*}} : <hbm, 100x2x8xf32>, <sbuf, 100x2x8xf32>
+// CHECK-NEXT: nc.view %arg4 strides [100] {partition_stride = 1 : i64} : !nc.hbm<2x100xf32> -> <hbm, 100x2xf32>
+// CHECK-NEXT: nc.dma_copy {{.*}} : <hbm, 100x2xf32>, <sbuf, 100x2xf32>
 func.func @f32_matmul_bf16(%q: tensor<2x100x16xf32>, %k: tensor<2x100x16xf32>, %v: tensor<2x100x8xf32>) -> (tensor<2x100x8xf32>, tensor<2x100xf32>) {
   %o, %lse = trn.attention %q, %k, %v, scale = 0.25 {trn.matmul_type = bf16} : (tensor<2x100x16xf32>, tensor<2x100x16xf32>, tensor<2x100x8xf32>) -> (tensor<2x100x8xf32>, tensor<2x100xf32>)
   return %o, %lse : tensor<2x100x8xf32>, tensor<2x100xf32>
