@@ -15,9 +15,17 @@
 // CHECK-NEXT: trn.yield
 // CHECK-NEXT: }
 // CHECK-NEXT: return %[[F]]
-// Rows longer than max-reduction-row are reduced outside a group.
+// Rows longer than max-reduction-row are reduced outside a group; the
+// division recomputes the exponentials from x and the max instead of
+// reading them back (the sum's group need not store them).
 // SHORT-LABEL: func.func @softmax
-// SHORT-NEXT: trn.reduce max %arg0
+// SHORT-NEXT: %[[M:.*]] = trn.reduce max %arg0
+// SHORT-NEXT: %[[E:.*]] = trn.fusion(%arg0, %[[M]] :
+// SHORT: trn.exp
+// SHORT: %[[S:.*]] = trn.reduce sum %[[E]]
+// SHORT-NEXT: trn.fusion(%arg0, %[[M]], %[[S]] :
+// SHORT: trn.exp
+// SHORT-NEXT: trn.div
 // SMALL-LABEL: func.func @softmax
 // SMALL-COUNT-4: trn.fusion
 // SMALL-NOT: trn.fusion

@@ -491,6 +491,92 @@ void formRotations(func::FuncOp function) {
       op->erase();
 }
 
+/// The ops of the elementwise chain that computes `value` from values it
+/// does not compute (leaves: values not of the chain's shape, or read by
+/// anything else), in program order, when it is short (at most `maxOps`) and
+/// reads at most one full-size leaf (others are broadcasts, which a group
+/// reads as columns, or splats); else none.
+std::optional<SmallVector<Operation *>> cheapChain(Value value,
+                                                   int64_t maxOps = 3) {
+  SmallVector<Operation *> chain;
+  llvm::SetVector<Value> fullLeaves;
+  SmallVector<Value> worklist{value};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    // A value something else reads is stored anyway: a leaf.
+    bool member = def && def->hasTrait<OpTrait::Elementwise>() &&
+                  def->getNumResults() == 1 && !hasI64(def) &&
+                  shapeOf(v) == shapeOf(value) && (v == value || v.hasOneUse());
+    if (!member) {
+      if (!def || (!isa<BroadcastInDimOp>(def) && !isSplat(def)))
+        fullLeaves.insert(v);
+      continue;
+    }
+    if (llvm::is_contained(chain, def))
+      continue;
+    chain.push_back(def);
+    if (static_cast<int64_t>(chain.size()) > maxOps)
+      return std::nullopt;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  if (chain.empty() || fullLeaves.size() > 1)
+    return std::nullopt;
+  llvm::sort(chain,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return chain;
+}
+
+/// A value a row reduction reads and other elementwise ops read too (a
+/// softmax's exponentials: their row sum, and the probabilities divided by
+/// it) is stored by the reduction's group for the others when its rows are
+/// too long for one group to hold both (longer than max-reduction-row): when
+/// it is
+/// a short chain over one full-size tensor (exp(x - max)), the others
+/// recompute it from that tensor instead, which they read in its place.
+/// (The MLM head's [2048, 30522] f32 exponentials were written and read
+/// back whole.)
+void rematerializeForReductions(func::FuncOp function,
+                                int64_t maxReductionRow) {
+  SmallVector<ReduceOp> reductions;
+  function.walk([&](ReduceOp reduce) { reductions.push_back(reduce); });
+  for (ReduceOp reduce : reductions) {
+    Value value = reduce.getOperand();
+    ArrayRef<int64_t> shape = shapeOf(value);
+    // Rows that fit a group hold the reduction and its readers together:
+    // nothing is stored.
+    if (shape.empty() || value.hasOneUse() || shape.back() <= maxReductionRow ||
+        reduce.getKind() == ReduceKind::prod ||
+        reduce.getDims() !=
+            ArrayRef<int64_t>{static_cast<int64_t>(shape.size() - 1)})
+      continue;
+    SmallVector<Operation *> others;
+    for (Operation *user : value.getUsers())
+      if (user != reduce.getOperation())
+        others.push_back(user);
+    if (!llvm::all_of(others, [&](Operation *user) {
+          return user->hasTrait<OpTrait::Elementwise>() &&
+                 user->getBlock() == reduce->getBlock();
+        }))
+      continue;
+    // Exponentials only: recomputing them costs the Scalar Engine, which
+    // the groups around a softmax leave idle; the Vector-bound chains of a
+    // norm (its centred values) are cheaper stored (a GPT-3 layer ran 13%
+    // slower recomputing them).
+    std::optional<SmallVector<Operation *>> chain = cheapChain(value);
+    if (!chain ||
+        !llvm::any_of(*chain, [](Operation *op) { return isa<ExpOp>(op); }))
+      continue;
+    for (Operation *user : others) {
+      OpBuilder builder(user);
+      IRMapping mapping;
+      for (Operation *op : *chain)
+        builder.clone(*op, mapping);
+      user->replaceUsesOfWith(value, mapping.lookup(value));
+    }
+  }
+}
+
 struct TrnFuseElementwisePass
     : mlir::trn::impl::TrnFuseElementwiseBase<TrnFuseElementwisePass> {
   using Base::Base;
@@ -499,6 +585,7 @@ struct TrnFuseElementwisePass
     if (function.isExternal() || !function.getBody().hasOneBlock())
       return;
     formRotations(function);
+    rematerializeForReductions(function, maxReductionRow);
     Fuser(function, maxReductionRow, sbufBudget, maxOps).run();
   }
 };

@@ -90,6 +90,17 @@ def TrnFuseElementwise : Pass<"trn-fuse-elementwise", "::mlir::func::FuncOp"> {
     peak of live tiles would pass `sbuf-budget` bytes per partition (the
     rest of SBUF leaves room for the next tiles' loads to overlap), or at
     `max-ops` ops. i64 ops and rank-0 ops are left alone.
+
+    Two rewrites come first. Rotary embedding's traced rotation,
+    `concatenate(-x[..., D/2:], x[..., :D/2])` along the last dim, becomes
+    `trn.rotate_half x` (its adjoint `cat(g[D/2:], -g[:D/2])` the negation
+    of one), which joins a group as an op of shape S whose tiles hold whole
+    rows (D at most 2048). And where a row reduction's operand is read by
+    other elementwise ops too while its rows are longer than
+    `max-reduction-row` (so that the reduction and those readers cannot
+    share a group), an exponential chain over one full-size tensor (a
+    softmax's exp(x - max)) is recomputed by the readers from that tensor
+    instead of being stored by the reduction's group.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
   let options = [
