@@ -666,9 +666,36 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
     }
     if (engine == Engine::vector)
       vectorWork += lhs.form == rhs.form && lhs.form != Form::Scalar ? 2 : 1;
-    auto scalarSide = [&](const Ref &tileSide, const Ref &other, bool reverse) {
+    auto scalarSide = [&](const Ref &tileSide, const Ref &other, bool reverse,
+                          unsigned tileOperand) {
       Value column = other.form == Form::Scalar ? Value() : f32Column(other);
       float immediate = static_cast<float>(other.scalar);
+      // The tile just computed by a one-step tensor_scalar into f32 that
+      // nothing else reads ((x - mean) then * rstd; exp / sum then * scale)
+      // takes this step as its second: one Vector pass instead of two,
+      // computed in fp32 either way.
+      Value operand = op->getOperand(tileOperand);
+      auto previous =
+          tileSide.tile && tileSide.tile.getDefiningOp<AllocOp>() &&
+                  tileSide.tile.hasOneUse()
+              ? dyn_cast<TensorScalarOp>(*tileSide.tile.getUsers().begin())
+              : TensorScalarOp();
+      if (previous && previous.getDst() == tileSide.tile &&
+          previous.getOp1() == AluOp::bypass &&
+          previous.getEngine() == engine && engine == Engine::vector &&
+          previous->getBlock() == builder.getInsertionBlock() &&
+          elementTypeOf(operand).isF32() && operand.hasOneUse() &&
+          !isa<trn::YieldOp>(*operand.getUsers().begin())) {
+        builder.create<TensorScalarOp>(
+            kb.loc, previous.getOp0(), alu, dst, previous.getSrc(),
+            previous.getColumn0(), column, previous.getScalar0Attr().getValue(),
+            llvm::APFloat(immediate), previous.getReverse0(), reverse, engine);
+        Operation *alloc = tileSide.tile.getDefiningOp();
+        previous->erase();
+        if (alloc->use_empty())
+          alloc->erase();
+        return;
+      }
       builder.create<TensorScalarOp>(
           kb.loc, alu, AluOp::bypass, dst, tileSide.tile, column, Value(),
           llvm::APFloat(immediate), llvm::APFloat(0.0f), reverse, false,
@@ -678,11 +705,11 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       builder.create<TensorTensorOp>(kb.loc, alu, dst, lhs.tile, rhs.tile,
                                      engine);
     else if (lhs.form == resultForm && rhs.form != resultForm)
-      scalarSide(lhs, rhs, /*reverse=*/false);
+      scalarSide(lhs, rhs, /*reverse=*/false, 0);
     else if (rhs.form == resultForm && lhs.form != resultForm)
-      scalarSide(rhs, lhs, /*reverse=*/true);
+      scalarSide(rhs, lhs, /*reverse=*/true, 1);
     else // two immediates: not left by canonicalization, but valid
-      scalarSide(Ref{resultForm, column(lhs, resultType), 0.0}, rhs, false);
+      scalarSide(Ref{resultForm, column(lhs, resultType), 0.0}, rhs, false, 0);
     return define({resultForm, dst, 0.0});
   };
 

@@ -173,3 +173,36 @@ func.func @affine(%x: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32
   }
   return %0#0, %0#1, %0#2 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
 }
+
+// -----
+
+// Two per-row steps on a tile in a row ((e / sum) / count, the f32 middle
+// read by nothing else) are one tensor_scalar with two ops on the Vector
+// Engine; a middle value the group also yields keeps its own.
+// CHECK-LABEL: func.func @two_row_steps
+// CHECK: nc.tensor_scalar divide, divide %{{.*}}, %{{.*}} column0 %{{.*}} column1 %{{.*}} : !nc.tile<sbuf, 128x64xf32>
+// CHECK-NOT: nc.tensor_scalar divide, bypass
+// CHECK-LABEL: func.func @middle_yielded
+// CHECK: nc.tensor_scalar divide, bypass
+func.func @two_row_steps(%e: tensor<128x64xf32>, %s: tensor<128xf32>, %c: tensor<128xf32>) -> tensor<128x64xf32> {
+  %0 = trn.fusion(%e, %s, %c : tensor<128x64xf32>, tensor<128xf32>, tensor<128xf32>) -> (tensor<128x64xf32>) {
+  ^bb0(%a: tensor<128x64xf32>, %b: tensor<128xf32>, %d: tensor<128xf32>):
+    %bb = trn.broadcast_in_dim %b, dims = [0] : (tensor<128xf32>) -> tensor<128x64xf32>
+    %db = trn.broadcast_in_dim %d, dims = [0] : (tensor<128xf32>) -> tensor<128x64xf32>
+    %p = trn.div %a, %bb : tensor<128x64xf32>
+    %q = trn.div %p, %db : tensor<128x64xf32>
+    trn.yield %q : tensor<128x64xf32>
+  }
+  return %0 : tensor<128x64xf32>
+}
+func.func @middle_yielded(%e: tensor<128x64xf32>, %s: tensor<128xf32>, %c: tensor<128xf32>) -> (tensor<128x64xf32>, tensor<128x64xf32>) {
+  %0:2 = trn.fusion(%e, %s, %c : tensor<128x64xf32>, tensor<128xf32>, tensor<128xf32>) -> (tensor<128x64xf32>, tensor<128x64xf32>) {
+  ^bb0(%a: tensor<128x64xf32>, %b: tensor<128xf32>, %d: tensor<128xf32>):
+    %bb = trn.broadcast_in_dim %b, dims = [0] : (tensor<128xf32>) -> tensor<128x64xf32>
+    %db = trn.broadcast_in_dim %d, dims = [0] : (tensor<128xf32>) -> tensor<128x64xf32>
+    %p = trn.div %a, %bb : tensor<128x64xf32>
+    %q = trn.div %p, %db : tensor<128x64xf32>
+    trn.yield %q, %p : tensor<128x64xf32>, tensor<128x64xf32>
+  }
+  return %0#0, %0#1 : tensor<128x64xf32>, tensor<128x64xf32>
+}
