@@ -87,14 +87,16 @@ func.func @closed(%x: tensor<128x128xf32>) -> tensor<128x128xf32> {
 
 // -----
 
-// Not fused: reductions over leading dims, i64 arithmetic, rank-0 ops, and
-// broadcasts whose DMA window would cover fewer than 128 rows.
+// Not fused: reductions over leading dims (moved down to their first
+// user, here the return), i64 arithmetic, rank-0 ops, and broadcasts whose
+// DMA window would cover fewer than 128 rows.
 // CHECK-LABEL: func.func @left_alone
-// CHECK-NEXT: trn.reduce sum %arg0, dims = [0]
 // CHECK-NEXT: trn.add %arg1, %arg1 : tensor<4xi64>
 // CHECK-NEXT: trn.add %arg2, %arg2 : tensor<f32>
 // CHECK-NEXT: %[[BC:.*]] = trn.broadcast_in_dim %arg3, dims = [0, 2]
 // CHECK-NEXT: trn.fusion(%arg4, %[[BC]] :
+// CHECK: trn.reduce sum %arg0, dims = [0]
+// CHECK-NEXT: return
 func.func @left_alone(%x: tensor<8x16xf32>, %i: tensor<4xi64>, %s: tensor<f32>, %m: tensor<16x8xf32>, %y: tensor<16x4x8xf32>)
     -> (tensor<16xf32>, tensor<4xi64>, tensor<f32>, tensor<16x4x8xf32>) {
   %0 = trn.reduce sum %x, dims = [0] : (tensor<8x16xf32>) -> tensor<16xf32>
@@ -237,4 +239,23 @@ func.func @not_rope(%x: tensor<16x8xf32>, %y: tensor<16x8xf32>) -> (tensor<16x8x
   %nbottom = trn.neg %bottom : tensor<8x8xf32>
   %rows = trn.concatenate %nbottom, %top dim = 0 : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<16x8xf32>
   return %mixed, %same, %rows : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+}
+
+// -----
+
+// A sum over rows right after the value it sums (a norm weight's gradient)
+// moves down to its first user, so that the cast after it joins the
+// value's group instead of starting a group that reads the value back.
+// CHECK-LABEL: func.func @sum_moves_down
+// CHECK-NEXT: %[[G:.*]]:2 = trn.fusion(%arg0, %arg1 :
+// CHECK: trn.mul
+// CHECK: trn.convert
+// CHECK: trn.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: trn.reduce sum %[[G]]#0, dims = [0]
+func.func @sum_moves_down(%g: tensor<256x64xf32>, %x: tensor<256x64xf32>) -> (tensor<64xf32>, tensor<256x64xbf16>) {
+  %0 = trn.mul %g, %x : tensor<256x64xf32>
+  %1 = trn.reduce sum %0, dims = [0] : (tensor<256x64xf32>) -> tensor<64xf32>
+  %2 = trn.convert %0 : tensor<256x64xf32> -> tensor<256x64xbf16>
+  return %1, %2 : tensor<64xf32>, tensor<256x64xbf16>
 }
