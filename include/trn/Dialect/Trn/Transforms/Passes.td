@@ -100,7 +100,11 @@ def TrnFuseElementwise : Pass<"trn-fuse-elementwise", "::mlir::func::FuncOp"> {
     `max-reduction-row` (so that the reduction and those readers cannot
     share a group), an exponential chain over one full-size tensor (a
     softmax's exp(x - max)) is recomputed by the readers from that tensor
-    instead of being stored by the reduction's group.
+    instead of being stored by the reduction's group. Sums over the rows of
+    a 2-D value at most 2048 wide (a norm weight's gradient) move down to
+    their first user first: one right after the value it sums would close
+    that value's group to the ops after it (its cast), though
+    `trn-fuse-matmul-epilogue` takes the sum into the group anyway.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
   let options = [
