@@ -424,14 +424,7 @@ static bool writePipelineProfile(const std::string &path,
                           {"waiting_us", span.waitNs / 1000.0}}}});
     }
   }
-  std::ofstream out(path);
-  out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}
-             .dump();
-  if (!out) {
-    error = path + ": cannot write the profile";
-    return false;
-  }
-  return true;
+  return writeTraceEvents(path, events, error);
 }
 
 int runPipelineCommand(const MeshCommand &command,

@@ -320,6 +320,11 @@ bool writeProfile(const std::string &path, const SimulationStats &stats,
                       {"pid", 0},
                       {"tid", stream},
                       {"args", {{"name", streamName(stream)}}}});
+  return writeTraceEvents(path, events, error);
+}
+
+bool writeTraceEvents(const std::string &path, const nlohmann::json &events,
+                      std::string &error) {
   std::ofstream out(path);
   out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}
              .dump();

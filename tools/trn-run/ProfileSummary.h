@@ -50,6 +50,11 @@ std::string formatTimeByKind(const SimulationStats &stats);
 bool writeProfile(const std::string &path, const SimulationStats &stats,
                   const Program &program, std::string &error);
 
+/// Writes Chrome-trace `events` (a JSON array) to `path`; false with a
+/// one-line `error` when the file cannot be written.
+bool writeTraceEvents(const std::string &path, const nlohmann::json &events,
+                      std::string &error);
+
 } // namespace trnrt
 
 #endif // TRN_TOOLS_TRN_RUN_PROFILESUMMARY_H
