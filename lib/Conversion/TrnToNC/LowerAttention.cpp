@@ -112,8 +112,12 @@ public:
 /// `seq_dim` ([B, S, H, D]) a head's rows are H * D apart. seqDim = rank - 1
 /// describes lse ([heads..., S]): one element per row.
 struct HeadRows {
-  HeadRows(Value hbm, RankedTensorType type, int64_t seqDim) : hbm(hbm) {
-    SmallVector<int64_t> strides = rowMajorStrides(type.getShape());
+  HeadRows(Value hbm, RankedTensorType type, int64_t seqDim)
+      : HeadRows(hbm, type, seqDim, rowMajorStrides(type.getShape()), 0) {}
+  /// The operand at element `base` of `hbm`, its dims `strides` apart.
+  HeadRows(Value hbm, RankedTensorType type, int64_t seqDim,
+           ArrayRef<int64_t> strides, int64_t base)
+      : hbm(hbm), base(base) {
     int64_t rank = type.getRank();
     cols = seqDim == rank - 1 ? 1 : type.getDimSize(rank - 1);
     rowStride = strides[seqDim];
@@ -126,7 +130,7 @@ struct HeadRows {
   /// Element offset of row `row` of head `head` (heads numbered row-major
   /// over the batch dims).
   int64_t offset(int64_t head, int64_t row) const {
-    int64_t result = row * rowStride;
+    int64_t result = base + row * rowStride;
     for (int64_t i = static_cast<int64_t>(headSizes.size()) - 1; i >= 0; --i) {
       result += (head % headSizes[i]) * headStrides[i];
       head /= headSizes[i];
@@ -141,7 +145,7 @@ struct HeadRows {
   }
 
   Value hbm;
-  int64_t cols = 0, rowStride = 0;
+  int64_t base = 0, cols = 0, rowStride = 0;
   SmallVector<int64_t> headSizes, headStrides;
 };
 
@@ -599,7 +603,20 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
     return layoutOf(operand, hbmOf(operand));
   };
   auto resultLayout = [&](Value result) {
-    return layoutOf(result, newTensor(result));
+    auto slot = concatSlots.find(result);
+    if (slot == concatSlots.end() || shape.seqDim != 1)
+      return layoutOf(result, newTensor(result));
+    // Straight into its columns of the concatenation ([B, S, H, D] as
+    // [B*S, H*D] rows of the concatenation's width).
+    Value concat = values.lookup(slot->second.concat);
+    if (!concat)
+      concat = newTensor(slot->second.concat);
+    values[result] = concat;
+    auto type = cast<RankedTensorType>(result.getType());
+    int64_t width = slot->second.width;
+    SmallVector<int64_t> strides{type.getDimSize(1) * width, width,
+                                 type.getDimSize(3), 1};
+    return HeadRows(concat, type, shape.seqDim, strides, slot->second.column);
   };
   HeadRows query = operandLayout(op.getQuery()),
            key = operandLayout(op.getKey()),

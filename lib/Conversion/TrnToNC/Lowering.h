@@ -261,6 +261,17 @@ private:
   /// Results written straight into their output argument. Outputs that
   /// update an input in place are not: the old value may still be read.
   llvm::DenseMap<Value, Value> directOutputs;
+  /// An attention gradient ([B, S, H, D]) that only a concatenation of whole
+  /// [B*S, H*D] rows reads (a fused projection's dQKV): written straight
+  /// into its columns of the concatenation (`concat`, from `column`, rows of
+  /// `width` elements) instead of being copied there.
+  struct ConcatSlot {
+    Value concat;
+    int64_t column = 0, width = 0;
+  };
+  llvm::DenseMap<Value, ConcatSlot> concatSlots;
+  /// Fills concatSlots for `graph`.
+  void planConcatsInPlace(func::FuncOp graph);
 };
 
 } // namespace mlir::trntonc

@@ -1376,6 +1376,31 @@ Value Lowering::contiguousSlice(trn::SliceOp op) {
                                       builder.getI64IntegerAttr(offset));
 }
 
+void Lowering::planConcatsInPlace(func::FuncOp graph) {
+  graph.walk([&](trn::ConcatenateOp concat) {
+    auto type = cast<RankedTensorType>(concat.getType());
+    if (type.getRank() != 2 || concat.getDim() != 1)
+      return;
+    int64_t column = 0;
+    for (Value input : concat.getInputs()) {
+      int64_t width = cast<RankedTensorType>(input.getType()).getDimSize(1);
+      auto reshape = input.getDefiningOp<trn::ReshapeOp>();
+      Value gradient = reshape ? reshape.getOperand() : Value();
+      auto shape = gradient
+                       ? cast<RankedTensorType>(gradient.getType()).getShape()
+                       : ArrayRef<int64_t>();
+      // [B, S, H, D] rows as [B*S, H*D]: whole rows of the piece.
+      if (input.hasOneUse() && gradient && gradient.hasOneUse() &&
+          gradient.getDefiningOp<trn::AttentionGradOp>() && shape.size() == 4 &&
+          shape[0] * shape[1] == type.getDimSize(0) &&
+          shape[2] * shape[3] == width && !directOutputs.count(gradient))
+        concatSlots[gradient] = {concat.getResult(), column,
+                                 type.getDimSize(1)};
+      column += width;
+    }
+  });
+}
+
 /// What the instructions of `op` compute (nc.kind, for the simulator's time
 /// split): the optimizer's slice (trn-mark-optimizer) first, then by op.
 static StringRef kindOf(Operation *op) {
@@ -1592,10 +1617,17 @@ LogicalResult Lowering::lower(Operation *op) {
       .Case([&](trn::ConcatenateOp o) {
         auto outType = cast<RankedTensorType>(o.getType());
         SmallVector<int64_t> outStrides = rowMajorStrides(outType.getShape());
-        Value out = newTensor(o.getResult());
+        // Inputs written in place (concatSlots) made the tensor already.
+        Value out = values.lookup(o.getResult());
+        if (!out)
+          out = newTensor(o.getResult());
         int64_t position = 0;
         for (Value input : o.getInputs()) {
           auto in = cast<RankedTensorType>(input.getType());
+          if (hbmOf(input) == out) {
+            position += in.getDimSize(o.getDim());
+            continue;
+          }
           Side src{hbmOf(input), 0, rowMajorStrides(in.getShape())};
           Side dst{out, position * outStrides[o.getDim()], outStrides};
           if (failed(copy(o, in.getShape(), src, dst)))
@@ -1819,6 +1851,8 @@ FailureOr<func::FuncOp> Lowering::run() {
         !directOutputs.count(operand))
       directOutputs[operand] = body->getArgument(outputArg[r]);
   }
+
+  planConcatsInPlace(graph);
 
   int64_t opIndex = 0; // names each op's instructions (nc.kind origin)
   for (Operation &op : graph.getBody().front()) {
