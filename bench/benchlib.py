@@ -4,6 +4,7 @@
 """
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -34,16 +35,25 @@ def make_graph(spec: list, out: pathlib.Path, work: pathlib.Path) -> None:
         subprocess.run([PYTHON, str(ROOT / "utils" / "gen_transformer_step.py"), script,
                         *args, "-o", str(out)], check=True)
         return
-    graphs = work / "graphs"
-    env = dict(os.environ, TRN_EXTRACT_GRAPHS_ONLY="1", TRN_EXTRACT_MAX_STEPS="1",
-               TRN_GRAPH_MANIFEST=str(graphs / "manifest.jsonl"))
     if kind == "layer":
         command = [PYTHON, str(ROOT / "bench" / script), *args]
     else:
         command = [PYTHON, str(ROOT / "examples" / script), *args, "--device", "trn",
                    "--steps", "1", "--quiet"]
+    out.write_bytes(extract_graph(command, work).read_bytes())
+
+
+def extract_graph(command: list, work: pathlib.Path) -> pathlib.Path:
+    """Runs `command` (a training script) in the frontend's extraction mode
+    (one step, nothing runs) and returns the one graph it traced, written
+    under work/graphs, which starts empty (a graph left there by an earlier
+    trace is not this one's)."""
+    graphs = work / "graphs"
+    shutil.rmtree(graphs, ignore_errors=True)
+    env = dict(os.environ, TRN_EXTRACT_GRAPHS_ONLY="1", TRN_EXTRACT_MAX_STEPS="1",
+               TRN_GRAPH_MANIFEST=str(graphs / "manifest.jsonl"))
     subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     modules = sorted(graphs.glob("MODULE_*.mlir"))
     if len(modules) != 1:
         sys.exit(f"bench: expected one traced graph in {graphs}, got {len(modules)}")
-    out.write_bytes(modules[0].read_bytes())
+    return modules[0]

@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import PYTHON, ROOT, build_bin
+from benchlib import PYTHON, ROOT, build_bin, extract_graph
 
 CASES = {
     "gpt3-23b": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
@@ -77,20 +77,11 @@ CASES = {
 
 
 def trace(case: dict, work: pathlib.Path) -> tuple:
-    graphs = work / "graphs"
-    env = dict(os.environ, TRN_EXTRACT_GRAPHS_ONLY="1", TRN_EXTRACT_MAX_STEPS="1",
-               TRN_GRAPH_MANIFEST=str(graphs / "manifest.jsonl"))
     start = time.monotonic()
-    subprocess.run([PYTHON, str(ROOT / "examples" / case["script"]), *case["args"],
-                    "--dtype", "bfloat16", "--batch", str(case.get("batch", 1)),
-                    "--device", "trn",
-                    "--steps", "1", "--quiet"], env=env, check=True,
-                   capture_output=True, text=True)
-    seconds = time.monotonic() - start
-    modules = sorted(graphs.glob("MODULE_*.mlir"))
-    if len(modules) != 1:
-        sys.exit(f"bench: expected one traced graph in {graphs}, got {len(modules)}")
-    return modules[0], seconds
+    module = extract_graph([PYTHON, str(ROOT / "examples" / case["script"]), *case["args"],
+                            "--dtype", "bfloat16", "--batch", str(case.get("batch", 1)),
+                            "--device", "trn", "--steps", "1", "--quiet"], work)
+    return module, time.monotonic() - start
 
 
 def compile_stage(bin_dir: pathlib.Path, graph: pathlib.Path, case: dict,
