@@ -1,11 +1,11 @@
 // Attention and its gradient on short heads (BERT's 128 tokens): both
-// kernels load each operand of four heads with one DMA; the forward runs
+// kernels load each operand of eight heads with one DMA; the forward runs
 // the group's heads phase by phase and stores their outputs and lse with
 // one DMA each, the backward its dQ, dK and dV, when the heads are evenly
 // spaced (not across the batch of a seq_dim layout). [batch 2, sequence
 // 96, heads 6, D] as a projection leaves them (seq_dim = 1: the heads of a
-// token are contiguous; 12 heads, groups of 4, 4, 4) and canonical
-// [3, 5, 128, 32] operands (15 heads: groups of 4, 4, 4, 3), causal and not;
+// token are contiguous; 12 heads, groups of 8 and 4) and canonical
+// [3, 5, 128, 32] operands (15 heads: groups of 8 and 7), causal and not;
 // compiled by trn-cc and run on the simulator, they match the reference
 // evaluator.
 // RUN: rm -rf %t && mkdir -p %t
