@@ -143,6 +143,14 @@ struct HeadRows {
              int64_t count) const {
     return kb.view(hbm, offset(head, row0), count, rowStride, {cols}, {1});
   }
+  /// Rows [0, count) of heads h0 ..< h0 + heads, `step` elements apart
+  /// (evenHeadStep), as one [count, heads, cols] HBM view: one DMA for a
+  /// group of short heads.
+  Value headGroup(KernelBuilder &kb, int64_t h0, int64_t heads, int64_t step,
+                  int64_t count) const {
+    return kb.view(hbm, offset(h0, 0), count, rowStride, {heads, cols},
+                   {step, 1});
+  }
 
   Value hbm;
   int64_t base = 0, cols = 0, rowStride = 0;
@@ -224,10 +232,8 @@ SmallVector<Value> loadHeadGroup(KernelBuilder &kb, const HeadRows &layout,
   std::optional<int64_t> step = evenHeadStep(layout, h0, count);
   if (!step || rows > kPartitions)
     return {};
-  int64_t base = layout.offset(h0, 0);
   Value tile = kb.tile(MemorySpace::sbuf, rows, {count, layout.cols}, type);
-  kb.dma(tile, kb.view(layout.hbm, base, rows, layout.rowStride,
-                       {count, layout.cols}, {*step, 1}));
+  kb.dma(tile, layout.headGroup(kb, h0, count, *step, rows));
   SmallVector<Value> heads;
   for (int64_t i = 0; i < count; ++i)
     heads.push_back(kb.window(tile, {rows, layout.cols}, i * layout.cols));
@@ -513,9 +519,7 @@ LogicalResult Lowering::lowerAttention(trn::AttentionOp op) {
     for (auto [i, block] : llvm::enumerate(group))
       finishBlock(block, kb.window(results, {qw, dv}, i * dv),
                   kb.window(lses, {qw, 1}, i));
-    kb.dma(kb.view(out.hbm, out.offset(h0, 0), qw, out.rowStride, {count, dv},
-                   {*step, 1}),
-           results);
+    kb.dma(out.headGroup(kb, h0, count, *step, qw), results);
     kb.dma(kb.view(lse, h0 * queries, qw, 1, {count}, {queries}), lses);
   };
 
@@ -894,15 +898,13 @@ LogicalResult Lowering::lowerAttentionGrad(trn::AttentionGradOp op) {
         kb.dma(gradQuery.rows(kb, head, c * kPartitions, qw), block);
     }
     if (groupGradQuery && inGroup + 1 == groupCount) {
-      auto storeGroup = [&](const HeadRows &layout, int64_t step, int64_t rows,
-                            Value tile) {
-        kb.dma(kb.view(layout.hbm, layout.offset(groupHead, 0), rows,
-                       layout.rowStride, {groupCount, layout.cols}, {step, 1}),
-               tile);
-      };
-      storeGroup(gradValue, *stepValue, keys, groupGradValue);
-      storeGroup(gradKey, *stepKey, keys, groupGradKey);
-      storeGroup(gradQuery, *stepQuery, queries, groupGradQuery);
+      kb.dma(gradValue.headGroup(kb, groupHead, groupCount, *stepValue, keys),
+             groupGradValue);
+      kb.dma(gradKey.headGroup(kb, groupHead, groupCount, *stepKey, keys),
+             groupGradKey);
+      kb.dma(
+          gradQuery.headGroup(kb, groupHead, groupCount, *stepQuery, queries),
+          groupGradQuery);
     }
   }
   return success();
