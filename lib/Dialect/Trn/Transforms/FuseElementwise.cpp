@@ -261,8 +261,8 @@ bool Fuser::tryMerge(unsigned into, unsigned from) {
   if (!a.open || !b.open || a.shape != b.shape ||
       static_cast<int64_t>(a.members.size() + b.members.size()) > maxOps)
     return false;
-  bool reduction = a.wholeRows || b.wholeRows;
-  if (reduction && a.columns() > maxReductionRow)
+  bool wholeRows = a.wholeRows || b.wholeRows;
+  if (wholeRows && a.columns() > maxReductionRow)
     return false;
   // Members stay in program order: the body is cloned in that order.
   SmallVector<Operation *> members(a.members);
@@ -271,10 +271,10 @@ bool Fuser::tryMerge(unsigned into, unsigned from) {
              [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
   Group merged = a;
   merged.members.clear();
-  if (peakLiveTileBytes(merged, members, reduction) > sbufBudget)
+  if (peakLiveTileBytes(merged, members, wholeRows) > sbufBudget)
     return false;
   a.members = std::move(members);
-  a.wholeRows = reduction;
+  a.wholeRows = wholeRows;
   a.clones.insert(b.clones.begin(), b.clones.end());
   for (Value value : b.narrow)
     a.narrow.insert(value);
@@ -464,31 +464,34 @@ void formRotations(func::FuncOp function) {
       return neg ? neg.getOperand() : Value();
     };
     // cat(-x[D/2:], x[:D/2]) or cat(x[D/2:], -x[:D/2]).
-    Value x, adjoint;
+    Value x;
+    bool isAdjoint = false;
     if (Value hi = halfOf(negated(first), true);
-        hi && hi == halfOf(second, false))
+        hi && hi == halfOf(second, false)) {
       x = hi;
-    else if (Value hi = halfOf(first, true);
-             hi && hi == halfOf(negated(second), false))
-      x = adjoint = hi;
+    } else if (Value hi = halfOf(first, true);
+               hi && hi == halfOf(negated(second), false)) {
+      x = hi;
+      isAdjoint = true;
+    }
     if (!x || shapeOf(x) != shape)
       continue;
     OpBuilder builder(concat);
     Value rotated = builder.create<RotateHalfOp>(concat.getLoc(), x);
-    if (adjoint)
+    if (isAdjoint)
       rotated = builder.create<NegOp>(concat.getLoc(), rotated);
     concat.replaceAllUsesWith(rotated);
     concat->erase();
+    // The chain's negation, then its slices, when nothing else reads them.
+    for (Value piece : {first, second}) {
+      Operation *def = piece.getDefiningOp();
+      Operation *slice =
+          isa<NegOp>(def) ? def->getOperand(0).getDefiningOp() : nullptr;
+      for (Operation *op : {def, slice})
+        if (op && op->use_empty())
+          op->erase();
+    }
   }
-  // The slices and negations the chains leave unused.
-  SmallVector<Operation *> dead;
-  function.walk([&](Operation *op) {
-    if (isa<SliceOp, NegOp>(op))
-      dead.push_back(op);
-  });
-  for (Operation *op : llvm::reverse(dead))
-    if (op->use_empty())
-      op->erase();
 }
 
 /// The ops of the elementwise chain that computes `value` from values it
@@ -550,10 +553,11 @@ void rematerializeForReductions(func::FuncOp function,
         reduce.getDims() !=
             ArrayRef<int64_t>{static_cast<int64_t>(shape.size() - 1)})
       continue;
-    SmallVector<Operation *> others;
+    // Each reader once (one may read the value twice).
+    llvm::SetVector<Operation *> others;
     for (Operation *user : value.getUsers())
       if (user != reduce.getOperation())
-        others.push_back(user);
+        others.insert(user);
     if (!llvm::all_of(others, [&](Operation *user) {
           return user->hasTrait<OpTrait::Elementwise>() &&
                  user->getBlock() == reduce->getBlock();
@@ -586,12 +590,12 @@ void rematerializeForReductions(func::FuncOp function,
 void sinkColumnSums(func::FuncOp function) {
   SmallVector<ReduceOp> sums;
   function.walk([&](ReduceOp reduce) {
-    // Rows up to 2048 wide: the sums trn-fuse-matmul-epilogue takes into a
-    // group that reduces along rows (a GPT-3 norm's 6144-column group,
-    // Vector-bound, ran 1% slower with its cast joined).
+    // Only the sums trn-fuse-matmul-epilogue takes into a group that reduces
+    // along rows (a GPT-3 norm's 6144-column group, Vector-bound, ran 1%
+    // slower with its cast joined).
     ArrayRef<int64_t> shape = shapeOf(reduce.getOperand());
     if (reduce.getDims() == ArrayRef<int64_t>{0} && shape.size() == 2 &&
-        shape[1] <= kChunkColumns)
+        shape[1] <= kMaxWholeRowSumColumns)
       sums.push_back(reduce);
   });
   for (ReduceOp reduce : sums) {

@@ -366,12 +366,6 @@ FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
   return head;
 }
 
-/// Columns up to which a group that reduces rows takes sums over rows too:
-/// its running totals are whole fp32 rows in SBUF, and a Vector Engine pass
-/// per tile (a GPT-3 norm's 6144-column group, Vector-bound already, ran
-/// slower with them; BERT's 1024-column ones faster).
-constexpr int64_t kMaxWholeRowSumColumns = 2048;
-
 /// Whether the group reduces along its rows (a norm's statistics): its
 /// tiles hold whole rows, and only sums over rows may join it.
 bool reducesRows(FusionOp group) {

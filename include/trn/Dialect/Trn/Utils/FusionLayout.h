@@ -20,6 +20,15 @@
 
 namespace mlir::trn {
 
+/// Columns up to which a group that reduces along its rows (a layer norm's
+/// backward) also takes sums over its rows (the norm weight's and bias's
+/// gradients, trn-fuse-matmul-epilogue), and trn-fuse-elementwise moves such
+/// sums out of the way of the group: the running totals are whole fp32 rows
+/// in SBUF and a Vector Engine pass per tile (a GPT-3 norm's 6144-column
+/// group, Vector-bound already, ran slower with them; BERT's 1024-column
+/// ones faster).
+constexpr int64_t kMaxWholeRowSumColumns = 2048;
+
 /// Where row `r`, column `c` of the [R, C] view of the group shape reads its
 /// element of the source tensor.
 struct BroadcastAccess {
