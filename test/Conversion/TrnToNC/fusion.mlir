@@ -206,3 +206,16 @@ func.func @middle_yielded(%e: tensor<128x64xf32>, %s: tensor<128xf32>, %c: tenso
   }
   return %0#0, %0#1 : tensor<128x64xf32>, tensor<128x64xf32>
 }
+
+// -----
+
+// A hand-written group that rotates rows wider than a tile holds.
+func.func @rotate_wide_rows(%x: tensor<4x4096xf32>) -> tensor<4x4096xf32> {
+  // expected-error @+1 {{'trn.fusion' cannot be lowered: a group that rotates rows needs them whole in a tile: no matmul, and rows of at most 2048 elements}}
+  %0 = trn.fusion(%x : tensor<4x4096xf32>) -> (tensor<4x4096xf32>) {
+  ^bb0(%a: tensor<4x4096xf32>):
+    %r = trn.rotate_half %a : tensor<4x4096xf32>
+    trn.yield %r : tensor<4x4096xf32>
+  }
+  return %0 : tensor<4x4096xf32>
+}
