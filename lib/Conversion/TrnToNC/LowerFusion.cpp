@@ -17,6 +17,7 @@
 #include "Lowering.h"
 
 #include "trn/Dialect/Trn/Utils/FusionLayout.h"
+#include "trn/Dialect/Trn/Utils/MatmulForm.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/Sequence.h"
@@ -85,15 +86,24 @@ private:
   /// rather than an evicted copy.
   trn::DotGeneralOp dot;
   bool readAccumulator = false;
+  /// The group reduces rows of the matmul's result, which comes a whole row
+  /// block at a time, already in SBUF (trn::matmulYieldsWholeRows).
+  bool wholeRows = false;
   /// Inputs constant along rows (a bias broadcast over rows) loaded once
   /// and kept while consecutive tiles cover the same columns: at most
   /// kRowInvariantBudget bytes per partition of them (a matmul's epilogue
-  /// keeps less: its panels take most of SBUF).
+  /// keeps less: its panels take most of SBUF). A matmul's epilogue keeps
+  /// one tile per PSUM bank of a column block (each M block evicts both
+  /// banks in turn, so one slot reloaded the bias for every tile: 245 MB
+  /// of the MLM head's logits matmul).
   struct RowInvariantTile {
     int64_t col0 = -1, width = 0, rows = 0;
     Value tile;
   };
-  llvm::DenseMap<Value, RowInvariantTile> rowInvariant;
+  llvm::DenseMap<Value, SmallVector<RowInvariantTile, 2>> rowInvariant;
+  /// Per value, the slot replaced next.
+  llvm::DenseMap<Value, unsigned> nextRowInvariantSlot;
+  int64_t rowInvariantSlots = 1;
   /// Inputs loaded as soon as a tile starts, in the order the body reads
   /// them, rather than where first read: their transfers then overlap the
   /// tile's compute instead of stalling it. At most kPrefetchBudget bytes
@@ -302,11 +312,19 @@ LogicalResult FusionLowering::analyse() {
       }
     }
   }
-  // A result tile holds at most 512 columns of a row: an epilogue cannot
-  // reduce rows (trn-fuse-matmul-epilogue never forms one that does).
-  if (dot && hasReduction)
-    return fail(fusion, "a group that starts with a matmul cannot reduce "
-                        "rows (a result tile holds part of each row)");
+  // A result tile holds at most 512 columns of a row, unless the matmul
+  // yields whole rows (trn-fuse-matmul-epilogue forms no other epilogue
+  // that reduces rows): then each row block comes whole, in SBUF.
+  if (dot && hasReduction) {
+    auto lhsType = cast<RankedTensorType>(dot.getLhs().getType());
+    int64_t k = lhsType.getDimSize(dot.getLhsContractingDims()[0]);
+    int64_t inBytes = (lhsType.getElementTypeBitWidth() + 7) / 8;
+    if (!trn::matmulYieldsWholeRows(k, full.back(), inBytes))
+      return fail(fusion, "a group that starts with a matmul cannot reduce "
+                          "rows unless the matmul yields them whole (" +
+                              Twine(full.back()) + " columns here)");
+    wholeRows = true;
+  }
   if (hasRotation && (dot || full.back() > kTileColumns))
     return fail(fusion, "a group that rotates rows needs them whole in a "
                         "tile: no matmul, and rows of at most " +
@@ -355,21 +373,22 @@ LogicalResult FusionLowering::analyse() {
     }
   }
   // Row-invariant inputs worth keeping between tiles, within the budget.
-  int64_t tileWidth = dot ? std::min<int64_t>(numColumns, 512)
-                      : hasReduction || hasRotation
-                          ? numColumns
-                          : std::min(numColumns, kTileColumns);
+  int64_t tileWidth =
+      dot ? (wholeRows ? numColumns : std::min<int64_t>(numColumns, 512))
+      : hasReduction || hasRotation ? numColumns
+                                    : std::min(numColumns, kTileColumns);
   int64_t kept = 0;
+  rowInvariantSlots = dot && numColumns > tileWidth ? 2 : 1;
   for (auto &[value, source] : sources) {
     const BroadcastAccess &access = source.access;
     bool invariant = access.columnStride != 0 && access.partitionStride == 0 &&
                      llvm::all_of(access.rowStrides,
                                   [](int64_t stride) { return stride == 0; });
-    int64_t bytes =
-        tileWidth * ((source.elementType.getIntOrFloatBitWidth() + 7) / 8);
+    int64_t bytes = rowInvariantSlots * tileWidth *
+                    ((source.elementType.getIntOrFloatBitWidth() + 7) / 8);
     if (invariant && kept + bytes <= (dot ? kEpilogueRowInvariantBudget
                                           : kRowInvariantBudget)) {
-      rowInvariant[value] = RowInvariantTile();
+      rowInvariant[value].assign(rowInvariantSlots, RowInvariantTile());
       kept += bytes;
     }
   }
@@ -434,11 +453,14 @@ FailureOr<FusionLowering::Ref> FusionLowering::get(Value value) {
   // a row-invariant input is loaded again only for other columns.
   const BroadcastAccess &access = source->second.access;
   auto invariant = rowInvariant.find(value);
-  if (invariant != rowInvariant.end() && invariant->second.col0 == col0 &&
-      invariant->second.width == width && invariant->second.rows == rows) {
-    Ref ref{Form::Full, invariant->second.tile, 0.0};
-    refs[value] = ref;
-    return ref;
+  if (invariant != rowInvariant.end()) {
+    for (const RowInvariantTile &slot : invariant->second) {
+      if (slot.col0 == col0 && slot.width == width && slot.rows == rows) {
+        Ref ref{Form::Full, slot.tile, 0.0};
+        refs[value] = ref;
+        return ref;
+      }
+    }
   }
   Ref ref;
   int64_t offset = access.rowOffset(leading, row0);
@@ -453,8 +475,11 @@ FailureOr<FusionLowering::Ref> FusionLowering::get(Value value) {
            kb.view(source->second.hbm, offset + col0 * access.columnStride,
                    rows, access.partitionStride, {width},
                    {access.columnStride}));
-    if (invariant != rowInvariant.end())
-      invariant->second = {col0, width, rows, ref.tile};
+    if (invariant != rowInvariant.end()) {
+      unsigned &next = nextRowInvariantSlot[value];
+      invariant->second[next] = {col0, width, rows, ref.tile};
+      next = (next + 1) % invariant->second.size();
+    }
   }
   refs[value] = ref;
   return ref;
@@ -869,7 +894,7 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
       return fail(fusion, "an input cannot be loaded");
   if (dot) {
     Ref result{Form::Full, accumulator, 0.0};
-    if (!readAccumulator) {
+    if (!readAccumulator && !wholeRows) {
       // Evicted (and rounded to the result type) by the Scalar Engine.
       result.tile = newTile(Form::Full, elementTypeOf(dot.getResult()));
       kb.scalarCopy(result.tile, accumulator);
@@ -1043,14 +1068,17 @@ LogicalResult FusionLowering::run() {
     StringAttr epilogueKind = builder.getStringAttr(
         fusion->hasAttr("trn.optimizer") ? "optimizer" : "elementwise");
     StringAttr matmulKind = builder.getStringAttr("matmul");
-    return lowering.lowerDot(dot, [&](Value accumulator, int64_t r0,
-                                      int64_t tileRows, int64_t c0,
-                                      int64_t columns) {
-      builder.create<KindOp>(kb.loc, epilogueKind, lowering.origin);
-      LogicalResult emitted = emitTile(r0, tileRows, c0, columns, accumulator);
-      builder.create<KindOp>(kb.loc, matmulKind, lowering.origin);
-      return emitted;
-    });
+    return lowering.lowerDot(
+        dot,
+        [&](Value accumulator, int64_t r0, int64_t tileRows, int64_t c0,
+            int64_t columns) {
+          builder.create<KindOp>(kb.loc, epilogueKind, lowering.origin);
+          LogicalResult emitted =
+              emitTile(r0, tileRows, c0, columns, accumulator);
+          builder.create<KindOp>(kb.loc, matmulKind, lowering.origin);
+          return emitted;
+        },
+        wholeRows);
   }
   int64_t rowBlock = numRows;
   for (auto &[value, source] : sources)

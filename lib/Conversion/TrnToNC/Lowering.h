@@ -177,8 +177,6 @@ private:
   using MatmulEpilogue =
       function_ref<LogicalResult(Value accumulator, int64_t row0, int64_t rows,
                                  int64_t col0, int64_t width)>;
-  /// The matmul; with an epilogue (a trn.fusion that starts with it), the
-  /// epilogue takes every result tile and nothing is stored here.
   /// Columns [j0, j0 + jw) of row blocks (SBUF tiles of the given heights,
   /// all full 128-row blocks but the last) transposed side by side into one
   /// PSUM tile [jw, total height].
@@ -190,8 +188,14 @@ private:
   /// The tensor a scatter_add updates: its operand's when that dies there,
   /// else a copy of it.
   Value scatterTarget(trn::ScatterAddOp op);
+  /// The matmul; with an epilogue (a trn.fusion that starts with it), the
+  /// epilogue takes every result tile and nothing is stored here. With
+  /// `wholeRows` (an epilogue that reduces rows), it takes each row block
+  /// whole, evicted into one SBUF tile of the result type, instead of PSUM
+  /// tiles (trn::matmulYieldsWholeRows must hold).
   LogicalResult lowerDot(trn::DotGeneralOp op,
-                         MatmulEpilogue epilogue = nullptr);
+                         MatmulEpilogue epilogue = nullptr,
+                         bool wholeRows = false);
   LogicalResult lowerReduce(trn::ReduceOp op);
   Value contiguousSlice(trn::SliceOp op);
   /// out[outBase + k * outStride] = reduce over r < reduced of

@@ -334,8 +334,8 @@ LogicalResult Lowering::lowerConstant(trn::ConstantOp op) {
 /// element-strided DMA. Loops run N blocks outermost so that the moving
 /// panel (all K tiles of one N block) stays in SBUF across the M blocks when
 /// it fits; K accumulates in PSUM.
-LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
-                                 MatmulEpilogue epilogue) {
+LogicalResult Lowering::lowerDot(trn::DotGeneralOp op, MatmulEpilogue epilogue,
+                                 bool wholeRows) {
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
   auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
   auto resultType = cast<RankedTensorType>(op.getType());
@@ -388,18 +388,16 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
   int64_t rhsKStride = rk == 0 ? rhsCols : 1,
           rhsNStride = rk == 0 ? 1 : rhsCols;
   int64_t kTiles = (k + kMatmulK - 1) / kMatmulK;
-  // Column blocks are two PSUM banks wide (1024 columns, two accumulators
-  // per M block) when such a moving panel (all K tiles of the block) fits in
-  // 128 KiB per partition: each M block's stationary tiles then serve twice
-  // the columns, which halves the re-reads of lhs that bound large matmuls
-  // by DMA. Otherwise blocks are one bank wide and the panel is kept
-  // resident when it takes at most 96 KiB (leaving room for the stationary
-  // and result tiles).
-  bool wideBlocks =
-      n > kMatmulN && kTiles * 2 * kMatmulN * inBytes <= 128 * 1024;
-  int64_t blockWidth = wideBlocks ? 2 * kMatmulN : kMatmulN;
+  // Column blocks of one or two PSUM banks (trn::matmulColumnBlocking, which
+  // trn-fuse-matmul-epilogue also asks whether rows come out whole).
+  trn::MatmulColumnBlocking blocking = trn::matmulColumnBlocking(k, n, inBytes);
+  int64_t blockWidth = blocking.blockWidth;
   int64_t panelBytes = kTiles * blockWidth * inBytes;
-  bool residentPanel = wideBlocks || panelBytes <= 96 * 1024;
+  bool residentPanel = blocking.residentPanel;
+  if (wholeRows && !trn::matmulYieldsWholeRows(k, n, inBytes))
+    return op.emitError("an epilogue that reduces rows needs each row block "
+                        "of the matmul's result whole, but its ")
+           << n << " columns come out in blocks of " << blockWidth;
   int64_t batches = product(resultType.getShape().take_front(batchRank));
   int64_t evictions = 0;
   auto view = [&](Value tile, ArrayRef<int64_t> shape, int64_t offset) {
@@ -836,6 +834,21 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op,
                       panelOffsetOf(blockIndex + 1), nextPanel);
         }
         current = std::move(next);
+      }
+      if (wholeRows) {
+        // The epilogue reduces rows: the block's banks are evicted into one
+        // SBUF tile of whole rows (rounded to the result type) for it.
+        Value rowsTile = kb.tile(MemorySpace::sbuf, mw, {nw}, outType);
+        for (auto [part, acc] : llvm::enumerate(accs)) {
+          int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
+          evict(accs.size() == 1
+                    ? rowsTile
+                    : view(rowsTile, {mw, std::min(kMatmulN, nw - s0)}, s0),
+                acc);
+        }
+        if (failed(epilogue(rowsTile, batch * m + m0, mw, n0, nw)))
+          return failure();
+        continue;
       }
       for (auto [part, acc] : llvm::enumerate(accs)) {
         int64_t s0 = static_cast<int64_t>(part) * kMatmulN;

@@ -1,20 +1,22 @@
 // RUN: trn-opt %s -convert-trn-to-nc -split-input-file -verify-diagnostics
 
 // A hand-written group that starts with a matmul and uses a row reduction
-// inside it: a result tile holds at most 512 columns of a row, so it is
-// refused, not lowered into partial sums (a reduction only yielded is fine:
-// each tile adds its part to a running column).
-func.func @epilogue_reduces(%x: tensor<128x64xf32>, %w: tensor<64x1024xf32>) -> tensor<128x1024xf32> {
-  // expected-error @+1 {{'trn.fusion' cannot be lowered: a group that starts with a matmul cannot reduce rows (a result tile holds part of each row)}}
-  %0 = trn.fusion(%x, %w : tensor<128x64xf32>, tensor<64x1024xf32>) -> (tensor<128x1024xf32>) {
-  ^bb0(%a: tensor<128x64xf32>, %b: tensor<64x1024xf32>):
-    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x1024xf32>) -> tensor<128x1024xf32>
-    %2 = trn.reduce sum %1, dims = [1] : (tensor<128x1024xf32>) -> tensor<128xf32>
-    %3 = trn.broadcast_in_dim %2, dims = [0] : (tensor<128xf32>) -> tensor<128x1024xf32>
-    %4 = trn.sub %1, %3 : tensor<128x1024xf32>
-    trn.yield %4 : tensor<128x1024xf32>
+// inside it, over rows that do not come out of the matmul whole (2048
+// columns: two column blocks): refused, not lowered into partial sums (a
+// reduction only yielded is fine: each tile adds its part to a running
+// column; rows of up to one column block are reduced whole,
+// e2e/matmul-whole-row-epilogue.mlir).
+func.func @epilogue_reduces(%x: tensor<128x64xf32>, %w: tensor<64x2048xf32>) -> tensor<128x2048xf32> {
+  // expected-error @+1 {{'trn.fusion' cannot be lowered: a group that starts with a matmul cannot reduce rows unless the matmul yields them whole (2048 columns here)}}
+  %0 = trn.fusion(%x, %w : tensor<128x64xf32>, tensor<64x2048xf32>) -> (tensor<128x2048xf32>) {
+  ^bb0(%a: tensor<128x64xf32>, %b: tensor<64x2048xf32>):
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x2048xf32>) -> tensor<128x2048xf32>
+    %2 = trn.reduce sum %1, dims = [1] : (tensor<128x2048xf32>) -> tensor<128xf32>
+    %3 = trn.broadcast_in_dim %2, dims = [0] : (tensor<128xf32>) -> tensor<128x2048xf32>
+    %4 = trn.sub %1, %3 : tensor<128x2048xf32>
+    trn.yield %4 : tensor<128x2048xf32>
   }
-  return %0 : tensor<128x1024xf32>
+  return %0 : tensor<128x2048xf32>
 }
 
 // -----

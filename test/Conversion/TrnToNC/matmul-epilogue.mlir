@@ -74,3 +74,25 @@ func.func @stored_result(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>, %r: ten
   }
   return %1#0, %1#1 : tensor<128x128xf32>, tensor<128x128xf32>
 }
+
+// -----
+
+// An epilogue that reduces rows of a result that comes out whole (1024
+// columns, one column block of two PSUM banks): both banks are evicted into
+// one SBUF tile of whole rows, which the row sum reads.
+// CHECK-LABEL: func.func @whole_rows
+// CHECK: %[[ROWS:.*]] = nc.alloc : <sbuf, 128x1024xf32>
+// CHECK: %[[LO:.*]] = nc.view %[[ROWS]] strides [1] : !nc.tile<sbuf, 128x1024xf32> -> <sbuf, 128x512xf32>
+// CHECK: %[[HI:.*]] = nc.view %[[ROWS]] strides [1] {offset = 512 : i64} : !nc.tile<sbuf, 128x1024xf32> -> <sbuf, 128x512xf32>
+// CHECK: nc.tensor_reduce add %{{.*}}, %[[ROWS]] : <sbuf, 128x1xf32>, <sbuf, 128x1024xf32>
+func.func @whole_rows(%x: tensor<128x64xbf16>, %w: tensor<64x1024xbf16>) -> tensor<128x1024xf32> {
+  %0 = trn.fusion(%x, %w : tensor<128x64xbf16>, tensor<64x1024xbf16>) -> (tensor<128x1024xf32>) {
+  ^bb0(%a: tensor<128x64xbf16>, %b: tensor<64x1024xbf16>):
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xbf16>, tensor<64x1024xbf16>) -> tensor<128x1024xf32>
+    %2 = trn.reduce sum %1, dims = [1] : (tensor<128x1024xf32>) -> tensor<128xf32>
+    %3 = trn.broadcast_in_dim %2, dims = [0] : (tensor<128xf32>) -> tensor<128x1024xf32>
+    %4 = trn.sub %1, %3 : tensor<128x1024xf32>
+    trn.yield %4 : tensor<128x1024xf32>
+  }
+  return %0 : tensor<128x1024xf32>
+}

@@ -115,12 +115,13 @@ func.func @no_row_reduction(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> t
 
 // -----
 
-// A layer norm after a projection: bias and residual (the elementwise prefix,
-// with the bias's broadcast) become the epilogue, which yields the sum the
-// norm reads and the group returned; the norm keeps its reductions and its
-// weight.
+// A layer norm after a projection whose rows do not come out of the matmul
+// whole (2048 columns: two column blocks): bias and residual (the
+// elementwise prefix, with the bias's broadcast) become the epilogue, which
+// yields the sum the norm reads and the group returned; the norm keeps its
+// reductions and its weight.
 // CHECK-LABEL: func.func @layer_norm_prefix
-// CHECK-NEXT: %[[E:.*]] = trn.fusion(%arg0, %arg1, %arg2, %arg3 : {{.*}}) -> (tensor<256x512xf32>) {
+// CHECK-NEXT: %[[E:.*]] = trn.fusion(%arg0, %arg1, %arg2, %arg3 : {{.*}}) -> (tensor<256x2048xf32>) {
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: trn.dot_general
 // CHECK-NEXT: trn.broadcast_in_dim
@@ -128,62 +129,62 @@ func.func @no_row_reduction(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> t
 // CHECK-NEXT: trn.add
 // CHECK-NEXT: trn.yield
 // CHECK-NEXT: }
-// CHECK-NEXT: %[[N:.*]] = trn.fusion(%arg4, %[[E]] : tensor<512xf32>, tensor<256x512xf32>) -> (tensor<256x512xf32>) {
+// CHECK-NEXT: %[[N:.*]] = trn.fusion(%arg4, %[[E]] : tensor<2048xf32>, tensor<256x2048xf32>) -> (tensor<256x2048xf32>) {
 // CHECK-NOT: trn.add %
 // CHECK: trn.reduce sum
 // CHECK: return %[[N]], %[[E]]
-func.func @layer_norm_prefix(%x: tensor<256x64xf32>, %w: tensor<64x512xf32>, %b: tensor<512xf32>, %r: tensor<256x512xf32>, %g: tensor<512xf32>) -> (tensor<256x512xf32>, tensor<256x512xf32>) {
-  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xf32>, tensor<64x512xf32>) -> tensor<256x512xf32>
-  %1:2 = trn.fusion(%0, %b, %r, %g : tensor<256x512xf32>, tensor<512xf32>, tensor<256x512xf32>, tensor<512xf32>) -> (tensor<256x512xf32>, tensor<256x512xf32>) {
-  ^bb0(%a: tensor<256x512xf32>, %bias: tensor<512xf32>, %res: tensor<256x512xf32>, %gamma: tensor<512xf32>):
-    %2 = trn.broadcast_in_dim %bias, dims = [1] : (tensor<512xf32>) -> tensor<256x512xf32>
-    %3 = trn.add %a, %2 : tensor<256x512xf32>
-    %4 = trn.add %3, %res : tensor<256x512xf32>
-    %5 = trn.reduce sum %4, dims = [1] : (tensor<256x512xf32>) -> tensor<256xf32>
-    %6 = trn.broadcast_in_dim %5, dims = [0] : (tensor<256xf32>) -> tensor<256x512xf32>
-    %7 = trn.sub %4, %6 : tensor<256x512xf32>
-    %8 = trn.broadcast_in_dim %gamma, dims = [1] : (tensor<512xf32>) -> tensor<256x512xf32>
-    %9 = trn.mul %7, %8 : tensor<256x512xf32>
-    trn.yield %9, %4 : tensor<256x512xf32>, tensor<256x512xf32>
+func.func @layer_norm_prefix(%x: tensor<256x64xf32>, %w: tensor<64x2048xf32>, %b: tensor<2048xf32>, %r: tensor<256x2048xf32>, %g: tensor<2048xf32>) -> (tensor<256x2048xf32>, tensor<256x2048xf32>) {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xf32>, tensor<64x2048xf32>) -> tensor<256x2048xf32>
+  %1:2 = trn.fusion(%0, %b, %r, %g : tensor<256x2048xf32>, tensor<2048xf32>, tensor<256x2048xf32>, tensor<2048xf32>) -> (tensor<256x2048xf32>, tensor<256x2048xf32>) {
+  ^bb0(%a: tensor<256x2048xf32>, %bias: tensor<2048xf32>, %res: tensor<256x2048xf32>, %gamma: tensor<2048xf32>):
+    %2 = trn.broadcast_in_dim %bias, dims = [1] : (tensor<2048xf32>) -> tensor<256x2048xf32>
+    %3 = trn.add %a, %2 : tensor<256x2048xf32>
+    %4 = trn.add %3, %res : tensor<256x2048xf32>
+    %5 = trn.reduce sum %4, dims = [1] : (tensor<256x2048xf32>) -> tensor<256xf32>
+    %6 = trn.broadcast_in_dim %5, dims = [0] : (tensor<256xf32>) -> tensor<256x2048xf32>
+    %7 = trn.sub %4, %6 : tensor<256x2048xf32>
+    %8 = trn.broadcast_in_dim %gamma, dims = [1] : (tensor<2048xf32>) -> tensor<256x2048xf32>
+    %9 = trn.mul %7, %8 : tensor<256x2048xf32>
+    trn.yield %9, %4 : tensor<256x2048xf32>, tensor<256x2048xf32>
   }
-  return %1#0, %1#1 : tensor<256x512xf32>, tensor<256x512xf32>
+  return %1#0, %1#1 : tensor<256x2048xf32>, tensor<256x2048xf32>
 }
 
 // -----
 
-// Not split: the rest would read two prefix values (twice the result's
-// bytes), or the norm reads the matmul's result itself.
+// Not split (rows not whole either): the rest would read two prefix values
+// (twice the result's bytes), or the norm reads the matmul's result itself.
 // CHECK-LABEL: func.func @prefix_hands_on_more
 // CHECK-NEXT: trn.dot_general
 // CHECK-NEXT: trn.fusion(%0
 // CHECK-LABEL: func.func @result_read_by_reduction
 // CHECK-NEXT: trn.dot_general
 // CHECK-NEXT: trn.fusion(%0
-func.func @prefix_hands_on_more(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> tensor<128x128xf32> {
-  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
-  %1 = trn.fusion(%0 : tensor<128x128xf32>) -> (tensor<128x128xf32>) {
-  ^bb0(%a: tensor<128x128xf32>):
-    %2 = trn.exp %a : tensor<128x128xf32>
-    %3 = trn.tanh %a : tensor<128x128xf32>
-    %4 = trn.reduce sum %2, dims = [1] : (tensor<128x128xf32>) -> tensor<128xf32>
-    %5 = trn.broadcast_in_dim %4, dims = [0] : (tensor<128xf32>) -> tensor<128x128xf32>
-    %6 = trn.mul %3, %5 : tensor<128x128xf32>
-    %7 = trn.add %6, %2 : tensor<128x128xf32>
-    trn.yield %7 : tensor<128x128xf32>
+func.func @prefix_hands_on_more(%x: tensor<128x64xf32>, %w: tensor<64x2048xf32>) -> tensor<128x2048xf32> {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x2048xf32>) -> tensor<128x2048xf32>
+  %1 = trn.fusion(%0 : tensor<128x2048xf32>) -> (tensor<128x2048xf32>) {
+  ^bb0(%a: tensor<128x2048xf32>):
+    %2 = trn.exp %a : tensor<128x2048xf32>
+    %3 = trn.tanh %a : tensor<128x2048xf32>
+    %4 = trn.reduce sum %2, dims = [1] : (tensor<128x2048xf32>) -> tensor<128xf32>
+    %5 = trn.broadcast_in_dim %4, dims = [0] : (tensor<128xf32>) -> tensor<128x2048xf32>
+    %6 = trn.mul %3, %5 : tensor<128x2048xf32>
+    %7 = trn.add %6, %2 : tensor<128x2048xf32>
+    trn.yield %7 : tensor<128x2048xf32>
   }
-  return %1 : tensor<128x128xf32>
+  return %1 : tensor<128x2048xf32>
 }
-func.func @result_read_by_reduction(%x: tensor<128x64xf32>, %w: tensor<64x128xf32>) -> tensor<128x128xf32> {
-  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<128x128xf32>
-  %1 = trn.fusion(%0 : tensor<128x128xf32>) -> (tensor<128x128xf32>) {
-  ^bb0(%a: tensor<128x128xf32>):
-    %2 = trn.exp %a : tensor<128x128xf32>
-    %3 = trn.reduce sum %a, dims = [1] : (tensor<128x128xf32>) -> tensor<128xf32>
-    %4 = trn.broadcast_in_dim %3, dims = [0] : (tensor<128xf32>) -> tensor<128x128xf32>
-    %5 = trn.mul %2, %4 : tensor<128x128xf32>
-    trn.yield %5 : tensor<128x128xf32>
+func.func @result_read_by_reduction(%x: tensor<128x64xf32>, %w: tensor<64x2048xf32>) -> tensor<128x2048xf32> {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x2048xf32>) -> tensor<128x2048xf32>
+  %1 = trn.fusion(%0 : tensor<128x2048xf32>) -> (tensor<128x2048xf32>) {
+  ^bb0(%a: tensor<128x2048xf32>):
+    %2 = trn.exp %a : tensor<128x2048xf32>
+    %3 = trn.reduce sum %a, dims = [1] : (tensor<128x2048xf32>) -> tensor<128xf32>
+    %4 = trn.broadcast_in_dim %3, dims = [0] : (tensor<128xf32>) -> tensor<128x2048xf32>
+    %5 = trn.mul %2, %4 : tensor<128x2048xf32>
+    trn.yield %5 : tensor<128x2048xf32>
   }
-  return %1 : tensor<128x128xf32>
+  return %1 : tensor<128x2048xf32>
 }
 
 // -----
@@ -405,4 +406,135 @@ func.func @norm_backward_sums(%g: tensor<128x1024xf32>, %x: tensor<128x1024xf32>
   }
   %4 = trn.reduce sum %3, dims = [0] : (tensor<128x4096xf32>) -> tensor<4096xf32>
   return %0, %1, %2, %3, %4 : tensor<128x1024xf32>, tensor<1024xf32>, tensor<1024xf32>, tensor<128x4096xf32>, tensor<4096xf32>
+}
+
+// -----
+
+// Rows that come out of the matmul whole (512 columns, one column block):
+// the whole layer norm, reductions included, is the matmul's epilogue, and
+// the residual sum it yields is stored from it.
+// CHECK-LABEL: func.func @whole_row_norm
+// CHECK-NEXT: %[[E:.*]]:2 = trn.fusion(%arg0, %arg1, %arg2, %arg3, %arg4 : {{.*}}) -> (tensor<256x512xf32>, tensor<256x512xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: trn.dot_general
+// CHECK: trn.add
+// CHECK: trn.reduce sum %{{.*}}, dims = [1]
+// CHECK: trn.mul
+// CHECK: trn.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[E]]#0, %[[E]]#1
+func.func @whole_row_norm(%x: tensor<256x64xf32>, %w: tensor<64x512xf32>, %b: tensor<512xf32>, %r: tensor<256x512xf32>, %g: tensor<512xf32>) -> (tensor<256x512xf32>, tensor<256x512xf32>) {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xf32>, tensor<64x512xf32>) -> tensor<256x512xf32>
+  %1:2 = trn.fusion(%0, %b, %r, %g : tensor<256x512xf32>, tensor<512xf32>, tensor<256x512xf32>, tensor<512xf32>) -> (tensor<256x512xf32>, tensor<256x512xf32>) {
+  ^bb0(%a: tensor<256x512xf32>, %bias: tensor<512xf32>, %res: tensor<256x512xf32>, %gamma: tensor<512xf32>):
+    %2 = trn.broadcast_in_dim %bias, dims = [1] : (tensor<512xf32>) -> tensor<256x512xf32>
+    %3 = trn.add %a, %2 : tensor<256x512xf32>
+    %4 = trn.add %3, %res : tensor<256x512xf32>
+    %5 = trn.reduce sum %4, dims = [1] : (tensor<256x512xf32>) -> tensor<256xf32>
+    %6 = trn.broadcast_in_dim %5, dims = [0] : (tensor<256xf32>) -> tensor<256x512xf32>
+    %7 = trn.sub %4, %6 : tensor<256x512xf32>
+    %8 = trn.broadcast_in_dim %gamma, dims = [1] : (tensor<512xf32>) -> tensor<256x512xf32>
+    %9 = trn.mul %7, %8 : tensor<256x512xf32>
+    trn.yield %9, %4 : tensor<256x512xf32>, tensor<256x512xf32>
+  }
+  return %1#0, %1#1 : tensor<256x512xf32>, tensor<256x512xf32>
+}
+
+// -----
+
+// A norm's backward after an input gradient (1024 columns: two banks, one
+// column block): the elementwise group that also reads the gradient (for
+// the norm weight's gradient) merges into the norm's group, which takes the
+// matmul; the sums over rows of the gradient (a bias's gradient) and of the
+// sibling's product join it, so no [256, 1024] value is stored.
+// CHECK-LABEL: func.func @whole_row_norm_backward
+// CHECK-NEXT: %[[E:.*]]:3 = trn.fusion(%arg0, %arg1, %arg2, %arg3 : {{.*}}) -> (tensor<256x1024xbf16>, tensor<1024xf32>, tensor<1024xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: trn.dot_general
+// CHECK: trn.reduce sum %{{.*}}, dims = [1]
+// CHECK: trn.reduce sum %{{.*}}, dims = [0]
+// CHECK: trn.reduce sum %{{.*}}, dims = [0]
+// CHECK: trn.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[E]]#0, %[[E]]#1, %[[E]]#2
+func.func @whole_row_norm_backward(%dy: tensor<256x1024xbf16>, %w: tensor<1024x1024xbf16>, %xhat: tensor<256x1024xf32>, %rstd: tensor<256xf32>) -> (tensor<256x1024xbf16>, tensor<1024xf32>, tensor<1024xf32>) {
+  %0 = trn.dot_general %dy, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x1024xbf16>, tensor<1024x1024xbf16>) -> tensor<256x1024xf32>
+  %1 = trn.fusion(%0, %xhat : tensor<256x1024xf32>, tensor<256x1024xf32>) -> (tensor<256x1024xf32>) {
+  ^bb0(%a: tensor<256x1024xf32>, %h: tensor<256x1024xf32>):
+    %2 = trn.mul %a, %h : tensor<256x1024xf32>
+    trn.yield %2 : tensor<256x1024xf32>
+  }
+  %3 = trn.fusion(%0, %xhat, %rstd : tensor<256x1024xf32>, tensor<256x1024xf32>, tensor<256xf32>) -> (tensor<256x1024xbf16>) {
+  ^bb0(%a: tensor<256x1024xf32>, %h: tensor<256x1024xf32>, %s: tensor<256xf32>):
+    %4 = trn.reduce sum %a, dims = [1] : (tensor<256x1024xf32>) -> tensor<256xf32>
+    %5 = trn.broadcast_in_dim %4, dims = [0] : (tensor<256xf32>) -> tensor<256x1024xf32>
+    %6 = trn.sub %a, %5 : tensor<256x1024xf32>
+    %7 = trn.broadcast_in_dim %s, dims = [0] : (tensor<256xf32>) -> tensor<256x1024xf32>
+    %8 = trn.mul %6, %7 : tensor<256x1024xf32>
+    %9 = trn.convert %8 : tensor<256x1024xf32> -> tensor<256x1024xbf16>
+    trn.yield %9 : tensor<256x1024xbf16>
+  }
+  %10 = trn.reduce sum %1, dims = [0] : (tensor<256x1024xf32>) -> tensor<1024xf32>
+  %11 = trn.reduce sum %0, dims = [0] : (tensor<256x1024xf32>) -> tensor<1024xf32>
+  return %3, %10, %11 : tensor<256x1024xbf16>, tensor<1024xf32>, tensor<1024xf32>
+}
+
+// -----
+
+// A sibling whose result the norm's group reads merges into it (the value
+// is computed inside, not read back).
+// CHECK-LABEL: func.func @sibling_read_by_norm
+// CHECK-NEXT: %[[E:.*]]:2 = trn.fusion(%arg0, %arg1 : {{.*}}) -> (tensor<128x512xf32>, tensor<128x512xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: trn.dot_general
+// CHECK-NEXT: trn.exp
+// CHECK-NEXT: trn.reduce max
+// CHECK: return %[[E]]#0, %[[E]]#1
+func.func @sibling_read_by_norm(%x: tensor<128x64xf32>, %w: tensor<64x512xf32>) -> (tensor<128x512xf32>, tensor<128x512xf32>) {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x512xf32>) -> tensor<128x512xf32>
+  %1 = trn.fusion(%0 : tensor<128x512xf32>) -> (tensor<128x512xf32>) {
+  ^bb0(%a: tensor<128x512xf32>):
+    %2 = trn.exp %a : tensor<128x512xf32>
+    trn.yield %2 : tensor<128x512xf32>
+  }
+  %3 = trn.fusion(%0, %1 : tensor<128x512xf32>, tensor<128x512xf32>) -> (tensor<128x512xf32>) {
+  ^bb0(%a: tensor<128x512xf32>, %e: tensor<128x512xf32>):
+    %4 = trn.reduce max %a, dims = [1] : (tensor<128x512xf32>) -> tensor<128xf32>
+    %5 = trn.broadcast_in_dim %4, dims = [0] : (tensor<128xf32>) -> tensor<128x512xf32>
+    %6 = trn.sub %e, %5 : tensor<128x512xf32>
+    trn.yield %6 : tensor<128x512xf32>
+  }
+  return %3, %1 : tensor<128x512xf32>, tensor<128x512xf32>
+}
+
+// -----
+
+// Must not merge: another op uses the sibling's result before the norm's
+// group. The norm still takes the matmul (placed at the matmul), and yields
+// its result for the sibling to read.
+// CHECK-LABEL: func.func @sibling_used_early
+// CHECK-NEXT: %[[E:.*]]:2 = trn.fusion(%arg0, %arg1 : {{.*}}) -> (tensor<128x512xf32>, tensor<128x512xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: trn.dot_general
+// CHECK-NEXT: trn.reduce max
+// CHECK: }
+// CHECK-NEXT: %[[S:.*]] = trn.fusion(%[[E]]#1
+// CHECK: trn.exp
+// CHECK: return %[[E]]#0, %{{.*}}
+func.func @sibling_used_early(%x: tensor<128x64xf32>, %w: tensor<64x512xf32>) -> (tensor<128x512xf32>, tensor<128x512xf32>) {
+  %0 = trn.dot_general %x, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x512xf32>) -> tensor<128x512xf32>
+  %1 = trn.fusion(%0 : tensor<128x512xf32>) -> (tensor<128x512xf32>) {
+  ^bb0(%a: tensor<128x512xf32>):
+    %2 = trn.exp %a : tensor<128x512xf32>
+    trn.yield %2 : tensor<128x512xf32>
+  }
+  %7 = trn.neg %1 : tensor<128x512xf32>
+  %3 = trn.fusion(%0 : tensor<128x512xf32>) -> (tensor<128x512xf32>) {
+  ^bb0(%a: tensor<128x512xf32>):
+    %4 = trn.reduce max %a, dims = [1] : (tensor<128x512xf32>) -> tensor<128xf32>
+    %5 = trn.broadcast_in_dim %4, dims = [0] : (tensor<128xf32>) -> tensor<128x512xf32>
+    %6 = trn.sub %a, %5 : tensor<128x512xf32>
+    trn.yield %6 : tensor<128x512xf32>
+  }
+  return %3, %7 : tensor<128x512xf32>, tensor<128x512xf32>
 }

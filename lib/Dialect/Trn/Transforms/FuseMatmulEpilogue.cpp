@@ -34,9 +34,26 @@ ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
+Type elementTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
 /// The dims [0, n).
 SmallVector<int64_t> leadingDims(int64_t n) {
   return llvm::to_vector(llvm::seq<int64_t>(0, n));
+}
+
+/// Whether the backend computes each row block of the matmul's result
+/// whole (trn::matmulYieldsWholeRows): its epilogue may then reduce rows.
+bool yieldsWholeRows(DotGeneralOp dot) {
+  auto lhsType = cast<RankedTensorType>(dot.getLhs().getType());
+  auto resultType = cast<RankedTensorType>(dot.getType());
+  if (!lhsType.hasStaticShape() || !resultType.hasStaticShape() ||
+      dot.getLhsContractingDims().size() != 1)
+    return false;
+  int64_t k = lhsType.getDimSize(dot.getLhsContractingDims()[0]);
+  int64_t inBytes = (lhsType.getElementTypeBitWidth() + 7) / 8;
+  return matmulYieldsWholeRows(k, resultType.getShape().back(), inBytes);
 }
 
 /// Why `fusion` cannot take `dot` (whose result its block argument `arg`
@@ -54,11 +71,30 @@ std::string epilogueBlocker(DotGeneralOp dot, FusionOp fusion,
   ArrayRef<int64_t> full = shapeOf(dot.getResult());
   ArrayRef<int64_t> row = full.drop_back();
   Block &body = fusion.getBody().front();
+  bool wholeRows = yieldsWholeRows(dot);
   for (Operation &op : body) {
     if (isa<DotGeneralOp>(op))
       return "the group already has a matmul";
-    if (isa<ReduceOp>(op))
-      return "the group reduces rows, which a result tile does not hold";
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      if (!wholeRows)
+        return "the group reduces rows, which a result tile does not hold";
+      int64_t rank = full.size();
+      bool alongRows = reduce.getDims() == ArrayRef<int64_t>{rank - 1} &&
+                       reduce.getKind() != ReduceKind::prod;
+      bool overRows = rank == 2 && reduce.getDims() == ArrayRef<int64_t>{0} &&
+                      reduce.getKind() == ReduceKind::sum;
+      // (A sum over rows is only yielded, of f32: the backend keeps its
+      // running total as the row blocks come.)
+      overRows &= elementTypeOf(reduce.getOperand()).isF32() &&
+                  elementTypeOf(reduce.getResult()).isF32() &&
+                  llvm::all_of(reduce->getUsers(), [](Operation *user) {
+                    return isa<YieldOp>(user);
+                  });
+      if (shapeOf(reduce.getOperand()) != full || (!alongRows && !overRows))
+        return "the group reduces another way than along or over the "
+               "matmul's rows";
+      continue;
+    }
     if (isa<RotateHalfOp>(op))
       return "the group rotates rows, which a result tile does not hold";
     for (Value result : op.getResults())
@@ -366,6 +402,67 @@ FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
   return head;
 }
 
+/// `from` (a group before `into`) merged into `into`: one group at
+/// `into`'s place computing both, yielding `into`'s results then `from`'s
+/// (what `into` read of them it now computes). Null (nothing changed) when
+/// something else before `into` uses `from`'s results.
+FusionOp mergeSibling(FusionOp into, FusionOp from) {
+  Block *block = into->getBlock();
+  if (from->getBlock() != block || !from->isBeforeInBlock(into))
+    return nullptr;
+  for (Value result : from.getResults())
+    for (Operation *user : result.getUsers()) {
+      Operation *at = block->findAncestorOpInBlock(*user);
+      if (!at || (at != into && !into->isBeforeInBlock(at)))
+        return nullptr;
+    }
+  auto isFromResult = [&](Value value) {
+    return value.getDefiningOp() == from.getOperation();
+  };
+  SmallVector<Value> inputs;
+  for (FusionOp group : {into, from})
+    for (Value input : group.getInputs())
+      if (!isFromResult(input) && !llvm::is_contained(inputs, input))
+        inputs.push_back(input);
+  SmallVector<Type> types(into.getResultTypes());
+  llvm::append_range(types, from.getResultTypes());
+  OpBuilder builder(into);
+  auto merged = builder.create<FusionOp>(into.getLoc(), types, inputs);
+  merged->setDiscardableAttrs(into->getDiscardableAttrDictionary());
+  Block *body = builder.createBlock(&merged.getBody());
+  for (Value input : inputs)
+    body->addArgument(input.getType(), input.getLoc());
+  IRMapping mapping;
+  SmallVector<Value> yielded;
+  Block &fromBody = from.getBody().front();
+  for (FusionOp group : {from, into}) {
+    Block &groupBody = group.getBody().front();
+    for (auto [input, arg] :
+         llvm::zip(group.getInputs(), groupBody.getArguments()))
+      mapping.map(
+          arg,
+          isFromResult(input)
+              ? mapping.lookup(fromBody.getTerminator()->getOperand(
+                    cast<OpResult>(input).getResultNumber()))
+              : body->getArgument(llvm::find(inputs, input) - inputs.begin()));
+    for (Operation &op : groupBody.without_terminator())
+      builder.clone(op, mapping);
+  }
+  for (FusionOp group : {into, from})
+    for (Value value :
+         cast<YieldOp>(group.getBody().front().getTerminator()).getValues())
+      yielded.push_back(mapping.lookup(value));
+  builder.create<YieldOp>(into.getLoc(), yielded);
+  unsigned intoResults = into.getNumResults();
+  for (auto [index, result] : llvm::enumerate(into.getResults()))
+    result.replaceAllUsesWith(merged.getResult(index));
+  for (auto [index, result] : llvm::enumerate(from.getResults()))
+    result.replaceAllUsesWith(merged.getResult(intoResults + index));
+  into.erase();
+  from.erase();
+  return merged;
+}
+
 /// Whether the group reduces along its rows (a norm's statistics): its
 /// tiles hold whole rows, and only sums over rows may join it.
 bool reducesRows(FusionOp group) {
@@ -377,19 +474,17 @@ bool reducesRows(FusionOp group) {
 /// gradient) join the group: the backend adds each result tile into a
 /// running [128, N] total as it is computed (as it leaves the matmul, for an
 /// epilogue) and sums the partitions once per column block, instead of
-/// reading the whole result back. A matmul epilogue that reduces along rows
-/// keeps its sums apart, as does a group that does so over wider rows than
-/// kMaxWholeRowSumColumns.
+/// reading the whole result back. A group that reduces along rows keeps its
+/// sums apart when its rows are wider than kMaxWholeRowSumColumns.
 ///
 /// The [M, N] shape of a group that reductions may join (its matmul's, else
-/// its largest value's), or none: a matmul that batches or whose epilogue
-/// reduces rows, a rotation, or not 2-D.
+/// its largest value's), or none: a matmul that batches, a rotation, or not
+/// 2-D.
 std::optional<SmallVector<int64_t>> joinableShape(FusionOp group) {
   Block &body = group.getBody().front();
   auto dot = dyn_cast<DotGeneralOp>(body.front());
   if ((dot && !dot.getLhsBatchingDims().empty()) ||
-      llvm::any_of(body, [](Operation &op) { return isa<RotateHalfOp>(op); }) ||
-      (dot && reducesRows(group)))
+      llvm::any_of(body, [](Operation &op) { return isa<RotateHalfOp>(op); }))
     return std::nullopt;
   SmallVector<int64_t> full;
   int64_t largest = -1;
@@ -515,10 +610,64 @@ void absorbColumnSums(FusionOp group) {
   group.erase();
 }
 
+/// A group that reduces rows of a matmul's result (a layer norm after a
+/// projection and its residual, or its backward after the input gradient)
+/// takes the matmul whole when the backend yields the result a whole row
+/// block at a time (trn::matmulYieldsWholeRows), together with the other
+/// elementwise groups that read the result (merged into it): the result
+/// then never goes through HBM. Split into an epilogue and the rest, the
+/// result (fp32) was written and read back: 16 MB per norm of a BERT-large
+/// layer.
+void fuseWholeRowEpilogues(func::FuncOp function) {
+  SmallVector<FusionOp> reducing;
+  function.walk([&](FusionOp fusion) {
+    Block &body = fusion.getBody().front();
+    if (!isa<DotGeneralOp>(body.front()) && reducesRows(fusion) &&
+        llvm::none_of(body,
+                      [](Operation &op) { return isa<RotateHalfOp>(op); }))
+      reducing.push_back(fusion);
+  });
+  for (FusionOp group : reducing) {
+    DotGeneralOp dot;
+    for (Value input : group.getInputs()) {
+      auto candidate = input.getDefiningOp<DotGeneralOp>();
+      if (candidate && candidate->getBlock() == group->getBlock() &&
+          yieldsWholeRows(candidate) &&
+          llvm::count(group.getInputs(), input) == 1) {
+        dot = candidate;
+        break;
+      }
+    }
+    if (!dot)
+      continue;
+    llvm::SetVector<FusionOp> siblings;
+    for (Operation *user : dot->getUsers()) {
+      auto sibling = dyn_cast<FusionOp>(user);
+      if (sibling && sibling != group && !reducesRows(sibling) &&
+          !isa<DotGeneralOp>(sibling.getBody().front().front()) &&
+          llvm::none_of(sibling.getBody().front(),
+                        [](Operation &op) { return isa<RotateHalfOp>(op); }))
+        siblings.insert(sibling);
+    }
+    for (FusionOp sibling : siblings)
+      if (FusionOp merged = mergeSibling(group, sibling))
+        group = merged;
+    BlockArgument arg = group.getBody().front().getArgument(
+        llvm::find(group.getInputs(), dot.getResult()) -
+        group.getInputs().begin());
+    if (!epilogueBlocker(dot, group, arg).empty())
+      continue;
+    DominanceInfo dominance(function);
+    if (Operation *at = insertionPoint(dot, group, dominance))
+      fuse(dot, group, at);
+  }
+}
+
 struct FuseMatmulEpilogue
     : trn::impl::TrnFuseMatmulEpilogueBase<FuseMatmulEpilogue> {
   void runOnOperation() override {
     func::FuncOp function = getOperation();
+    fuseWholeRowEpilogues(function);
     // Groups that reduce rows hand their elementwise prefix to the matmul
     // they read first.
     SmallVector<FusionOp> reducing;

@@ -140,6 +140,13 @@ private:
       sig[i] = isa<func::CallOp>(op) ? llvm::hash_value(i) ^ 0x5bd1e995
                                      : size_t(structuralHash(op));
 
+    // An op's weight: itself and the ops of its regions (a group's body).
+    weightsBefore.assign(ops.size() + 1, 0);
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      int64_t weight = 0;
+      op->walk([&](Operation *) { ++weight; });
+      weightsBefore[i + 1] = weightsBefore[i] + weight;
+    }
     std::vector<Run> candidates = findCandidates(sig);
     int tried = 0;
     for (const Run &candidate : candidates) {
@@ -159,8 +166,7 @@ private:
     std::vector<Run> runs;
     size_t n = sig.size();
     size_t repeats = static_cast<size_t>(std::max<int64_t>(minRepeats, 2));
-    for (size_t period = static_cast<size_t>(std::max<int64_t>(minOps, 1));
-         period * repeats <= n; ++period) {
+    for (size_t period = 1; period * repeats <= n; ++period) {
       size_t i = 0;
       while (i + period < n) {
         if (sig[i] != sig[i + period]) {
@@ -173,7 +179,8 @@ private:
         // Matches over [i, j): blocks at i, i + P, ... while they fit.
         size_t length = j - i;
         size_t count = length / period + 1;
-        if (count >= repeats)
+        if (count >= repeats &&
+            weightsBefore[i + period] - weightsBefore[i] >= minOps)
           runs.push_back({i, period, count});
         i = j;
       }
@@ -328,6 +335,8 @@ private:
   }
 
   func::FuncOp function;
+  /// Per op index i, the total weight of ops [0, i).
+  std::vector<int64_t> weightsBefore;
   SymbolTable &symbols;
   int64_t minOps, minRepeats;
   std::vector<Operation *> ops;

@@ -23,3 +23,22 @@ bool mlir::trn::isMatmulForm(int64_t lhsRank, int64_t rhsRank,
          lhsRank == batchRank + 2 && rhsRank == batchRank + 2 &&
          lhsContractingDims.size() == 1 && rhsContractingDims.size() == 1;
 }
+
+mlir::trn::MatmulColumnBlocking
+mlir::trn::matmulColumnBlocking(int64_t k, int64_t n, int64_t inBytes) {
+  // The Tensor Engine's tile sizes: K per matmul, fp32 columns per bank.
+  constexpr int64_t kTileK = 128, kBankColumns = 512;
+  int64_t kTiles = (k + kTileK - 1) / kTileK;
+  MatmulColumnBlocking blocking;
+  blocking.wideBlocks =
+      n > kBankColumns && kTiles * 2 * kBankColumns * inBytes <= 128 * 1024;
+  blocking.blockWidth = blocking.wideBlocks ? 2 * kBankColumns : kBankColumns;
+  blocking.residentPanel = blocking.wideBlocks ||
+                           kTiles * blocking.blockWidth * inBytes <= 96 * 1024;
+  return blocking;
+}
+
+bool mlir::trn::matmulYieldsWholeRows(int64_t k, int64_t n, int64_t inBytes) {
+  MatmulColumnBlocking blocking = matmulColumnBlocking(k, n, inBytes);
+  return n <= blocking.blockWidth && blocking.residentPanel;
+}

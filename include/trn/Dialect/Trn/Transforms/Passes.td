@@ -317,7 +317,9 @@ def TrnOutlineLayers : Pass<"trn-outline-layers", "::mlir::ModuleOp"> {
   let description = [{
     Finds, in each step function, runs of at least `min-repeats`
     consecutive blocks of ops that compute the same thing (a transformer
-    layer's forward, its backward), each block at least `min-ops` ops, and
+    layer's forward, its backward), each block at least `min-ops` ops
+    counting those inside its groups (a layer of large fused groups has few
+    ops of its own), and
     replaces every block by a `func.call` of one private function marked
     `trn.subroutine`. The backend lowers that function once (an nc kernel
     called with nc.call), so a 10-layer stage costs one layer's compile.
@@ -342,7 +344,7 @@ def TrnOutlineLayers : Pass<"trn-outline-layers", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"minOps", "min-ops", "int64_t", "16",
-           "the fewest ops a repeated block has">,
+           "the fewest ops a repeated block has, nested ones included">,
     Option<"minRepeats", "min-repeats", "int64_t", "2",
            "the fewest consecutive repeats outlined">,
   ];
