@@ -404,8 +404,10 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op, MatmulEpilogue epilogue,
     return kb.window(tile, shape, offset);
   };
   // Evicts a PSUM tile into SBUF, alternating the Scalar and Vector Engines.
+  // (With whole rows, every eviction goes to the Scalar Engine: the
+  // epilogue's norm keeps the Vector Engine busy.)
   auto evict = [&](Value dst, Value src) {
-    if (evictions++ % 2 == 0)
+    if (wholeRows || evictions++ % 2 == 0)
       kb.scalarCopy(dst, src);
     else
       builder.create<TensorCopyOp>(kb.loc, dst, src, Engine::vector);
@@ -768,6 +770,68 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op, MatmulEpilogue epilogue,
     return success();
   }
 
+  if (wholeRows) {
+    // Whole row blocks for an epilogue that reduces them (a norm: Vector
+    // bound). Engine queues run in order, so M block i + 1's stationary
+    // tiles are all prepared (transposed and evicted) before block i's
+    // epilogue is emitted: the Tensor Engine then computes block i + 1
+    // while the Vector Engine runs block i's epilogue. Prepared group by
+    // group, block i + 1's evictions queued behind that epilogue and the
+    // Tensor Engine waited for it at every block.
+    SmallVector<std::pair<const ColumnBlock *, int64_t>> steps;
+    for (const ColumnBlock &block : columnBlocks)
+      for (int64_t mb = 0; mb < mBlocks; ++mb)
+        steps.push_back({&block, mb});
+    auto prepareAll = [&](size_t step, MBlock &state,
+                          SmallVectorImpl<Group> &groups) {
+      state = startMBlock(*steps[step].first, steps[step].second);
+      groups.clear();
+      for (int64_t kt = 0; kt < kTiles;) {
+        groups.push_back(prepare(state, kt));
+        kt += groups.back().count;
+      }
+    };
+    MBlock state, nextState;
+    SmallVector<Group> groups, nextGroups;
+    prepareAll(0, state, groups);
+    for (size_t step = 0; step < steps.size(); ++step) {
+      const ColumnBlock &block = *steps[step].first;
+      int64_t m0 = steps[step].second * kMatmulM;
+      int64_t mw = std::min(kMatmulM, m - m0), nw = block.nw;
+      SmallVector<Value> accs;
+      for (int64_t s0 = 0; s0 < nw; s0 += kMatmulN)
+        accs.push_back(
+            kb.tile(MemorySpace::psum, mw, {std::min(kMatmulN, nw - s0)}, f32));
+      for (const Group &group : groups)
+        for (int64_t j = 0; j < group.count; ++j) {
+          int64_t kt = group.kt + j;
+          fillPanel(block, kt, 0, panel);
+          int64_t kw = std::min(kMatmulK, k - kt * kMatmulK);
+          issueMatmuls(accs, group.stationaries[j], panel[kt], kw, nw,
+                       /*accumulate=*/kt > 0);
+        }
+      // The banks into one tile of whole rows, rounded to the result type.
+      Value rowsTile = kb.tile(MemorySpace::sbuf, mw, {nw}, outType);
+      for (auto [part, acc] : llvm::enumerate(accs)) {
+        int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
+        evict(accs.size() == 1
+                  ? rowsTile
+                  : view(rowsTile, {mw, std::min(kMatmulN, nw - s0)}, s0),
+              acc);
+      }
+      if (step + 1 < steps.size()) {
+        if (steps[step + 1].first != &block)
+          panel.assign(kTiles, Value());
+        prepareAll(step + 1, nextState, nextGroups);
+      }
+      if (failed(epilogue(rowsTile, block.batch * m + m0, mw, block.n0, nw)))
+        return failure();
+      std::swap(state, nextState);
+      std::swap(groups, nextGroups);
+    }
+    return success();
+  }
+
   // The first stationary group of the next M block of the same column block,
   // prepared (its rows loaded and transposed) before the current block's
   // last matmuls so that its evictions overlap them instead of stalling the
@@ -834,21 +898,6 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op, MatmulEpilogue epilogue,
                       panelOffsetOf(blockIndex + 1), nextPanel);
         }
         current = std::move(next);
-      }
-      if (wholeRows) {
-        // The epilogue reduces rows: the block's banks are evicted into one
-        // SBUF tile of whole rows (rounded to the result type) for it.
-        Value rowsTile = kb.tile(MemorySpace::sbuf, mw, {nw}, outType);
-        for (auto [part, acc] : llvm::enumerate(accs)) {
-          int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
-          evict(accs.size() == 1
-                    ? rowsTile
-                    : view(rowsTile, {mw, std::min(kMatmulN, nw - s0)}, s0),
-                acc);
-        }
-        if (failed(epilogue(rowsTile, batch * m + m0, mw, n0, nw)))
-          return failure();
-        continue;
       }
       for (auto [part, acc] : llvm::enumerate(accs)) {
         int64_t s0 = static_cast<int64_t>(part) * kMatmulN;
