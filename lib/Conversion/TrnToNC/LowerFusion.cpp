@@ -147,7 +147,18 @@ private:
   /// so far (a row block's tiles come in column order).
   llvm::SmallPtrSet<Operation *, 4> tileRowReductions;
   llvm::DenseMap<std::pair<Operation *, int64_t>, Value> rowTotals;
+  /// The running total before the current tile's part (none at the first).
+  llvm::DenseMap<std::pair<Operation *, int64_t>, Value> previousRowTotals;
   LogicalResult emitTileRowReduction(trn::ReduceOp reduce, const Ref &in);
+  /// sum(exp(x - max(x))) along rows whose tiles come a part of each row at
+  /// a time (trn-fuse-matmul-epilogue's absorbed normaliser): per sum, the
+  /// max it subtracts (a reduction over tiles). Each tile adds
+  /// sum(exp(x - m)) for the running max m to the running sum, rescaled by
+  /// exp(m_before - m) (online softmax); the broadcast, subtraction and
+  /// exponential of the body are not emitted themselves.
+  llvm::DenseMap<Operation *, trn::ReduceOp> onlineExpSums;
+  llvm::SmallPtrSet<Operation *, 8> onlineExpSumParts;
+  LogicalResult emitOnlineExpSum(trn::ReduceOp sum, const Ref &in);
   llvm::DenseMap<std::pair<Operation *, int64_t>, Value> columnTotals;
   Value onesColumn;
   LogicalResult emitColumnSum(trn::ReduceOp reduce, const Ref &in);
@@ -221,9 +232,48 @@ LogicalResult FusionLowering::analyse() {
   auto leadingIdentity = [&](int64_t n) {
     return llvm::to_vector(llvm::seq<int64_t>(0, n));
   };
+  // Online sums of exponentials (an epilogue's normaliser over rows wider
+  // than its tiles): sum(exp(x - broadcast(max(x)))), only yielded, the max
+  // also only yielded.
+  if (dot && full.size() == 2) {
+    for (Operation &op : body) {
+      auto sum = dyn_cast<trn::ReduceOp>(op);
+      if (!sum || sum.getKind() != trn::ReduceKind::sum ||
+          sum.getDims() != ArrayRef<int64_t>{1} ||
+          !elementTypeOf(sum.getResult()).isF32() ||
+          !llvm::all_of(sum->getUsers(), [](Operation *user) {
+            return isa<trn::YieldOp>(user);
+          }))
+        continue;
+      auto exp = sum.getOperand().getDefiningOp<trn::ExpOp>();
+      auto sub =
+          exp ? exp.getOperand().getDefiningOp<trn::SubOp>() : trn::SubOp();
+      auto broadcast = sub ? sub.getRhs().getDefiningOp<trn::BroadcastInDimOp>()
+                           : trn::BroadcastInDimOp();
+      auto max = broadcast
+                     ? broadcast.getOperand().getDefiningOp<trn::ReduceOp>()
+                     : trn::ReduceOp();
+      if (!max || max.getKind() != trn::ReduceKind::max ||
+          max.getDims() != ArrayRef<int64_t>{1} ||
+          max.getOperand() != sub.getLhs() ||
+          broadcast.getDims() != ArrayRef<int64_t>{0} ||
+          !elementTypeOf(sub.getLhs()).isF32() || !exp->hasOneUse() ||
+          !sub->hasOneUse() || !broadcast->hasOneUse() ||
+          !llvm::all_of(max->getUsers(), [&](Operation *user) {
+            return isa<trn::YieldOp>(user) || user == broadcast.getOperation();
+          }))
+        continue;
+      onlineExpSums[sum.getOperation()] = max;
+      onlineExpSumParts.insert(exp.getOperation());
+      onlineExpSumParts.insert(sub.getOperation());
+      onlineExpSumParts.insert(broadcast.getOperation());
+    }
+  }
   for (Operation &op : body) {
-    if (isa<trn::YieldOp>(op))
+    if (isa<trn::YieldOp>(op) || onlineExpSumParts.contains(&op))
       continue;
+    if (onlineExpSums.count(&op))
+      continue; // a per-row result, computed per tile
     if (auto reduce = dyn_cast<trn::ReduceOp>(op);
         reduce && full.size() == 2 &&
         reduce.getKind() == trn::ReduceKind::sum &&
@@ -252,8 +302,9 @@ LogicalResult FusionLowering::analyse() {
             full &&
         elementTypeOf(reduce.getOperand()).isF32() &&
         elementTypeOf(reduce.getResult()).isF32() &&
-        llvm::all_of(reduce->getUsers(),
-                     [](Operation *user) { return isa<trn::YieldOp>(user); })) {
+        llvm::all_of(reduce->getUsers(), [&](Operation *user) {
+          return isa<trn::YieldOp>(user) || onlineExpSumParts.contains(user);
+        })) {
       tileRowReductions.insert(&op);
       continue;
     }
@@ -944,6 +995,16 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
             return failure();
         return success();
       }
+      if (onlineExpSumParts.contains(&op))
+        continue;
+      if (auto online = onlineExpSums.find(&op);
+          online != onlineExpSums.end()) {
+        FailureOr<Ref> in = get(online->second.getOperand());
+        if (failed(in) ||
+            failed(emitOnlineExpSum(cast<trn::ReduceOp>(op), *in)))
+          return failure();
+        continue;
+      }
       if (failed(emitOp(&op)))
         return failure();
       for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
@@ -996,6 +1057,7 @@ LogicalResult FusionLowering::emitTileRowReduction(trn::ReduceOp reduce,
                                  Engine::vector);
   ++vectorWork;
   Value &total = rowTotals[{reduce.getOperation(), row0}];
+  previousRowTotals[{reduce.getOperation(), row0}] = total;
   if (!total) {
     total = partial;
   } else {
@@ -1010,7 +1072,60 @@ LogicalResult FusionLowering::emitTileRowReduction(trn::ReduceOp reduce,
   for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
     if (value == reduce.getResult())
       kb.dma(kb.view(out, row0, rows, 1, {1}, {1}), total);
-  rowTotals.erase({reduce.getOperation(), row0});
+  // (An online sum of exponentials that subtracts this max reads its total
+  // after it: erased then.)
+  if (llvm::none_of(onlineExpSums,
+                    [&](const auto &entry) { return entry.second == reduce; }))
+    rowTotals.erase({reduce.getOperation(), row0});
+  return success();
+}
+
+LogicalResult FusionLowering::emitOnlineExpSum(trn::ReduceOp sum,
+                                               const Ref &in) {
+  Type f32 = builder.getF32Type();
+  trn::ReduceOp max = onlineExpSums.lookup(sum.getOperation());
+  std::pair<Operation *, int64_t> maxKey{max.getOperation(), row0};
+  Value runningMax = rowTotals.lookup(maxKey);
+  Value maxBefore = previousRowTotals.lookup(maxKey);
+  if (!runningMax)
+    return fail(sum, "the max an online sum subtracts is not computed first");
+  // sum(exp(x - m)) of this tile on the Scalar Engine, m the running max.
+  Value negMax = kb.tile(MemorySpace::sbuf, rows, {1}, f32);
+  builder.create<TensorScalarOp>(kb.loc, AluOp::multiply, AluOp::bypass, negMax,
+                                 runningMax, Value(), Value(),
+                                 llvm::APFloat(-1.0f), llvm::APFloat(0.0f),
+                                 false, false, Engine::vector);
+  Value exps = kb.tile(MemorySpace::sbuf, rows, {width}, f32);
+  Value part = kb.tile(MemorySpace::sbuf, rows, {1}, f32);
+  builder.create<ActivationOp>(kb.loc, ActivationFunc::exp, exps, full(in, f32),
+                               Value(), negMax, part, llvm::APFloat(1.0f),
+                               llvm::APFloat(0.0f));
+  ++scalarWork;
+  Value &total = rowTotals[{sum.getOperation(), row0}];
+  if (!total) {
+    total = part;
+  } else {
+    // The sum so far was of exp(x - m_before): times exp(m_before - m).
+    Value scale = kb.tile(MemorySpace::sbuf, rows, {1}, f32);
+    builder.create<ActivationOp>(kb.loc, ActivationFunc::exp, scale, maxBefore,
+                                 Value(), negMax, Value(), llvm::APFloat(1.0f),
+                                 llvm::APFloat(0.0f));
+    Value rescaled = kb.tile(MemorySpace::sbuf, rows, {1}, f32);
+    builder.create<TensorTensorOp>(kb.loc, AluOp::multiply, rescaled, total,
+                                   scale, Engine::vector);
+    Value next = kb.tile(MemorySpace::sbuf, rows, {1}, f32);
+    builder.create<TensorTensorOp>(kb.loc, AluOp::add, next, rescaled, part,
+                                   Engine::vector);
+    total = next;
+  }
+  if (col0 + width < numColumns)
+    return success();
+  auto yield = cast<trn::YieldOp>(fusion.getBody().front().getTerminator());
+  for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
+    if (value == sum.getResult())
+      kb.dma(kb.view(out, row0, rows, 1, {1}, {1}), total);
+  rowTotals.erase({sum.getOperation(), row0});
+  rowTotals.erase(maxKey);
   return success();
 }
 

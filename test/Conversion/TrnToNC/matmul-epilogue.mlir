@@ -96,3 +96,33 @@ func.func @whole_rows(%x: tensor<128x64xbf16>, %w: tensor<64x1024xbf16>) -> tens
   }
   return %0 : tensor<128x1024xf32>
 }
+
+// -----
+
+// An online sum of exponentials over rows wider than a tile: per tile, the
+// Scalar Engine's exp(x - m) with m the running max (a negated column as
+// the bias) sums the tile's part of each row; from the second tile on, the
+// running sum is rescaled by exp(m_before - m) before the part is added.
+// CHECK-LABEL: func.func @online_exp_sum
+// CHECK: nc.tensor_reduce max
+// CHECK: nc.tensor_scalar multiply, bypass %[[NEG:.*]], %{{.*}} {scalar0 = -1.000000e+00 : f32}
+// CHECK: nc.activation exp %{{.*}}, %{{.*}} bias_column %[[NEG]] row_sum %[[PART:[^ ]*]]
+// CHECK: nc.tensor_reduce max
+// CHECK: nc.tensor_scalar multiply, bypass %[[NEG2:.*]], %{{.*}} {scalar0 = -1.000000e+00 : f32}
+// CHECK: nc.activation exp %{{.*}}, %{{.*}} bias_column %[[NEG2]] row_sum %[[PART2:[^ ]*]]
+// CHECK: nc.activation exp %[[SCALE:.*]], %{{.*}} bias_column %[[NEG2]] :
+// CHECK: nc.tensor_tensor multiply %[[RESCALED:.*]], %{{.*}}, %[[SCALE]]
+// CHECK: nc.tensor_tensor add %{{.*}}, %[[RESCALED]], %[[PART2]]
+func.func @online_exp_sum(%h: tensor<128x64xbf16>, %w: tensor<64x1024xbf16>) -> (tensor<128xf32>, tensor<128xf32>) {
+  %0:2 = trn.fusion(%h, %w : tensor<128x64xbf16>, tensor<64x1024xbf16>) -> (tensor<128xf32>, tensor<128xf32>) {
+  ^bb0(%a: tensor<128x64xbf16>, %b: tensor<64x1024xbf16>):
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xbf16>, tensor<64x1024xbf16>) -> tensor<128x1024xf32>
+    %2 = trn.reduce max %1, dims = [1] : (tensor<128x1024xf32>) -> tensor<128xf32>
+    %3 = trn.broadcast_in_dim %2, dims = [0] : (tensor<128xf32>) -> tensor<128x1024xf32>
+    %4 = trn.sub %1, %3 : tensor<128x1024xf32>
+    %5 = trn.exp %4 : tensor<128x1024xf32>
+    %6 = trn.reduce sum %5, dims = [1] : (tensor<128x1024xf32>) -> tensor<128xf32>
+    trn.yield %2, %6 : tensor<128xf32>, tensor<128xf32>
+  }
+  return %0#0, %0#1 : tensor<128xf32>, tensor<128xf32>
+}

@@ -538,3 +538,84 @@ func.func @sibling_used_early(%x: tensor<128x64xf32>, %w: tensor<64x512xf32>) ->
   }
   return %3, %7 : tensor<128x512xf32>, tensor<128x512xf32>
 }
+
+// -----
+
+// A normaliser over logits wider than a row block's tiles (the group that
+// sums exp(x - max(x)) after the epilogue yields x and max(x)) joins the
+// epilogue, which yields the sum after its results (online softmax in the
+// backend): the logits are not read back for it.
+// CHECK-LABEL: func.func @exp_sum_joins
+// CHECK-NEXT: %[[E:.*]]:3 = trn.fusion(%arg0, %arg1 : {{.*}}) -> (tensor<128x4096xf32>, tensor<128xf32>, tensor<128xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[D:.*]] = trn.dot_general
+// CHECK-NEXT: %[[M:.*]] = trn.reduce max %[[D]], dims = [1]
+// CHECK-NEXT: %[[B:.*]] = trn.broadcast_in_dim %[[M]], dims = [0]
+// CHECK-NEXT: %[[S:.*]] = trn.sub %[[D]], %[[B]]
+// CHECK-NEXT: %[[X:.*]] = trn.exp %[[S]]
+// CHECK-NEXT: %[[T:.*]] = trn.reduce sum %[[X]], dims = [1]
+// CHECK-NEXT: trn.yield %[[D]], %[[M]], %[[T]]
+// CHECK: return %[[E]]#0, %[[E]]#2
+func.func @exp_sum_joins(%h: tensor<128x64xbf16>, %w: tensor<64x4096xbf16>) -> (tensor<128x4096xf32>, tensor<128xf32>) {
+  %0:2 = trn.fusion(%h, %w : tensor<128x64xbf16>, tensor<64x4096xbf16>) -> (tensor<128x4096xf32>, tensor<128xf32>) {
+  ^bb0(%a: tensor<128x64xbf16>, %b: tensor<64x4096xbf16>):
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xbf16>, tensor<64x4096xbf16>) -> tensor<128x4096xf32>
+    %2 = trn.reduce max %1, dims = [1] : (tensor<128x4096xf32>) -> tensor<128xf32>
+    trn.yield %1, %2 : tensor<128x4096xf32>, tensor<128xf32>
+  }
+  %3 = trn.fusion(%0#0, %0#1 : tensor<128x4096xf32>, tensor<128xf32>) -> (tensor<128xf32>) {
+  ^bb0(%x: tensor<128x4096xf32>, %m: tensor<128xf32>):
+    %4 = trn.broadcast_in_dim %m, dims = [0] : (tensor<128xf32>) -> tensor<128x4096xf32>
+    %5 = trn.sub %x, %4 : tensor<128x4096xf32>
+    %6 = trn.exp %5 : tensor<128x4096xf32>
+    %7 = trn.reduce sum %6, dims = [1] : (tensor<128x4096xf32>) -> tensor<128xf32>
+    trn.yield %7 : tensor<128xf32>
+  }
+  return %0#0, %3 : tensor<128x4096xf32>, tensor<128xf32>
+}
+
+// -----
+
+// Must not join: the group subtracts something else than the epilogue's max
+// (here, a max it was given), or does more than sum the exponentials.
+// CHECK-LABEL: func.func @exp_sum_other_max
+// CHECK: trn.fusion(%arg0, %arg1
+// CHECK: trn.fusion(%{{.*}}#0, %arg2
+// CHECK-LABEL: func.func @exp_sum_more
+// CHECK: trn.fusion(%arg0, %arg1
+// CHECK: trn.fusion(%{{.*}}#0, %{{.*}}#1
+func.func @exp_sum_other_max(%h: tensor<128x64xbf16>, %w: tensor<64x4096xbf16>, %m0: tensor<128xf32>) -> (tensor<128x4096xf32>, tensor<128xf32>, tensor<128xf32>) {
+  %0:2 = trn.fusion(%h, %w : tensor<128x64xbf16>, tensor<64x4096xbf16>) -> (tensor<128x4096xf32>, tensor<128xf32>) {
+  ^bb0(%a: tensor<128x64xbf16>, %b: tensor<64x4096xbf16>):
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xbf16>, tensor<64x4096xbf16>) -> tensor<128x4096xf32>
+    %2 = trn.reduce max %1, dims = [1] : (tensor<128x4096xf32>) -> tensor<128xf32>
+    trn.yield %1, %2 : tensor<128x4096xf32>, tensor<128xf32>
+  }
+  %3 = trn.fusion(%0#0, %m0 : tensor<128x4096xf32>, tensor<128xf32>) -> (tensor<128xf32>) {
+  ^bb0(%x: tensor<128x4096xf32>, %m: tensor<128xf32>):
+    %4 = trn.broadcast_in_dim %m, dims = [0] : (tensor<128xf32>) -> tensor<128x4096xf32>
+    %5 = trn.sub %x, %4 : tensor<128x4096xf32>
+    %6 = trn.exp %5 : tensor<128x4096xf32>
+    %7 = trn.reduce sum %6, dims = [1] : (tensor<128x4096xf32>) -> tensor<128xf32>
+    trn.yield %7 : tensor<128xf32>
+  }
+  return %0#0, %0#1, %3 : tensor<128x4096xf32>, tensor<128xf32>, tensor<128xf32>
+}
+func.func @exp_sum_more(%h: tensor<128x64xbf16>, %w: tensor<64x4096xbf16>) -> (tensor<128x4096xf32>, tensor<128xf32>) {
+  %0:2 = trn.fusion(%h, %w : tensor<128x64xbf16>, tensor<64x4096xbf16>) -> (tensor<128x4096xf32>, tensor<128xf32>) {
+  ^bb0(%a: tensor<128x64xbf16>, %b: tensor<64x4096xbf16>):
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xbf16>, tensor<64x4096xbf16>) -> tensor<128x4096xf32>
+    %2 = trn.reduce max %1, dims = [1] : (tensor<128x4096xf32>) -> tensor<128xf32>
+    trn.yield %1, %2 : tensor<128x4096xf32>, tensor<128xf32>
+  }
+  %3 = trn.fusion(%0#0, %0#1 : tensor<128x4096xf32>, tensor<128xf32>) -> (tensor<128xf32>) {
+  ^bb0(%x: tensor<128x4096xf32>, %m: tensor<128xf32>):
+    %4 = trn.broadcast_in_dim %m, dims = [0] : (tensor<128xf32>) -> tensor<128x4096xf32>
+    %5 = trn.sub %x, %4 : tensor<128x4096xf32>
+    %6 = trn.exp %5 : tensor<128x4096xf32>
+    %8 = trn.mul %6, %6 : tensor<128x4096xf32>
+    %7 = trn.reduce sum %8, dims = [1] : (tensor<128x4096xf32>) -> tensor<128xf32>
+    trn.yield %7 : tensor<128xf32>
+  }
+  return %0#0, %3 : tensor<128x4096xf32>, tensor<128xf32>
+}
