@@ -150,6 +150,9 @@ private:
   /// The running total before the current tile's part (none at the first).
   llvm::DenseMap<std::pair<Operation *, int64_t>, Value> previousRowTotals;
   LogicalResult emitTileRowReduction(trn::ReduceOp reduce, const Ref &in);
+  /// Stores the current row block's complete per-row `total` of `value`
+  /// wherever the group yields it.
+  void storeRowTotal(Value value, Value total);
   /// sum(exp(x - max(x))) along rows whose tiles come a part of each row at
   /// a time (trn-fuse-matmul-epilogue's absorbed normaliser): per sum, the
   /// max it subtracts (a reduction over tiles). Each tile adds
@@ -1048,6 +1051,13 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
   return success();
 }
 
+void FusionLowering::storeRowTotal(Value value, Value total) {
+  auto yield = cast<trn::YieldOp>(fusion.getBody().front().getTerminator());
+  for (auto [yielded, out] : llvm::zip(yield.getValues(), outputs))
+    if (yielded == value)
+      kb.dma(kb.view(out, row0, rows, 1, {1}, {1}), total);
+}
+
 LogicalResult FusionLowering::emitTileRowReduction(trn::ReduceOp reduce,
                                                    const Ref &in) {
   Type f32 = builder.getF32Type();
@@ -1068,10 +1078,7 @@ LogicalResult FusionLowering::emitTileRowReduction(trn::ReduceOp reduce,
   }
   if (col0 + width < numColumns)
     return success();
-  auto yield = cast<trn::YieldOp>(fusion.getBody().front().getTerminator());
-  for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
-    if (value == reduce.getResult())
-      kb.dma(kb.view(out, row0, rows, 1, {1}, {1}), total);
+  storeRowTotal(reduce.getResult(), total);
   // (An online sum of exponentials that subtracts this max reads its total
   // after it: erased then.)
   if (llvm::none_of(onlineExpSums,
@@ -1120,10 +1127,7 @@ LogicalResult FusionLowering::emitOnlineExpSum(trn::ReduceOp sum,
   }
   if (col0 + width < numColumns)
     return success();
-  auto yield = cast<trn::YieldOp>(fusion.getBody().front().getTerminator());
-  for (auto [value, out] : llvm::zip(yield.getValues(), outputs))
-    if (value == sum.getResult())
-      kb.dma(kb.view(out, row0, rows, 1, {1}, {1}), total);
+  storeRowTotal(sum.getResult(), total);
   rowTotals.erase({sum.getOperation(), row0});
   rowTotals.erase(maxKey);
   return success();
