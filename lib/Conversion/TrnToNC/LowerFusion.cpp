@@ -129,6 +129,19 @@ private:
   /// and a fused AdamW ran 9% slower.)
   int64_t vectorWork = 0, scalarWork = 0;
   bool scalarIsFree() const { return scalarWork + 1 <= vectorWork; }
+  /// A Vector Engine tensor_tensor with one input in PSUM costs one pass,
+  /// not two (docs/isa.md §7.2): an f32 value the Scalar Engine computes
+  /// only for it is written to PSUM instead of SBUF (at most
+  /// kMaxStagedTiles per tile, a bank each; the two engines then share the
+  /// PSUM port, §7.4). Groups of elementwise ops over wider tiles compute
+  /// per kPsumStageColumns (one bank of fp32) to allow it, their inputs
+  /// still loaded a whole tile at a time: a fused AdamW has five such
+  /// tensor_tensor ops per element (41.5 -> 40.2 ms for BERT-large's).
+  Value stageInPsum(Value value, Value tile);
+  bool psumStaging = false;
+  int64_t stagedTiles = 0;
+  static constexpr int64_t kMaxStagedTiles = 4;
+  static constexpr int64_t kPsumStageColumns = 512;
   SmallVector<int64_t> groupShape; ///< S
   SmallVector<int64_t> shape;      ///< S, or the flat [R, C] view
   SmallVector<int64_t> leading;
@@ -483,6 +496,24 @@ LogicalResult FusionLowering::analyse() {
     if (&op == lastReduction)
       beforeChunks = false;
   }
+  // PSUM staging for groups of elementwise ops only (an epilogue's banks
+  // hold its accumulators) with a tensor_tensor of two f32 tiles.
+  psumStaging = !dot && !hasReduction && !hasRotation && columnSums.empty() &&
+                tileRowReductions.empty() && onlineExpSums.empty() &&
+                llvm::any_of(body, [&](Operation &op) {
+                  return isa<trn::AddOp, trn::SubOp, trn::MulOp, trn::DivOp,
+                             trn::MaxOp, trn::MinOp>(op) &&
+                         op.getOperand(0) != op.getOperand(1) &&
+                         llvm::all_of(op.getOperands(), [&](Value operand) {
+                           auto type =
+                               cast<RankedTensorType>(operand.getType());
+                           return type.getShape() == ArrayRef(groupShape) &&
+                                  type.getElementType().isF32() &&
+                                  !isa_and_nonnull<trn::BroadcastInDimOp,
+                                                   trn::ConstantOp>(
+                                      operand.getDefiningOp());
+                         });
+                });
   if (dot) {
     // The body may read the accumulator itself when the matmul's result is
     // f32 (nothing to round), not stored, and read by one operand of one op
@@ -780,10 +811,21 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
           llvm::APFloat(immediate), llvm::APFloat(0.0f), reverse, false,
           engine);
     };
-    if (lhs.form == rhs.form && lhs.form != Form::Scalar)
-      builder.create<TensorTensorOp>(kb.loc, alu, dst, lhs.tile, rhs.tile,
+    if (lhs.form == rhs.form && lhs.form != Form::Scalar) {
+      Value lhsTile = lhs.tile, rhsTile = rhs.tile;
+      if (engine == Engine::vector && lhs.form == Form::Full &&
+          op->getOperand(0) != op->getOperand(1)) {
+        if (Value staged = stageInPsum(op->getOperand(1), rhsTile)) {
+          rhsTile = staged;
+          --vectorWork;
+        } else if (Value staged = stageInPsum(op->getOperand(0), lhsTile)) {
+          lhsTile = staged;
+          --vectorWork;
+        }
+      }
+      builder.create<TensorTensorOp>(kb.loc, alu, dst, lhsTile, rhsTile,
                                      engine);
-    else if (lhs.form == resultForm && rhs.form != resultForm)
+    } else if (lhs.form == resultForm && rhs.form != resultForm)
       scalarSide(lhs, rhs, /*reverse=*/false, 0);
     else if (rhs.form == resultForm && lhs.form != resultForm)
       scalarSide(rhs, lhs, /*reverse=*/true, 1);
@@ -922,6 +964,35 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       });
 }
 
+Value FusionLowering::stageInPsum(Value value, Value tile) {
+  if (!psumStaging || stagedTiles >= kMaxStagedTiles || !tile)
+    return Value();
+  auto alloc = tile.getDefiningOp<AllocOp>();
+  if (!alloc || !alloc->hasOneUse())
+    return Value();
+  TileType type = alloc.getType();
+  auto producer = dyn_cast<ActivationOp>(*alloc->getUsers().begin());
+  if (type.getMemory() != MemorySpace::sbuf || !type.getElementType().isF32() ||
+      type.getFreeBytes() > kPsumStageColumns * 4 || !producer ||
+      producer.getDst() != tile ||
+      producer->getBlock() != builder.getInsertionBlock() ||
+      !value.hasOneUse() || isa<trn::YieldOp>(*value.getUsers().begin()))
+    return Value();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(alloc);
+  Value staged = builder.create<AllocOp>(
+      alloc.getLoc(),
+      TileType::get(builder.getContext(), MemorySpace::psum, type.getShape(),
+                    type.getElementType()),
+      IntegerAttr(), IntegerAttr());
+  alloc.getResult().replaceAllUsesWith(staged);
+  alloc->erase();
+  if (auto ref = refs.find(value); ref != refs.end())
+    ref->second.tile = staged;
+  ++stagedTiles;
+  return staged;
+}
+
 LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
                                        int64_t columns, Value accumulator) {
   row0 = r0;
@@ -929,6 +1000,7 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
   col0 = c0;
   width = columns;
   vectorWork = scalarWork = 0;
+  stagedTiles = 0;
   refs.clear();
   affine.clear();
   rowSums.clear();
@@ -1016,19 +1088,24 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
     }
     return success();
   };
-  if (!lastReduction)
+  bool stagingChunks = psumStaging && width > kPsumStageColumns;
+  if (!lastReduction && !stagingChunks)
     return emitRange(body.begin(), body.end());
-  auto chunked = std::next(Block::iterator(lastReduction));
+  auto chunked =
+      lastReduction ? std::next(Block::iterator(lastReduction)) : body.begin();
   if (failed(emitRange(body.begin(), chunked)))
     return failure();
-  // The rest per column chunk: full-row values are read as windows.
+  // The rest per column chunk: full-row values (and inputs loaded for the
+  // whole tile) are read as windows.
+  int64_t chunkWidth = lastReduction ? kTileColumns : kPsumStageColumns;
   llvm::MapVector<Value, Ref> rowRefs = refs;
   llvm::MapVector<Value, Affine> rowAffine = affine;
   int64_t rowCol0 = col0, rowWidth = width;
-  for (int64_t c = 0; c < rowWidth; c += kTileColumns) {
+  for (int64_t c = 0; c < rowWidth; c += chunkWidth) {
     col0 = rowCol0 + c;
-    width = std::min(kTileColumns, rowWidth - c);
+    width = std::min(chunkWidth, rowWidth - c);
     vectorWork = scalarWork = 0;
+    stagedTiles = 0;
     auto windowed = [&](Value tile) {
       return tile ? kb.window(tile, {rows, width}, c) : tile;
     };

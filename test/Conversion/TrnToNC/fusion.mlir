@@ -219,3 +219,32 @@ func.func @rotate_wide_rows(%x: tensor<4x4096xf32>) -> tensor<4x4096xf32> {
   }
   return %0 : tensor<4x4096xf32>
 }
+
+// -----
+
+// PSUM staging: in a group of elementwise ops, an f32 value the Scalar
+// Engine computes only for a Vector Engine tensor_tensor is written to PSUM
+// (one input through the PSUM port: one pass instead of two), and tiles
+// wider than one bank of fp32 compute per 512 columns, their inputs loaded
+// for the whole tile.
+// CHECK-LABEL: func.func @psum_staging
+// CHECK: nc.dma_copy %{{.*}}, %{{.*}} : <sbuf, 128x1024xf32>, <hbm, 128x1024xf32>
+// CHECK: nc.dma_copy %{{.*}}, %{{.*}} {queue = 1 : i64} : <sbuf, 128x1024xf32>, <hbm, 128x1024xf32>
+// CHECK: %[[S:.*]] = nc.alloc : <psum, 128x512xf32>
+// CHECK: nc.activation square %[[S]], %{{.*}} : !nc.tile<psum, 128x512xf32>, !nc.tile<sbuf, 128x512xf32>
+// CHECK: nc.tensor_tensor add %[[R:.*]], %[[S]], %{{.*}} : <sbuf, 128x512xf32>, <psum, 128x512xf32>, <sbuf, 128x512xf32>
+// CHECK: nc.dma_copy %{{.*}}, %[[R]] {{.*}} : <hbm, 128x512xf32>, <sbuf, 128x512xf32>
+// CHECK: %[[S2:.*]] = nc.alloc : <psum, 128x512xf32>
+// CHECK: nc.activation square %[[S2]]
+// CHECK: nc.tensor_tensor add %{{.*}}, %[[S2]], %{{.*}} : <sbuf, 128x512xf32>, <psum, 128x512xf32>
+func.func @psum_staging(%m: tensor<128x1024xf32>, %g: tensor<128x1024xf32>) -> tensor<128x1024xf32> {
+  %0 = trn.fusion(%m, %g : tensor<128x1024xf32>, tensor<128x1024xf32>) -> (tensor<128x1024xf32>) {
+  ^bb0(%a: tensor<128x1024xf32>, %b: tensor<128x1024xf32>):
+    %c = trn.constant dense<0.1> : tensor<128x1024xf32>
+    %1 = trn.mul %b, %c : tensor<128x1024xf32>
+    %2 = trn.mul %a, %a : tensor<128x1024xf32>
+    %3 = trn.add %2, %1 : tensor<128x1024xf32>
+    trn.yield %3 : tensor<128x1024xf32>
+  }
+  return %0 : tensor<128x1024xf32>
+}
