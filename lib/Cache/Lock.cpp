@@ -259,6 +259,14 @@ LockAttempt tryLock(const std::string &lockPath, const std::string &tmpDir,
     return LockAttempt::Acquired;
   }
   error = linkError;
+  // sshfs reports a link onto an existing name as EPERM (SFTP's generic
+  // failure), not EEXIST: with a lock there, it is held by someone else.
+  // (Taken for "no hard links", every concurrent compile of one graph
+  // turned lockless under load.)
+  if (linkError == EPERM && readLock(lockPath).exists) {
+    error = EEXIST;
+    return LockAttempt::Held;
+  }
   if (linkError == EEXIST)
     return LockAttempt::Held;
   if (linkError == EPERM || linkError == ENOSYS || linkError == EOPNOTSUPP ||

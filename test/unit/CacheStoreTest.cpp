@@ -1144,6 +1144,38 @@ TEST_F(CacheStoreTest, BreakingAStaleLockJudgesItsContentNotItsInode) {
   EXPECT_FALSE(fs::exists(lock));
 }
 
+TEST_F(CacheStoreTest, SshfsLinkOntoAHeldLockIsNotTakenForNoHardLinks) {
+  // sshfs answers a link onto an existing name with EPERM: while one
+  // request holds the lock, another must wait for it, not conclude that the
+  // filesystem has no hard links and compile again without a lock.
+  setLinkFunctionForTesting([](const char *from, const char *to) {
+    if (fs::exists(to)) {
+      errno = EPERM;
+      return -1;
+    }
+    return link(from, to);
+  });
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  std::atomic<int> compiles{0};
+  CacheKey key = makeKey("sshfs-held");
+  std::vector<CompileResult> results(2);
+  std::thread first([&] {
+    results[0] = cache->getOrCompile(
+        key, "g", counting(compiles, successOutput("held"), 0.3));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  results[1] = cache->getOrCompile(
+      key, "g", counting(compiles, successOutput("held"), 0.3));
+  first.join();
+  setLinkFunctionForTesting(nullptr);
+  EXPECT_EQ(compiles.load(), 1);
+  EXPECT_EQ(results[0].source, CompileResult::Source::Compiled);
+  EXPECT_EQ(results[1].source, CompileResult::Source::Hit);
+  EXPECT_EQ(warnings.count("does not support hard links"), 0u)
+      << warnings.all();
+}
+
 TEST_F(CacheStoreTest, ALostLinkReplyIsRecognisedByOurNonce) {
   // The link happens but reports EEXIST, as a retransmission does on NFS
   // after a lost reply; FUSE filesystems also misreport link counts.
