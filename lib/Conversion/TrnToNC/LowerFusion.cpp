@@ -70,6 +70,20 @@ private:
     return kb.tile(MemorySpace::sbuf, rows, {form == Form::Full ? width : 1},
                    elementType);
   }
+  /// The tile `op` writes its result to: while an epilogue's tiles cover a
+  /// column block of two PSUM banks, a yielded full value's window of the
+  /// block-wide result, stored once for the block (the DMA engines pay a
+  /// fixed cost per transfer: [128, 512] fp32 stores ran at 80% of their
+  /// rate, [128, 1024] ones at 89%).
+  Value resultTile(Operation *op, Form form, Type elementType);
+  /// Per yielded full value, its block-wide result tile while an epilogue
+  /// computes the tiles of a column block.
+  llvm::MapVector<Value, Value> blockResults;
+  /// Per full input, its block-wide tile (see get()).
+  llvm::DenseMap<Value, Value> blockInputs;
+  int64_t blockCol0 = 0, blockWidth = 0;
+  /// The current tile is one of several of an epilogue's column block.
+  bool pairedBlock = false;
   LogicalResult fail(Operation *op, const Twine &why) {
     return op->emitError("'trn.fusion' cannot be lowered: ") << why;
   }
@@ -89,6 +103,8 @@ private:
   /// The group reduces rows of the matmul's result, which comes a whole row
   /// block at a time, already in SBUF (trn::matmulYieldsWholeRows).
   bool wholeRows = false;
+  /// The matmul's column block width (trn::matmulColumnBlocking).
+  int64_t matmulBlockWidth = 0;
   /// Inputs constant along rows (a bias broadcast over rows) loaded once
   /// and kept while consecutive tiles cover the same columns: at most
   /// kRowInvariantBudget bytes per partition of them (a matmul's epilogue
@@ -382,6 +398,14 @@ LogicalResult FusionLowering::analyse() {
   // A result tile holds at most 512 columns of a row, unless the matmul
   // yields whole rows (trn-fuse-matmul-epilogue forms no other epilogue
   // that reduces rows): then each row block comes whole, in SBUF.
+  if (dot) {
+    auto lhsType = cast<RankedTensorType>(dot.getLhs().getType());
+    matmulBlockWidth =
+        trn::matmulColumnBlocking(
+            lhsType.getDimSize(dot.getLhsContractingDims()[0]), full.back(),
+            (lhsType.getElementTypeBitWidth() + 7) / 8)
+            .blockWidth;
+  }
   if (dot && hasReduction) {
     auto lhsType = cast<RankedTensorType>(dot.getLhs().getType());
     int64_t k = lhsType.getDimSize(dot.getLhsContractingDims()[0]);
@@ -554,6 +578,20 @@ FailureOr<FusionLowering::Ref> FusionLowering::get(Value value) {
     ref.tile = newTile(Form::Column, source->second.elementType);
     kb.dma(ref.tile, kb.view(source->second.hbm, offset, rows,
                              access.partitionStride, {1}, {1}));
+  } else if (pairedBlock && invariant == rowInvariant.end() &&
+             (col0 == blockCol0 || blockInputs.count(value))) {
+    // An epilogue's input over a two-bank column block: loaded whole with
+    // the block's first tile (one transfer instead of two).
+    Value &block = blockInputs[value];
+    if (col0 == blockCol0) {
+      block = kb.tile(MemorySpace::sbuf, rows, {blockWidth},
+                      source->second.elementType);
+      kb.dma(block, kb.view(source->second.hbm,
+                            offset + blockCol0 * access.columnStride, rows,
+                            access.partitionStride, {blockWidth},
+                            {access.columnStride}));
+    }
+    ref.tile = kb.window(block, {rows, width}, col0 - blockCol0);
   } else {
     ref.tile = newTile(Form::Full, source->second.elementType);
     kb.dma(ref.tile,
@@ -658,7 +696,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       form = folded->second;
     else
       form.src = operandTile(0);
-    Value dst = newTile(resultForm, dstType);
+    Value dst = resultTile(op, resultForm, dstType);
     // A row sum of an f32 result comes free with the activation.
     Value rowSum;
     Type f32 = builder.getF32Type();
@@ -730,7 +768,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       return success();
     Engine engine = alu == AluOp::pow ? Engine::gpsimd : Engine::vector;
     const Ref &lhs = in[0], &rhs = in[1];
-    Value dst = newTile(resultForm, dstType);
+    Value dst = resultTile(op, resultForm, dstType);
     // x * c, x + c, x - c and c - x in f32 (c an immediate or a column)
     // are the Scalar Engine's copy x * scale + bias, rounded the same way:
     // x * 1 + c is x + c, and -x + c is c - x.
@@ -924,7 +962,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       .Case(
           [&](trn::CompareOp o) { return binary(aluOpFor(o.getPredicate())); })
       .Case([&](trn::SelectOp) {
-        Value dst = newTile(resultForm, dstType);
+        Value dst = resultTile(op, resultForm, dstType);
         builder.create<SelectOp>(kb.loc, dst, operandTile(0), operandTile(1),
                                  operandTile(2));
         return define({resultForm, dst, 0.0});
@@ -933,7 +971,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
         if (in[0].form == Form::Scalar ||
             castOnWrite.count(convert.getOperand()))
           return define(in[0]); // rounded when it is written to a tile
-        Value dst = newTile(in[0].form, resultType);
+        Value dst = resultTile(op, in[0].form, resultType);
         if (in[0].form == Form::Full && scalarIsFree()) {
           // A cast is the Scalar Engine's copy too.
           kb.scalarCopy(dst, in[0].tile);
@@ -962,6 +1000,19 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
         return fail(other, Twine("'") + other->getName().getStringRef() +
                                "' has no lowering inside a group");
       });
+}
+
+Value FusionLowering::resultTile(Operation *op, Form form, Type elementType) {
+  if (form == Form::Full && !blockResults.empty()) {
+    Value value = op->getResult(0);
+    if (castOnWrite.contains(value))
+      value = value.getUsers().begin()->getResult(0);
+    auto it = blockResults.find(value);
+    if (it != blockResults.end() &&
+        cast<TileType>(it->second.getType()).getElementType() == elementType)
+      return kb.window(it->second, {rows, width}, col0 - blockCol0);
+  }
+  return newTile(form, elementType);
 }
 
 Value FusionLowering::stageInPsum(Value value, Value tile) {
@@ -1020,6 +1071,24 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
   // MLM head's cast and bias-gradient sum of [2048, 30522] f32 had both on
   // the Vector Engine).
   vectorWork += 2 * static_cast<int64_t>(columnSums.size());
+  // An epilogue's first tile of a two-bank column block: the yielded full
+  // values get block-wide tiles, stored after the block's last tile.
+  if (dot && !wholeRows && matmulBlockWidth > 0 &&
+      col0 % matmulBlockWidth == 0) {
+    blockResults.clear();
+    blockInputs.clear();
+    blockCol0 = col0;
+    blockWidth = std::min(matmulBlockWidth, numColumns - col0);
+    pairedBlock = blockWidth > width;
+    if (pairedBlock)
+      for (Value value : yield.getValues())
+        if (value.getDefiningOp() &&
+            cast<RankedTensorType>(value.getType()).getShape() ==
+                ArrayRef(groupShape) &&
+            !blockResults.count(value))
+          blockResults[value] = kb.tile(MemorySpace::sbuf, rows, {blockWidth},
+                                        elementTypeOf(value));
+  }
   // Inputs first (for a matmul, ahead of its result's eviction).
   for (Value value : prefetched)
     if (failed(get(value)))
@@ -1028,7 +1097,7 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
     Ref result{Form::Full, accumulator, 0.0};
     if (!readAccumulator && !wholeRows) {
       // Evicted (and rounded to the result type) by the Scalar Engine.
-      result.tile = newTile(Form::Full, elementTypeOf(dot.getResult()));
+      result.tile = resultTile(dot, Form::Full, elementTypeOf(dot.getResult()));
       kb.scalarCopy(result.tile, accumulator);
       ++scalarWork;
     }
@@ -1043,6 +1112,20 @@ LogicalResult FusionLowering::emitTile(int64_t r0, int64_t rowCount, int64_t c0,
         (ref->form == Form::Full && !ref->tile && affine.count(value)))
       return fail(yield, "a result is not available in the group");
     Type type = elementTypeOf(value);
+    if (auto block = blockResults.find(value); block != blockResults.end()) {
+      // Stored with the block's last tile; copied into its window unless
+      // computed there.
+      Value tile = full(*ref, type);
+      auto view = tile.getDefiningOp<ViewOp>();
+      if (!view || view.getSource() != block->second)
+        kb.scalarCopy(kb.window(block->second, {rows, width}, col0 - blockCol0),
+                      tile);
+      if (col0 + width == blockCol0 + blockWidth)
+        kb.dma(kb.view(out, row0 * numColumns + blockCol0, rows, numColumns,
+                       {blockWidth}, {1}),
+               block->second);
+      return success();
+    }
     if (cast<RankedTensorType>(value.getType()).getShape() ==
         ArrayRef(groupShape))
       kb.dma(kb.view(out, row0 * numColumns + col0, rows, numColumns, {width},

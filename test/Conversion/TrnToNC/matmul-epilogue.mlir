@@ -126,3 +126,26 @@ func.func @online_exp_sum(%h: tensor<128x64xbf16>, %w: tensor<64x1024xbf16>) -> 
   }
   return %0#0, %0#1 : tensor<128xf32>, tensor<128xf32>
 }
+
+// -----
+
+// An epilogue over a column block of two PSUM banks: its full input is
+// loaded for the block with the first bank's tile, and its result is
+// computed into one block-wide tile, stored once after the second bank's
+// (one [128, 1024] transfer each instead of two [128, 512] ones).
+// CHECK-LABEL: func.func @two_bank_block
+// CHECK: %[[OUT:.*]] = nc.alloc : <sbuf, 128x1024xbf16>
+// CHECK: %[[IN:.*]] = nc.alloc : <sbuf, 128x1024xf32>
+// CHECK: nc.dma_copy %[[IN]], %{{.*}} : <sbuf, 128x1024xf32>, <hbm, 128x1024xf32>
+// CHECK-NOT: nc.dma_copy %{{.*}} : <hbm, 128x512xbf16>
+// CHECK: nc.dma_copy %{{.*}}, %[[OUT]] {{.*}} : <hbm, 128x1024xbf16>, <sbuf, 128x1024xbf16>
+func.func @two_bank_block(%x: tensor<128x64xbf16>, %w: tensor<64x1024xbf16>, %r: tensor<128x1024xf32>) -> tensor<128x1024xbf16> {
+  %0 = trn.fusion(%x, %w, %r : tensor<128x64xbf16>, tensor<64x1024xbf16>, tensor<128x1024xf32>) -> (tensor<128x1024xbf16>) {
+  ^bb0(%a: tensor<128x64xbf16>, %b: tensor<64x1024xbf16>, %c: tensor<128x1024xf32>):
+    %1 = trn.dot_general %a, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<128x64xbf16>, tensor<64x1024xbf16>) -> tensor<128x1024xf32>
+    %2 = trn.add %1, %c : tensor<128x1024xf32>
+    %3 = trn.convert %2 : tensor<128x1024xf32> -> tensor<128x1024xbf16>
+    trn.yield %3 : tensor<128x1024xbf16>
+  }
+  return %0 : tensor<128x1024xbf16>
+}
