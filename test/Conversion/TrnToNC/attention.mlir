@@ -39,7 +39,8 @@
 // CHECK-NEXT: %[[KTAIL:[0-9]+]] = nc.alloc : <sbuf, 32x32xbf16>
 // CHECK-NEXT: %[[KTV:[0-9]+]] = nc.view %[[K]] strides [1] {offset = 4096 : i64, partition_stride = 32 : i64} : !nc.hbm<1x2x160x32xbf16> -> <hbm, 32x32xbf16>
 // CHECK-NEXT: nc.dma_copy %[[KTAIL]], %[[KTV]]
-// K^T [32, 160]: each chunk transposed through PSUM into its columns.
+// K^T [32, 160]: each chunk transposed through PSUM into its columns (evicted
+// by the Vector and the Scalar Engine in turn).
 // CHECK-NEXT: %[[KT:[0-9]+]] = nc.alloc : <sbuf, 32x160xbf16>
 // CHECK-NEXT: %[[K0:[0-9]+]] = nc.view %[[KROWS]] strides [1] : !nc.tile<sbuf, 128x1x32xbf16> -> <sbuf, 128x32xbf16>
 // CHECK-NEXT: %[[KT0:[0-9]+]] = nc.view %[[KT]] strides [1] : !nc.tile<sbuf, 32x160xbf16> -> <sbuf, 32x128xbf16>
@@ -49,7 +50,7 @@
 // CHECK-NEXT: %[[KT1:[0-9]+]] = nc.view %[[KT]] strides [1] {offset = 128 : i64} : !nc.tile<sbuf, 32x160xbf16> -> <sbuf, 32x32xbf16>
 // CHECK-NEXT: %[[T1:[0-9]+]] = nc.alloc : <psum, 32x32xf32>
 // CHECK-NEXT: nc.transpose %[[T1]], %[[KTAIL]] : <psum, 32x32xf32>, <sbuf, 32x32xbf16>
-// CHECK-NEXT: nc.tensor_copy %[[KT1]], %[[T1]] : <sbuf, 32x32xbf16>, <psum, 32x32xf32>
+// CHECK-NEXT: nc.activation copy %[[KT1]], %[[T1]] : !nc.tile<sbuf, 32x32xbf16>, !nc.tile<psum, 32x32xf32>
 // V stays as rows, 128-key chunks on partitions.
 // CHECK-NEXT: %[[VROWS:[0-9]+]] = nc.alloc : <sbuf, 128x1x48xbf16>
 // CHECK-NEXT: nc.view %[[V]] strides [6144, 1] {partition_stride = 48 : i64} : !nc.hbm<1x2x160x48xbf16> -> <hbm, 128x1x48xbf16>
@@ -71,7 +72,7 @@
 // CHECK-NEXT: %[[QT1:[0-9]+]] = nc.alloc : <sbuf, 32x32xbf16>
 // CHECK-NEXT: %[[T3:[0-9]+]] = nc.alloc : <psum, 32x32xf32>
 // CHECK-NEXT: nc.transpose %[[T3]], %[[QROWS1]]
-// CHECK-NEXT: nc.tensor_copy %[[QT1]], %[[T3]]
+// CHECK-NEXT: nc.activation copy %[[QT1]], %[[T3]]
 // Block 0 (queries 0..127) sees keys 0..127 only: [128, 128] scores, the
 // mask keeps key j for query p where 0 + p - j >= 0.
 // CHECK-NEXT: %[[S0:[0-9]+]] = nc.alloc : <psum, 128x128xf32>
