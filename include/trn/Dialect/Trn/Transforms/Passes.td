@@ -130,9 +130,17 @@ def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
     result to HBM and loading it back for a separate pass. When the result
     has other users it is also yielded (stored once, still never reloaded).
 
-    A group is left alone when a result tile (up to 128 rows of one batch,
-    up to 512 columns) cannot hold what it needs: it reduces rows (a layer
-    norm needs whole rows), broadcasts the matmul's result, computes another
+    A group that reduces rows (a layer norm after a projection and its
+    residual, or a norm's backward after an input gradient) takes the whole
+    matmul when the backend computes each row block of the result whole (its
+    columns are one column block against a resident panel:
+    `trn::matmulYieldsWholeRows`, at most 1024 columns); the other
+    elementwise groups that read the result merge into it first (when
+    nothing else uses theirs before it), so the result never reaches HBM.
+
+    Otherwise a group is left alone when a result tile (up to 128 rows of one
+    batch, up to 512 columns) cannot hold what it needs: it reduces rows,
+    broadcasts the matmul's result, computes another
     shape, or reads an input whose rows do not fall into one DMA window per
     tile. A group that reduces rows first hands the elementwise ops the
     result flows into before any reduction (a layer norm's bias and residual
@@ -154,7 +162,10 @@ def TrnFuseMatmulEpilogue : Pass<"trn-fuse-matmul-epilogue",
     result (dims [1], sum, max or min: the logits' max in their epilogue,
     the sum of their exponentials), standing alone (or, after an epilogue, as
     a group of its own), joins the group too: each tile reduces its part
-    into a running column per row block, so rows need not fit in SBUF. Run after
+    into a running column per row block, so rows need not fit in SBUF. A
+    group that only sums exp(x - max(x)) along the rows of an epilogue's
+    results x and max(x) joins it as well: the backend keeps a running sum
+    rescaled as the running max grows (online softmax). Run after
     `trn-fuse-elementwise`.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
