@@ -276,25 +276,19 @@ LogicalResult FusionLowering::analyse() {
   if (dot && full.size() == 2) {
     for (Operation &op : body) {
       auto sum = dyn_cast<trn::ReduceOp>(op);
-      if (!sum || sum.getKind() != trn::ReduceKind::sum ||
-          sum.getDims() != ArrayRef<int64_t>{1} ||
-          !elementTypeOf(sum.getResult()).isF32() ||
-          !llvm::all_of(sum->getUsers(), [](Operation *user) {
+      std::optional<trn::ShiftedExpSum> parts =
+          sum ? trn::matchShiftedExpSum(sum) : std::nullopt;
+      if (!parts || !llvm::all_of(sum->getUsers(), [](Operation *user) {
             return isa<trn::YieldOp>(user);
           }))
         continue;
-      auto exp = sum.getOperand().getDefiningOp<trn::ExpOp>();
-      auto sub =
-          exp ? exp.getOperand().getDefiningOp<trn::SubOp>() : trn::SubOp();
-      auto broadcast = sub ? sub.getRhs().getDefiningOp<trn::BroadcastInDimOp>()
-                           : trn::BroadcastInDimOp();
-      auto max = broadcast
-                     ? broadcast.getOperand().getDefiningOp<trn::ReduceOp>()
-                     : trn::ReduceOp();
+      trn::SubOp sub = parts->sub;
+      trn::ExpOp exp = parts->exp;
+      trn::BroadcastInDimOp broadcast = parts->broadcast;
+      auto max = broadcast.getOperand().getDefiningOp<trn::ReduceOp>();
       if (!max || max.getKind() != trn::ReduceKind::max ||
           max.getDims() != ArrayRef<int64_t>{1} ||
           max.getOperand() != sub.getLhs() ||
-          broadcast.getDims() != ArrayRef<int64_t>{0} ||
           !elementTypeOf(sub.getLhs()).isF32() || !exp->hasOneUse() ||
           !sub->hasOneUse() || !broadcast->hasOneUse() ||
           !llvm::all_of(max->getUsers(), [&](Operation *user) {
@@ -406,21 +400,15 @@ LogicalResult FusionLowering::analyse() {
   // that reduces rows): then each row block comes whole, in SBUF.
   if (dot) {
     auto lhsType = cast<RankedTensorType>(dot.getLhs().getType());
-    matmulBlockWidth =
-        trn::matmulColumnBlocking(
-            lhsType.getDimSize(dot.getLhsContractingDims()[0]), full.back(),
-            (lhsType.getElementTypeBitWidth() + 7) / 8)
-            .blockWidth;
-  }
-  if (dot && hasReduction) {
-    auto lhsType = cast<RankedTensorType>(dot.getLhs().getType());
     int64_t k = lhsType.getDimSize(dot.getLhsContractingDims()[0]);
     int64_t inBytes = (lhsType.getElementTypeBitWidth() + 7) / 8;
-    if (!trn::matmulYieldsWholeRows(k, full.back(), inBytes))
+    matmulBlockWidth =
+        trn::matmulColumnBlocking(k, full.back(), inBytes).blockWidth;
+    wholeRows = hasReduction;
+    if (wholeRows && !trn::matmulYieldsWholeRows(k, full.back(), inBytes))
       return fail(fusion, "a group that starts with a matmul cannot reduce "
                           "rows unless the matmul yields them whole (" +
                               Twine(full.back()) + " columns here)");
-    wholeRows = true;
   }
   if (hasRotation && (dot || full.back() > kTileColumns))
     return fail(fusion, "a group that rotates rows needs them whole in a "

@@ -782,18 +782,16 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op, MatmulEpilogue epilogue,
     for (const ColumnBlock &block : columnBlocks)
       for (int64_t mb = 0; mb < mBlocks; ++mb)
         steps.push_back({&block, mb});
-    auto prepareAll = [&](size_t step, MBlock &state,
-                          SmallVectorImpl<Group> &groups) {
-      state = startMBlock(*steps[step].first, steps[step].second);
+    auto prepareAll = [&](size_t step, SmallVectorImpl<Group> &groups) {
+      MBlock state = startMBlock(*steps[step].first, steps[step].second);
       groups.clear();
       for (int64_t kt = 0; kt < kTiles;) {
         groups.push_back(prepare(state, kt));
         kt += groups.back().count;
       }
     };
-    MBlock state, nextState;
     SmallVector<Group> groups, nextGroups;
-    prepareAll(0, state, groups);
+    prepareAll(0, groups);
     for (size_t step = 0; step < steps.size(); ++step) {
       const ColumnBlock &block = *steps[step].first;
       int64_t m0 = steps[step].second * kMatmulM;
@@ -822,11 +820,10 @@ LogicalResult Lowering::lowerDot(trn::DotGeneralOp op, MatmulEpilogue epilogue,
       if (step + 1 < steps.size()) {
         if (steps[step + 1].first != &block)
           panel.assign(kTiles, Value());
-        prepareAll(step + 1, nextState, nextGroups);
+        prepareAll(step + 1, nextGroups);
       }
       if (failed(epilogue(rowsTile, block.batch * m + m0, mw, block.n0, nw)))
         return failure();
-      std::swap(state, nextState);
       std::swap(groups, nextGroups);
     }
     return success();

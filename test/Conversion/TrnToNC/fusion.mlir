@@ -248,3 +248,21 @@ func.func @psum_staging(%m: tensor<128x1024xf32>, %g: tensor<128x1024xf32>) -> t
   }
   return %0 : tensor<128x1024xf32>
 }
+
+// -----
+
+// A sum over rows runs on the Vector Engine and counts from the start of
+// each tile, so the cast before it goes to the Scalar Engine.
+// CHECK-LABEL: func.func @cast_beside_column_sum
+// CHECK: nc.activation copy %{{.*}} : !nc.tile<sbuf, 128x256xbf16>, !nc.tile<sbuf, 128x256xf32>
+// CHECK-NOT: nc.tensor_copy %{{.*}} : <sbuf, 128x256xbf16>, <sbuf, 128x256xf32>
+// CHECK: return
+func.func @cast_beside_column_sum(%g: tensor<256x256xf32>) -> (tensor<256x256xbf16>, tensor<256xf32>) {
+  %0:2 = trn.fusion(%g : tensor<256x256xf32>) -> (tensor<256x256xbf16>, tensor<256xf32>) {
+  ^bb0(%a: tensor<256x256xf32>):
+    %1 = trn.convert %a : tensor<256x256xf32> -> tensor<256x256xbf16>
+    %2 = trn.reduce sum %a, dims = [0] : (tensor<256x256xf32>) -> tensor<256xf32>
+    trn.yield %1, %2 : tensor<256x256xbf16>, tensor<256xf32>
+  }
+  return %0#0, %0#1 : tensor<256x256xbf16>, tensor<256xf32>
+}

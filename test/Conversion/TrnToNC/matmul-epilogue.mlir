@@ -149,3 +149,24 @@ func.func @two_bank_block(%x: tensor<128x64xbf16>, %w: tensor<64x1024xbf16>, %r:
   }
   return %0 : tensor<128x1024xbf16>
 }
+
+// -----
+
+// A bias over a two-bank column block is kept once per bank: each of the two
+// M blocks evicts both banks in turn, and a single cached tile was reloaded
+// for every bank (the MLM logits matmul re-read its bias 960 times).
+// CHECK-LABEL: func.func @bias_per_bank
+// CHECK-COUNT-2: nc.view %arg2 {{.*}}: !nc.hbm<1024xf32> -> <hbm, 128x512xf32>
+// CHECK-NOT: nc.view %arg2
+// CHECK: return
+func.func @bias_per_bank(%x: tensor<256x64xbf16>, %w: tensor<64x1024xbf16>, %b: tensor<1024xf32>) -> tensor<256x1024xbf16> {
+  %0 = trn.fusion(%x, %w, %b : tensor<256x64xbf16>, tensor<64x1024xbf16>, tensor<1024xf32>) -> (tensor<256x1024xbf16>) {
+  ^bb0(%a: tensor<256x64xbf16>, %c: tensor<64x1024xbf16>, %bias: tensor<1024xf32>):
+    %1 = trn.dot_general %a, %c, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<256x64xbf16>, tensor<64x1024xbf16>) -> tensor<256x1024xf32>
+    %2 = trn.broadcast_in_dim %bias, dims = [1] : (tensor<1024xf32>) -> tensor<256x1024xf32>
+    %3 = trn.add %1, %2 : tensor<256x1024xf32>
+    %4 = trn.convert %3 : tensor<256x1024xf32> -> tensor<256x1024xbf16>
+    trn.yield %4 : tensor<256x1024xbf16>
+  }
+  return %0 : tensor<256x1024xbf16>
+}

@@ -43,6 +43,32 @@ SmallVector<int64_t> leadingDims(int64_t n) {
   return llvm::to_vector(llvm::seq<int64_t>(0, n));
 }
 
+/// Whether the group rotates rows (trn.rotate_half): its tiles need them
+/// whole.
+bool rotatesRows(FusionOp group) {
+  return llvm::any_of(group.getBody().front(),
+                      [](Operation &op) { return isa<RotateHalfOp>(op); });
+}
+
+/// A group at `group`'s place with its body (moved), yielding `yielded`
+/// (values of that body) instead; `group` is left empty for the caller to
+/// replace and erase.
+FusionOp regroup(FusionOp group, ArrayRef<Value> yielded) {
+  OpBuilder builder(group);
+  SmallVector<Type> types;
+  for (Value value : yielded)
+    types.push_back(value.getType());
+  auto fused =
+      builder.create<FusionOp>(group.getLoc(), types, group.getInputs());
+  fused->setDiscardableAttrs(group->getDiscardableAttrDictionary());
+  Operation *oldYield = group.getBody().front().getTerminator();
+  fused.getBody().takeBody(group.getBody());
+  builder.setInsertionPoint(oldYield);
+  builder.create<YieldOp>(oldYield->getLoc(), yielded);
+  oldYield->erase();
+  return fused;
+}
+
 /// Whether the backend computes each row block of the matmul's result
 /// whole (trn::matmulYieldsWholeRows): its epilogue may then reduce rows.
 bool yieldsWholeRows(DotGeneralOp dot) {
@@ -483,8 +509,7 @@ bool reducesRows(FusionOp group) {
 std::optional<SmallVector<int64_t>> joinableShape(FusionOp group) {
   Block &body = group.getBody().front();
   auto dot = dyn_cast<DotGeneralOp>(body.front());
-  if ((dot && !dot.getLhsBatchingDims().empty()) ||
-      llvm::any_of(body, [](Operation &op) { return isa<RotateHalfOp>(op); }))
+  if ((dot && !dot.getLhsBatchingDims().empty()) || rotatesRows(group))
     return std::nullopt;
   SmallVector<int64_t> full;
   int64_t largest = -1;
@@ -568,38 +593,26 @@ void absorbColumnSums(FusionOp group) {
           return !reduce || !llvm::is_contained(sums, reduce);
         }))
       kept.push_back(result.getResultNumber());
-  OpBuilder builder(group);
-  SmallVector<Type> types;
-  for (unsigned index : kept)
-    types.push_back(group.getResult(index).getType());
-  for (ReduceOp reduce : sums)
-    types.push_back(reduce.getType());
-  auto fused =
-      builder.create<FusionOp>(group.getLoc(), types, group.getInputs());
-  fused->setDiscardableAttrs(group->getDiscardableAttrDictionary());
-  IRMapping mapping;
-  group.getBody().cloneInto(&fused.getBody(), mapping);
-  Block &newBody = fused.getBody().front();
-  auto yield = cast<YieldOp>(newBody.getTerminator());
+  Block &body = group.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
   SmallVector<Value> yielded;
   for (unsigned index : kept)
     yielded.push_back(yield.getValues()[index]);
-  builder.setInsertionPoint(yield);
+  OpBuilder builder(yield);
   for (ReduceOp reduce : sums) {
     Value inner;
     if (auto result = dyn_cast<OpResult>(reduce.getOperand());
         result && result.getOwner() == group)
       inner = yield.getValues()[result.getResultNumber()];
     else
-      inner = newBody.getArgument(
-          llvm::find(group.getInputs(), reduce.getOperand()) -
-          group.getInputs().begin());
+      inner =
+          body.getArgument(llvm::find(group.getInputs(), reduce.getOperand()) -
+                           group.getInputs().begin());
     yielded.push_back(builder.create<ReduceOp>(
         reduce.getLoc(), reduce.getType(), reduce.getKindAttr(), inner,
         reduce.getDimsAttr()));
   }
-  builder.create<YieldOp>(yield.getLoc(), yielded);
-  yield.erase();
+  FusionOp fused = regroup(group, yielded);
   for (auto [position, index] : llvm::enumerate(kept))
     group.getResult(index).replaceAllUsesWith(fused.getResult(position));
   for (auto [position, reduce] : llvm::enumerate(sums)) {
@@ -623,8 +636,7 @@ void fuseWholeRowEpilogues(func::FuncOp function) {
   function.walk([&](FusionOp fusion) {
     Block &body = fusion.getBody().front();
     if (!isa<DotGeneralOp>(body.front()) && reducesRows(fusion) &&
-        llvm::none_of(body,
-                      [](Operation &op) { return isa<RotateHalfOp>(op); }))
+        !rotatesRows(fusion))
       reducing.push_back(fusion);
   });
   for (FusionOp group : reducing) {
@@ -645,8 +657,7 @@ void fuseWholeRowEpilogues(func::FuncOp function) {
       auto sibling = dyn_cast<FusionOp>(user);
       if (sibling && sibling != group && !reducesRows(sibling) &&
           !isa<DotGeneralOp>(sibling.getBody().front().front()) &&
-          llvm::none_of(sibling.getBody().front(),
-                        [](Operation &op) { return isa<RotateHalfOp>(op); }))
+          !rotatesRows(sibling))
         siblings.insert(sibling);
     }
     for (FusionOp sibling : siblings)
@@ -707,15 +718,12 @@ Operation *absorbExpSums(FusionOp group) {
       }
       auto sumsYield = cast<YieldOp>(sumsBody.getTerminator());
       auto sum = sumsYield.getValues()[0].getDefiningOp<ReduceOp>();
-      auto exp = sum ? sum.getOperand().getDefiningOp<ExpOp>() : ExpOp();
-      auto sub = exp ? exp.getOperand().getDefiningOp<SubOp>() : SubOp();
-      auto broadcast = sub ? sub.getRhs().getDefiningOp<BroadcastInDimOp>()
-                           : BroadcastInDimOp();
-      if (!xArg || !maxArg || !broadcast || sum.getKind() != ReduceKind::sum ||
-          sum.getDims() != ArrayRef<int64_t>{1} ||
-          !elementTypeOf(sum.getResult()).isF32() || sub.getLhs() != xArg ||
-          broadcast.getOperand() != maxArg ||
-          broadcast.getDims() != ArrayRef<int64_t>{0} ||
+      std::optional<ShiftedExpSum> parts =
+          sum ? matchShiftedExpSum(sum) : std::nullopt;
+      // (The body holds nothing else: the broadcast, subtraction,
+      // exponential, sum and yield.)
+      if (!xArg || !maxArg || !parts || parts->sub.getLhs() != xArg ||
+          parts->broadcast.getOperand() != maxArg ||
           std::distance(sumsBody.begin(), sumsBody.end()) != 5)
         continue;
       // The sum joins the epilogue, yielded after its results.
@@ -727,17 +735,7 @@ Operation *absorbExpSums(FusionOp group) {
         builder.clone(op, mapping);
       SmallVector<Value> yielded(yield.getValues());
       yielded.push_back(mapping.lookup(sum.getResult()));
-      SmallVector<Type> types(group.getResultTypes());
-      types.push_back(sum.getType());
-      builder.setInsertionPoint(group);
-      auto fused =
-          builder.create<FusionOp>(group.getLoc(), types, group.getInputs());
-      fused->setDiscardableAttrs(group->getDiscardableAttrDictionary());
-      fused.getBody().takeBody(group.getBody());
-      Block &newBody = fused.getBody().front();
-      builder.setInsertionPoint(newBody.getTerminator());
-      builder.create<YieldOp>(yield.getLoc(), yielded);
-      yield.erase();
+      FusionOp fused = regroup(group, yielded);
       for (auto [oldResult, newResult] :
            llvm::zip(group.getResults(), fused.getResults()))
         oldResult.replaceAllUsesWith(newResult);

@@ -50,3 +50,21 @@ int64_t BroadcastAccess::rowOffset(ArrayRef<int64_t> groupShape,
   }
   return offset;
 }
+
+std::optional<mlir::trn::ShiftedExpSum>
+mlir::trn::matchShiftedExpSum(ReduceOp sum) {
+  if (sum.getKind() != ReduceKind::sum ||
+      sum.getDims() != ArrayRef<int64_t>{1} ||
+      !cast<RankedTensorType>(sum.getType()).getElementType().isF32())
+    return std::nullopt;
+  ShiftedExpSum parts;
+  parts.exp = sum.getOperand().getDefiningOp<ExpOp>();
+  parts.sub =
+      parts.exp ? parts.exp.getOperand().getDefiningOp<SubOp>() : SubOp();
+  parts.broadcast = parts.sub
+                        ? parts.sub.getRhs().getDefiningOp<BroadcastInDimOp>()
+                        : BroadcastInDimOp();
+  if (!parts.broadcast || parts.broadcast.getDims() != ArrayRef<int64_t>{0})
+    return std::nullopt;
+  return parts;
+}

@@ -13,6 +13,8 @@
 #ifndef TRN_DIALECT_TRN_UTILS_FUSIONLAYOUT_H
 #define TRN_DIALECT_TRN_UTILS_FUSIONLAYOUT_H
 
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
@@ -52,6 +54,19 @@ struct BroadcastAccess {
 BroadcastAccess computeBroadcastAccess(ArrayRef<int64_t> sourceShape,
                                        ArrayRef<int64_t> dims,
                                        ArrayRef<int64_t> groupShape);
+
+/// The ops of sum(exp(x - broadcast(m))) along the rows of [R, C] values (a
+/// softmax's normaliser): `sum` is a trn.reduce sum over dims [1] into f32
+/// of a trn.exp of a trn.sub whose subtrahend broadcasts a per-row value
+/// along the rows (dims [0]). trn-fuse-matmul-epilogue moves such a sum into
+/// the epilogue that computes x and m = max(x); the lowering computes it
+/// online there.
+struct ShiftedExpSum {
+  SubOp sub;
+  ExpOp exp;
+  BroadcastInDimOp broadcast;
+};
+std::optional<ShiftedExpSum> matchShiftedExpSum(ReduceOp sum);
 
 } // namespace mlir::trn
 
