@@ -529,6 +529,12 @@ struct CacheAccess {
     warn(message);
   }
 
+  static std::string vanishedEntryText(const std::string &path) {
+    return "cache entry " + path +
+           " no longer exists (removed by trn-cache clean or prune?); run "
+           "again to compile it";
+  }
+
   enum class QuarantineOutcome { Moved, Gone, Failed };
 
   /// Moves a corrupt entry (the directory `info` identifies) into
@@ -579,8 +585,9 @@ struct CacheAccess {
       return "cache entry " + path + " is corrupt (" + loaded.problem +
              "); it was moved to the quarantine, run again to rebuild it";
     case QuarantineOutcome::Gone:
-      return "cache entry " + path +
-             " was removed while it was read; run again to rebuild it";
+      // Removed or replaced while we read it (prune, clean, a republish):
+      // the same miss as an entry that was gone before we looked.
+      return vanishedEntryText(path);
     case QuarantineOutcome::Failed:
       break;
     }
@@ -643,10 +650,7 @@ struct CacheAccess {
     case LoadState::Ok:
       break;
     case LoadState::Missing:
-      return Result<std::string>::failure(
-          "cache entry " + entry.path +
-          " no longer exists (removed by trn-cache clean or prune?); run "
-          "again to compile it");
+      return Result<std::string>::failure(vanishedEntryText(entry.path));
     case LoadState::Corrupt:
       return Result<std::string>::failure(handleCorrupt(loaded));
     case LoadState::NewerFormat:

@@ -567,9 +567,11 @@ TEST(CacheStressTest, MaintenanceWhileOthersCompileIsSafe) {
   EXPECT_TRUE(cache->verify(false).corrupt.empty());
   EXPECT_TRUE(cache->locks().empty());
   std::printf("[maintenance] %d workers x %d requests with %lld maintenance "
-              "rounds (%lld entries pruned) alongside: 0 corrupt\n",
+              "rounds (%lld entries pruned) alongside: %lld reads found "
+              "their entry pruned, 0 corrupt\n",
               workers, requests, static_cast<long long>(maintenance[0].load()),
-              static_cast<long long>(maintenance[2].load()));
+              static_cast<long long>(maintenance[2].load()),
+              static_cast<long long>(counters->vanishedReads.load()));
   freeShared(counters);
   freeShared(maintenance, 3);
   freeShared(stop);
