@@ -121,6 +121,9 @@ void mlir::trn::buildTrnGraphPipeline(OpPassManager &pm,
   if (options.optLevel > 0) {
     graph.addPass(createCanonicalizerPass());
     graph.addPass(createCSEPass());
+    // A reduce-scattered matmul result goes out piece by piece, each while
+    // the next is computed (trn-hoist-slices makes the pieces matmuls).
+    graph.addPass(createTrnChunkReduceScatter());
     // A fused projection cut into pieces computes the pieces instead.
     graph.addPass(createTrnHoistSlices());
     // Attention and matmuls read transposed operands in place.

@@ -682,7 +682,7 @@ TEST(CacheFlagsTest, HashCoversAVersionedRecord) {
   std::string record = std::string("trn-flags-v1") + '\0' + flags->canonical() +
                        '\0' + cache::compilerVersion();
   EXPECT_EQ(cache::hashFlags(*flags), cache::hashBytes(record));
-  EXPECT_STREQ(cache::compilerVersion(), "0.13.0");
+  EXPECT_STREQ(cache::compilerVersion(), "0.14.0");
 }
 
 //===----------------------------------------------------------------------===//

@@ -186,3 +186,39 @@ func.func @hbm_scratch(%x: !nc.hbm<8x128xf32>) {
   nc.dma_copy %v2, %s : !nc.tile<hbm, 8x128xf32>, !nc.tile<sbuf, 8x128xf32>
   return
 }
+
+// -----
+
+// A collective reads its source while the engines go on: the source stays
+// live until the collective's result is first read, so a tensor written
+// meanwhile (the next piece of a matmul, t1) does not take its bytes and
+// wait for the transfer; after that reader, t2 reuses them.
+// CHECK-LABEL: func @collective_source_live_until_its_result_is_read
+// CHECK: nc.hbm_alloc "t0" {byte_offset = 0 : i64}
+// CHECK: nc.hbm_alloc "r0" {byte_offset = 4096 : i64}
+// CHECK: nc.hbm_alloc "t1" {byte_offset = 6144 : i64}
+// CHECK: nc.hbm_alloc "t2" {byte_offset = 0 : i64}
+func.func @collective_source_live_until_its_result_is_read(%x: !nc.hbm<8x128xf32>, %y: !nc.hbm<4x128xf32>) attributes {nc.mesh_axes = ["tp"], nc.mesh_sizes = array<i64: 2>} {
+  %s = nc.alloc : !nc.tile<sbuf, 8x128xf32>
+  %xv = nc.view %x strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  nc.dma_copy %s, %xv : !nc.tile<sbuf, 8x128xf32>, !nc.tile<hbm, 8x128xf32>
+  %t0 = nc.hbm_alloc "t0" : !nc.hbm<8x128xf32>
+  %v0 = nc.view %t0 strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  nc.dma_copy %v0, %s : !nc.tile<hbm, 8x128xf32>, !nc.tile<sbuf, 8x128xf32>
+  %r0 = nc.hbm_alloc "r0" : !nc.hbm<4x128xf32>
+  nc.reduce_scatter sum %r0, %t0 axes = ["tp"] dim = 0 : <4x128xf32>, <8x128xf32>
+  %t1 = nc.hbm_alloc "t1" : !nc.hbm<8x128xf32>
+  %v1 = nc.view %t1 strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  nc.dma_copy %v1, %s : !nc.tile<hbm, 8x128xf32>, !nc.tile<sbuf, 8x128xf32>
+  %r = nc.alloc : !nc.tile<sbuf, 4x128xf32>
+  %rv = nc.view %r0 strides [1] {partition_stride = 128} : !nc.hbm<4x128xf32> -> !nc.tile<hbm, 4x128xf32>
+  nc.dma_copy %r, %rv : !nc.tile<sbuf, 4x128xf32>, !nc.tile<hbm, 4x128xf32>
+  %yv = nc.view %y strides [1] {partition_stride = 128} : !nc.hbm<4x128xf32> -> !nc.tile<hbm, 4x128xf32>
+  nc.dma_copy %yv, %r : !nc.tile<hbm, 4x128xf32>, !nc.tile<sbuf, 4x128xf32>
+  %t2 = nc.hbm_alloc "t2" : !nc.hbm<8x128xf32>
+  %v2 = nc.view %t2 strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  nc.dma_copy %v2, %s : !nc.tile<hbm, 8x128xf32>, !nc.tile<sbuf, 8x128xf32>
+  %w = nc.view %t1 strides [1] {partition_stride = 128} : !nc.hbm<8x128xf32> -> !nc.tile<hbm, 8x128xf32>
+  nc.dma_copy %s, %w : !nc.tile<sbuf, 8x128xf32>, !nc.tile<hbm, 8x128xf32>
+  return
+}

@@ -68,3 +68,30 @@ func.func @kept(%x: tensor<16x8xf32>, %w: tensor<24x8xf32>, %g: tensor<16x8xf32>
   %hi = trn.slice %m, start = [0, 4], limit = [16, 8], strides = [1, 1] : (tensor<16x8xf32>) -> tensor<16x4xf32>
   return %q, %e, %odd, %lo, %hi : tensor<16x8xf32>, tensor<16x24xf32>, tensor<16x12xf32>, tensor<16x4xf32>, tensor<16x4xf32>
 }
+
+// -----
+
+// A transposed weight cut into pieces that matmuls read: pieces of the
+// weight (blocks of its rows), each transposed. A transpose whose pieces
+// something else reads stays whole.
+// CHECK-LABEL: func.func @transposed_weight_pieces
+// CHECK: %[[W0:.*]] = trn.slice %arg1, start = [0, 0], limit = [8, 4]
+// CHECK-NEXT: %[[T0:.*]] = trn.transpose %[[W0]], perm = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[W1:.*]] = trn.slice %arg1, start = [8, 0], limit = [16, 4]
+// CHECK-NEXT: %[[T1:.*]] = trn.transpose %[[W1]]
+// CHECK-NEXT: trn.dot_general %arg0, %[[T0]]
+// CHECK-NEXT: trn.dot_general %arg0, %[[T1]]
+// CHECK: %[[T:.*]] = trn.transpose %arg2, perm = [1, 0] : (tensor<16x4xf32>) -> tensor<4x16xf32>
+// CHECK: trn.slice %[[T]]
+// CHECK: trn.exp
+func.func @transposed_weight_pieces(%x: tensor<2x4xf32>, %w: tensor<16x4xf32>, %v: tensor<16x4xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<4x8xf32>) {
+  %wt = trn.transpose %w, perm = [1, 0] : (tensor<16x4xf32>) -> tensor<4x16xf32>
+  %a = trn.slice %wt, start = [0, 0], limit = [4, 8], strides = [1, 1] : (tensor<4x16xf32>) -> tensor<4x8xf32>
+  %b = trn.slice %wt, start = [0, 8], limit = [4, 16], strides = [1, 1] : (tensor<4x16xf32>) -> tensor<4x8xf32>
+  %ya = trn.dot_general %x, %a, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<2x4xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+  %yb = trn.dot_general %x, %b, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<2x4xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+  %vt = trn.transpose %v, perm = [1, 0] : (tensor<16x4xf32>) -> tensor<4x16xf32>
+  %c = trn.slice %vt, start = [0, 0], limit = [4, 8], strides = [1, 1] : (tensor<4x16xf32>) -> tensor<4x8xf32>
+  %e = trn.exp %c : tensor<4x8xf32>
+  return %ya, %yb, %e : tensor<2x8xf32>, tensor<2x8xf32>, tensor<4x8xf32>
+}

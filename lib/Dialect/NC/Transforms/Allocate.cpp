@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
 #include <map>
@@ -631,6 +632,45 @@ struct NCAllocatePass : nc::impl::NCAllocateBase<NCAllocatePass> {
 };
 } // namespace
 
+/// The source and destination of a collective that runs on the Sync stream
+/// while the other engines go on; nulls for other ops.
+static std::pair<Value, Value> collectiveSourceAndDestination(Operation &op) {
+  return llvm::TypeSwitch<Operation *, std::pair<Value, Value>>(&op)
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp, AllToAllOp,
+            CollectivePermuteOp>([](auto collective) {
+        return std::make_pair(collective.getSrc(), collective.getDst());
+      })
+      .Default([](Operation *) { return std::make_pair(Value(), Value()); });
+}
+
+/// A collective reads its source while the compute engines go on with the
+/// ops after it; only the first reader of its result waits for it. Its
+/// source stays live until then, so that no tensor written meanwhile (the
+/// next piece of a matmul whose result goes out piece by piece) takes the
+/// source's bytes and waits for the transfer to end.
+static void
+keepCollectiveSourcesLive(Block &body,
+                          const llvm::DenseMap<Operation *, int64_t> &index,
+                          llvm::DenseMap<Value, int64_t> &lastUse) {
+  int64_t endOfBody = index.lookup(&body.back());
+  for (Operation &op : body) {
+    auto [src, dst] = collectiveSourceAndDestination(op);
+    if (!src || !dst)
+      continue;
+    Value result = rootOf(dst);
+    int64_t firstRead = endOfBody;
+    for (Operation *next = op.getNextNode(); next; next = next->getNextNode())
+      if (llvm::any_of(next->getOperands(), [&](Value operand) {
+            return rootOf(operand) == result;
+          })) {
+        firstRead = index.lookup(next);
+        break;
+      }
+    int64_t &last = lastUse[rootOf(src)];
+    last = std::max(last, firstRead);
+  }
+}
+
 /// HBM scratch tensors share the scratch region by liveness (from their
 /// nc.hbm_alloc to their last use), first fit from offset 0; the exporter
 /// places the region after the arguments and constants. Spill tensors get a
@@ -651,6 +691,7 @@ static LogicalResult placeScratch(Block &body,
       ++position;
     }
   }
+  keepCollectiveSourcesLive(body, index, lastUse);
   bool anySpill = false;
   for (auto alloc : body.getOps<HbmAllocOp>())
     anySpill |= alloc.getName().starts_with(trnrt::kSpillTensorPrefix);

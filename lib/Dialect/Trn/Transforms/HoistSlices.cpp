@@ -65,6 +65,15 @@ std::optional<Window> operandWindow(Operation *op, unsigned index,
       }
     return result;
   }
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    // Result dim i is operand dim perm[i].
+    Window result = wholeOf(operand);
+    for (auto [i, d] : llvm::enumerate(transpose.getPerm())) {
+      result.start[d] = window.start[i];
+      result.limit[d] = window.limit[i];
+    }
+    return result;
+  }
   if (auto dot = dyn_cast<DotGeneralOp>(op)) {
     // Result dims: batch dims, then the lhs's free dims, then the rhs's,
     // each in operand order.
@@ -100,7 +109,7 @@ bool isSplittable(Operation *op) {
   return op && op->getNumResults() == 1 && op->getNumRegions() == 0 &&
          isa_and_nonnull<TrnDialect>(op->getDialect()) &&
          (op->hasTrait<OpTrait::Elementwise>() ||
-          isa<BroadcastInDimOp, DotGeneralOp>(op));
+          isa<BroadcastInDimOp, DotGeneralOp, TransposeOp>(op));
 }
 
 /// Whether `op` is a matmul, or computes from one through elementwise ops:
@@ -115,6 +124,18 @@ bool computesFromMatmul(Operation *op, int depth = 0) {
   return llvm::any_of(op->getOperands(), [&](Value operand) {
     Operation *def = operand.getDefiningOp();
     return def && computesFromMatmul(def, depth + 1);
+  });
+}
+
+/// Whether every user of `value` is a slice that only matmuls read: a
+/// transposed weight cut into pieces becomes pieces of the weight, each a
+/// block of its rows the matmul reads in place, transposed by its layout.
+bool onlyMatmulsReadSlicesOf(Value value) {
+  return llvm::all_of(value.getUsers(), [](Operation *user) {
+    return isa<SliceOp>(user) &&
+           llvm::all_of(user->getUsers(), [](Operation *reader) {
+             return isa<DotGeneralOp>(reader);
+           });
   });
 }
 
@@ -142,7 +163,8 @@ struct HoistSlices : trn::impl::TrnHoistSlicesBase<HoistSlices> {
     // A broadcast splits wherever its slices are (a bias's pieces instead
     // of a materialised [tokens, features] window of it).
     if (result.use_empty() ||
-        !(computesFromMatmul(op) || isa<BroadcastInDimOp>(op)))
+        !(computesFromMatmul(op) || isa<BroadcastInDimOp>(op) ||
+          (isa<TransposeOp>(op) && onlyMatmulsReadSlicesOf(result))))
       return false;
     SmallVector<SliceOp> slices;
     for (Operation *user : result.getUsers()) {

@@ -33,7 +33,10 @@ def NCAllocate : Pass<"nc-allocate", "::mlir::func::FuncOp"> {
     HBM scratch tensors (`nc.hbm_alloc`, spills included) get a `byte_offset` in the scratch
     region the same way: live from their allocation to their last use, first
     fit from offset 0, so intermediates that are never live together share
-    HBM. nc-insert-sync orders accesses to placed scratch by bytes, not by
+    HBM. A collective's source stays live until the collective's result is
+    first read: the Sync engine reads it while the other engines go on, and
+    a tensor written meanwhile in its bytes would wait for the transfer.
+    nc-insert-sync orders accesses to placed scratch by bytes, not by
     tensor.
   }];
   let options = [

@@ -201,6 +201,35 @@ def TrnOverlapCollectives : Pass<"trn-overlap-collectives",
   ];
 }
 
+def TrnChunkReduceScatter : Pass<"trn-chunk-reduce-scatter",
+                                  "::mlir::func::FuncOp"> {
+  let summary = "reduce-scatter a matmul's result chunk by chunk as it is made";
+  let description = [{
+    A row-parallel projection under sequence parallelism (an attention's
+    output projection, an MLP's down projection) ends in a
+    `dist.reduce_scatter` of its whole result: the Sync engine waits for the
+    last matmul, and the compute engines then wait for the transfer (0.72 ms
+    per [8192, 8192] bf16 result at tp = 32, longer than the matmul of an
+    output projection). When only the reduce-scatter reads a
+    `trn.dot_general`'s result of at least `min-bytes`, the result is cut
+    into `chunks` pieces along a free dim other than the scattered one (the
+    rhs's last free dim if it can be, each piece at least 512 wide), each
+    piece is reduce-scattered on its own, and `trn.concatenate` joins the
+    scattered pieces. `trn-hoist-slices` then computes each piece with its
+    own matmul, so piece k's transfer runs while piece k + 1 is computed.
+    Each extra piece costs the ring's per-step latency once more; the
+    values are the same (the reduction is per element). Run before
+    `trn-hoist-slices`.
+  }];
+  let options = [
+    Option<"chunks", "chunks", "int64_t", "4",
+           "pieces to cut a reduce-scattered matmul result into">,
+    Option<"minBytes", "min-bytes", "int64_t", "16777216",
+           "the smallest reduce-scattered result worth cutting">
+  ];
+  let dependentDialects = ["::mlir::trn::TrnDialect"];
+}
+
 def TrnHoistSlices : Pass<"trn-hoist-slices", "::mlir::func::FuncOp"> {
   let summary = "compute the slices of a value instead of the value";
   let description = [{
@@ -213,8 +242,11 @@ def TrnHoistSlices : Pass<"trn-hoist-slices", "::mlir::func::FuncOp"> {
     [tokens, 3 × hidden] result into pieces (each reading and writing a
     strided [tokens, hidden] window through HBM) disappear. Producers
     handled: elementwise ops, `broadcast_in_dim` and `dot_general` (a slice
-    of a free dim slices that operand; of a batch dim, both). Unit-stride
-    slices only; the graph computes the same values.
+    of a free dim slices that operand; of a batch dim, both), and a
+    `transpose` whose slices only matmuls read (a weight in PyTorch's
+    [out, in] layout cut along its output features: blocks of its rows,
+    each transposed, which the matmuls read in place). Unit-stride slices
+    only; the graph computes the same values.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
