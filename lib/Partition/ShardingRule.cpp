@@ -58,14 +58,18 @@ public:
 };
 
 /// Dimensions `0 ..< axis` (leading, kept) are parallel; `axis ..< rank`
-/// (normalised) replicated. Tensors of shape `shape[:axis]` (statistics)
-/// and `shape[axis:]` (weights) map to the matching factors. In a gradient
-/// the leading factors are summed for the weight gradients, which lack
-/// them: `leading` is then Reduction (present in a result it still splits
-/// it; absent, a split makes the result a partial sum).
+/// (normalised) replicated. Values of the input's shape map to every
+/// factor, the `statistics` (shape `shape[:axis]`) to the leading ones and
+/// the `weights` (weights, biases and their gradients, shape `shape[axis:]`)
+/// to the normalised ones: named, not told apart by shape, which is the same
+/// for both when the leading dims equal the normalised ones (2048 tokens of
+/// hidden size 2048). In a gradient the leading factors are summed for the
+/// weight gradients, which lack them: `leading` is then Reduction (present
+/// in a result it still splits it; absent, a split makes the result a
+/// partial sum).
 std::optional<ShardingRule>
-normRule(Operation *op, Value input, int64_t axis,
-         FactorKind leading = FactorKind::Parallel) {
+normRule(Operation *op, Value input, int64_t axis, ValueRange statistics,
+         ValueRange weights, FactorKind leading = FactorKind::Parallel) {
   RuleBuilder b(op);
   ArrayRef<int64_t> shape = shapeOf(input);
   if (axis < 0 || axis > int64_t(shape.size()))
@@ -74,22 +78,25 @@ normRule(Operation *op, Value input, int64_t axis,
   for (int64_t d = 0; d < int64_t(shape.size()); ++d)
     factors.push_back(
         b.factor(shape[d], d < axis ? leading : FactorKind::Replicated));
-  auto map = [&](ArrayRef<int64_t> valueShape, auto &&assign) {
-    if (valueShape == shape) {
+  auto map = [&](Value value, auto &&assign) {
+    ArrayRef<int64_t> valueShape = shapeOf(value);
+    if (llvm::is_contained(statistics, value)) {
+      if (valueShape == shape.take_front(axis))
+        for (unsigned d = 0; d < axis; ++d)
+          assign(d, factors[d]);
+    } else if (llvm::is_contained(weights, value)) {
+      if (valueShape == shape.drop_front(axis))
+        for (unsigned d = 0; d < shape.size() - axis; ++d)
+          assign(d, factors[axis + d]);
+    } else if (valueShape == shape) {
       for (unsigned d = 0; d < shape.size(); ++d)
         assign(d, factors[d]);
-    } else if (valueShape == shape.take_front(axis)) {
-      for (unsigned d = 0; d < axis; ++d)
-        assign(d, factors[d]);
-    } else if (valueShape == shape.drop_front(axis)) {
-      for (unsigned d = 0; d < shape.size() - axis; ++d)
-        assign(d, factors[axis + d]);
     }
   };
   for (auto [i, value] : llvm::enumerate(op->getOperands()))
-    map(shapeOf(value), [&](unsigned d, int64_t f) { b.operand(i, d, f); });
+    map(value, [&](unsigned d, int64_t f) { b.operand(i, d, f); });
   for (auto [i, value] : llvm::enumerate(op->getResults()))
-    map(shapeOf(value), [&](unsigned d, int64_t f) { b.result(i, d, f); });
+    map(value, [&](unsigned d, int64_t f) { b.result(i, d, f); });
   return b.take();
 }
 
@@ -301,15 +308,24 @@ mlir::trn::partition::getShardingRule(Operation *op) {
             return std::optional<ShardingRule>(b.take());
           })
       .Case([&](LayerNormOp o) {
-        return normRule(op, o.getInput(), o.getAxis());
+        return normRule(op, o.getInput(), o.getAxis(),
+                        {o.getMean(), o.getRstd()},
+                        {o.getWeight(), o.getBias()});
       })
       .Case([&](LayerNormGradOp o) {
-        return normRule(op, o.getInput(), o.getAxis(), FactorKind::Reduction);
+        return normRule(op, o.getInput(), o.getAxis(),
+                        {o.getMean(), o.getRstd()},
+                        {o.getWeight(), o.getGradWeight(), o.getGradBias()},
+                        FactorKind::Reduction);
       })
-      .Case(
-          [&](RmsNormOp o) { return normRule(op, o.getInput(), o.getAxis()); })
+      .Case([&](RmsNormOp o) {
+        return normRule(op, o.getInput(), o.getAxis(), {o.getRstd()},
+                        {o.getWeight()});
+      })
       .Case([&](RmsNormGradOp o) {
-        return normRule(op, o.getInput(), o.getAxis(), FactorKind::Reduction);
+        return normRule(op, o.getInput(), o.getAxis(), {o.getRstd()},
+                        {o.getWeight(), o.getGradWeight()},
+                        FactorKind::Reduction);
       })
       .Case<SliceOp, PadOp>([&](Operation *) -> std::optional<ShardingRule> {
         // Dimensions the op leaves alone pass through; the others stay

@@ -110,6 +110,28 @@ func.func @norm(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"d
 
 // -----
 
+// As many tokens as features (2048 tokens of hidden size 2048): the weight,
+// the bias and their gradients stay whole, the statistics split with the
+// tokens, told apart by their place in the op, not by shape.
+dist.mesh @mesh <tp = 2>
+// CHECK-LABEL: func.func @square_norm
+// CHECK-SAME: %arg1: tensor<16xf32> {dist.sharding = #dist.sharding<@mesh, [{}]>}, %arg2: tensor<16xf32> {dist.sharding = #dist.sharding<@mesh, [{}]>}
+// CHECK: trn.layer_norm {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"tp"}, {}]>, #dist.sharding<@mesh, [{"tp"}]>, #dist.sharding<@mesh, [{"tp"}]>]}
+// CHECK: trn.layer_norm_grad {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"tp"}, {}]>, #dist.sharding<@mesh, [{}], partial = {"tp"}>, #dist.sharding<@mesh, [{}], partial = {"tp"}>]}
+// CHECK: trn.rms_norm {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"tp"}, {}]>, #dist.sharding<@mesh, [{"tp"}]>]}
+// CHECK: trn.rms_norm_grad {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{"tp"}, {}]>, #dist.sharding<@mesh, [{}], partial = {"tp"}>]}
+func.func @square_norm(%x: tensor<16x16xf32> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>},
+                       %w: tensor<16xf32>, %b: tensor<16xf32>, %dy: tensor<16x16xf32>)
+    -> (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16xf32>) {
+  %y, %mean, %rstd = trn.layer_norm %x, %w, %b, axis = 1, eps = 1.0e-05 : (tensor<16x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %dx, %dw, %db = trn.layer_norm_grad %dy, %x, %mean, %rstd, %w, axis = 1 : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %z, %r = trn.rms_norm %x, %w, axis = 1, eps = 1.0e-05 : (tensor<16x16xf32>, tensor<16xf32>) -> (tensor<16x16xf32>, tensor<16xf32>)
+  %dz, %dg = trn.rms_norm_grad %dy, %x, %r, %w, axis = 1 : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<16x16xf32>, tensor<16xf32>)
+  return %y, %dx, %dw, %db, %z, %dz, %dg : tensor<16x16xf32>, tensor<16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16xf32>
+}
+
+// -----
+
 // No mesh: nothing to partition, the graph is left alone.
 // CHECK-LABEL: func.func @no_mesh
 // CHECK-NOT: dist.sharding
