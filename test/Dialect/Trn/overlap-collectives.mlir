@@ -1,5 +1,6 @@
 // RUN: trn-opt %s -trn-overlap-collectives | FileCheck %s
 // RUN: trn-opt %s -trn-overlap-collectives=per-collective=1 | FileCheck %s --check-prefix=ONE
+// RUN: trn-opt %s -trn-overlap-collectives=collective-bytes-per-ns=1000000 | FileCheck %s --check-prefix=SMALL
 
 dist.mesh @mesh <tp = 4>
 
@@ -75,4 +76,33 @@ func.func @after_transfer(%x: tensor<16x64xf32>) -> (tensor<4x8xf32>, tensor<64x
   %e = trn.exp %r : tensor<4x8xf32>
   %g = dist.all_gather %x on @mesh axes = ["tp"] dim = 0 : tensor<16x64xf32> -> tensor<64x64xf32>
   return %e, %g : tensor<4x8xf32>, tensor<64x64xf32>
+}
+
+// A backward's tail: the reduce-scatter of an input gradient has two weight
+// gradients to overlap (~0.75 ms of matmuls for ~0.13 ms of transfer), the
+// all-gather after it none. The later weight gradient moves behind the
+// all-gather, in front of its consumer; the reduce-scatter keeps the other.
+// CHECK-LABEL: func.func @fill_uncovered
+// CHECK: %[[R:.*]] = dist.reduce_scatter
+// CHECK-NEXT: %[[G1:.*]] = trn.dot_general %arg0, %arg3
+// CHECK-NEXT: %[[E:.*]] = trn.exp %[[R]]
+// CHECK-NEXT: %[[A:.*]] = dist.all_gather %[[E]]
+// CHECK-NEXT: %[[G2:.*]] = trn.dot_general %arg0, %arg4
+// CHECK-NEXT: %[[D:.*]] = trn.dot_general %[[A]], %arg2
+// CHECK-NEXT: return %[[G1]], %[[G2]], %[[D]]
+// Collectives shorter than 20 µs do not take matmuls: over a link thousands
+// of times faster the same graph stays as it is.
+// SMALL-LABEL: func.func @fill_uncovered
+// SMALL: trn.dot_general %arg0, %arg3
+// SMALL-NEXT: trn.dot_general %arg0, %arg4
+// SMALL-NEXT: trn.exp
+func.func @fill_uncovered(%dy: tensor<4096x2048xf32>, %w1: tensor<2048x2048xf32>, %w2: tensor<2048x2048xf32>, %x1: tensor<4096x2048xf32>, %x2: tensor<4096x2048xf32>) -> (tensor<2048x2048xf32>, tensor<2048x2048xf32>, tensor<4096x2048xf32>) {
+  %a = trn.dot_general %dy, %w1, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4096x2048xf32>, tensor<2048x2048xf32>) -> tensor<4096x2048xf32>
+  %r = dist.reduce_scatter sum %a on @mesh axes = ["tp"] dim = 0 : tensor<4096x2048xf32> -> tensor<1024x2048xf32>
+  %g1 = trn.dot_general %dy, %x1, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<4096x2048xf32>, tensor<4096x2048xf32>) -> tensor<2048x2048xf32>
+  %g2 = trn.dot_general %dy, %x2, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<4096x2048xf32>, tensor<4096x2048xf32>) -> tensor<2048x2048xf32>
+  %e = trn.exp %r : tensor<1024x2048xf32>
+  %ag = dist.all_gather %e on @mesh axes = ["tp"] dim = 0 : tensor<1024x2048xf32> -> tensor<4096x2048xf32>
+  %d = trn.dot_general %ag, %w2, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4096x2048xf32>, tensor<2048x2048xf32>) -> tensor<4096x2048xf32>
+  return %g1, %g2, %d : tensor<2048x2048xf32>, tensor<2048x2048xf32>, tensor<4096x2048xf32>
 }

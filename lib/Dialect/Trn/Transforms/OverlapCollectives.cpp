@@ -17,6 +17,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::trn {
 #define GEN_PASS_DEF_TRNOVERLAPCOLLECTIVES
@@ -41,9 +42,143 @@ bool isMatmul(Operation *op) {
   return fusion && isa<DotGeneralOp>(fusion.getBody().front().front());
 }
 
+/// Shorter collectives are not worth moving a matmul for: the ring's
+/// latency is most of them.
+constexpr double kMinGapNs = 20000;
+
+int64_t bytesOf(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.hasStaticShape())
+    return 0;
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+/// 2·M·N·K of a matmul (alone or with its epilogue).
+double matmulFlops(Operation *op) {
+  if (auto fusion = dyn_cast<FusionOp>(op))
+    op = &fusion.getBody().front().front();
+  auto dot = dyn_cast<DotGeneralOp>(op);
+  if (!dot)
+    return 0;
+  auto lhs = cast<RankedTensorType>(dot.getLhs().getType());
+  auto result = cast<RankedTensorType>(dot.getType());
+  if (!lhs.hasStaticShape() || !result.hasStaticShape())
+    return 0;
+  double k = 1;
+  for (int64_t d : dot.getLhsContractingDims())
+    k *= static_cast<double>(lhs.getDimSize(d));
+  return 2.0 * static_cast<double>(result.getNumElements()) * k;
+}
+
+/// The bytes a ring algorithm moves per rank for `op` (docs/simulator.md,
+/// "Collectives").
+double collectiveBytes(Operation *op) {
+  auto ring = [](int64_t n, double bytes) {
+    return n > 1 ? bytes * static_cast<double>(n - 1) / n : 0.0;
+  };
+  return llvm::TypeSwitch<Operation *, double>(op)
+      .Case([&](dist::AllGatherOp o) {
+        return ring(o.groupSize(), bytesOf(o.getResult()));
+      })
+      .Case([&](dist::ReduceScatterOp o) {
+        return ring(o.groupSize(), bytesOf(o.getInput()));
+      })
+      .Case([&](dist::AllReduceOp o) {
+        return 2 * ring(o.groupSize(), bytesOf(o.getInput()));
+      })
+      .Case([&](dist::AllToAllOp o) {
+        return ring(o.groupSize(), bytesOf(o.getInput()));
+      })
+      .Default([](Operation *op) {
+        return op->getNumOperands() ? double(bytesOf(op->getOperand(0))) : 0;
+      });
+}
+
 struct OverlapCollectives
     : trn::impl::TrnOverlapCollectivesBase<OverlapCollectives> {
   using Base::Base;
+
+  /// The first op of `block` that computes with `value`, looking through
+  /// reshapes (views: nothing waits there).
+  static Operation *firstComputingUse(Block &block, Value value) {
+    Operation *first = nullptr;
+    SmallVector<Value> pending{value};
+    while (!pending.empty()) {
+      Value next = pending.pop_back_val();
+      for (Operation *user : next.getUsers()) {
+        Operation *at = block.findAncestorOpInBlock(*user);
+        if (!at)
+          continue;
+        if (auto reshape = dyn_cast<ReshapeOp>(at)) {
+          pending.push_back(reshape.getResult());
+          continue;
+        }
+        if (!first || at->isBeforeInBlock(first))
+          first = at;
+      }
+    }
+    return first;
+  }
+
+  /// Moves matmuls later, from collectives that have more than enough to
+  /// overlap to those that have none (see the pass description).
+  void fillUncoveredCollectives(Block &block) {
+    struct Window {
+      Operation *collective, *consumer;
+      double time;
+    };
+    SmallVector<Window> windows;
+    for (Operation &op : block)
+      if (isCollective(&op) && !isa<dist::SendOp, dist::RecvOp>(op))
+        if (Operation *consumer = firstComputingUse(block, op.getResult(0)))
+          windows.push_back(
+              {&op, consumer, collectiveBytes(&op) / collectiveBytesPerNs});
+    auto time = [&](Operation *matmul) {
+      return matmulFlops(matmul) / matmulFlopsPerNs;
+    };
+    auto inside = [](Operation *op, const Window &window) {
+      return window.collective->isBeforeInBlock(op) &&
+             op->isBeforeInBlock(window.consumer);
+    };
+    auto cover = [&](const Window &window) {
+      double total = 0;
+      for (Operation *op = window.collective->getNextNode();
+           op && op != window.consumer; op = op->getNextNode())
+        if (isMatmul(op) && !isCollective(op))
+          total += time(op);
+      return total;
+    };
+    for (const Window &needy : windows) {
+      if (needy.time < kMinGapNs)
+        continue;
+      while (cover(needy) < needy.time) {
+        Operation *best = nullptr;
+        for (Operation *op = needy.collective->getPrevNode(); op && !best;
+             op = op->getPrevNode()) {
+          if (!isMatmul(op) || isCollective(op))
+            continue;
+          // Every reader after the consumer it is moved in front of.
+          bool readersLater = llvm::all_of(op->getUsers(), [&](Operation *u) {
+            Operation *at = block.findAncestorOpInBlock(*u);
+            return at && !at->isBeforeInBlock(needy.consumer);
+          });
+          // Only from a collective it overlaps, which keeps enough.
+          bool overlaps = llvm::any_of(
+              windows, [&](const Window &w) { return inside(op, w); });
+          bool donorsKeep = llvm::all_of(windows, [&](const Window &w) {
+            return &w == &needy || !inside(op, w) ||
+                   cover(w) - time(op) >= w.time;
+          });
+          if (readersLater && overlaps && donorsKeep && time(op) > 0)
+            best = op;
+        }
+        if (!best)
+          break;
+        best->moveBefore(needy.consumer);
+      }
+    }
+  }
 
   void runOnOperation() override {
     Block &block = getOperation().getBody().front();
@@ -152,6 +287,7 @@ struct OverlapCollectives
         ++moved;
       }
     }
+    fillUncoveredCollectives(block);
   }
 };
 

@@ -193,11 +193,26 @@ def TrnOverlapCollectives : Pass<"trn-overlap-collectives",
     are about to wait for it). Small values computed from the arguments
     alone (the learning rate's negation, which every weight's update reads)
     move to the start first, so that they do not hold those matmuls back.
+    Last, a collective that no matmul overlaps (in a partitioned backward,
+    the all-gather in front of a column-parallel projection's input
+    gradient, after the weight gradients went to the collectives before it)
+    takes a matmul from an earlier collective that has more than it needs:
+    one whose readers all come after the needy collective's consumer (a
+    weight gradient) moves to just before that consumer, when every
+    collective it overlapped stays overlapped. The times compared are
+    estimates: 2·M·N·K at `matmul-flops-per-ns`, and the bytes a ring moves
+    per rank at `collective-bytes-per-ns` (trn1's Tensor Engine and
+    NeuronLink share per core); a consumer is the first op that computes
+    with the result (reshapes are views).
     Run after `trn-fuse-matmul-epilogue`.
   }];
   let options = [
     Option<"perCollective", "per-collective", "int64_t", "2",
-           "matmuls moved in front of each collective's consumer">
+           "matmuls moved in front of each collective's consumer">,
+    Option<"matmulFlopsPerNs", "matmul-flops-per-ns", "double", "91750",
+           "the Tensor Engine's rate, for the time of a matmul">,
+    Option<"collectiveBytesPerNs", "collective-bytes-per-ns", "double", "192",
+           "a rank's link bandwidth, for the time of a collective">
   ];
 }
 
