@@ -45,6 +45,9 @@ bool isMatmul(Operation *op) {
 /// Shorter collectives are not worth moving a matmul for: the ring's
 /// latency is most of them.
 constexpr double kMinGapNs = 20000;
+/// How many of the matmuls before a collective that no matmul overlaps are
+/// considered for it.
+constexpr size_t kMaxCandidates = 32;
 
 int64_t bytesOf(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -126,7 +129,7 @@ struct OverlapCollectives
   void fillUncoveredCollectives(Block &block) {
     struct Window {
       Operation *collective, *consumer;
-      double time;
+      double time, cover = 0;
     };
     SmallVector<Window> windows;
     for (Operation &op : block)
@@ -134,6 +137,8 @@ struct OverlapCollectives
         if (Operation *consumer = firstComputingUse(block, op.getResult(0)))
           windows.push_back(
               {&op, consumer, collectiveBytes(&op) / collectiveBytesPerNs});
+    if (windows.empty())
+      return;
     auto time = [&](Operation *matmul) {
       return matmulFlops(matmul) / matmulFlopsPerNs;
     };
@@ -141,41 +146,49 @@ struct OverlapCollectives
       return window.collective->isBeforeInBlock(op) &&
              op->isBeforeInBlock(window.consumer);
     };
-    auto cover = [&](const Window &window) {
-      double total = 0;
-      for (Operation *op = window.collective->getNextNode();
-           op && op != window.consumer; op = op->getNextNode())
-        if (isMatmul(op) && !isCollective(op))
-          total += time(op);
-      return total;
-    };
-    for (const Window &needy : windows) {
-      if (needy.time < kMinGapNs)
+    SmallVector<Operation *> matmuls;
+    for (Operation &op : block)
+      if (isMatmul(&op) && !isCollective(&op))
+        matmuls.push_back(&op);
+    for (Window &window : windows)
+      for (Operation *matmul : matmuls)
+        if (inside(matmul, window))
+          window.cover += time(matmul);
+    for (Window &needy : windows) {
+      if (needy.time < kMinGapNs || needy.cover >= needy.time)
         continue;
-      while (cover(needy) < needy.time) {
-        Operation *best = nullptr;
-        for (Operation *op = needy.collective->getPrevNode(); op && !best;
-             op = op->getPrevNode()) {
-          if (!isMatmul(op) || isCollective(op))
-            continue;
-          // Every reader after the consumer it is moved in front of.
-          bool readersLater = llvm::all_of(op->getUsers(), [&](Operation *u) {
-            Operation *at = block.findAncestorOpInBlock(*u);
-            return at && !at->isBeforeInBlock(needy.consumer);
-          });
-          // Only from a collective it overlaps, which keeps enough.
-          bool overlaps = llvm::any_of(
-              windows, [&](const Window &w) { return inside(op, w); });
-          bool donorsKeep = llvm::all_of(windows, [&](const Window &w) {
-            return &w == &needy || !inside(op, w) ||
-                   cover(w) - time(op) >= w.time;
-          });
-          if (readersLater && overlaps && donorsKeep && time(op) > 0)
-            best = op;
-        }
-        if (!best)
+      // The nearest matmuls before the collective, the latest first: a
+      // bounded search, and the least change to the order.
+      SmallVector<Operation *> nearest;
+      for (Operation *op : llvm::reverse(matmuls))
+        if (op->isBeforeInBlock(needy.collective) &&
+            nearest.size() < kMaxCandidates)
+          nearest.push_back(op);
+      for (Operation *op : nearest) {
+        if (needy.cover >= needy.time)
           break;
-        best->moveBefore(needy.consumer);
+        double t = time(op);
+        // Every reader after the consumer it is moved in front of.
+        bool readersLater = llvm::all_of(op->getUsers(), [&](Operation *u) {
+          Operation *at = block.findAncestorOpInBlock(*u);
+          return at && !at->isBeforeInBlock(needy.consumer);
+        });
+        // Only from a collective it overlaps, which keeps enough.
+        bool overlaps = false, donorsKeep = true;
+        for (Window &w : windows)
+          if (&w != &needy && inside(op, w)) {
+            overlaps = true;
+            donorsKeep &= w.cover - t >= w.time;
+          }
+        if (!readersLater || !overlaps || !donorsKeep || t <= 0)
+          continue;
+        for (Window &w : windows)
+          if (inside(op, w))
+            w.cover -= t;
+        op->moveBefore(needy.consumer);
+        for (Window &w : windows)
+          if (inside(op, w))
+            w.cover += t;
       }
     }
   }
