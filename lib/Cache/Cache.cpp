@@ -965,6 +965,21 @@ Result<Cache> Cache::open(CacheOptions options) {
     std::string markerText, markerProblem;
     int markerErr =
         readFile(markerPath, markerText, kMaxSmallFileBytes, &markerProblem);
+    // Another process may create the cache between our read of the marker
+    // and our listing (trn-parallel-compile's tasks open one new cache at
+    // once, and the first then adds its jobs/ directory): a marker seen in
+    // the listing is read again instead of judging the directory foreign.
+    std::vector<std::string> names;
+    if (isVanished(markerErr)) {
+      int listErr = 0;
+      names = listDirectory(root, &listErr);
+      if (listErr)
+        return R::failure("cannot list cache directory '" + root +
+                          "': " + errnoText(listErr));
+      if (std::find(names.begin(), names.end(), kMarkerFile) != names.end())
+        markerErr = readFile(markerPath, markerText, kMaxSmallFileBytes,
+                             &markerProblem);
+    }
     if (markerErr == kNotRegularFile || markerErr == kFileTooLarge)
       return R::failure(markerProblem +
                         "; it is not a valid trn cache marker: if this is a "
@@ -987,11 +1002,6 @@ Result<Cache> Cache::open(CacheOptions options) {
       return R::failure("cannot read '" + markerPath +
                         "': " + errnoText(markerErr));
     } else {
-      int listErr = 0;
-      std::vector<std::string> names = listDirectory(root, &listErr);
-      if (listErr)
-        return R::failure("cannot list cache directory '" + root +
-                          "': " + errnoText(listErr));
       for (const std::string &name : names)
         if (!isCacheRootName(name))
           return R::failure(
