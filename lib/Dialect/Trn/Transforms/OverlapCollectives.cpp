@@ -11,8 +11,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "trn/Dialect/Dist/IR/DistOps.h"
+#include "trn/Dialect/NC/IR/NCDialect.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
+
+#include "trnrt/Target.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -136,11 +139,11 @@ struct OverlapCollectives
       if (isCollective(&op) && !isa<dist::SendOp, dist::RecvOp>(op))
         if (Operation *consumer = firstComputingUse(block, op.getResult(0)))
           windows.push_back(
-              {&op, consumer, collectiveBytes(&op) / collectiveBytesPerNs});
+              {&op, consumer, collectiveBytes(&op) / linkBytesPerNs});
     if (windows.empty())
       return;
     auto time = [&](Operation *matmul) {
-      return matmulFlops(matmul) / matmulFlopsPerNs;
+      return matmulFlops(matmul) / flopsPerNs;
     };
     auto inside = [](Operation *op, const Window &window) {
       return window.collective->isBeforeInBlock(op) &&
@@ -193,7 +196,22 @@ struct OverlapCollectives
     }
   }
 
+  /// The rates the time estimates use: the options, or the target's.
+  double flopsPerNs = 0, linkBytesPerNs = 0;
+
   void runOnOperation() override {
+    flopsPerNs = matmulFlopsPerNs;
+    linkBytesPerNs = collectiveBytesPerNs;
+    if (flopsPerNs <= 0 || linkBytesPerNs <= 0) {
+      const trnrt::Target *target = nc::getTarget(getOperation());
+      if (!target)
+        return signalPassFailure();
+      if (flopsPerNs <= 0)
+        flopsPerNs = target->peakBf16Tflops() * 1000.0;
+      // A rank drives its share of its chip's links.
+      if (linkBytesPerNs <= 0)
+        linkBytesPerNs = target->linkBytesPerNsPerChip / target->coresPerChip;
+    }
     Block &block = getOperation().getBody().front();
     // Small values made from the arguments alone (the learning rate's
     // negation and cast, which the update of every weight reads) go first,
