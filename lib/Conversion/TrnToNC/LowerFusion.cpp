@@ -151,6 +151,13 @@ private:
   /// and a fused AdamW ran 9% slower.)
   int64_t vectorWork = 0, scalarWork = 0;
   bool scalarIsFree() const { return scalarWork + 1 <= vectorWork; }
+  /// Whether `user` sums its operand's rows (the last dim) from the row sum
+  /// an activation produces alongside its result.
+  bool sumsRows(Operation *user) const {
+    auto reduce = dyn_cast<trn::ReduceOp>(user);
+    return reduce && reduce.getKind() == trn::ReduceKind::sum &&
+           !columnSums.contains(reduce) && !tileRowReductions.contains(reduce);
+  }
   /// A Vector Engine tensor_tensor with one input in PSUM costs one pass,
   /// not two (docs/isa.md §7.2): an f32 value the Scalar Engine computes
   /// only for it is written to PSUM instead of SBUF (at most
@@ -704,17 +711,43 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       form = folded->second;
     else
       form.src = operandTile(0);
-    Value dst = resultTile(op, resultForm, dstType);
     // A row sum of an f32 result comes free with the activation.
-    Value rowSum;
     Type f32 = builder.getF32Type();
-    if (resultForm == Form::Full && resultType == f32 &&
-        llvm::any_of(op->getResult(0).getUsers(), [](Operation *user) {
-          auto reduce = dyn_cast<trn::ReduceOp>(user);
-          return reduce && reduce.getKind() == trn::ReduceKind::sum;
-        })) {
+    Value result = op->getResult(0);
+    bool summed = resultForm == Form::Full && resultType == f32 &&
+                  llvm::any_of(result.getUsers(),
+                               [&](Operation *user) { return sumsRows(user); });
+    // A result only summed (a variance's squares) is not kept: the
+    // activation writes it a column chunk at a time into one small scratch
+    // tile, adding the chunks' row sums, instead of holding a full f32 row
+    // of SBUF for nothing.
+    if (summed && width > kTileColumns &&
+        llvm::all_of(result.getUsers(),
+                     [&](Operation *user) { return sumsRows(user); })) {
+      Value rowSum = newTile(Form::Column, f32);
+      rowSums[result] = rowSum;
+      Value scratch = kb.tile(MemorySpace::sbuf, rows, {kTileColumns},
+                              builder.getBF16Type());
+      for (int64_t c = 0; c < width; c += kTileColumns) {
+        int64_t chunk = std::min(kTileColumns, width - c);
+        Value part = c == 0 ? rowSum : newTile(Form::Column, f32);
+        builder.create<ActivationOp>(
+            kb.loc, func, kb.window(scratch, {rows, chunk}, 0),
+            kb.window(form.src, {rows, chunk}, c), form.scaleColumn,
+            form.biasColumn, part, llvm::APFloat(form.scale),
+            llvm::APFloat(form.bias));
+        ++scalarWork;
+        if (c > 0)
+          builder.create<TensorTensorOp>(kb.loc, AluOp::add, rowSum, rowSum,
+                                         part, Engine::vector);
+      }
+      return define({resultForm, Value(), 0.0});
+    }
+    Value dst = resultTile(op, resultForm, dstType);
+    Value rowSum;
+    if (summed) {
       rowSum = newTile(Form::Column, f32);
-      rowSums[op->getResult(0)] = rowSum;
+      rowSums[result] = rowSum;
     }
     builder.create<ActivationOp>(
         kb.loc, func, dst, form.src, form.scaleColumn, form.biasColumn, rowSum,
@@ -980,9 +1013,24 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
             castOnWrite.count(convert.getOperand()))
           return define(in[0]); // rounded when it is written to a tile
         Value dst = resultTile(op, in[0].form, resultType);
-        if (in[0].form == Form::Full && scalarIsFree()) {
+        // A cast to f32 that rows are summed over goes to the Scalar Engine
+        // whatever its load: its copy sums the rows for free, which spares
+        // the Vector Engine both the copy and the reduction (a layer norm's
+        // input widened to f32: 22 of its 58 µs per [128, 8192] row block).
+        bool summed =
+            in[0].form == Form::Full && resultType.isF32() &&
+            llvm::any_of(convert.getResult().getUsers(),
+                         [&](Operation *user) { return sumsRows(user); });
+        if (in[0].form == Form::Full && (scalarIsFree() || summed)) {
           // A cast is the Scalar Engine's copy too.
-          kb.scalarCopy(dst, in[0].tile);
+          Value rowSum;
+          if (summed) {
+            rowSum = newTile(Form::Column, builder.getF32Type());
+            rowSums[convert.getResult()] = rowSum;
+          }
+          builder.create<ActivationOp>(
+              kb.loc, ActivationFunc::copy, dst, in[0].tile, Value(), Value(),
+              rowSum, llvm::APFloat(1.0f), llvm::APFloat(0.0f));
           ++scalarWork;
         } else {
           builder.create<TensorCopyOp>(kb.loc, dst, in[0].tile, Engine::vector);

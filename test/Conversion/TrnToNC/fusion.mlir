@@ -266,3 +266,45 @@ func.func @cast_beside_column_sum(%g: tensor<256x256xf32>) -> (tensor<256x256xbf
   }
   return %0#0, %0#1 : tensor<256x256xbf16>, tensor<256xf32>
 }
+
+// -----
+
+// A layer norm's statistics over 4096 bf16 features: the input's widening
+// to f32 is the Scalar Engine's copy, whose row_sum is the mean's sum (no
+// Vector Engine copy or reduction); the squares of x - mean are only
+// summed, so they are written 2048 columns at a time into one bf16 scratch
+// tile, each chunk's row sum added to the first's, and no full f32 row of
+// them is kept.
+// CHECK-LABEL: func.func @norm_statistics
+// CHECK: %[[XF:.*]] = nc.alloc : <sbuf, 128x4096xf32>
+// CHECK-NEXT: %[[SUM:.*]] = nc.alloc : <sbuf, 128x1xf32>
+// CHECK-NEXT: nc.activation copy %[[XF]], %{{.*}} row_sum %[[SUM]] : !nc.tile<sbuf, 128x4096xf32>, !nc.tile<sbuf, 128x4096xbf16>
+// CHECK-NOT: nc.tensor_reduce
+// CHECK-NOT: nc.tensor_copy
+// CHECK: nc.tensor_scalar subtract
+// CHECK-NEXT: %[[SQ:.*]] = nc.alloc : <sbuf, 128x1xf32>
+// CHECK-NEXT: %[[SCRATCH:.*]] = nc.alloc : <sbuf, 128x2048xbf16>
+// CHECK: %[[W0:.*]] = nc.view %[[SCRATCH]]
+// CHECK: nc.activation square %[[W0]], %{{.*}} row_sum %[[SQ]] : !nc.tile<sbuf, 128x2048xbf16>, !nc.tile<sbuf, 128x2048xf32>
+// CHECK: %[[PART:.*]] = nc.alloc : <sbuf, 128x1xf32>
+// CHECK: nc.activation square %{{.*}}, %{{.*}} row_sum %[[PART]] : !nc.tile<sbuf, 128x2048xbf16>, !nc.tile<sbuf, 128x2048xf32>
+// CHECK-NEXT: nc.tensor_tensor add %[[SQ]], %[[SQ]], %[[PART]]
+// CHECK-NOT: nc.activation square
+// CHECK-NOT: 128x4096xf32>, !nc.tile<sbuf, 128x1xf32>
+// CHECK: return
+func.func @norm_statistics(%x: tensor<128x4096xbf16>) -> (tensor<128xf32>, tensor<128xf32>) {
+  %0:2 = trn.fusion(%x : tensor<128x4096xbf16>) -> (tensor<128xf32>, tensor<128xf32>) {
+  ^bb0(%a: tensor<128x4096xbf16>):
+    %n = trn.constant dense<4096.0> : tensor<128xf32>
+    %f = trn.convert %a : tensor<128x4096xbf16> -> tensor<128x4096xf32>
+    %s = trn.reduce sum %f, dims = [1] : (tensor<128x4096xf32>) -> tensor<128xf32>
+    %mean = trn.div %s, %n : tensor<128xf32>
+    %mb = trn.broadcast_in_dim %mean, dims = [0] : (tensor<128xf32>) -> tensor<128x4096xf32>
+    %d = trn.sub %f, %mb : tensor<128x4096xf32>
+    %sq = trn.mul %d, %d : tensor<128x4096xf32>
+    %v = trn.reduce sum %sq, dims = [1] : (tensor<128x4096xf32>) -> tensor<128xf32>
+    %var = trn.div %v, %n : tensor<128xf32>
+    trn.yield %mean, %var : tensor<128xf32>, tensor<128xf32>
+  }
+  return %0#0, %0#1 : tensor<128xf32>, tensor<128xf32>
+}
