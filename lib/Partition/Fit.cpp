@@ -14,22 +14,12 @@
 
 namespace mlir::trn::partition {
 
-namespace {
-int64_t bytesOf(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
-    return 0;
-  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
-  return tensor.getNumElements() * ((bits + 7) / 8);
-}
-} // namespace
-
 RankFootprint rankFootprint(func::FuncOp function) {
   RankFootprint footprint;
   for (BlockArgument argument : function.getArguments()) {
     auto role = function.getArgAttrOfType<StringAttr>(
         argument.getArgNumber(), TrnDialect::getRoleAttrName());
-    int64_t bytes = bytesOf(argument.getType());
+    int64_t bytes = tensorBytes(argument.getType());
     StringRef kind = role ? role.getValue() : "";
     if (kind == "parameter")
       footprint.parameters += bytes;
@@ -59,7 +49,7 @@ RankFootprint rankFootprint(func::FuncOp function) {
         if (top)
           last = std::max(last, position[top]);
       }
-      int64_t bytes = bytesOf(result.getType());
+      int64_t bytes = tensorBytes(result.getType());
       live += bytes;
       freed[size_t(last)] += bytes;
     }
@@ -116,7 +106,7 @@ std::vector<RankFootprint> pipelineFootprints(ModuleOp module) {
           i, dist::DistDialect::getPortAttrName());
       if (!port)
         continue;
-      int64_t bytes = bytesOf(argument.getType());
+      int64_t bytes = tensorBytes(argument.getType());
       if (port.getKind() == "accumulator") {
         if (accumulators[s].insert(port.getIndex()).second)
           footprint.gradients += bytes;
@@ -142,7 +132,7 @@ std::vector<RankFootprint> pipelineFootprints(ModuleOp module) {
         auto port = function.getResultAttrOfType<dist::PortAttr>(
             r, dist::DistDialect::getPortAttrName());
         if (port && port.getKind() == "stash")
-          stash += bytesOf(function.getResultTypes()[r]);
+          stash += tensorBytes(function.getResultTypes()[r]);
       }
       footprint.microbatchesInFlight =
           trnrt::peakMicrobatchesInFlight(trnrt::pipelineStageOrder(

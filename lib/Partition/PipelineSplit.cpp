@@ -233,7 +233,9 @@ FailureOr<Value> Splitter::get(Fragment &into, Value value) {
   // from its input, which crosses instead.
   if (from.stage != into.stage && def->getNumOperands() == 1 &&
       def->getNumResults() == 1 && def->getNumRegions() == 0 &&
-      isMemoryEffectFree(def) && bytesOf(value) > bytesOf(def->getOperand(0))) {
+      isMemoryEffectFree(def) &&
+      tensorBytes(value.getType()) >
+          tensorBytes(def->getOperand(0).getType())) {
     if (failed(get(into, def->getOperand(0))))
       return failure();
     Operation *copy = into.builder.clone(*def, into.mapping);

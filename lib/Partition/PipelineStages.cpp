@@ -37,9 +37,9 @@ int64_t movedBytes(Value value) {
   Operation *def = value.getDefiningOp();
   if (def && def->getNumOperands() == 1 && def->getNumResults() == 1 &&
       def->getNumRegions() == 0 && isMemoryEffectFree(def) &&
-      bytesOf(value) > bytesOf(def->getOperand(0)))
+      tensorBytes(value.getType()) > tensorBytes(def->getOperand(0).getType()))
     return movedBytes(def->getOperand(0));
-  return bytesOf(value);
+  return tensorBytes(value.getType());
 }
 
 class StageAssigner {

@@ -43,14 +43,6 @@ std::optional<int64_t> partition::layerIndexOf(StringRef name) {
   return std::nullopt;
 }
 
-int64_t partition::bytesOf(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!type || !type.hasStaticShape())
-    return 0;
-  return type.getNumElements() *
-         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-}
-
 std::optional<int64_t> partition::stageOf(Operation *op) {
   if (auto stage =
           op->getAttrOfType<IntegerAttr>(dist::DistDialect::getStageAttrName()))

@@ -35,9 +35,6 @@ bool isBatchCollective(Operation *op);
 /// is a number ("blocks.3.attn.qkv.weight", "exp_avg.layers.12.w" -> 3, 12).
 std::optional<int64_t> layerIndexOf(StringRef name);
 
-/// The bytes of a statically shaped tensor value (0 for anything else).
-int64_t bytesOf(Value value);
-
 /// The stage and phase dist-pipeline-stages gave `op`, if any.
 std::optional<int64_t> stageOf(Operation *op);
 StringRef phaseOf(Operation *op);

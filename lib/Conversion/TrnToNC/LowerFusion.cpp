@@ -158,6 +158,13 @@ private:
     return reduce && reduce.getKind() == trn::ReduceKind::sum &&
            !columnSums.contains(reduce) && !tileRowReductions.contains(reduce);
   }
+  /// A new f32 column for the row sums of `value`, which the reductions
+  /// that sumsRows() finds read instead of reducing it.
+  Value newRowSum(Value value) {
+    Value rowSum = newTile(Form::Column, builder.getF32Type());
+    rowSums[value] = rowSum;
+    return rowSum;
+  }
   /// A Vector Engine tensor_tensor with one input in PSUM costs one pass,
   /// not two (docs/isa.md §7.2): an f32 value the Scalar Engine computes
   /// only for it is written to PSUM instead of SBUF (at most
@@ -724,8 +731,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
     if (summed && width > kTileColumns &&
         llvm::all_of(result.getUsers(),
                      [&](Operation *user) { return sumsRows(user); })) {
-      Value rowSum = newTile(Form::Column, f32);
-      rowSums[result] = rowSum;
+      Value rowSum = newRowSum(result);
       Value scratch = kb.tile(MemorySpace::sbuf, rows, {kTileColumns},
                               builder.getBF16Type());
       for (int64_t c = 0; c < width; c += kTileColumns) {
@@ -744,11 +750,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       return define({resultForm, Value(), 0.0});
     }
     Value dst = resultTile(op, resultForm, dstType);
-    Value rowSum;
-    if (summed) {
-      rowSum = newTile(Form::Column, f32);
-      rowSums[result] = rowSum;
-    }
+    Value rowSum = summed ? newRowSum(result) : Value();
     builder.create<ActivationOp>(
         kb.loc, func, dst, form.src, form.scaleColumn, form.biasColumn, rowSum,
         llvm::APFloat(form.scale), llvm::APFloat(form.bias));
@@ -1023,11 +1025,7 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
                          [&](Operation *user) { return sumsRows(user); });
         if (in[0].form == Form::Full && (scalarIsFree() || summed)) {
           // A cast is the Scalar Engine's copy too.
-          Value rowSum;
-          if (summed) {
-            rowSum = newTile(Form::Column, builder.getF32Type());
-            rowSums[convert.getResult()] = rowSum;
-          }
+          Value rowSum = summed ? newRowSum(convert.getResult()) : Value();
           builder.create<ActivationOp>(
               kb.loc, ActivationFunc::copy, dst, in[0].tile, Value(), Value(),
               rowSum, llvm::APFloat(1.0f), llvm::APFloat(0.0f));

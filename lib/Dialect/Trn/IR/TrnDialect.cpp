@@ -44,6 +44,14 @@ bool mlir::trn::hasValidTrnShape(ShapedType type) {
   return true;
 }
 
+int64_t mlir::trn::tensorBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  return tensor.getNumElements() *
+         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
 LogicalResult TrnDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attribute) {
   // trn-auto-cast asks the fused attention kernels for narrower matmuls

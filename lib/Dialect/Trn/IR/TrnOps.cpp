@@ -484,6 +484,20 @@ DotGeneralOp::inferResultType(std::optional<Location> loc, RankedTensorType lhs,
   return RankedTensorType::get(shape, elementType);
 }
 
+SmallVector<int64_t> DotGeneralOp::getFreeDims(bool lhs) {
+  ArrayRef<int64_t> batching =
+      lhs ? getLhsBatchingDims() : getRhsBatchingDims();
+  ArrayRef<int64_t> contracting =
+      lhs ? getLhsContractingDims() : getRhsContractingDims();
+  int64_t rank =
+      cast<RankedTensorType>((lhs ? getLhs() : getRhs()).getType()).getRank();
+  SmallVector<int64_t> free;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(batching, d) && !llvm::is_contained(contracting, d))
+      free.push_back(d);
+  return free;
+}
+
 LogicalResult DotGeneralOp::verify() {
   auto expected = inferResultType(
       getLoc(), getLhs().getType(), getRhs().getType(), getLhsBatchingDims(),

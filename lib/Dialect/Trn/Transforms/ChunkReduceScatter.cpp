@@ -28,25 +28,14 @@ namespace {
 constexpr int64_t kMinPieceWidth = 512;
 
 /// The operand of `dot` and its dim that result dim `resultDim` comes from
-/// (a free dim: result dims are the batch dims, then the lhs's free dims,
-/// then the rhs's, each in operand order); null for a batch dim.
+/// (a free dim); null for a batch dim.
 std::pair<Value, int64_t> operandDimOf(DotGeneralOp dot, int64_t resultDim) {
-  int64_t r = static_cast<int64_t>(dot.getLhsBatchingDims().size());
-  if (resultDim < r)
-    return {Value(), -1};
+  int64_t r = resultDim - static_cast<int64_t>(dot.getLhsBatchingDims().size());
   for (bool lhs : {true, false}) {
-    Value operand = lhs ? dot.getLhs() : dot.getRhs();
-    ArrayRef<int64_t> batching =
-        lhs ? dot.getLhsBatchingDims() : dot.getRhsBatchingDims();
-    ArrayRef<int64_t> contracting =
-        lhs ? dot.getLhsContractingDims() : dot.getRhsContractingDims();
-    int64_t rank = cast<RankedTensorType>(operand.getType()).getRank();
-    for (int64_t d = 0; d < rank; ++d) {
-      if (llvm::is_contained(batching, d) || llvm::is_contained(contracting, d))
-        continue;
-      if (r++ == resultDim)
-        return {operand, d};
-    }
+    SmallVector<int64_t> free = dot.getFreeDims(lhs);
+    if (r >= 0 && r < static_cast<int64_t>(free.size()))
+      return {lhs ? dot.getLhs() : dot.getRhs(), free[r]};
+    r -= static_cast<int64_t>(free.size());
   }
   return {Value(), -1};
 }
@@ -87,8 +76,7 @@ struct ChunkReduceScatter
     if (!type || !type.hasStaticShape() || !scatteredType ||
         !scatteredType.hasStaticShape())
       return;
-    int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
-    if (bytes < minBytes)
+    if (tensorBytes(type) < minBytes)
       return;
     // The widest split the dim allows, at most `chunks` pieces.
     int64_t dim = -1, pieces = 0;

@@ -254,11 +254,6 @@ FusionOp createGroup(OpBuilder &builder, FusionOp like, TypeRange types,
   return group;
 }
 
-int64_t bytesOf(Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
-}
-
 /// A group that reads a matmul's result but also reduces rows (a layer norm
 /// after a projection, bias and residual) gives the elementwise ops that
 /// the result flows into before any reduction (its prefix) a group of their
@@ -316,10 +311,10 @@ FusionOp splitElementwisePrefix(DotGeneralOp dot, FusionOp fusion,
     if (llvm::any_of(value.getUsers(),
                      [&](Operation *user) { return !prefix.contains(user); })) {
       handedOn.push_back(value);
-      handedBytes += bytesOf(value);
+      handedBytes += tensorBytes(value.getType());
     }
   }
-  if (handedOn.empty() || handedBytes > bytesOf(dot.getResult()))
+  if (handedOn.empty() || handedBytes > tensorBytes(dot.getType()))
     return nullptr;
 
   // The prefix group, at the group's place.

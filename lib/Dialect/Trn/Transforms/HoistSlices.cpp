@@ -80,22 +80,15 @@ std::optional<Window> operandWindow(Operation *op, unsigned index,
     bool isLhs = index == 0;
     ArrayRef<int64_t> batching =
         isLhs ? dot.getLhsBatchingDims() : dot.getRhsBatchingDims();
-    ArrayRef<int64_t> contracting =
-        isLhs ? dot.getLhsContractingDims() : dot.getRhsContractingDims();
     Window result = wholeOf(operand);
     for (auto [i, d] : llvm::enumerate(batching)) {
       result.start[d] = window.start[i];
       result.limit[d] = window.limit[i];
     }
     int64_t r = batching.size();
-    if (!isLhs) {
-      int64_t lhsRank = shapeOf(dot.getLhs()).size();
-      r += lhsRank - dot.getLhsBatchingDims().size() -
-           dot.getLhsContractingDims().size();
-    }
-    for (int64_t d = 0, e = shapeOf(operand).size(); d < e; ++d) {
-      if (llvm::is_contained(batching, d) || llvm::is_contained(contracting, d))
-        continue;
+    if (!isLhs)
+      r += dot.getFreeDims(/*lhs=*/true).size();
+    for (int64_t d : dot.getFreeDims(isLhs)) {
       result.start[d] = window.start[r];
       result.limit[d] = window.limit[r];
       ++r;

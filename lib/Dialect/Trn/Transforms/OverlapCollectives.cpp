@@ -52,14 +52,6 @@ constexpr double kMinGapNs = 20000;
 /// considered for it.
 constexpr size_t kMaxCandidates = 32;
 
-int64_t bytesOf(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!type || !type.hasStaticShape())
-    return 0;
-  return type.getNumElements() *
-         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-}
-
 /// 2·M·N·K of a matmul (alone or with its epilogue).
 double matmulFlops(Operation *op) {
   if (auto fusion = dyn_cast<FusionOp>(op))
@@ -85,19 +77,21 @@ double collectiveBytes(Operation *op) {
   };
   return llvm::TypeSwitch<Operation *, double>(op)
       .Case([&](dist::AllGatherOp o) {
-        return ring(o.groupSize(), bytesOf(o.getResult()));
+        return ring(o.groupSize(), tensorBytes(o.getResult().getType()));
       })
       .Case([&](dist::ReduceScatterOp o) {
-        return ring(o.groupSize(), bytesOf(o.getInput()));
+        return ring(o.groupSize(), tensorBytes(o.getInput().getType()));
       })
       .Case([&](dist::AllReduceOp o) {
-        return 2 * ring(o.groupSize(), bytesOf(o.getInput()));
+        return 2 * ring(o.groupSize(), tensorBytes(o.getInput().getType()));
       })
       .Case([&](dist::AllToAllOp o) {
-        return ring(o.groupSize(), bytesOf(o.getInput()));
+        return ring(o.groupSize(), tensorBytes(o.getInput().getType()));
       })
       .Default([](Operation *op) {
-        return op->getNumOperands() ? double(bytesOf(op->getOperand(0))) : 0;
+        return op->getNumOperands()
+                   ? double(tensorBytes(op->getOperand(0).getType()))
+                   : 0;
       });
 }
 

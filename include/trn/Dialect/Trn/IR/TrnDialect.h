@@ -9,6 +9,9 @@ namespace mlir::trn {
 /// True if `type` has a static shape whose element count fits in int64, as
 /// every trn tensor must.
 bool hasValidTrnShape(ShapedType type);
+/// Bytes of a static ranked tensor's elements (sub-byte elements take a
+/// byte each), or 0 for any other type.
+int64_t tensorBytes(Type type);
 } // namespace mlir::trn
 
 #include "trn/Dialect/Trn/IR/TrnDialect.h.inc"

@@ -473,6 +473,10 @@ def Trn_DotGeneralOp : Trn_Op<"dot_general", [Pure, SameOperandsElementType]> {
         ::llvm::ArrayRef<int64_t> rhsBatch,
         ::llvm::ArrayRef<int64_t> lhsContract,
         ::llvm::ArrayRef<int64_t> rhsContract, ::mlir::Type elementType);
+    /// The dims of the lhs (or the rhs) that are neither batch nor
+    /// contracting dims, in order: the result's dims are the batch dims,
+    /// then the lhs's free dims, then the rhs's.
+    ::llvm::SmallVector<int64_t> getFreeDims(bool lhs);
   }];
 }
 
