@@ -100,6 +100,9 @@ void mlir::trn::buildTrnGraphPipeline(OpPassManager &pm,
   // Attention a model writes out becomes trn.attention (flash kernels):
   // found on the batched matmuls trn-split-batch-dims restores. A
   // partitioned step had both before partitioning.
+  // A fused projection's pieces are slices of it, whatever views the trace
+  // put between (PyTorch 2's nn.MultiheadAttention selects q, k and v).
+  graph.addPass(createTrnSliceBeforeViews());
   graph.addPass(createTrnSplitBatchDims());
   graph.addPass(createCSEPass());
   graph.addPass(createTrnFormAttention());

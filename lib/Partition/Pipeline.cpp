@@ -29,6 +29,9 @@ void addPartitionPasses(OpPassManager &pm, const PartitionOptions &options) {
   // Batched matmuls keep [B, H] apart, so dp and tp can split them both;
   // the trace's repeated views of one value become one (one gather for q,
   // k and v under sequence parallelism).
+  // Slices of a fused projection are found as slices (dist-seed), not
+  // hidden behind the views a trace puts between.
+  pm.addNestedPass<func::FuncOp>(createTrnSliceBeforeViews());
   pm.addNestedPass<func::FuncOp>(createTrnSplitBatchDims());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   // Attention written out becomes trn.attention before it is split (its

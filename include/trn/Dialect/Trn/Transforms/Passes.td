@@ -323,6 +323,34 @@ def TrnNarrowI64 : Pass<"trn-narrow-i64", "::mlir::func::FuncOp"> {
 }
 
 
+def TrnSliceBeforeViews : Pass<"trn-slice-before-views", "::mlir::func::FuncOp"> {
+  let summary = "take slices before transposes and reshapes, not after";
+  let description = [{
+    PyTorch 2's `nn.MultiheadAttention` cuts its fused Q/K/V projection
+    `[S, B, 3E]` by viewing it as `[S, B, 3, E]`, moving the 3 to the front
+    (`unsqueeze(0).transpose(0, -2).squeeze(-2)`) and selecting q, k and v;
+    PyTorch 1 sliced the features (`chunk(3, -1)`). The partitioner knows a
+    fused projection by slices of its output features, and a view in
+    between hides them (it took the 3 for heads). This pass moves a
+    unit-stride `trn.slice` above the views it reads:
+
+    - `slice(transpose(x))` is `transpose(slice(x))` (the window permuted);
+    - `slice(reshape(x))` is `reshape(slice(x))` when the window is one
+      contiguous range of an operand dimension: the sliced result dimension
+      and the dimensions after it (kept whole) are that operand dimension
+      and those after it, and the dimensions before it multiply to the
+      operand's before it (so `[S, B, 3E] -> [S, B, 3, E]`, slice `3` to
+      `[i, i+1)`, is the slice `[iE, (i+1)E)` of `3E`);
+    - a `transpose` that moves only unit dimensions is a `reshape`.
+
+    A view is rewritten only when every user is a slice the rules take, so
+    no view is computed twice; reshapes of reshapes then fold away. The
+    values are unchanged. Run before partitioning and at the start of the
+    graph pipeline. docs/partitioning.md.
+  }];
+  let dependentDialects = ["::mlir::trn::TrnDialect"];
+}
+
 def TrnSplitBatchDims : Pass<"trn-split-batch-dims", "::mlir::func::FuncOp"> {
   let summary = "give batched matmuls back the batch dimensions a trace merged";
   let description = [{
