@@ -9,8 +9,10 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-#: Debian's interpreter: the one with torch and numpy.
-PYTHON = "/usr/bin/python3"
+#: The project's Python environment (utils/setup.sh makes .venv), the one
+#: with torch and numpy; else the interpreter running the benchmark.
+PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() \
+    else sys.executable
 
 
 def build_bin(tool: str = "trn-cc") -> pathlib.Path:

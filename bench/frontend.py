@@ -6,7 +6,7 @@ examples on the simulator against eager PyTorch on the CPU.
 
     bench/frontend.py [--presets bert,gpt,llama] [--layers N]
                       [--examples gpt,bert,llama,transformer_encoder] [--steps 20]
-                      [--timeout 900] [--python /usr/bin/python3] [--json bench-frontend.json]
+                      [--timeout 900] [--python .venv/bin/python] [--json bench-frontend.json]
 
 (a) Presets. Runs `examples/bert.py --config bert-large`, `examples/gpt.py
 --config gpt3-23b` and `examples/llama.py --config llama3-70b` with `--device
@@ -51,6 +51,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from benchlib import PYTHON
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -197,8 +199,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20, help="steps per small example (default 20)")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds before one example process is killed")
-    parser.add_argument("--python", default="/usr/bin/python3",
-                        help="the interpreter with torch and trn (default /usr/bin/python3)")
+    parser.add_argument("--python", default=PYTHON,
+                        help=f"the interpreter with torch and trn (default {PYTHON})")
     parser.add_argument("--json", default="bench-frontend.json",
                         help="write the results here (default bench-frontend.json in the cwd)")
     args = parser.parse_args()

@@ -2,7 +2,7 @@
 """Traces one Llama decoder layer's training step for bench/step_mfu.py.
 
     TRN_EXTRACT_GRAPHS_ONLY=1 TRN_GRAPH_MANIFEST=DIR/manifest.jsonl \\
-        /usr/bin/python3 bench/llama_layer.py [--config llama3-70b] [--seq S]
+        .venv/bin/python bench/llama_layer.py [--config llama3-70b] [--seq S]
 
 The layer of examples/llama.py (RMSNorm, grouped-query attention with
 rotary embeddings, SwiGLU MLP, no biases) alone, on the meta device in

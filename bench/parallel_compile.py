@@ -29,11 +29,12 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+
+from benchlib import PYTHON
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-PYTHON = "/usr/bin/python3"
 
 CASES = {
     "gpt": ["gpt.py"],

@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchlib import PYTHON
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Key biases get an exactly zero gradient (softmax ignores a constant added
 # to a query's scores), so either implementation's rounding noise there is
@@ -86,7 +88,7 @@ def main() -> int:
     parser.add_argument("--examples", default="gpt,bert,llama,transformer_encoder")
     parser.add_argument("--modes", default="fp32,autocast,bf16")
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--python", default="/usr/bin/python3")
+    parser.add_argument("--python", default=PYTHON)
     parser.add_argument("--json", default="bench-parity.json")
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]

@@ -9,7 +9,7 @@ matmul-heavy training step.
 The step is an MLP block forward and backward (two matmuls forward, four
 backward, tanh-GELU and its gradient), written in trn, compiled by trn-cc and
 run by trn-run; PyTorch runs the same step with autograd in fp32 on the same
-machine (Debian's python3-torch). Reported: wall time per step of each, their
+machine (torch 2.13 CPU, the project's .venv). Reported: wall time per step of each, their
 ratio (target from the design brief: simulator >= 0.5x PyTorch's speed), and
 the simulated device metrics of the step.
 

@@ -6,9 +6,9 @@ decoder is tied to the word embeddings; a pooler and a 2-way NSP classifier. Los
 As in real BERT pretraining, the loss sits near ln(vocab) + ln(2) for a few dozen steps before it falls
 (see it with --steps 300).
 
-    /usr/bin/python3 examples/bert.py                     # eager PyTorch on the CPU
-    /usr/bin/python3 examples/bert.py --device trn        # the same steps compiled by trn, run on the simulator
-    trn-parallel-compile -- /usr/bin/python3 examples/bert.py --device trn --config bert-large --grad-accum 32
+    .venv/bin/python examples/bert.py                     # eager PyTorch on the CPU
+    .venv/bin/python examples/bert.py --device trn        # the same steps compiled by trn, run on the simulator
+    trn-parallel-compile -- .venv/bin/python examples/bert.py --device trn --config bert-large --grad-accum 32
         # extracts the step graphs of the full-size model, built on the meta device
 """
 

@@ -3,9 +3,9 @@
 Pre-LN blocks (fused QKV causal self-attention, GELU-tanh MLP), learned position embeddings, and an LM head tied
 to the token embedding, as in GPT-2 and NeMo Megatron GPT-3.
 
-    /usr/bin/python3 examples/gpt.py                      # eager PyTorch on the CPU
-    /usr/bin/python3 examples/gpt.py --device trn         # the same steps compiled by trn, run on the simulator
-    trn-parallel-compile -- /usr/bin/python3 examples/gpt.py --device trn --config gpt3-23b
+    .venv/bin/python examples/gpt.py                      # eager PyTorch on the CPU
+    .venv/bin/python examples/gpt.py --device trn         # the same steps compiled by trn, run on the simulator
+    trn-parallel-compile -- .venv/bin/python examples/gpt.py --device trn --config gpt3-23b
         # extracts the step graphs of the full-size model, built on the meta device
 """
 

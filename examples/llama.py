@@ -3,9 +3,9 @@
 RMSNorm, rotary position embeddings (rotate-half form), grouped-query causal attention, a SwiGLU MLP, no biases
 and an untied LM head, as in Llama 3.
 
-    /usr/bin/python3 examples/llama.py                    # eager PyTorch on the CPU
-    /usr/bin/python3 examples/llama.py --device trn       # the same steps compiled by trn, run on the simulator
-    trn-parallel-compile -- /usr/bin/python3 examples/llama.py --device trn --config llama3-70b
+    .venv/bin/python examples/llama.py                    # eager PyTorch on the CPU
+    .venv/bin/python examples/llama.py --device trn       # the same steps compiled by trn, run on the simulator
+    trn-parallel-compile -- .venv/bin/python examples/llama.py --device trn --config llama3-70b
         # extracts the step graphs of the full-size model, built on the meta device
 """
 

@@ -4,8 +4,8 @@ An embedding and learned positions, ``nn.TransformerEncoder`` of ``nn.Transforme
 (post-LN, GELU, final LayerNorm), and a per-token classification head. The task: tag every token with the class
 of the token before it (the first position with class 0), so the encoder has to attend to its neighbour.
 
-    /usr/bin/python3 examples/transformer_encoder.py                  # eager PyTorch on the CPU
-    /usr/bin/python3 examples/transformer_encoder.py --device trn     # compiled by trn, run on the simulator
+    .venv/bin/python examples/transformer_encoder.py                  # eager PyTorch on the CPU
+    .venv/bin/python examples/transformer_encoder.py --device trn     # compiled by trn, run on the simulator
 """
 
 import dataclasses

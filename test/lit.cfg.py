@@ -1,6 +1,6 @@
 # -*- Python -*-
 # lit configuration for trn: tools from build/bin, FileCheck and friends from
-# Debian's LLVM 19, and %trn_python for Debian's interpreter with torch and numpy.
+# Debian's LLVM 19, and %trn_python for the project's Python (.venv: torch, numpy).
 # (Not %python: lit defines that as its own interpreter, which may lack numpy,
 # and its definition would shadow ours under `ninja check-trn`.)
 
@@ -30,7 +30,7 @@ import subprocess
 if subprocess.run([config.trn_python, "-c", "import numpy, torch"],
                   capture_output=True).returncode != 0:
     lit_config.fatal(f"{config.trn_python} cannot import numpy and torch; "
-                     "install python3-numpy and python3-torch (utils/setup.sh) "
+                     "run utils/setup.sh (it makes the project's environment .venv) "
                      "or configure with -DTRN_PYTHON=<interpreter>")
 config.substitutions.append(("%trn_python", config.trn_python))
 config.substitutions.append(("%trn_src_root", config.trn_src_root))

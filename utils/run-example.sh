@@ -11,25 +11,27 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 say() { printf '[example] %s\n' "$*"; }
 
 "$root/utils/setup.sh"
+# The project's Python environment (utils/setup.sh makes it).
+python=${TRN_VENV:-$root/.venv}/bin/python
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 steps=${TRN_EXAMPLE_STEPS:-20}
 
 bin="$root/build/bin"
-say "trace-then-compile: $bin/trn-parallel-compile -- /usr/bin/python3 examples/gpt.py --device trn --steps $steps"
+say "trace-then-compile: $bin/trn-parallel-compile -- $python examples/gpt.py --device trn --steps $steps"
 "$bin/trn-parallel-compile" --workdir "$work/compile" -- \
-  /usr/bin/python3 "$root/examples/gpt.py" --device trn --steps "$steps"
+  "$python" "$root/examples/gpt.py" --device trn --steps "$steps"
 
 say "training examples/gpt.py on PyTorch CPU ($steps steps)"
-/usr/bin/python3 "$root/examples/gpt.py" --device cpu --steps "$steps" --quiet \
+"$python" "$root/examples/gpt.py" --device cpu --steps "$steps" --quiet \
   --losses-out "$work/cpu.json"
 say "training examples/gpt.py through trn (cache: ${TRN_CACHE_DIR:-/var/tmp/trn-compile-cache})"
-/usr/bin/python3 "$root/examples/gpt.py" --device trn --steps "$steps" --quiet \
+"$python" "$root/examples/gpt.py" --device trn --steps "$steps" --quiet \
   --losses-out "$work/trn.json" --stats-out "$work/stats.json"
 
 say "loss per step"
-/usr/bin/python3 - "$work" <<'PY'
+"$python" - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
 cpu = json.load(open(f"{work}/cpu.json"))["losses"]

@@ -8,6 +8,8 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${TRN_BUILD_DIR:-$root/build}
 say() { printf '[test] %s\n' "$*"; }
+# The project's Python environment (utils/setup.sh makes it).
+python=${TRN_VENV:-$root/.venv}/bin/python
 
 if ! "$root/utils/setup.sh"; then
   echo "[test] error: setup or build failed (see above)" >&2
@@ -21,7 +23,7 @@ llvm_prefix=$(llvm-config-19 --prefix)
 jobs=${TRN_JOBS:-$(nproc)}
 
 say "running lit tests (test/)"
-/usr/bin/python3 "$llvm_prefix/build/utils/lit/lit.py" -sv -j"$jobs" \
+"$python" "$llvm_prefix/build/utils/lit/lit.py" -sv -j"$jobs" \
   --xunit-xml-output="$results/lit.xml" "$build_dir/test"
 lit_status=$?
 
@@ -32,12 +34,12 @@ ctest_status=$?
 say "running the Python frontend tests (test/python, pytest)"
 # A private compile cache, so the tests neither depend on nor fill the user's.
 pytest_cache=$(mktemp -d)
-(cd "$root" && TRN_CACHE_DIR="$pytest_cache" /usr/bin/python3 -m pytest -q \
+(cd "$root" && TRN_CACHE_DIR="$pytest_cache" "$python" -m pytest -q \
   -p no:cacheprovider --junitxml="$results/pytest.xml" test/python)
 pytest_status=$?
 rm -rf "$pytest_cache"
 
-/usr/bin/python3 - "$results" "$lit_status" "$ctest_status" "$pytest_status" <<'PY'
+"$python" - "$results" "$lit_status" "$ctest_status" "$pytest_status" <<'PY'
 import sys, pathlib, xml.etree.ElementTree as ET
 results, statuses = pathlib.Path(sys.argv[1]), sys.argv[2:]
 passed = failed = 0

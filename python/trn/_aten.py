@@ -785,6 +785,18 @@ def softmax(ctx: Context, x: Value, dim: int, half_to_float: bool = False
     return ctx.b.convert(y, ctx.out_element())
 
 
+@handles(aten._safe_softmax)
+def safe_softmax(ctx: Context, x: Value, dim: int, dtype: Any = None) -> Value:
+    """softmax, with 0 for rows that are all -inf (a query every key of which
+    is masked: PyTorch 2's scaled_dot_product_attention math path)."""
+    b, dim = ctx.b, _dim(dim, x.rank)
+    y = softmax(ctx, x, dim)
+    row_max = b.reduce("max", x, [dim])
+    keep = b.compare("ne", row_max, b.splat(float("-inf"), row_max.shape, row_max.element))
+    keep = b.broadcast_in_dim(keep, y.shape, [d for d in range(x.rank) if d != dim])
+    return b.select(keep, y, b.splat(0.0, y.shape, y.element))
+
+
 @handles(aten._log_softmax)
 def log_softmax(ctx: Context, x: Value, dim: int, half_to_float: bool = False
                 ) -> Value:

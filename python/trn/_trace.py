@@ -57,45 +57,14 @@ class _LocatingTracer(proxy_tensor.PythonKeyTracer):
         return proxy
 
 
-def _create_name(self, candidate: str, obj: Optional[Any]) -> str:
-    """torch.fx's _Namespace.create_name without its quadratic search: 1.13
-    scans `mul_1`, `mul_2`, ... from 1 for every new `mul` node (seconds on a
-    20k-node step), here each base name remembers where its search ended."""
-    if obj is not None and obj in self._obj_to_name:
-        return self._obj_to_name[obj]
-    candidate = self._illegal_char_regex.sub("_", candidate)
-    if candidate[0].isdigit():
-        candidate = f"_{candidate}"
-    match = self._name_suffix_regex.match(candidate)
-    base, num = (candidate, 0) if match is None else (match.group(1),
-                                                      int(match.group(2)))
-    hints = self.__dict__.setdefault("_trn_next_suffix", {})
-    if candidate in self._used_names or self._is_illegal_name(candidate, obj):
-        num = max(num, hints.get(base, 0))
-        candidate = f"{base}_{num}"
-        while candidate in self._used_names or self._is_illegal_name(candidate, obj):
-            num += 1
-            candidate = f"{base}_{num}"
-        hints[base] = num
-    self._used_names.setdefault(candidate, 0)
-    if obj is None:
-        self._unassociated_names.add(candidate)
-    else:
-        self._obj_to_name[obj] = candidate
-    return candidate
-
-
 @contextlib.contextmanager
 def _locating_tracer():
     saved = proxy_tensor.PythonKeyTracer
-    saved_create_name = torch.fx.graph._Namespace.create_name
     proxy_tensor.PythonKeyTracer = _LocatingTracer
-    torch.fx.graph._Namespace.create_name = _create_name
     try:
         yield
     finally:
         proxy_tensor.PythonKeyTracer = saved
-        torch.fx.graph._Namespace.create_name = saved_create_name
 
 
 @dataclass

@@ -4,6 +4,7 @@ examples directory and a runner for the example scripts."""
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ os.environ.setdefault("TRN_VERIFY_IR", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-PYTHON = "/usr/bin/python3"
+#: The interpreter running the tests: the project's environment (.venv).
+PYTHON = sys.executable
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +26,7 @@ def cache_dir(tmp_path_factory) -> str:
 
 def run_example(script: str, *args: str, env: dict = None, check: bool = True
                 ) -> subprocess.CompletedProcess:
-    """Runs examples/<script> with Debian's Python; returns the process."""
+    """Runs examples/<script> with the tests' Python; returns the process."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     proc = subprocess.run([PYTHON, str(EXAMPLES / script), *args], env=full_env,
