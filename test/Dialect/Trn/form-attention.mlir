@@ -119,3 +119,89 @@ func.func @probabilities_used(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v:
   %o = trn.dot_general %p, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %o, %p : tensor<2x4x8xf32>, tensor<2x4x4xf32>
 }
+
+// -----
+
+// PyTorch 2's scaled_dot_product_attention(is_causal=True), math path, as
+// traced: q and k^T each scaled by sqrt(scale), the causal mask as an
+// additive bias where(tril, 0, -inf), and the safe softmax (0 for rows all
+// -inf, which a causal mask never leaves: its diagonal is kept). The bias
+// has no gradient, so the backward has no mask select.
+// CHECK-LABEL: func.func @sdpa_causal
+// CHECK: %[[Q:.*]] = trn.mul %arg0
+// CHECK: %[[KT:.*]] = trn.mul %arg1
+// CHECK: %[[K:.*]] = trn.transpose %[[KT]], perm = [0, 1, 3, 2]
+// CHECK: %[[O:.*]], %[[LSE:.*]] = trn.attention %[[Q]], %[[K]], %arg2, scale = 1.000000e+00 causal
+// CHECK: trn.attention_grad %[[Q]], %[[K]], %arg2, %[[O]], %[[LSE]], %arg3, scale = 1.000000e+00 causal
+// CHECK-NOT: trn.softmax
+// CHECK-NOT: trn.reduce
+func.func @sdpa_causal(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>,
+                       %do: tensor<1x2x4x8xf32>)
+    -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32>) {
+  %half = trn.constant dense<0.5> : tensor<1x2x4x8xf32>
+  %halft = trn.constant dense<0.5> : tensor<1x2x8x4xf32>
+  %qs = trn.mul %q, %half : tensor<1x2x4x8xf32>
+  %kts = trn.mul %kt, %halft : tensor<1x2x8x4xf32>
+  %s = trn.dot_general %qs, %kts, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %row = trn.iota dim = 0 : tensor<4x4xi32>
+  %col = trn.iota dim = 1 : tensor<4x4xi32>
+  %diff = trn.sub %col, %row : tensor<4x4xi32>
+  %zi = trn.constant dense<0> : tensor<4x4xi32>
+  %lower = trn.compare le, %diff, %zi : tensor<4x4xi32>
+  %true = trn.constant dense<true> : tensor<4x4xi1>
+  %false = trn.constant dense<false> : tensor<4x4xi1>
+  %keep = trn.select %lower, %true, %false : tensor<4x4xi1>, tensor<4x4xi1>
+  %z2 = trn.constant dense<0.0> : tensor<4x4xf32>
+  %ninf2 = trn.constant dense<0xFF800000> : tensor<4x4xf32>
+  %bias = trn.select %keep, %z2, %ninf2 : tensor<4x4xi1>, tensor<4x4xf32>
+  %bias4 = trn.broadcast_in_dim %bias, dims = [2, 3] : (tensor<4x4xf32>) -> tensor<1x2x4x4xf32>
+  %biased = trn.add %s, %bias4 : tensor<1x2x4x4xf32>
+  %sm = trn.softmax %biased, dim = 3 : tensor<1x2x4x4xf32>
+  %max = trn.reduce max %biased, dims = [3] : (tensor<1x2x4x4xf32>) -> tensor<1x2x4xf32>
+  %ninf3 = trn.constant dense<0xFF800000> : tensor<1x2x4xf32>
+  %finite = trn.compare ne, %max, %ninf3 : tensor<1x2x4xf32>
+  %finite4 = trn.broadcast_in_dim %finite, dims = [0, 1, 2] : (tensor<1x2x4xi1>) -> tensor<1x2x4x4xi1>
+  %zero = trn.constant dense<0.0> : tensor<1x2x4x4xf32>
+  %p = trn.select %finite4, %sm, %zero : tensor<1x2x4x4xi1>, tensor<1x2x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %pt = trn.transpose %p, perm = [0, 1, 3, 2] : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %dv = trn.dot_general %pt, %do, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %vt = trn.transpose %v, perm = [0, 1, 3, 2] : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %dp = trn.dot_general %do, %vt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %ds = trn.softmax_grad %p, %dp, dim = 3 : tensor<1x2x4x4xf32>
+  %k = trn.transpose %kts, perm = [0, 1, 3, 2] : (tensor<1x2x8x4xf32>) -> tensor<1x2x4x8xf32>
+  %dq = trn.dot_general %ds, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %qt = trn.transpose %qs, perm = [0, 1, 3, 2] : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %dkt = trn.dot_general %qt, %ds, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<1x2x8x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x8x4xf32>
+  return %o, %dq, %dkt, %dv : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// The safe softmax over a bias that is not causal (here anti-causal: row 0
+// keeps nothing but column 3... any row may be all -inf): left as it is.
+// CHECK-LABEL: func.func @safe_softmax_not_causal
+// CHECK-NOT: trn.attention
+// CHECK: trn.softmax
+func.func @safe_softmax_not_causal(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %s = trn.dot_general %q, %kt, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %row = trn.iota dim = 0 : tensor<4x4xi32>
+  %col = trn.iota dim = 1 : tensor<4x4xi32>
+  %diff = trn.sub %col, %row : tensor<4x4xi32>
+  %zi = trn.constant dense<0> : tensor<4x4xi32>
+  %upper = trn.compare ge, %diff, %zi : tensor<4x4xi32>
+  %z2 = trn.constant dense<0.0> : tensor<4x4xf32>
+  %ninf2 = trn.constant dense<0xFF800000> : tensor<4x4xf32>
+  %bias = trn.select %upper, %z2, %ninf2 : tensor<4x4xi1>, tensor<4x4xf32>
+  %bias3 = trn.broadcast_in_dim %bias, dims = [1, 2] : (tensor<4x4xf32>) -> tensor<2x4x4xf32>
+  %biased = trn.add %s, %bias3 : tensor<2x4x4xf32>
+  %sm = trn.softmax %biased, dim = 2 : tensor<2x4x4xf32>
+  %max = trn.reduce max %biased, dims = [2] : (tensor<2x4x4xf32>) -> tensor<2x4xf32>
+  %ninf3 = trn.constant dense<0xFF800000> : tensor<2x4xf32>
+  %finite = trn.compare ne, %max, %ninf3 : tensor<2x4xf32>
+  %finite3 = trn.broadcast_in_dim %finite, dims = [0, 1] : (tensor<2x4xi1>) -> tensor<2x4x4xi1>
+  %zero = trn.constant dense<0.0> : tensor<2x4x4xf32>
+  %p = trn.select %finite3, %sm, %zero : tensor<2x4x4xi1>, tensor<2x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}

@@ -140,34 +140,36 @@ std::optional<Linear> linearOf(Value value) {
   return std::nullopt;
 }
 
-/// Whether the i1 [S, S] `mask` is true exactly where the key comes after
-/// the query (col > row): PyTorch's `ones(s, s).triu(1)` or
-/// `arange(s)[None, :] > arange(s)[:, None]`, as traced.
-bool isCausalMask(Value mask) {
-  auto type = cast<RankedTensorType>(mask.getType());
+/// Whether the i1 [S, S] `pred` is true exactly where the key comes after
+/// the query (col > row, a causal mask: PyTorch's `ones(s, s).triu(1)` or
+/// `arange(s)[None, :] > arange(s)[:, None]`): true; exactly where it does
+/// not (col <= row, the positions kept: `ones(s, s).tril()`, what
+/// scaled_dot_product_attention's `is_causal` builds): false; else none.
+std::optional<bool> causalPolarity(Value pred) {
+  auto type = cast<RankedTensorType>(pred.getType());
   if (type.getRank() != 2 || type.getDimSize(0) != type.getDimSize(1))
-    return false;
+    return std::nullopt;
   // select(p, true, false) is p.
-  if (auto select = mask.getDefiningOp<SelectOp>()) {
+  if (auto select = pred.getDefiningOp<SelectOp>()) {
     std::optional<int64_t> onTrue = splatInt(select.getOnTrue()),
                            onFalse = splatInt(select.getOnFalse());
     if (onTrue && onFalse && *onTrue != 0 && *onFalse == 0)
-      return isCausalMask(select.getPred());
-    return false;
+      return causalPolarity(select.getPred());
+    return std::nullopt;
   }
-  auto compare = mask.getDefiningOp<CompareOp>();
+  auto compare = pred.getDefiningOp<CompareOp>();
   if (!compare)
-    return false;
+    return std::nullopt;
   std::optional<Linear> lhs = linearOf(compare.getLhs()),
                         rhs = linearOf(compare.getRhs());
   if (!lhs || !rhs)
-    return false;
+    return std::nullopt;
   // d = lhs - rhs; the predicate holds on d against 0.
   Linear d{lhs->row - rhs->row, lhs->col - rhs->col,
            lhs->constant - rhs->constant};
   ComparisonPredicate predicate = compare.getPredicate();
   if (d.row == 1 && d.col == -1) {
-    // row - col + k against 0: flip to col - row - k.
+    // row - col - k against 0: negated, col - row + k against 0 reversed.
     d = Linear{-1, 1, -d.constant};
     switch (predicate) {
     case ComparisonPredicate::lt:
@@ -176,15 +178,49 @@ bool isCausalMask(Value mask) {
     case ComparisonPredicate::le:
       predicate = ComparisonPredicate::ge;
       break;
+    case ComparisonPredicate::gt:
+      predicate = ComparisonPredicate::lt;
+      break;
+    case ComparisonPredicate::ge:
+      predicate = ComparisonPredicate::le;
+      break;
     default:
-      return false;
+      return std::nullopt;
     }
   }
   if (d.row != -1 || d.col != 1)
+    return std::nullopt;
+  // col - row + k against 0: col > row is `> 0` at k = 0 or `>= 0` at
+  // k = -1; col <= row is `<= 0` at k = 0 or `< 0` at k = -1.
+  int64_t k = d.constant;
+  if ((predicate == ComparisonPredicate::gt && k == 0) ||
+      (predicate == ComparisonPredicate::ge && k == -1))
+    return true;
+  if ((predicate == ComparisonPredicate::le && k == 0) ||
+      (predicate == ComparisonPredicate::lt && k == -1))
     return false;
-  // col - row + k > 0 <=> col > row when k == 0; >= 0 when k == -1.
-  return (predicate == ComparisonPredicate::gt && d.constant == 0) ||
-         (predicate == ComparisonPredicate::ge && d.constant == -1);
+  return std::nullopt;
+}
+
+bool isCausalMask(Value mask) { return causalPolarity(mask) == true; }
+
+/// Whether `bias` ([S, S] float) is 0 where col <= row and -inf where
+/// col > row: `where(mask, -inf, 0)` or `where(keep, 0, -inf)`, the
+/// additive form of a causal mask.
+bool isCausalBias(Value bias) {
+  auto select = bias.getDefiningOp<SelectOp>();
+  if (!select)
+    return false;
+  std::optional<double> onTrue = splatFloat(select.getOnTrue()),
+                        onFalse = splatFloat(select.getOnFalse());
+  if (!onTrue || !onFalse)
+    return false;
+  std::optional<bool> polarity = causalPolarity(select.getPred());
+  if (!polarity)
+    return false;
+  double masked = *polarity ? *onTrue : *onFalse;
+  double kept = *polarity ? *onFalse : *onTrue;
+  return std::isinf(masked) && masked < 0 && kept == 0.0;
 }
 
 /// One attention found in the graph, forward and (when present) backward.
@@ -194,7 +230,11 @@ struct Match {
   Value query, keyTransposed, value;
   Operation *scaled = nullptr, *masked = nullptr;
   SoftmaxOp softmax;
+  // The probabilities: the softmax, or PyTorch 2's safe softmax of it
+  // (0 for rows of -inf only, which a causal or no mask never leaves).
+  Value probs;
   Value scaleConstant, maskPred;
+  bool additiveMask = false;
   double scale = 1.0;
   bool causal = false;
   // Backward (all null without one).
@@ -217,6 +257,39 @@ std::optional<std::pair<Value, Value>> scaledBy(Operation *op) {
   return std::nullopt;
 }
 
+/// The select that makes `softmax` PyTorch 2's safe softmax:
+/// `select(broadcast(max(x) != -inf), softmax(x), 0)` over the softmax's
+/// dimension, when that is x's only other use and the softmax's only use.
+SelectOp safeSoftmaxOf(SoftmaxOp softmax) {
+  Value x = softmax.getOperand();
+  if (!softmax->hasOneUse() || !llvm::hasNItems(x.getUses(), 2))
+    return {};
+  auto select = dyn_cast<SelectOp>(*softmax->user_begin());
+  std::optional<double> zero =
+      select ? splatFloat(select.getOnFalse()) : std::nullopt;
+  if (!select || select.getOnTrue() != softmax.getResult() || !zero ||
+      *zero != 0.0)
+    return {};
+  auto broadcast = select.getPred().getDefiningOp<BroadcastInDimOp>();
+  auto compare = broadcast ? broadcast.getOperand().getDefiningOp<CompareOp>()
+                           : CompareOp();
+  if (!compare || compare.getPredicate() != ComparisonPredicate::ne)
+    return {};
+  auto reduce = compare.getLhs().getDefiningOp<ReduceOp>();
+  std::optional<double> limit = splatFloat(compare.getRhs());
+  int64_t dim = softmax.getDim();
+  if (!reduce || reduce.getOperand() != x ||
+      reduce.getKind() != ReduceKind::max ||
+      reduce.getDims() != ArrayRef<int64_t>{dim} || !limit ||
+      !std::isinf(*limit) || *limit > 0)
+    return {};
+  auto kept = llvm::to_vector(llvm::seq<int64_t>(0, rankOf(x)));
+  kept.erase(kept.begin() + dim);
+  if (broadcast.getDims() != ArrayRef<int64_t>(kept))
+    return {};
+  return select;
+}
+
 /// The forward chain that ends in `softmax`, if it is attention.
 std::optional<Match> matchForward(SoftmaxOp softmax) {
   Match m;
@@ -225,10 +298,34 @@ std::optional<Match> matchForward(SoftmaxOp softmax) {
   m.softmax = softmax;
   Value x = softmax.getOperand();
   int64_t rank = rankOf(x);
-  if (rank < 3 || int64_t(softmax.getDim()) != rank - 1 || !x.hasOneUse())
+  if (rank < 3 || int64_t(softmax.getDim()) != rank - 1)
     return std::nullopt;
+  m.probs = softmax.getResult();
+  if (!x.hasOneUse()) {
+    // softmax(x) kept where max(x) > -inf, else 0: aten._safe_softmax.
+    SelectOp safe = safeSoftmaxOf(softmax);
+    if (!safe)
+      return std::nullopt;
+    m.probs = safe.getResult();
+  }
   // Masked with -inf where a causal mask holds.
-  if (auto select = x.getDefiningOp<SelectOp>()) {
+  if (auto add = x.getDefiningOp<AddOp>()) {
+    // Or plus a causal bias (scaled_dot_product_attention's is_causal).
+    for (unsigned i = 0; i < 2 && !m.masked; ++i) {
+      auto broadcast = add->getOperand(i).getDefiningOp<BroadcastInDimOp>();
+      Value scores = add->getOperand(1 - i);
+      if (broadcast &&
+          broadcast.getDims() == ArrayRef<int64_t>{rank - 2, rank - 1} &&
+          isCausalBias(broadcast.getOperand()) && scores.hasOneUse()) {
+        m.masked = add;
+        m.additiveMask = true;
+        m.causal = true;
+        x = scores;
+      }
+    }
+    if (!m.masked)
+      return std::nullopt;
+  } else if (auto select = x.getDefiningOp<SelectOp>()) {
     std::optional<double> fill = splatFloat(select.getOnTrue());
     auto broadcast = select.getPred().getDefiningOp<BroadcastInDimOp>();
     if (!fill || !std::isinf(*fill) || *fill > 0 || !broadcast ||
@@ -255,19 +352,17 @@ std::optional<Match> matchForward(SoftmaxOp softmax) {
   m.query = m.scores.getLhs();
   m.keyTransposed = m.scores.getRhs();
   // The probabilities' users: the output matmul, and the backward's.
-  for (Operation *user : softmax->getUsers()) {
+  for (Operation *user : m.probs.getUsers()) {
     auto dot = dyn_cast<DotGeneralOp>(user);
-    if (dot && isBatchedMatmul(dot) && dot.getLhs() == softmax.getResult() &&
-        !m.output) {
+    if (dot && isBatchedMatmul(dot) && dot.getLhs() == m.probs && !m.output) {
       m.output = dot;
       m.value = dot.getRhs();
     } else if (auto grad = dyn_cast<SoftmaxGradOp>(user);
-               grad && grad.getOutput() == softmax.getResult() &&
-               !m.softmaxGrad) {
+               grad && grad.getOutput() == m.probs && !m.softmaxGrad) {
       m.softmaxGrad = grad;
     } else if (auto transpose = dyn_cast<TransposeOp>(user);
                transpose && !m.probsTransposed &&
-               isLastTwoSwapped(transpose, softmax.getResult())) {
+               isLastTwoSwapped(transpose, m.probs)) {
       m.probsTransposed = transpose;
     } else {
       return std::nullopt; // the probabilities are needed as they are
@@ -301,7 +396,8 @@ bool matchBackward(Match &m) {
     return false;
   // dS = softmax_grad (masked with 0) (* scale), as the forward.
   Value ds = m.softmaxGrad.getResult();
-  if (m.masked) {
+  if (m.masked && !m.additiveMask) {
+    // (An additive bias has no gradient to mask.)
     if (!ds.hasOneUse())
       return false;
     auto select = dyn_cast<SelectOp>(*ds.user_begin());

@@ -169,8 +169,9 @@ struct TrnSliceBeforeViewsPass
     : trn::impl::TrnSliceBeforeViewsBase<TrnSliceBeforeViewsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<SliceBeforeReshape, SliceBeforeTranspose,
-                 UnitTransposeToReshape>(&getContext());
+    patterns
+        .add<SliceBeforeReshape, SliceBeforeTranspose, UnitTransposeToReshape>(
+            &getContext());
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

@@ -27,7 +27,8 @@ ArrayRef<int64_t> shapeOf(Value value) {
 /// The leading dimensions `value`'s first dimension was merged from: it is
 /// a reshape of a tensor whose k >= 2 leading dimensions multiply to it and
 /// whose other dimensions are `value`'s, directly or through transposes that
-/// keep the first dimension first.
+/// keep the first dimension first. Leading unit dimensions of the tensor are
+/// not counted (q selected from a stacked [3, B, H, S, D] is [1, B, H, S, D]).
 std::optional<SmallVector<int64_t>> mergedLeading(Value value) {
   if (auto transpose = value.getDefiningOp<TransposeOp>()) {
     if (transpose.getPerm().empty() || transpose.getPerm()[0] != 0)
@@ -41,6 +42,8 @@ std::optional<SmallVector<int64_t>> mergedLeading(Value value) {
                     source = shapeOf(reshape.getOperand());
   if (merged.empty())
     return std::nullopt;
+  while (source.size() > 1 && source.front() == 1)
+    source = source.drop_front();
   int64_t product = 1;
   for (size_t k = 0; k < source.size(); ++k) {
     product *= source[k];
@@ -74,12 +77,17 @@ Value unmerged(PatternRewriter &rewriter, Location loc, Value value,
           loc, RankedTensorType::get(shape, type.getElementType()), inner,
           perm);
     }
-  } else if (auto reshape = value.getDefiningOp<ReshapeOp>()) {
-    if (mergedLeading(value) == SmallVector<int64_t>(lead))
-      return reshape.getOperand();
   }
   SmallVector<int64_t> shape(lead);
   llvm::append_range(shape, type.getShape().drop_front());
+  if (auto reshape = value.getDefiningOp<ReshapeOp>()) {
+    // The source (without its leading unit dimensions).
+    if (mergedLeading(value) == SmallVector<int64_t>(lead)) {
+      value = reshape.getOperand();
+      if (shapeOf(value) == ArrayRef<int64_t>(shape))
+        return value;
+    }
+  }
   return rewriter.create<ReshapeOp>(
       loc, RankedTensorType::get(shape, type.getElementType()), value);
 }
@@ -120,11 +128,69 @@ struct SplitMergedBatch : OpRewritePattern<DotGeneralOp> {
   }
 };
 
+/// reshape(transpose(x)) that only splits dimensions is transpose(reshape(x))
+/// with x's dimensions split instead: a merged [B*H] moved by a transpose
+/// (nn.MultiheadAttention's [S, B*H, D] -> [B*H, S, D]) is split where it was
+/// made, so the forward's and the backward's views of one tensor become
+/// transposes of one value (trn-form-attention compares them so).
+struct SplitBeforeTranspose : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp reshape,
+                                PatternRewriter &rewriter) const override {
+    auto transpose = reshape.getOperand().getDefiningOp<TransposeOp>();
+    if (!transpose || !transpose->hasOneUse())
+      return failure();
+    ArrayRef<int64_t> moved = shapeOf(transpose.getResult());
+    ArrayRef<int64_t> out = shapeOf(reshape.getResult());
+    if (out.size() <= moved.size() || ShapedType::isDynamicShape(out) ||
+        ShapedType::isDynamicShape(moved))
+      return failure();
+    // The result dimensions each moved dimension is split into, in order.
+    SmallVector<SmallVector<int64_t>> groups;
+    size_t next = 0;
+    for (int64_t size : moved) {
+      SmallVector<int64_t> group;
+      int64_t product = 1;
+      while (next < out.size() && (group.empty() || product < size)) {
+        product *= out[next];
+        group.push_back(out[next++]);
+      }
+      if (product != size)
+        return failure();
+      groups.push_back(std::move(group));
+    }
+    if (next != out.size())
+      return failure();
+    ArrayRef<int64_t> perm = transpose.getPerm();
+    // x's dimension j is moved dimension i with perm[i] = j.
+    SmallVector<int64_t> movedOf(perm.size());
+    for (auto [i, j] : llvm::enumerate(perm))
+      movedOf[j] = i;
+    SmallVector<int64_t> splitShape, firstOf(perm.size());
+    for (size_t j = 0; j < perm.size(); ++j) {
+      firstOf[j] = splitShape.size();
+      llvm::append_range(splitShape, groups[movedOf[j]]);
+    }
+    SmallVector<int64_t> splitPerm;
+    for (auto [i, j] : llvm::enumerate(perm))
+      for (size_t t = 0; t < groups[i].size(); ++t)
+        splitPerm.push_back(firstOf[j] + t);
+    auto type = cast<RankedTensorType>(reshape.getType());
+    Value split = rewriter.create<ReshapeOp>(
+        reshape.getLoc(),
+        RankedTensorType::get(splitShape, type.getElementType()),
+        transpose.getOperand());
+    rewriter.replaceOpWithNewOp<TransposeOp>(reshape, type, split, splitPerm);
+    return success();
+  }
+};
+
 struct TrnSplitBatchDimsPass
     : mlir::trn::impl::TrnSplitBatchDimsBase<TrnSplitBatchDimsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<SplitMergedBatch>(&getContext());
+    patterns.add<SplitMergedBatch, SplitBeforeTranspose>(&getContext());
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

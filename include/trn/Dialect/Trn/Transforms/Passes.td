@@ -363,8 +363,11 @@ def TrnSplitBatchDims : Pass<"trn-split-batch-dims", "::mlir::func::FuncOp"> {
     leading dimensions [B, H, ...], directly or through a transpose that
     keeps the batch first) into a `dot_general` with those batch dimensions,
     and views its result as the merged one for the users, whose own
-    reshapes back to `[B, H, ...]` then fold away. The arithmetic is
-    unchanged. docs/partitioning.md.
+    reshapes back to `[B, H, ...]` then fold away. A reshape that only
+    splits dimensions of a transposed value is done before the transpose
+    (`[S, B*H, D]` moved to `[B*H, S, D]`, then split to `[B, H, S, D]`, is
+    `[S, B, H, D]` moved), so that every view of one tensor is a transpose
+    of one value. The arithmetic is unchanged. docs/partitioning.md.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
@@ -382,9 +385,15 @@ def TrnFormAttention : Pass<"trn-form-attention", "::mlir::func::FuncOp"> {
     are never stored. The mask must be provably causal: `ones(s, s).triu(1)`
     or `arange(s)[None, :] > arange(s)[:, None]` computed in the graph (an
     iota comparison), not a tensor passed in, whose values the compiler
-    cannot see. The rewrite is all or nothing per attention: when the
-    probabilities have another user (dropout, an output) or the backward
-    differs from autograd's, the ops are left as they are.
+    cannot see. PyTorch 2's `scaled_dot_product_attention` (math path, and
+    `nn.MultiheadAttention` through it) is found too: q and k each scaled
+    (the scale is then 1 on the scaled operands), the causal mask as an
+    additive bias `where(tril, 0, -inf)` (no mask select in the backward),
+    and its safe softmax (`select(max != -inf, softmax, 0)`), whose select is
+    the identity when no row is masked whole, as with a causal mask or none.
+    The rewrite is all or nothing per attention: when the probabilities have
+    another user (dropout, an output) or the backward differs from
+    autograd's, the ops are left as they are.
   }];
   let dependentDialects = ["::mlir::trn::TrnDialect"];
 }
