@@ -202,8 +202,13 @@ bool Propagator::applyRule(Operation *op) {
     return sharding;
   };
   bool changed = false;
+  // A result no factor splits yet is left unknown rather than fixed whole:
+  // a sum over the batch reached from its user first (a bias gradient)
+  // must still become pending over dp when its operand's split arrives.
   for (auto [index, result] : llvm::enumerate(op->getResults()))
-    changed |= offer(result, shardingOf(rule->results[index], true));
+    if (Sharding sharding = shardingOf(rule->results[index], true);
+        sharding.axisCount())
+      changed |= offer(result, sharding);
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     // Backward: a value with no sharding takes the use's; one with a
     // sharding only a finer one (offer refuses anything else, so sweeps

@@ -104,16 +104,22 @@ normRule(Operation *op, Value input, int64_t axis, ValueRange statistics,
 /// one input and one output dimension of equal size shares a factor; a
 /// group that splits or merges dimensions gets one factor per dimension of
 /// its finer side, and each coarse dimension is made of those factors
-/// (major first). A size-1 dimension next to others it merges with or
+/// (major first); a group that does both gets the factors both sides
+/// share, where they exist. A size-1 dimension next to others it merges with or
 /// splits from keeps a factor of size 1: nothing real splits it, but a
 /// replica axis does (data parallelism over a traced batch of one).
+///
+/// Such a size-1 dimension on one side only joins the group before it (a
+/// batch of one in [S, 1, D] -> [S, D] merges into the tokens, the minor
+/// part of S), or the next group when it leads ([1, S, D] -> [S, D]): never
+/// the features after it, where a replica axis would make a contraction
+/// over features a sum over replicas.
 std::optional<ShardingRule> reshapeRule(ReshapeOp op) {
   RuleBuilder b(op);
   ArrayRef<int64_t> in = shapeOf(op.getOperand()),
                     out = shapeOf(op.getResult());
   size_t i = 0, o = 0;
-  // Size-1 dimensions on both sides pair up; on one side only they join the
-  // next group (a leading batch of one merges into the tokens).
+  // Size-1 dimensions on both sides pair up.
   auto skipOnes = [&] {
     while (i < in.size() && o < out.size() && in[i] == 1 && out[o] == 1) {
       int64_t f = b.factor(1);
@@ -123,7 +129,8 @@ std::optional<ShardingRule> reshapeRule(ReshapeOp op) {
   };
   skipOnes();
   while (i < in.size() && o < out.size()) {
-    // The smallest prefix groups with equal products.
+    // The smallest prefix groups with equal products (a leading size-1
+    // dimension on one side joins this first group).
     size_t i1 = i + 1, o1 = o + 1;
     int64_t inProduct = in[i], outProduct = out[o];
     while (inProduct != outProduct) {
@@ -156,7 +163,66 @@ std::optional<ShardingRule> reshapeRule(ReshapeOp op) {
         b.result(0, o, f);
       }
     } else {
-      // Many to many: the dimensions stay replicated.
+      // Many to many: the common refinement of both sides, when the
+      // running products of the two sides, taken together, divide each
+      // other in turn ([B*H, D] -> [B, H*D] is made of B, H and D; the
+      // dimensions of [6, 4] -> [4, 6] have none and stay replicated).
+      SmallVector<int64_t> cuts;
+      int64_t running = 1;
+      for (size_t d = i; d < i1; ++d)
+        cuts.push_back(running *= in[d]);
+      running = 1;
+      for (size_t d = o; d < o1; ++d)
+        cuts.push_back(running *= out[d]);
+      llvm::sort(cuts);
+      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+      // (Not with a size-1 dimension in the group: a batch of one carrying
+      // a replica axis would land on whatever shares its place.)
+      bool chain =
+          llvm::none_of(in.slice(i, i1 - i),
+                        [](int64_t d) { return d == 1; }) &&
+          llvm::none_of(out.slice(o, o1 - o), [](int64_t d) { return d == 1; });
+      for (size_t k = 1; k < cuts.size(); ++k)
+        chain &= cuts[k] % cuts[k - 1] == 0;
+      if (chain) {
+        SmallVector<int64_t> factors;
+        int64_t previous = 1;
+        for (int64_t cut : cuts) {
+          factors.push_back(b.factor(cut / previous));
+          previous = cut;
+        }
+        // Each dimension is made of the factors between its running
+        // products before and after it.
+        auto assign = [&](ArrayRef<int64_t> shape, size_t from, size_t to,
+                          auto &&add) {
+          int64_t before = 1;
+          for (size_t d = from; d < to; ++d) {
+            int64_t after = before * shape[d];
+            for (auto [k, cut] : llvm::enumerate(cuts))
+              if (cut > before && cut <= after)
+                add(d, factors[k]);
+            before = after;
+          }
+        };
+        assign(in, i, i1, [&](size_t d, int64_t f) { b.operand(0, d, f); });
+        assign(out, o, o1, [&](size_t d, int64_t f) { b.result(0, d, f); });
+      }
+    }
+    // Size-1 dimensions after the group, on one side only, join it as the
+    // minor factor of the other side's last dimension.
+    while (true) {
+      bool inOne = i1 < in.size() && in[i1] == 1;
+      bool outOne = o1 < out.size() && out[o1] == 1;
+      if (inOne == outOne)
+        break;
+      int64_t f = b.factor(1);
+      if (inOne) {
+        b.operand(0, i1++, f);
+        b.result(0, o1 - 1, f);
+      } else {
+        b.result(0, o1++, f);
+        b.operand(0, i1 - 1, f);
+      }
     }
     i = i1;
     o = o1;

@@ -240,3 +240,62 @@ func.func @merged_heads(%q: tensor<2x4x8x16xf32> {dist.sharding = #dist.sharding
   %s4 = trn.reshape %s : (tensor<8x8x8xf32>) -> tensor<2x4x8x8xf32>
   return %s4 : tensor<2x4x8x8xf32>
 }
+
+// -----
+
+// A reshape that splits and merges at once ([S, B*H, D] -> [S, B, H*D], the
+// view nn.MultiheadAttention's batch-second attention output takes) is made
+// of the factors both sides share: B, H and D. A split of B on dp goes
+// through it.
+dist.mesh @mesh <dp = 2>
+// CHECK-LABEL: func.func @merged_heads
+// CHECK: trn.reshape {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"dp"}, {}]>]} : (tensor<8x8x8xf32>) -> tensor<8x2x32xf32>
+func.func @merged_heads(%x: tensor<8x8x8xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"dp"}, {}]>}) -> tensor<8x2x32xf32> {
+  %0 = trn.reshape %x : (tensor<8x8x8xf32>) -> tensor<8x2x32xf32>
+  return %0 : tensor<8x2x32xf32>
+}
+
+// -----
+
+// Without shared factors ([6, 4] -> [4, 6]) the dimensions stay whole.
+dist.mesh @mesh <dp = 2>
+// CHECK-LABEL: func.func @no_shared_factors
+// CHECK: trn.reshape {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {}]>]} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+func.func @no_shared_factors(%x: tensor<6x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<4x6xf32> {
+  %0 = trn.reshape %x : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+// A batch of one second ([S, 1, D], nn.MultiheadAttention's layout) merged
+// away joins the tokens before it, not the features after it: a replica
+// axis on it lands on the tokens (their minor part: 4 blocks of one),
+// never where a matmul contracts features.
+dist.mesh @mesh <dp = 2> {dist.replica_axes = ["dp"]}
+// CHECK-LABEL: func.func @batch_of_one_second
+// CHECK: trn.reshape {{.*}} {dist.sharding = [#dist.sharding<@mesh, [4x{"dp"}, {}]>]} : (tensor<4x1x8xf32>) -> tensor<4x8xf32>
+func.func @batch_of_one_second(%x: tensor<4x1x8xf32> {dist.sharding = #dist.sharding<@mesh, [{}, {"dp"}, {}]>}) -> tensor<4x8xf32> {
+  %0 = trn.reshape %x : (tensor<4x1x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A bias gradient (a sum over the batch) whose user is reached before its
+// operand's split: the sum still becomes pending over dp (it was fixed
+// whole, and nothing averaged it over the replicas).
+dist.mesh @mesh <dp = 2> {dist.replica_axes = ["dp"]}
+// CHECK-LABEL: func.func @bias_gradient
+// CHECK: trn.reduce sum {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}], partial = {"dp"}>]}
+func.func @bias_gradient(%b: tensor<8xf32> {dist.sharding = #dist.sharding<@mesh, [{}]>, trn.role = "parameter"},
+                         %g: tensor<4x2x8xf32> {trn.role = "data"}) -> (tensor<8xf32> {trn.aliases = 0 : i64}) {
+  %t = trn.transpose %g, perm = [1, 0, 2] : (tensor<4x2x8xf32>) -> tensor<2x4x8xf32>
+  %c = trn.constant dense<1.0> : tensor<2x4x8xf32>
+  %m = trn.mul %t, %c : tensor<2x4x8xf32>
+  %u = trn.transpose %m, perm = [1, 0, 2] : (tensor<2x4x8xf32>) -> tensor<4x2x8xf32>
+  %s = trn.reduce sum %u, dims = [0, 1] : (tensor<4x2x8xf32>) -> tensor<8xf32>
+  %n = trn.add %b, %s : tensor<8xf32>
+  %k = dist.sharding_constraint %t <@mesh, [{"dp"}, {}, {}]> : tensor<2x4x8xf32>
+  return %n : tensor<8xf32>
+}
