@@ -68,6 +68,14 @@ const std::vector<CompileFlagSpec> &compileFlagSpecs() {
        "",
        "--zero1                          ZeRO-1: optimizer states split over "
        "dp (the program is then per dp degree)"},
+      {"dp-whole-batch",
+       FlagKind::Switch,
+       "dp-whole-batch",
+       {},
+       "",
+       "--dp-whole-batch                 the graph is the whole batch and dp "
+       "splits its first dimension (the program is then per dp degree; "
+       "compile_step uses it when a replica holds one example)"},
       {"sequence-parallel",
        FlagKind::Switch,
        "sequence-parallel",
@@ -493,11 +501,11 @@ FlagNormalizer::run(const std::vector<std::string> &args) {
         value = it->second.first;
       if (key == "dp") {
         // Any degree > 1 is the same program; 1 keeps the single-device
-        // key unchanged. ZeRO-1 splits the optimizer states by the degree:
-        // then it is kept.
+        // key unchanged. ZeRO-1 splits the optimizer states by the degree,
+        // and a whole-batch graph its batch: then it is kept.
         if (value == "1")
           continue;
-        if (!values.count("zero1"))
+        if (!values.count("zero1") && !values.count("dp-whole-batch"))
           value = "replicas";
       }
     } else if (spec.kind == FlagKind::Switch) {

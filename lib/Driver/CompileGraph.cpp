@@ -63,6 +63,7 @@ mlir::trn::compileOptionsFromFlags(const cache::NormalizedFlags &flags) {
   if (auto tp = values.find("tp"); tp != values.end())
     options.tp = std::stoll(tp->second);
   options.zero1 = values.count("zero1") != 0;
+  options.dpWholeBatch = values.count("dp-whole-batch") != 0;
   options.sequenceParallel = values.count("sequence-parallel") != 0;
   if (auto pp = values.find("pp"); pp != values.end())
     options.pp = std::strtoll(pp->second.c_str(), nullptr, 10);

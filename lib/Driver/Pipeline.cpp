@@ -518,8 +518,11 @@ mlir::trn::pipelineSplitOptionsFor(const CompileOptions &options) {
 
 trn::partition::PartitionOptions
 mlir::trn::partitionOptionsFor(const CompileOptions &options) {
-  const bool replicas =
-      (options.dp > 1 || options.pp > 1) && !(options.zero1 && options.dp > 1);
+  // ZeRO-1 and --dp-whole-batch partition the whole batch's graph for real
+  // over dp; otherwise the graph is one replica's step.
+  const bool wholeBatch =
+      (options.zero1 || options.dpWholeBatch) && options.dp > 1;
+  const bool replicas = (options.dp > 1 || options.pp > 1) && !wholeBatch;
   trn::partition::PartitionOptions partitionOptions;
   partitionOptions.mesh = {{"dp", replicas ? 2 : options.dp},
                            {"tp", options.tp}};

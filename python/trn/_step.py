@@ -17,7 +17,7 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -85,6 +85,9 @@ class _Executable:
     compile_seconds: float = 0.0
     trace_seconds: float = 0.0
     uses_rng: bool = False
+    #: The compile flags of this graph: the step's, and --dp-whole-batch
+    #: when it is traced at the whole batch (one example per replica).
+    flags: List[str] = field(default_factory=list)
 
 
 class CompiledStep:
@@ -313,8 +316,28 @@ class CompiledStep:
             args.append(_translate.ArgSpec("step", "hyperparameter"))
             inputs.append(torch.tensor(float(self._updates + 1)))
         # One replica's step, unless ZeRO-1 (whose state shards depend on
-        # the degree) partitions the whole batch's graph.
-        dp = self.mesh.get("dp", 1) if "--zero1" not in self.flags else 1
+        # the degree) partitions the whole batch's graph. So is a step whose
+        # replicas hold one example each: in one replica's graph the batch
+        # dimension is 1 and views merge it into others, where the compiler
+        # can no longer tell one replica's examples from another's (PyTorch's
+        # nn.MultiheadAttention, batch second inside, got wrong gradients).
+        dp = self.mesh.get("dp", 1)
+        flags = list(self.flags)
+        if dp > 1 and "--zero1" not in flags and self.stages == 1 and any(
+                t.dim() and t.shape[0] == dp for t in batch):
+            flags.append("--dp-whole-batch")
+        if "--zero1" in flags or "--dp-whole-batch" in flags:
+            dp = 1
+        if dp > 1 and self.stages > 1 and any(
+                t.dim() and t.shape[0] == dp * self.microbatches for t in batch) and any(
+                isinstance(m, torch.nn.MultiheadAttention) for m in self.model.modules()):
+            # The same loss of the batch dimension, in a pipeline, whose
+            # stages are always one replica's microbatch (issue 28).
+            raise TrnError(
+                "a pipeline over data-parallel replicas with one example per microbatch "
+                "computes wrong gradients for nn.MultiheadAttention (a known trn bug); "
+                "give each microbatch at least 2 examples (a larger batch or fewer "
+                "microbatches)")
         # A pipelined step is traced at one microbatch of one replica.
         parts = dp * (self.microbatches if self.stages > 1 else 1)
         for i, t in enumerate(batch):
@@ -361,14 +384,15 @@ class CompiledStep:
             # The mesh the shardings name, as trn-cc --mesh declares it: a
             # data-parallel program is one replica's step at a nominal dp = 2.
             dp = self.mesh.get("dp", 1)
-            if dp > 1 and "--zero1" not in self.flags:
+            if dp > 1 and "--zero1" not in flags and "--dp-whole-batch" not in flags:
                 dp = 2
             graph.text = (f"dist.mesh @mesh <dp = {dp}, tp = {self.mesh.get('tp', 1)}>\n"
                           + graph.text)
         trace_seconds = time.perf_counter() - start
-        key = self._key(graph.text)
+        key = self._key(graph.text, flags)
         return _Executable(graph=graph, key=key, signature=signature,
-                           trace_seconds=trace_seconds, uses_rng=graph.uses_rng)
+                           trace_seconds=trace_seconds, uses_rng=graph.uses_rng,
+                           flags=flags)
 
     def _update_epilogue(self, plan: _optim.OptimizerPlan, param_names: List[str],
                          state_keys: List[List[str]], lr_names: List[str],
@@ -397,15 +421,15 @@ class CompiledStep:
 
         return epilogue
 
-    def _key(self, text: str) -> str:
+    def _key(self, text: str, flags: List[str]) -> str:
         try:
-            return _native().graph_key(text, self.flags)
+            return _native().graph_key(text, flags)
         except ValueError as error:
             raise CompileError(f"the translated graph is invalid (a trn bug, "
                                f"please report it): {error}") from None
 
     def _compile(self, exe: _Executable) -> None:
-        result = _native().compile(exe.graph.text, self.flags, cache_dir=self.cache_dir,
+        result = _native().compile(exe.graph.text, exe.flags, cache_dir=self.cache_dir,
                                    use_cache=True, retry_failed=self.retry_failed,
                                    source_name="<trn step>")
         for warning in result["warnings"]:
@@ -418,7 +442,7 @@ class CompiledStep:
         artifacts = [result["artifact"]]
         # A pipelined step: one artifact (and cache entry) per stage.
         for stage in range(1, self.stages):
-            more = _native().compile(exe.graph.text, self.flags + ["--stage", str(stage)],
+            more = _native().compile(exe.graph.text, exe.flags + ["--stage", str(stage)],
                                      cache_dir=self.cache_dir, use_cache=True,
                                      retry_failed=self.retry_failed,
                                      source_name="<trn step>")
@@ -659,7 +683,7 @@ class CompiledStep:
         seconds, statuses = 0.0, []
         # A pipelined step compiles every stage (one cache entry each).
         for stage in range(self.stages):
-            flags = self.flags + (["--stage", str(stage)] if self.stages > 1 else [])
+            flags = exe.flags + (["--stage", str(stage)] if self.stages > 1 else [])
             result = _native().compile(exe.graph.text, flags, cache_dir=self.cache_dir,
                                        retry_failed=self.retry_failed,
                                        source_name="<trn step>")
@@ -699,7 +723,7 @@ class CompiledStep:
         if not self.mesh_spec or not _native_available():
             return exe.graph.argument_bytes + exe.graph.peak_live_bytes
         try:
-            return int(_native().mesh_footprint(exe.graph.text, self.flags)["total"])
+            return int(_native().mesh_footprint(exe.graph.text, exe.flags)["total"])
         except ValueError as error:
             raise TrnError(f"mesh {self.mesh_spec!r} does not partition the step: "
                            f"{error}") from None
@@ -715,7 +739,7 @@ class CompiledStep:
                 return self._record_unsupported((), kind, str(error))
             raise
         record = {
-            "flags": self.flags,
+            "flags": exe.flags,
             "script": os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "",
             "call_site": site,
             "graph_name": _GRAPH_NAMES[kind],

@@ -48,6 +48,9 @@ struct CompileOptions {
   int64_t tp = 1;
   int64_t dp = 1;
   bool zero1 = false; ///< --zero1 (then the program is per dp)
+  /// --dp-whole-batch: the graph is the whole batch, split over dp (then
+  /// the program is per dp); else one replica's step.
+  bool dpWholeBatch = false;
   /// Pipeline parallelism (--pp > 1): the step is cut into `pp` stages of
   /// `microbatches` microbatches ordered by `pipelineSchedule`, and only
   /// stage `stage`'s fragments are compiled (one artifact per stage).
