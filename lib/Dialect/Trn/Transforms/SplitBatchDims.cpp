@@ -27,8 +27,7 @@ ArrayRef<int64_t> shapeOf(Value value) {
 /// The leading dimensions `value`'s first dimension was merged from: it is
 /// a reshape of a tensor whose k >= 2 leading dimensions multiply to it and
 /// whose other dimensions are `value`'s, directly or through transposes that
-/// keep the first dimension first. Leading unit dimensions of the tensor are
-/// not counted (q selected from a stacked [3, B, H, S, D] is [1, B, H, S, D]).
+/// keep the first dimension first.
 std::optional<SmallVector<int64_t>> mergedLeading(Value value) {
   if (auto transpose = value.getDefiningOp<TransposeOp>()) {
     if (transpose.getPerm().empty() || transpose.getPerm()[0] != 0)
@@ -42,8 +41,6 @@ std::optional<SmallVector<int64_t>> mergedLeading(Value value) {
                     source = shapeOf(reshape.getOperand());
   if (merged.empty())
     return std::nullopt;
-  while (source.size() > 1 && source.front() == 1)
-    source = source.drop_front();
   int64_t product = 1;
   for (size_t k = 0; k < source.size(); ++k) {
     product *= source[k];
@@ -56,6 +53,20 @@ std::optional<SmallVector<int64_t>> mergedLeading(Value value) {
   return std::nullopt;
 }
 
+/// Whether two merges have the same leading dimensions but for leading unit
+/// ones (q selected from a stacked [3, B, H, S, D] is [1, B, H, S, D]).
+bool sameLead(std::optional<SmallVector<int64_t>> merged,
+              ArrayRef<int64_t> lead) {
+  if (!merged)
+    return false;
+  auto strip = [](ArrayRef<int64_t> dims) {
+    while (dims.size() > 1 && dims.front() == 1)
+      dims = dims.drop_front();
+    return dims;
+  };
+  return strip(*merged) == strip(lead);
+}
+
 /// `value` ([prod(lead), rest...]) as a tensor [lead..., rest...]: its
 /// unmerged source where it has that one (through its transposes), else a
 /// reshape.
@@ -63,7 +74,7 @@ Value unmerged(PatternRewriter &rewriter, Location loc, Value value,
                ArrayRef<int64_t> lead) {
   auto type = cast<RankedTensorType>(value.getType());
   if (auto transpose = value.getDefiningOp<TransposeOp>()) {
-    if (mergedLeading(value) == SmallVector<int64_t>(lead)) {
+    if (sameLead(mergedLeading(value), lead)) {
       Value inner = unmerged(rewriter, loc, transpose.getOperand(), lead);
       int64_t extra = int64_t(lead.size()) - 1;
       SmallVector<int64_t> perm;
@@ -82,7 +93,7 @@ Value unmerged(PatternRewriter &rewriter, Location loc, Value value,
   llvm::append_range(shape, type.getShape().drop_front());
   if (auto reshape = value.getDefiningOp<ReshapeOp>()) {
     // The source (without its leading unit dimensions).
-    if (mergedLeading(value) == SmallVector<int64_t>(lead)) {
+    if (sameLead(mergedLeading(value), lead)) {
       value = reshape.getOperand();
       if (shapeOf(value) == ArrayRef<int64_t>(shape))
         return value;
