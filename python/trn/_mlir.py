@@ -60,6 +60,18 @@ def _hex_float(value: float, element: str) -> str:
     return f"0x{bits:04X}"
 
 
+def _nested(values: Sequence[float], shape: Sequence[int], element: str) -> str:
+    """A dense literal of `shape`: MLIR wants one bracket level per
+    dimension (a flat list is only accepted for rank 1)."""
+    if not shape:
+        return literal(values[0], element)
+    if len(shape) == 1:
+        return "[" + ", ".join(literal(v, element) for v in values) + "]"
+    step = len(values) // shape[0] if shape[0] else 0
+    return "[" + ", ".join(_nested(values[i * step:(i + 1) * step], shape[1:], element)
+                           for i in range(shape[0])) + "]"
+
+
 def literal(value: float, element: str) -> str:
     """One element of a dense attribute of `element` type."""
     if element == "i1":
@@ -219,9 +231,7 @@ class GraphBuilder:
               element: str) -> Value:
         if len(set(values)) <= 1 and values:
             return self.splat(values[0], shape, element)
-        flat = ", ".join(literal(v, element) for v in values)
-        # Nested brackets are not needed: MLIR accepts a flat list for any shape.
-        return self.emit1(f"trn.constant dense<[{flat}]> : "
+        return self.emit1(f"trn.constant dense<{_nested(values, shape, element)}> : "
                           f"{tensor_type(shape, element)}", shape, element)
 
     def convert(self, x: Value, element: str) -> Value:

@@ -376,3 +376,21 @@ def test_dropout_masks_are_philox_and_shared_by_forward_and_backward(cache_dir):
     state = torch.get_rng_state()
     assert step.evaluate(x).item() == pytest.approx((model.w.detach() * x).sum().item())
     assert torch.equal(state, torch.get_rng_state())
+
+
+def test_constants_of_any_rank(cache_dir):
+    """A constant the step makes from Python data (a [3, 2] and a [2, 1, 2]
+    tensor) keeps its shape in the graph; one SGD step equals PyTorch's."""
+    from gradcheck import assert_sgd_step_parity
+
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 2)
+
+        def forward(self, x):
+            y = self.lin(x) * torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+            return y + torch.tensor([[[0.5, -1.0]], [[2.0, 0.25]]]).sum(0)
+
+    assert_sgd_step_parity(Scaled, lambda m, x: m(x).pow(2).mean(), (torch.randn(3, 2),),
+                           cache_dir=cache_dir)
