@@ -107,7 +107,9 @@ def build_step_function(model: torch.nn.Module, loss_fn: Callable[..., Any],
             params = [p.detach().requires_grad_() for p in params]
         tensors = dict(zip(param_names, params))
         tensors.update(zip(other_names, others))
-        with stateless._reparametrize_module(model, tensors), \
+        # tie_weights: a parameter shared by two modules (an LM head tied to
+        # the embedding) is one input wherever the model reads it.
+        with stateless._reparametrize_module(model, tensors, tie_weights=True), \
                 torch.set_grad_enabled(with_grads):
             loss = loss_fn(model, *batch)
         if not with_grads:

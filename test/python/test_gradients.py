@@ -303,3 +303,29 @@ def test_zero1_and_sequence_parallelism(name, flags, cache_dir):
     batch = make_batch(4)
     assert_sgd_step_parity(make_model, loss_fn, batch, mesh="dp=2,tp=2", flags=flags,
                            cache_dir=cache_dir)
+
+
+# ---------------------------------------------------------------------------
+# Library idioms: a parameter shared by two modules.
+# ---------------------------------------------------------------------------
+
+class _Tied(nn.Module):
+    """The embedding and the LM head share one weight, as Hugging Face's
+    tie_weights() and nanoGPT tie them (the second module's attribute
+    replaced by the first one's parameter)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, 32)
+        self.mix = nn.Linear(32, 32)
+        self.head = nn.Linear(32, VOCAB, bias=False)
+        self.emb.weight = self.head.weight
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.mix(self.emb(x))))
+
+
+@pytest.mark.parametrize("mesh", [None, "dp=2", "tp=2", "dp=2,tp=2"])
+def test_weights_tied_across_modules(mesh, cache_dir):
+    assert_sgd_step_parity(_Tied, _lm_loss, _tokens(_global_batch(mesh, 2), 8), mesh=mesh,
+                           cache_dir=cache_dir)
