@@ -646,8 +646,31 @@ def index(ctx: Context, x: Value, indices: Sequence[Optional[Value]]) -> Value:
 @handles(aten.index_put)
 def index_put(ctx: Context, x: Value, indices: Sequence[Optional[Value]],
               values: Value, accumulate: bool = False) -> Value:
-    """The gradient of x[idx]: values added at idx (accumulate=True)."""
+    """The gradient of x[idx]: values added at idx (accumulate=True); or
+    masked assignment `x[mask] = v` (a boolean mask over x's leading
+    dimensions and one value, or values that broadcast over the rest)."""
     used = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if (not accumulate and len(used) == 1 and used[0][0] == 0 and
+            used[0][1].element == "i1" and isinstance(values, Value)):
+        mask = used[0][1]
+        if x.shape[:mask.rank] != mask.shape:
+            raise TranslationError(f"a boolean mask of shape {list(mask.shape)} over a tensor "
+                                   f"of shape {list(x.shape)}: the mask must cover the "
+                                   "tensor's leading dimensions")
+        rest = x.shape[mask.rank:]
+        if values.numel() != 1 and tuple(values.shape[-len(rest):] if rest else ()) != rest:
+            raise TranslationError(
+                "x[mask] = values with one value per selected element depends on how many "
+                "the mask selects (data-dependent); assign one value, or write "
+                "torch.where(mask, values, x) with values of x's shape")
+        element = ctx.out_element()
+        shape = x.shape
+        pred = ctx.b.broadcast_in_dim(mask, shape, list(range(mask.rank)))
+        if values.numel() == 1:
+            fill = ctx.b.broadcast_to(ctx.b.convert(ctx.b.reshape(values, ()), element), shape)
+        else:
+            fill = ctx.operand(ctx.b.reshape(values, rest), shape, element)
+        return ctx.b.select(pred, fill, ctx.b.convert(x, element))
     if not accumulate or len(used) != 1 or used[0][1].element == "i1":
         raise TranslationError("only index_put with accumulate=True and one integer "
                                "index tensor (the gradient of x[idx]) is supported")

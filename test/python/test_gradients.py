@@ -329,3 +329,69 @@ class _Tied(nn.Module):
 def test_weights_tied_across_modules(mesh, cache_dir):
     assert_sgd_step_parity(_Tied, _lm_loss, _tokens(_global_batch(mesh, 2), 8), mesh=mesh,
                            cache_dir=cache_dir)
+
+
+class _Masked(nn.Module):
+    """Masked assignment, `x[mask] = v`, as library code writes it."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(32, 32)
+        self.head = nn.Linear(32, VOCAB)
+
+    def forward(self, x):
+        h = self.lin(F.one_hot(x, 32).float()).clone()
+        h[h < 0] = 0.5
+        return self.head(h)
+
+
+@pytest.mark.parametrize("mesh", [None, "dp=2"])
+def test_masked_assignment(mesh, cache_dir):
+    x, y = _tokens(_global_batch(mesh, 2), 8, vocab=32)
+    assert_sgd_step_parity(_Masked, _lm_loss, (x, y), mesh=mesh, cache_dir=cache_dir)
+
+
+@pytest.mark.parametrize("mesh", [None, "dp=2", "tp=2"])
+def test_cross_entropy_with_label_smoothing_and_ignore_index(mesh, cache_dir):
+    """PyTorch's cross_entropy negates its ignore mask and assigns through
+    it (x[mask] = 0) when it smooths labels."""
+    x, y = _tokens(_global_batch(mesh, 2), 8)
+    y[:, ::3] = 7  # ignored positions in every row
+
+    def loss(model, x, y):
+        logits = model(x)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
+                               label_smoothing=0.1, ignore_index=7)
+
+    if mesh == "dp=2":
+        # Known: the count of positions not ignored is an integer sum that
+        # dp averages (as it averages the loss's sum); the backend has no
+        # integer mean. A clear compile error, not a wrong number.
+        with pytest.raises(trn.CompileError, match="a mean needs a float type"):
+            assert_sgd_step_parity(lambda: _Attention(True), loss, (x, y), mesh=mesh,
+                                   cache_dir=cache_dir)
+        return
+    assert_sgd_step_parity(lambda: _Attention(True), loss, (x, y), mesh=mesh,
+                           cache_dir=cache_dir, exact_zero={"attn.in_proj_bias": _key_bias(32)})
+
+
+def test_masked_assignment_of_selected_values_is_refused(cache_dir):
+    """x[mask] = values, one per selected element, depends on how many the
+    mask selects: refused with what to write instead."""
+
+    class Scatter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.lin(x).clone()
+            mask = h > 0
+            h[mask] = h[mask] * 2
+            return h
+
+    model = Scatter()
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=1.0),
+                            lambda m, x: m(x).sum(), cache_dir=cache_dir)
+    with pytest.raises(trn.UnsupportedOpError, match="depends on tensor values|data-dependent"):
+        step(torch.randn(3, 4))

@@ -1004,6 +1004,13 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       .Case([&](trn::OrOp) { return binary(AluOp::logical_or); })
       .Case(
           [&](trn::CompareOp o) { return binary(aluOpFor(o.getPredicate())); })
+      .Case([&](trn::NotOp) {
+        // A boolean is 0 or 1 in a tile: not x is x == 0 (PyTorch's
+        // cross_entropy with ignore_index and label smoothing negates its
+        // mask).
+        in.push_back(Ref{Form::Scalar, Value(), 0.0});
+        return binary(AluOp::is_equal);
+      })
       .Case([&](trn::SelectOp) {
         Value dst = resultTile(op, resultForm, dstType);
         builder.create<SelectOp>(kb.loc, dst, operandTile(0), operandTile(1),

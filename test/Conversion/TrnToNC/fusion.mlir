@@ -308,3 +308,20 @@ func.func @norm_statistics(%x: tensor<128x4096xbf16>) -> (tensor<128xf32>, tenso
   }
   return %0#0, %0#1 : tensor<128xf32>, tensor<128xf32>
 }
+
+// -----
+
+// not of a boolean (0 or 1 in a tile) is x == 0: one tensor_scalar.
+// CHECK-LABEL: func.func @logical_not
+// CHECK: nc.tensor_scalar is_equal, bypass
+// CHECK: return
+func.func @logical_not(%x: tensor<128x64xf32>, %y: tensor<128x64xf32>) -> tensor<128x64xf32> {
+  %0 = trn.fusion(%x, %y : tensor<128x64xf32>, tensor<128x64xf32>) -> (tensor<128x64xf32>) {
+  ^bb0(%a: tensor<128x64xf32>, %b: tensor<128x64xf32>):
+    %m = trn.compare lt, %a, %b : tensor<128x64xf32>
+    %n = trn.not %m : tensor<128x64xi1>
+    %z = trn.select %n, %a, %b : tensor<128x64xi1>, tensor<128x64xf32>
+    trn.yield %z : tensor<128x64xf32>
+  }
+  return %0 : tensor<128x64xf32>
+}
