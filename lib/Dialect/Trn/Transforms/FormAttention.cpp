@@ -167,38 +167,31 @@ std::optional<bool> causalPolarity(Value pred) {
   // d = lhs - rhs; the predicate holds on d against 0.
   Linear d{lhs->row - rhs->row, lhs->col - rhs->col,
            lhs->constant - rhs->constant};
-  ComparisonPredicate predicate = compare.getPredicate();
-  if (d.row == 1 && d.col == -1) {
-    // row - col - k against 0: negated, col - row + k against 0 reversed.
-    d = Linear{-1, 1, -d.constant};
-    switch (predicate) {
-    case ComparisonPredicate::lt:
-      predicate = ComparisonPredicate::gt;
-      break;
-    case ComparisonPredicate::le:
-      predicate = ComparisonPredicate::ge;
-      break;
-    case ComparisonPredicate::gt:
-      predicate = ComparisonPredicate::lt;
-      break;
-    case ComparisonPredicate::ge:
-      predicate = ComparisonPredicate::le;
-      break;
-    default:
-      return std::nullopt;
-    }
-  }
-  if (d.row != -1 || d.col != 1)
+  // d is s * (col - row) + k with s = +-1 when it is causal at all; the
+  // predicate against 0 then holds on a half-line of col - row, which its
+  // values at -1, 0 and 1 tell apart (eq and ne are no half-line).
+  if (d.row != -d.col || (d.col != 1 && d.col != -1))
     return std::nullopt;
-  // col - row + k against 0: col > row is `> 0` at k = 0 or `>= 0` at
-  // k = -1; col <= row is `<= 0` at k = 0 or `< 0` at k = -1.
-  int64_t k = d.constant;
-  if ((predicate == ComparisonPredicate::gt && k == 0) ||
-      (predicate == ComparisonPredicate::ge && k == -1))
-    return true;
-  if ((predicate == ComparisonPredicate::le && k == 0) ||
-      (predicate == ComparisonPredicate::lt && k == -1))
-    return false;
+  auto holds = [&](int64_t colMinusRow) {
+    int64_t value = d.col * colMinusRow + d.constant;
+    switch (compare.getPredicate()) {
+    case ComparisonPredicate::lt:
+      return value < 0;
+    case ComparisonPredicate::le:
+      return value <= 0;
+    case ComparisonPredicate::gt:
+      return value > 0;
+    case ComparisonPredicate::ge:
+      return value >= 0;
+    default:
+      return false;
+    }
+  };
+  bool before = holds(-1), diagonal = holds(0), after = holds(1);
+  if (!before && !diagonal && after)
+    return true; // col > row
+  if (before && diagonal && !after)
+    return false; // col <= row
   return std::nullopt;
 }
 
