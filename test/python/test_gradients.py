@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from conftest import EXAMPLES
 from gradcheck import assert_sgd_step_parity
+from models import AttentionLM
 
 sys.path.insert(0, str(EXAMPLES))
 import bert  # noqa: E402
@@ -50,21 +51,8 @@ def _tokens(batch, seq, vocab=VOCAB, seed=1):
 # bias was wrong at dp=2).
 # ---------------------------------------------------------------------------
 
-class _Attention(nn.Module):
-    def __init__(self, batch_first):
-        super().__init__()
-        self.batch_first = batch_first
-        self.emb = nn.Embedding(VOCAB, 32)
-        self.attn = nn.MultiheadAttention(32, 4, batch_first=batch_first)
-        self.head = nn.Linear(32, VOCAB)
-
-    def forward(self, x):
-        h = self.emb(x)
-        if not self.batch_first:
-            h = h.transpose(0, 1)
-        a, _ = self.attn(h, h, h, need_weights=False)
-        out = self.head(h + a)
-        return out if self.batch_first else out.transpose(0, 1)
+def _Attention(batch_first):
+    return AttentionLM(batch_first, vocab=VOCAB)
 
 
 def _lm_loss(model, x, y):
