@@ -24,13 +24,6 @@ ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t total = 1;
-  for (int64_t dim : dims)
-    total *= dim;
-  return total;
-}
-
 bool unitStrides(SliceOp slice) {
   return llvm::all_of(slice.getStrides(),
                       [](int64_t stride) { return stride == 1; });
@@ -67,19 +60,19 @@ std::optional<OperandRange> operandRangeOf(SliceOp slice, ReshapeOp reshape) {
   ArrayRef<int64_t> out = shapeOf(reshape.getResult());
   if (ShapedType::isDynamicShape(in) || ShapedType::isDynamicShape(out))
     return std::nullopt;
-  int64_t outer = product(out.take_front(*cut));
-  int64_t inner = product(out.drop_front(*cut + 1));
+  int64_t outer = ShapedType::getNumElements(out.take_front(*cut));
+  int64_t inner = ShapedType::getNumElements(out.drop_front(*cut + 1));
   int64_t size = out[*cut];
   // Operand dimension e with the same elements before it, of which the cut
   // dimension is the major part: in[e] = size * m and the dimensions after
   // e times m are the result's dimensions after the cut one.
   for (unsigned e = 0; e < in.size(); ++e) {
-    if (product(in.take_front(e)) != outer)
+    if (ShapedType::getNumElements(in.take_front(e)) != outer)
       continue;
     if (in[e] % size != 0)
       continue;
     int64_t m = in[e] / size;
-    if (product(in.drop_front(e + 1)) * m != inner)
+    if (ShapedType::getNumElements(in.drop_front(e + 1)) * m != inner)
       continue;
     return OperandRange{e, slice.getStart()[*cut] * m,
                         slice.getLimit()[*cut] * m};
