@@ -17,6 +17,7 @@
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Partition/Passes.h"
 
+#include "trnrt/PipelineRun.h"
 #include "trnrt/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -84,6 +85,8 @@ private:
                  DictionaryAttr attrs);
   Value transfer(Fragment &from, Value value, Fragment &to, Location loc);
   FailureOr<Value> averaged(Fragment &from, Value value, Location loc);
+  Value wholeArgument(Fragment &into, unsigned index, Location loc);
+  FailureOr<bool> overWholeBatch(Fragment &into, Operation &collective);
   LogicalResult splitResults();
   LogicalResult checkSchedule();
   void finish();
@@ -109,6 +112,8 @@ private:
   /// Per fragment: the accumulator index of a per-microbatch value.
   std::map<std::pair<Fragment *, Value>, int64_t, std::less<>> accumulators;
   llvm::DenseMap<Value, int64_t> accumulatorOf;
+  /// Per fragment: a per-example argument's every microbatch.
+  std::map<std::pair<Fragment *, unsigned>, Value> wholeArguments;
   int64_t nextStash = 0, nextAccumulator = 0, nextTag = 0;
   SmallVector<Transfer> transfers;
 };
@@ -191,6 +196,119 @@ FailureOr<Value> Splitter::averaged(Fragment &from, Value value, Location loc) {
   if (widen)
     mean = update.builder.create<ConvertOp>(loc, type, mean);
   return mean;
+}
+
+/// Every microbatch of the replica's per-example argument `index`, as
+/// fragment `into` sees it: an argument port of the whole shape.
+Value Splitter::wholeArgument(Fragment &into, unsigned index, Location loc) {
+  Value &whole = wholeArguments[{&into, index}];
+  if (!whole) {
+    auto type = cast<RankedTensorType>(step.getArgumentTypes()[index]);
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] *= microbatches;
+    // Named apart from the microbatch's input of the same argument.
+    NamedAttrList attrs(stepArgAttrs(index));
+    auto name =
+        dyn_cast_or_null<StringAttr>(attrs.get(TrnDialect::getNameAttrName()));
+    std::string wholeName =
+        (name ? name.getValue().str() : "arg" + std::to_string(index)) +
+        trnrt::kEveryMicrobatchSuffix;
+    attrs.set(TrnDialect::getNameAttrName(),
+              StringAttr::get(step.getContext(), wholeName));
+    whole = addArgument(into, type.clone(shape), port("argument", index),
+                        attrs.getDictionary(step.getContext()), loc);
+  }
+  return whole;
+}
+
+/// A sum over the batch that a microbatch's work needs (dist-pipeline-stages
+/// kept it in the microbatch: the count of a cross-entropy's non-ignored
+/// labels, which scales each example's gradient) and that is computed from
+/// per-example arguments alone is taken over every microbatch of the step,
+/// averaged: each microbatch then scales by the whole batch's count, and
+/// the average of the microbatches' results is the whole batch's step (not
+/// the mean of per-microbatch means, which differs when the counts do).
+/// Returns false, leaving the op to the caller, when the sum depends on
+/// anything else (a batch norm's statistics stay per microbatch).
+FailureOr<bool> Splitter::overWholeBatch(Fragment &into,
+                                         Operation &collective) {
+  auto reduce = dyn_cast<dist::AllReduceOp>(collective);
+  if (!reduce || microbatches == 1 ||
+      !isa<FloatType>(getElementTypeOrSelf(reduce.getType())) ||
+      !llvm::is_contained({dist::ReductionKind::sum, dist::ReductionKind::mean},
+                          reduce.getReduction()))
+    return false;
+  // The ops between the per-example arguments and the sum.
+  llvm::DenseSet<Operation *> slice;
+  llvm::DenseSet<unsigned> leaves;
+  SmallVector<Value> worklist = {reduce.getInput()};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (auto argument = dyn_cast<BlockArgument>(value)) {
+      auto type = dyn_cast<RankedTensorType>(argument.getType());
+      if (!isPerExampleArgument(step, argument.getArgNumber()) || !type ||
+          type.getRank() == 0)
+        return false;
+      leaves.insert(argument.getArgNumber());
+      continue;
+    }
+    Operation *def = value.getDefiningOp();
+    if (!placed.count(def))
+      continue; // a constant: made where it is used
+    if (isa<dist::DistDialect>(def->getDialect()) ||
+        def->getNumRegions() != 0 || !isMemoryEffectFree(def))
+      return false;
+    if (slice.insert(def).second)
+      llvm::append_range(worklist, def->getOperands());
+  }
+  if (leaves.empty())
+    return false;
+  Location loc = collective.getLoc();
+  OpBuilder &builder = into.builder;
+  Value sum;
+  for (int64_t m = 0; m < microbatches; ++m) {
+    IRMapping mapping;
+    for (unsigned index : leaves) {
+      auto type = cast<RankedTensorType>(step.getArgumentTypes()[index]);
+      SmallVector<int64_t> start(type.getRank(), 0), limit(type.getShape()),
+          strides(type.getRank(), 1);
+      start[0] = m * type.getDimSize(0);
+      limit[0] = start[0] + type.getDimSize(0);
+      mapping.map(step.getArgument(index),
+                  builder.create<SliceOp>(loc, wholeArgument(into, index, loc),
+                                          start, limit, strides));
+    }
+    for (Operation &op : step.getBody().front().without_terminator()) {
+      if (!slice.contains(&op))
+        continue;
+      for (Value operand : op.getOperands())
+        if (!mapping.contains(operand)) {
+          // A constant of the step, made once in this fragment.
+          FailureOr<Value> local = get(into, operand);
+          if (failed(local))
+            return failure();
+          mapping.map(operand, *local);
+        }
+      Operation *copy = builder.clone(op, mapping);
+      copy->removeAttr(dist::DistDialect::getStageAttrName());
+      copy->removeAttr(dist::DistDialect::getPhaseAttrName());
+    }
+    Value part = mapping.lookup(reduce.getInput());
+    sum = sum ? builder.create<AddOp>(loc, sum, part).getResult() : part;
+  }
+  auto type = cast<RankedTensorType>(sum.getType());
+  Value scale = builder.create<ConstantOp>(
+      loc, cast<ElementsAttr>(DenseElementsAttr::get(
+               type, builder.getFloatAttr(type.getElementType(),
+                                          1.0 / double(microbatches)))));
+  IRMapping mapping;
+  mapping.map(reduce.getInput(),
+              builder.create<MulOp>(loc, sum, scale).getResult());
+  Operation *copy = builder.clone(collective, mapping);
+  copy->removeAttr(dist::DistDialect::getStageAttrName());
+  copy->removeAttr(dist::DistDialect::getPhaseAttrName());
+  into.mapping.map(collective.getResult(0), copy->getResult(0));
+  return true;
 }
 
 /// `value` of the step, as fragment `into` sees it.
@@ -329,6 +447,15 @@ LogicalResult Splitter::run() {
                        : phase == "backward" ? Backward
                                              : Update;
     Fragment &into = fragment(*stage, index);
+    if (index != Update && isBatchCollective(&op)) {
+      FailureOr<bool> whole = overWholeBatch(into, op);
+      if (failed(whole))
+        return failure();
+      if (*whole) {
+        placed[&op] = &into;
+        continue;
+      }
+    }
     for (Value operand : op.getOperands())
       if (failed(get(into, operand)))
         return failure();

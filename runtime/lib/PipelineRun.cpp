@@ -6,6 +6,7 @@
 #include "trnrt/Simulator.h"
 
 #include <cstring>
+#include <string_view>
 
 namespace trnrt {
 
@@ -40,7 +41,13 @@ bool note(std::vector<PipelineValue> &values, int64_t index,
     return false;
   }
   value.present = true;
-  value.name = tensor.name;
+  // The argument's own name, also when only its every-microbatch input
+  // names it.
+  std::string_view name = tensor.name, suffix = kEveryMicrobatchSuffix;
+  if (name.size() > suffix.size() &&
+      name.substr(name.size() - suffix.size()) == suffix)
+    name.remove_suffix(suffix.size());
+  value.name = std::string(name);
   value.dtype = tensor.dtype;
   value.shape = std::move(shape);
   return true;

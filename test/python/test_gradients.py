@@ -139,15 +139,7 @@ def test_example(name, mesh, per_replica, cache_dir, request):
     make_model, loss_fn, make_batch = EXAMPLE_MODELS[name]
     batch = make_batch(_global_batch(mesh, per_replica))
     exact_zero = {}
-    if name == "bert" and _degree(mesh, "pp") > 1 and per_replica > 1:
-        # Known, found by this harness, not fixed yet: BERT's pipelined step
-        # differs from PyTorch's (loss and gradients). Its MLM loss is a mean
-        # over the masked tokens, whose count differs per microbatch; the
-        # pipeline averages the microbatches' means instead of dividing the
-        # batch's sum by the batch's count (with equal counts it is exact).
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="BERT under pp: wrong loss and gradients (issue 28)"))
-    elif name == "bert" and per_replica == 1:
+    if name == "bert" and per_replica == 1:
         # Known, found by this harness, clear compile errors rather than wrong
         # gradients: a batch of one makes the NSP loss's [1, 2] logits a
         # fusion the backend refuses (and the pipeline cut then returns a

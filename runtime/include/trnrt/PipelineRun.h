@@ -27,6 +27,11 @@
 
 namespace trnrt {
 
+/// The name's suffix of a fragment input that holds every microbatch of a
+/// per-example argument (dist-pipeline-split: a sum over the whole batch a
+/// microbatch needs), beside the input of its microbatch.
+constexpr const char kEveryMicrobatchSuffix[] = ".every_microbatch";
+
 /// A step argument or result as callers see it.
 struct PipelineValue {
   std::string name;
