@@ -100,6 +100,68 @@ normRule(Operation *op, Value input, int64_t axis, ValueRange statistics,
   return b.take();
 }
 
+/// The rule of a reshape that only moves size-1 dimensions, if it is one:
+/// the other dimensions keep their order, size-1 dimensions on both sides
+/// pair up in order, and one left over joins the kept dimension before it
+/// (after it, as its major part, when it leads).
+std::optional<ShardingRule> unitMoveRule(ReshapeOp op) {
+  ArrayRef<int64_t> in = shapeOf(op.getOperand()),
+                    out = shapeOf(op.getResult());
+  auto kept = [](ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> dims;
+    for (auto [d, size] : llvm::enumerate(shape))
+      if (size != 1)
+        dims.push_back(d);
+    return dims;
+  };
+  auto ones = [](ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> dims;
+    for (auto [d, size] : llvm::enumerate(shape))
+      if (size == 1)
+        dims.push_back(d);
+    return dims;
+  };
+  SmallVector<int64_t> inKept = kept(in), outKept = kept(out),
+                       inOnes = ones(in), outOnes = ones(out);
+  if (inOnes.empty() || outOnes.empty() || inKept.size() != outKept.size() ||
+      !llvm::all_of(llvm::zip(inKept, outKept), [&](auto pair) {
+        return in[std::get<0>(pair)] == out[std::get<1>(pair)];
+      }))
+    return std::nullopt;
+  RuleBuilder b(op);
+  auto &inDims = b.rule.operands[0], &outDims = b.rule.results[0];
+  for (auto [d, e] : llvm::zip(inKept, outKept)) {
+    int64_t f = b.factor(in[d]);
+    inDims[d].push_back(f);
+    outDims[e].push_back(f);
+  }
+  size_t paired = std::min(inOnes.size(), outOnes.size());
+  for (size_t k = 0; k < paired; ++k) {
+    int64_t f = b.factor(1);
+    inDims[inOnes[k]].push_back(f);
+    outDims[outOnes[k]].push_back(f);
+  }
+  // A size-1 dimension left over on one side joins a kept dimension: the
+  // k-th kept dimension of one side is the k-th of the other.
+  auto join = [&](ArrayRef<int64_t> leftOver, ArrayRef<int64_t> ownKept,
+                  auto &ownDims, ArrayRef<int64_t> otherKept, auto &otherDims) {
+    for (int64_t d : leftOver) {
+      if (ownKept.empty())
+        return;
+      auto after = llvm::upper_bound(ownKept, d);
+      bool leads = after == ownKept.begin();
+      size_t k = leads ? 0 : (after - ownKept.begin()) - 1;
+      int64_t f = b.factor(1);
+      ownDims[d].push_back(f);
+      auto &target = otherDims[otherKept[k]];
+      target.insert(leads ? target.begin() : target.end(), f);
+    }
+  };
+  join(ArrayRef(inOnes).drop_front(paired), inKept, inDims, outKept, outDims);
+  join(ArrayRef(outOnes).drop_front(paired), outKept, outDims, inKept, inDims);
+  return b.take();
+}
+
 /// A reshape as a sequence of groups whose element counts match: a group of
 /// one input and one output dimension of equal size shares a factor; a
 /// group that splits or merges dimensions gets one factor per dimension of
@@ -114,10 +176,16 @@ normRule(Operation *op, Value input, int64_t axis, ValueRange statistics,
 /// part of S), or the next group when it leads ([1, S, D] -> [S, D]): never
 /// the features after it, where a replica axis would make a contraction
 /// over features a sum over replicas.
+///
+/// A reshape that only moves size-1 dimensions (the transpose of a row
+/// vector, [1, D] -> [D, 1]; a batch of one moved second, [1, S, D] ->
+/// [S, 1, D]) pairs them in order instead: the batch stays the batch.
 std::optional<ShardingRule> reshapeRule(ReshapeOp op) {
   RuleBuilder b(op);
   ArrayRef<int64_t> in = shapeOf(op.getOperand()),
                     out = shapeOf(op.getResult());
+  if (std::optional<ShardingRule> moved = unitMoveRule(op))
+    return moved;
   size_t i = 0, o = 0;
   // Size-1 dimensions on both sides pair up.
   auto skipOnes = [&] {

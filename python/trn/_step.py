@@ -317,27 +317,20 @@ class CompiledStep:
             inputs.append(torch.tensor(float(self._updates + 1)))
         # One replica's step, unless ZeRO-1 (whose state shards depend on
         # the degree) partitions the whole batch's graph. So is a step whose
-        # replicas hold one example each: in one replica's graph the batch
-        # dimension is 1 and views merge it into others, where the compiler
-        # can no longer tell one replica's examples from another's (PyTorch's
-        # nn.MultiheadAttention, batch second inside, got wrong gradients).
+        # replicas hold one example each (per microbatch, in a pipeline): in
+        # one replica's graph the batch dimension is 1 and views merge it
+        # into others, where the compiler can no longer tell one replica's
+        # examples from another's (PyTorch's nn.MultiheadAttention, batch
+        # second inside, got wrong gradients). Then a microbatch holds one
+        # example of every replica and dp splits it.
         dp = self.mesh.get("dp", 1)
         flags = list(self.flags)
-        if dp > 1 and "--zero1" not in flags and self.stages == 1 and any(
-                t.dim() and t.shape[0] == dp for t in batch):
+        one_example_each = dp * (self.microbatches if self.stages > 1 else 1)
+        if dp > 1 and "--zero1" not in flags and any(
+                t.dim() and t.shape[0] == one_example_each for t in batch):
             flags.append("--dp-whole-batch")
         if "--zero1" in flags or "--dp-whole-batch" in flags:
             dp = 1
-        if dp > 1 and self.stages > 1 and any(
-                t.dim() and t.shape[0] == dp * self.microbatches for t in batch) and any(
-                isinstance(m, torch.nn.MultiheadAttention) for m in self.model.modules()):
-            # The same loss of the batch dimension, in a pipeline, whose
-            # stages are always one replica's microbatch (issue 28).
-            raise TrnError(
-                "a pipeline over data-parallel replicas with one example per microbatch "
-                "computes wrong gradients for nn.MultiheadAttention (a known trn bug); "
-                "give each microbatch at least 2 examples (a larger batch or fewer "
-                "microbatches)")
         # A pipelined step is traced at one microbatch of one replica.
         parts = dp * (self.microbatches if self.stages > 1 else 1)
         for i, t in enumerate(batch):

@@ -282,6 +282,24 @@ func.func @batch_of_one_second(%x: tensor<4x1x8xf32> {dist.sharding = #dist.shar
 
 // -----
 
+// A reshape that only moves a size-1 dimension (a batch of one's row
+// vector transposed, [1, D] -> [D, 1], as a weight gradient's x^T is): the
+// replica axis moves with it, so the matmul over it is a sum over the
+// replicas, not a split of the weight's rows (BERT's pooler at one example
+// per microbatch).
+dist.mesh @mesh <dp = 2> {dist.replica_axes = ["dp"]}
+// CHECK-LABEL: func.func @row_vector_transposed
+// CHECK: trn.reshape {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"dp"}]>]} : (tensor<1x8xf32>) -> tensor<8x1xf32>
+// CHECK: trn.dot_general {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {}], partial = {"dp"}>]}
+func.func @row_vector_transposed(%dy: tensor<1x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>},
+                                 %x: tensor<1x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<8x8xf32> {
+  %t = trn.reshape %dy : (tensor<1x8xf32>) -> tensor<8x1xf32>
+  %g = trn.dot_general %t, %x, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x1xf32>, tensor<1x8xf32>) -> tensor<8x8xf32>
+  return %g : tensor<8x8xf32>
+}
+
+// -----
+
 // A bias gradient (a sum over the batch) whose user is reached before its
 // operand's split: the sum still becomes pending over dp (it was fixed
 // whole, and nothing averaged it over the replicas).

@@ -139,25 +139,10 @@ def test_example(name, mesh, per_replica, cache_dir, request):
     make_model, loss_fn, make_batch = EXAMPLE_MODELS[name]
     batch = make_batch(_global_batch(mesh, per_replica))
     exact_zero = {}
-    if name == "bert" and per_replica == 1:
-        # Known, found by this harness, clear compile errors rather than wrong
-        # gradients: a batch of one makes the NSP loss's [1, 2] logits a
-        # fusion the backend refuses (and the pipeline cut then returns a
-        # per-example value).
-        with pytest.raises(trn.CompileError,
-                           match="constant along rows|computed per example"):
-            assert_sgd_step_parity(make_model, loss_fn, batch, mesh=mesh, cache_dir=cache_dir)
-        return
     if name == "bert":
         # BERT's separate key projection: its bias cannot change a softmax.
         exact_zero = {f"layers.{i}.attention.key.bias": lambda g: torch.ones_like(g, dtype=torch.bool)
                       for i in range(2)}
-    if (name == "transformer_encoder" and per_replica == 1 and _degree(mesh, "dp") > 1
-            and _degree(mesh, "pp") > 1):
-        # Known wrong (issue 28): refused with a message, never computed.
-        with pytest.raises(trn.TrnError, match="at least 2 examples"):
-            assert_sgd_step_parity(make_model, loss_fn, batch, mesh=mesh, cache_dir=cache_dir)
-        return
     assert_sgd_step_parity(make_model, loss_fn, batch, mesh=mesh, cache_dir=cache_dir,
                            exact_zero=exact_zero)
 

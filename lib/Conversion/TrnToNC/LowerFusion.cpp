@@ -958,8 +958,16 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
           return emitColumnSum(reduce, in[0]);
         if (tileRowReductions.contains(reduce))
           return emitTileRowReduction(reduce, in[0]);
-        if (in[0].form != Form::Full)
+        if (in[0].form != Form::Full) {
+          // Over a row of one element (a batch of one reduced to a scalar):
+          // the element itself.
+          if (shape.back() == 1 &&
+              reduce.getDims() ==
+                  ArrayRef<int64_t>{int64_t(shape.size()) - 1} &&
+              elementTypeOf(reduce.getOperand()) == resultType)
+            return define(in[0]);
           return fail(op, "it reduces a value that is constant along rows");
+        }
         Type f32 = builder.getF32Type();
         Value total = rowSums.lookup(reduce.getOperand());
         if (!total || reduce.getKind() != trn::ReduceKind::sum) {

@@ -325,3 +325,23 @@ func.func @logical_not(%x: tensor<128x64xf32>, %y: tensor<128x64xf32>) -> tensor
   }
   return %0 : tensor<128x64xf32>
 }
+
+// -----
+
+// A batch of one: the mean of a [1] vector (a loss over one example) sums
+// a row of one element, which is the element: no reduction is emitted
+// (a size-1 input is loaded as a column, constant along its one-wide row).
+// CHECK-LABEL: func.func @sum_of_one
+// CHECK-NOT: nc.tensor_reduce
+// CHECK: nc.tensor_tensor divide
+// CHECK: return
+func.func @sum_of_one(%x: tensor<1xf32>, %n: tensor<1xf32>) -> tensor<f32> {
+  %0 = trn.fusion(%x, %n : tensor<1xf32>, tensor<1xf32>) -> (tensor<f32>) {
+  ^bb0(%a: tensor<1xf32>, %b: tensor<1xf32>):
+    %s = trn.reduce sum %a, dims = [0] : (tensor<1xf32>) -> tensor<f32>
+    %c = trn.reduce sum %b, dims = [0] : (tensor<1xf32>) -> tensor<f32>
+    %m = trn.div %s, %c : tensor<f32>
+    trn.yield %m : tensor<f32>
+  }
+  return %0 : tensor<f32>
+}
