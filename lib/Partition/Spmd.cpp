@@ -46,6 +46,52 @@ std::string argumentName(func::FuncOp function, unsigned index) {
   return text;
 }
 
+/// An integer sum averaged over replicas (the count of a cross-entropy's
+/// labels not ignored, summed in int64 by PyTorch's decomposition) has no
+/// exact integer mean: the mean is taken in f32 when every use converts it
+/// to a float anyway (exact for counts below 2^24), and is an error naming
+/// the value otherwise.
+LogicalResult averageCountsInFloat(func::FuncOp function) {
+  SmallVector<dist::AllReduceOp> integerMeans;
+  function.walk([&](dist::AllReduceOp op) {
+    if (op.getReduction() == dist::ReductionKind::mean &&
+        isa<IntegerType>(getElementTypeOrSelf(op.getType())))
+      integerMeans.push_back(op);
+  });
+  for (dist::AllReduceOp op : integerMeans) {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!llvm::all_of(op->getUsers(), [](Operation *user) {
+          return isa<ConvertOp>(user) &&
+                 isa<FloatType>(getElementTypeOrSelf(user->getResult(0)));
+        }))
+      return (op.getInput().getDefiningOp() ? op.getInput().getDefiningOp()
+                                            : op.getOperation())
+                 ->emitError()
+             << "an integer value summed over the batch (" << type
+             << ") is averaged over the data-parallel replicas, which has no "
+                "exact integer result; convert it to a float type before "
+                "using it";
+    OpBuilder builder(op);
+    auto f32 = type.clone(builder.getF32Type());
+    Value widened = builder.create<ConvertOp>(op.getLoc(), f32, op.getInput());
+    auto mean = builder.create<dist::AllReduceOp>(
+        op.getLoc(), f32, widened, op.getMeshAttr(), op.getAxesAttr(),
+        op.getReductionAttr());
+    for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
+      Value result = mean.getResult();
+      if (user->getResult(0).getType() != f32) {
+        builder.setInsertionPoint(user);
+        result = builder.create<ConvertOp>(
+            user->getLoc(), user->getResult(0).getType(), result);
+      }
+      user->getResult(0).replaceAllUsesWith(result);
+      user->erase();
+    }
+    op.erase();
+  }
+  return success();
+}
+
 class Partitioner {
 public:
   Partitioner(func::FuncOp function, dist::MeshOp mesh, bool dpReplicas)
@@ -701,6 +747,8 @@ LogicalResult Partitioner::run() {
   }
   function.setType(
       FunctionType::get(function.getContext(), argTypes, resultTypes));
+  if (failed(averageCountsInFloat(function)))
+    return failure();
   function->setAttr(dist::DistDialect::getSpmdAttrName(),
                     UnitAttr::get(function.getContext()));
   if (!replicaAxes.empty()) {

@@ -62,3 +62,22 @@ func.func @one(%x: tensor<1x4x8xf32> {dist.sharding = #dist.sharding<@mesh, [{"d
   %g = trn.dot_general %t, %t, batching_dims = [] x [], contracting_dims = [0] x [0] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
   return %g : tensor<8x8xf32>
 }
+
+// -----
+
+// The count of labels not ignored, summed in int64 (PyTorch's
+// cross_entropy decomposition) and averaged over the replicas as the
+// loss's sum is: no integer mean is exact, so the mean is taken in f32,
+// which is what its one use converts it to.
+dist.mesh @mesh <dp = 2>
+// CHECK-LABEL: func.func @count
+// CHECK: %[[N:.*]] = trn.reduce sum {{.*}} -> tensor<i64>
+// CHECK: %[[F:.*]] = trn.convert %[[N]] : tensor<i64> -> tensor<f32>
+// CHECK: %[[MEAN:.*]] = dist.all_reduce mean %[[F]] on @mesh axes = ["dp"] : tensor<f32>
+// CHECK-NOT: tensor<i64> -> tensor<f32>
+// CHECK: return %[[MEAN]]
+func.func @count(%kept: tensor<8xi64> {dist.sharding = #dist.sharding<@mesh, [{"dp"}]>}) -> tensor<f32> {
+  %n = trn.reduce sum %kept, dims = [0] : (tensor<8xi64>) -> tensor<i64>
+  %f = trn.convert %n : tensor<i64> -> tensor<f32>
+  return %f : tensor<f32>
+}
