@@ -1,4 +1,9 @@
 // RUN: trn-opt %s -dist-propagate -split-input-file | FileCheck %s
+// Partitioned (dist-spmd), every function computes what it did unpartitioned
+// (reference evaluator, all ranks against one device; one replica's step
+// against the function on each replica's share):
+// RUN: %trn_python %S/Inputs/check_partition.py %s --tools %trn_obj_root/bin -- -dist-propagate -dist-spmd | FileCheck %s --check-prefix=EVAL
+// EVAL: checked 19 functions (3 of one replica's step); skipped 0 splits
 
 // Megatron's MLP: the seeds are the weights (W1 column-parallel, W2
 // row-parallel). The hidden activation is split on its ffn dimension, gelu

@@ -1,4 +1,9 @@
 // RUN: trn-opt %s -dist-seed="mesh=dp=2,tp=4" -split-input-file | FileCheck %s
+// Seeded, propagated and partitioned, every function computes what it did
+// unpartitioned (reference evaluator):
+// RUN: %trn_python %S/Inputs/check_partition.py %s --tools %trn_obj_root/bin -- -dist-seed="mesh=dp=2,tp=4" -dist-propagate -dist-spmd | FileCheck %s --check-prefix=EVAL
+// RUN: %trn_python %S/Inputs/check_partition.py %s --tools %trn_obj_root/bin -- -dist-seed="mesh=dp=2,tp=2 sequence-parallel=true" -dist-propagate -dist-spmd | FileCheck %s --check-prefix=EVAL
+// EVAL: checked 3 functions (0 of one replica's step); skipped 0 splits
 
 // Megatron's pairs found in the graph: the QKV projection feeds (through
 // the attention) the output projection: column then row; the MLP's first

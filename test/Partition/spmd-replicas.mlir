@@ -1,4 +1,9 @@
 // RUN: trn-opt %s -dist-propagate -dist-spmd=dp-replicas=true -split-input-file | FileCheck %s
+// Each function, run on the multi-rank reference evaluator, equals the
+// unpartitioned function run on each replica's share of the inputs (results
+// side by side where split over dp, else averaged):
+// RUN: %trn_python %S/Inputs/check_partition.py %s --tools %trn_obj_root/bin -- -dist-propagate -dist-spmd=dp-replicas=true | FileCheck %s --check-prefix=EVAL
+// EVAL: checked 5 functions (5 of one replica's step); skipped 0 splits
 
 // One data-parallel replica's step: the traced batch (8) is each replica's,
 // so dp splits no shape; the weight gradient, a sum over the split batch,
@@ -35,6 +40,7 @@ func.func @per_example(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@mes
 
 // A value wanted whole over dp is each replica's own value in the replica's
 // step: nothing is gathered (DDP computes each replica's batch alone).
+// (check_partition: replica's own result.)
 dist.mesh @mesh <dp = 2>
 // CHECK-LABEL: func.func @whole
 // CHECK-NOT: dist.all_gather

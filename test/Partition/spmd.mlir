@@ -1,4 +1,8 @@
 // RUN: trn-opt %s -dist-propagate -dist-spmd -split-input-file -verify-diagnostics | FileCheck %s
+// Every function also computes what it did unpartitioned (on the reference
+// evaluator, all ranks against one device):
+// RUN: %trn_python %S/Inputs/check_partition.py %s --tools %trn_obj_root/bin -- -dist-propagate -dist-spmd | FileCheck %s --check-prefix=EVAL
+// EVAL: checked 9 functions (0 of one replica's step); skipped 1 splits that expect errors
 
 // A GPT block's forward at tp = 4 with Megatron's weight shardings (QKV and
 // MLP-in column-parallel, attention-out and MLP-out row-parallel): heads
