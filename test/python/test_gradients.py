@@ -216,7 +216,7 @@ def _padded_loss(model, x, padding, y):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
 
-LAYER_MESHES = [None, "dp=2", "tp=2", "dp=2,tp=2"]
+LAYER_MESHES = [None, "dp=2", "tp=2", "dp=2,tp=2", "pp=2", "dp=2,pp=2,tp=2"]
 
 
 @pytest.mark.parametrize("per_replica", [1, 2])
@@ -225,8 +225,17 @@ LAYER_MESHES = [None, "dp=2", "tp=2", "dp=2,tp=2"]
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("batch_first", [True, False])
 def test_transformer_encoder_layer(batch_first, norm_first, masks, mesh, per_replica,
-                                   cache_dir):
+                                   cache_dir, request):
     batch = _padded_batch(_global_batch(mesh, per_replica))
+    if mesh == "pp=2" and per_replica == 1 and masks == "padding":
+        # Known (a compile error, never a wrong number): a pipeline without
+        # dp whose microbatch is one example, with attention that is not
+        # formed (a padding mask alone) merges the batch of one into the
+        # heads ([S, B*H, D] -> [S, B, H*D]), where the partitioner loses
+        # it, and the bias gradient looks per-example.
+        request.applymarker(pytest.mark.xfail(
+            strict=True, raises=trn.CompileError,
+            reason="pp without dp, one example per microbatch, unformed attention"))
     assert_sgd_step_parity(lambda: _Layers("encoder", batch_first, norm_first, masks),
                            _padded_loss, batch, mesh=mesh, cache_dir=cache_dir,
                            exact_zero={f"layers.{i}.self_attn.in_proj_bias": _key_bias(32)
