@@ -86,6 +86,9 @@ private:
   Value transfer(Fragment &from, Value value, Fragment &to, Location loc);
   FailureOr<Value> averaged(Fragment &from, Value value, Location loc);
   Value wholeArgument(Fragment &into, unsigned index, Location loc);
+  /// Whether `value` depends on per-example arguments (or on what a
+  /// collective or another stage makes).
+  bool perExample(Value value);
   FailureOr<bool> overWholeBatch(Fragment &into, Operation &collective);
   LogicalResult splitResults();
   LogicalResult checkSchedule();
@@ -112,6 +115,7 @@ private:
   /// Per fragment: the accumulator index of a per-microbatch value.
   std::map<std::pair<Fragment *, Value>, int64_t, std::less<>> accumulators;
   llvm::DenseMap<Value, int64_t> accumulatorOf;
+  llvm::DenseMap<Value, bool> perExampleValues;
   /// Per fragment: a per-example argument's every microbatch.
   std::map<std::pair<Fragment *, unsigned>, Value> wholeArguments;
   int64_t nextStash = 0, nextAccumulator = 0, nextTag = 0;
@@ -196,6 +200,23 @@ FailureOr<Value> Splitter::averaged(Fragment &from, Value value, Location loc) {
   if (widen)
     mean = update.builder.create<ConvertOp>(loc, type, mean);
   return mean;
+}
+
+bool Splitter::perExample(Value value) {
+  if (auto it = perExampleValues.find(value); it != perExampleValues.end())
+    return it->second;
+  bool result;
+  if (auto argument = dyn_cast<BlockArgument>(value)) {
+    result = isPerExampleArgument(step, argument.getArgNumber());
+  } else {
+    Operation *def = value.getDefiningOp();
+    result = isa<dist::DistDialect>(def->getDialect()) ||
+             def->getNumRegions() != 0 ||
+             llvm::any_of(def->getOperands(),
+                          [&](Value operand) { return perExample(operand); });
+  }
+  perExampleValues[value] = result;
+  return result;
 }
 
 /// Every microbatch of the replica's per-example argument `index`, as
@@ -368,6 +389,18 @@ FailureOr<Value> Splitter::get(Fragment &into, Value value) {
     return def->emitError()
            << "'" << def->getName()
            << "' runs once per step but a microbatch's work reads it";
+  if (from.perMicrobatch() && !into.perMicrobatch() && !perExample(value) &&
+      def->getNumRegions() == 0 && isMemoryEffectFree(def)) {
+    // The same in every microbatch (a slice of a buffer, made per microbatch
+    // for the microbatch's users): made again once per step.
+    for (Value operand : def->getOperands())
+      if (failed(get(into, operand)))
+        return failure();
+    Operation *copy = into.builder.clone(*def, into.mapping);
+    copy->removeAttr(dist::DistDialect::getStageAttrName());
+    copy->removeAttr(dist::DistDialect::getPhaseAttrName());
+    return into.mapping.lookup(value);
+  }
   if (from.perMicrobatch() && !into.perMicrobatch()) {
     // Per microbatch to per step: averaged on the producer's stage.
     FailureOr<Value> mean = averaged(from, source, loc);

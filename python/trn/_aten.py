@@ -375,7 +375,7 @@ def threshold_backward(ctx: Context, grad: Value, x: Value, threshold: Any
 # ---------------------------------------------------------------------------
 
 @handles(aten.zeros, aten.new_zeros, aten.zeros_like, aten.new_empty,
-         aten.empty_like, aten.empty)
+         aten.empty_like, aten.empty, aten.new_empty_strided, aten.empty_strided)
 def zeros(ctx: Context, *args: Any, **kwargs: Any) -> Value:
     return ctx.b.splat(0, ctx.out_shape(), ctx.out_element())
 
@@ -550,6 +550,199 @@ def select_backward(ctx: Context, grad: Value, input_sizes: Sequence[int],
     high = [0] * len(shape)
     low[dim], high[dim] = index, input_sizes[dim] - index - 1
     return ctx.b.pad(g, low, high)
+
+
+@handles(aten.constant_pad_nd)
+def constant_pad_nd(ctx: Context, x: Value, pad: Sequence[int], value: float = 0.0) -> Value:
+    """F.pad: pairs of (before, after) from the last dimension backwards; a
+    negative amount crops."""
+    low, high = [0] * x.rank, [0] * x.rank
+    for i in range(len(pad) // 2):
+        low[x.rank - 1 - i], high[x.rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    start = [max(-l, 0) for l in low]
+    limit = [d - max(-h, 0) for d, h in zip(x.shape, high)]
+    x = ctx.b.slice(x, start, limit, [1] * x.rank)
+    return ctx.b.pad(x, [max(l, 0) for l in low], [max(h, 0) for h in high], value)
+
+
+@handles(*_packets("copy_", "copy"))
+def copy(ctx: Context, dst: Value, src: Value, non_blocking: bool = False) -> Value:
+    """dst's elements replaced by src's, broadcast and converted (a write
+    through a view is scattered into its base by the recorder)."""
+    return ctx.operand(src, ctx.out_shape(), ctx.out_element())
+
+
+@handles(aten.slice_scatter)
+def slice_scatter(ctx: Context, base: Value, src: Value, dim: int = 0,
+                  start: Optional[int] = None, end: Optional[int] = None,
+                  step: int = 1) -> Value:
+    dim = _dim(dim, base.rank)
+    lo, hi = _slice_bounds(base.shape[dim], start, end)
+    if step != 1:
+        raise TranslationError("writing a strided slice (x[::2] = y) is not supported; "
+                               "build the tensor with torch.where or torch.cat")
+    b = ctx.b
+    src = b.convert(src, base.element)
+    parts = []
+    for part_lo, part_hi in ((0, lo), (hi, base.shape[dim])):
+        if part_hi > part_lo:
+            starts, limits = [0] * base.rank, list(base.shape)
+            starts[dim], limits[dim] = part_lo, part_hi
+            parts.append(b.slice(base, starts, limits, [1] * base.rank))
+    parts.insert(1 if lo > 0 else 0, src)
+    return b.concatenate(parts, dim) if len(parts) > 1 else src
+
+
+@handles(aten.select_scatter)
+def select_scatter(ctx: Context, base: Value, src: Value, dim: int, index: int) -> Value:
+    dim = _dim(dim, base.rank)
+    index = index + base.shape[dim] if index < 0 else index
+    shape = list(base.shape)
+    shape[dim] = 1
+    return slice_scatter(ctx, base, ctx.b.reshape(src, shape), dim, index, index + 1)
+
+
+@handles(aten.cumsum)
+def cumsum(ctx: Context, x: Value, dim: int, dtype: Any = None) -> Value:
+    """A running sum: a matmul with an upper-triangular matrix of ones (in
+    f32: exact for integer counts below 2^24, as position ids are)."""
+    b = ctx.b
+    dim = _dim(dim, x.rank)
+    n = x.shape[dim]
+    rows = b.iota((n, n), 0, "i32")
+    cols = b.iota((n, n), 1, "i32")
+    upper = b.convert(b.compare("le", rows, cols), "f32")
+    # [rows, n] x [n, n], with the summed dimension moved last.
+    perm = [d for d in range(x.rank) if d != dim] + [dim]
+    moved = b.transpose(b.convert(x, "f32"), perm) if dim != x.rank - 1 else b.convert(x, "f32")
+    flat = b.reshape(moved, (moved.numel() // n, n))
+    total = b.reshape(b.dot_general(flat, upper, ([], []), ([1], [0]), "f32"), moved.shape)
+    if dim != x.rank - 1:
+        total = b.transpose(total, [perm.index(d) for d in range(x.rank)])
+    return b.convert(total, ctx.out_element())
+
+
+@handles(aten.scatter_add)
+def scatter_add(ctx: Context, x: Value, dim: int, index: Value, src: Value) -> Value:
+    """x with src added at index along `dim` (torch.gather's gradient): the
+    same flat element offsets as gather, scattered into x flattened."""
+    b = ctx.b
+    dim = _dim(dim, x.rank)
+    if any(i != s for d, (i, s) in enumerate(zip(index.shape, x.shape)) if d != dim):
+        raise TranslationError("scatter_add with an index smaller than the input in a "
+                               "dimension other than `dim` is not supported")
+    lookup = _ElementLookup(ctx, x, dim, index)
+    updates = b.reshape(b.convert(lookup.moved(src), x.element), (lookup.flat.numel(), 1))
+    return lookup.restore(b.reshape(b.scatter_add(lookup.table, lookup.flat, updates, 0),
+                                    lookup.x.shape))
+
+
+@handles(aten.as_strided)
+def as_strided(ctx: Context, x: Value, size: Sequence[int], stride: Sequence[int],
+               storage_offset: int = 0) -> Value:
+    """A strided view of x taken as contiguous (autograd's gradient of an
+    in-place write through a view is one): a slice of x when the view picks
+    a block of it, dimensions in order."""
+    start, limit = _strided_block(x.shape, size, stride, storage_offset)
+    block = ctx.b.slice(x, start, limit, [1] * x.rank)
+    return ctx.b.reshape(block, tuple(size))
+
+
+@handles(aten.as_strided_scatter)
+def as_strided_scatter(ctx: Context, x: Value, src: Value, size: Sequence[int],
+                       stride: Sequence[int], storage_offset: int = 0) -> Value:
+    """x with the block as_strided picks replaced by src."""
+    b = ctx.b
+    start, limit = _strided_block(x.shape, size, stride, storage_offset)
+    block = [l - s for s, l in zip(start, limit)]
+    high = [d - l for d, l in zip(x.shape, limit)]
+    placed = b.pad(b.reshape(b.convert(src, x.element), block), start, high)
+    inside = b.compare("ne", b.pad(b.splat(1.0, block, "f32"), start, high),
+                       b.splat(0.0, x.shape, "f32"))
+    return b.select(inside, placed, x)
+
+
+def _strided_block(shape: Sequence[int], size: Sequence[int], stride: Sequence[int],
+                   storage_offset: Optional[int]):
+    """The [start, limit) block of a contiguous `shape` that a strided view
+    of `size`/`stride` picks, dimensions in order; an error otherwise."""
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    start, rest = [], storage_offset or 0
+    for s in strides:
+        start.append(rest // s)
+        rest %= s
+    limit = [st + 1 for st in start]
+    previous = -1
+    for n, t in zip(size, stride):
+        if n == 1:
+            continue
+        dims = [d for d in range(previous + 1, len(shape)) if strides[d] == t and shape[d] > 1]
+        if rest or not dims or start[dims[0]] + n > shape[dims[0]]:
+            raise TranslationError(f"as_strided with size {list(size)} and stride "
+                                   f"{list(stride)} is not a block of {list(shape)}")
+        previous = dims[0]
+        limit[previous] = start[previous] + n
+    if math.prod(l - s for s, l in zip(start, limit)) != math.prod(size):
+        raise TranslationError(f"as_strided with size {list(size)} and stride "
+                               f"{list(stride)} is not a block of {list(shape)}")
+    return start, limit
+
+
+@handles(aten.flip)
+def flip(ctx: Context, x: Value, dims: Sequence[int]) -> Value:
+    """x reversed along `dims` (cumsum's gradient is one): each a lookup of
+    the rows in reverse order, with the dimension moved first."""
+    b = ctx.b
+    for dim in _dims(dims, x.rank):
+        n = x.shape[dim]
+        if n == 1:
+            continue
+        perm = [dim] + [d for d in range(x.rank) if d != dim]
+        moved = b.transpose(x, perm) if dim else x
+        rows = b.reshape(moved, (n, moved.numel() // n))
+        reverse = b.binary("sub", b.splat(n - 1, (n,), "i32"), b.iota((n,), 0, "i32"))
+        flipped = b.reshape(b.gather(rows, reverse, 0), moved.shape)
+        x = b.transpose(flipped, [perm.index(d) for d in range(x.rank)]) if dim else flipped
+    return x
+
+
+class _ElementLookup:
+    """torch.gather's and scatter_add's elements of x along `dim` as offsets
+    into x flattened (row * size + index), with `dim` moved last; the
+    indexed dimension of x is cut to the index's in the others."""
+
+    def __init__(self, ctx: Context, x: Value, dim: int, index: Value) -> None:
+        b = self.b = ctx.b
+        limits = [i if d != dim else s for d, (s, i) in enumerate(zip(x.shape, index.shape))]
+        x = b.slice(x, [0] * x.rank, limits, [1] * x.rank)
+        self.perm = [d for d in range(x.rank) if d != dim] + [dim]
+        self.x, index = self.moved(x), self.moved(index)
+        size, picked = self.x.shape[-1], index.shape[-1]
+        rows = math.prod(self.x.shape[:-1])
+        index = b.convert(b.reshape(index, (rows, picked)), "i32")
+        offsets = b.binary("mul", b.iota((rows, picked), 0, "i32"),
+                           b.splat(size, (rows, picked), "i32"))
+        self.flat = b.reshape(b.binary("add", offsets, index), (rows * picked,))
+        self.table = b.reshape(self.x, (rows * size, 1))
+        self.picked_shape = tuple(self.x.shape[:-1]) + (picked,)
+
+    def moved(self, v: Value) -> Value:
+        return v if self.perm[-1] == v.rank - 1 else self.b.transpose(v, self.perm)
+
+    def restore(self, v: Value) -> Value:
+        if self.perm[-1] == v.rank - 1:
+            return v
+        return self.b.transpose(v, [self.perm.index(d) for d in range(v.rank)])
+
+
+@handles(aten.gather)
+def gather(ctx: Context, x: Value, dim: int, index: Value, sparse_grad: bool = False) -> Value:
+    """torch.gather: out[..., k, ...] = x[..., index[..., k, ...], ...] along
+    `dim`, the other dimensions taken as they are: a lookup of single
+    elements in x flattened."""
+    lookup = _ElementLookup(ctx, x, _dim(dim, x.rank), index)
+    picked = ctx.b.gather(lookup.table, lookup.flat, 0)
+    return lookup.restore(ctx.b.reshape(picked, lookup.picked_shape))
 
 
 @handles(aten.cat)

@@ -19,6 +19,7 @@ the caller falls back to make_fx.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -69,6 +70,22 @@ def _map(value: Any, fn: Callable[[Any], Any]) -> Any:
     return fn(value)
 
 
+# Views an in-place write can go through: the write is scattered back into
+# the base (a slice or an element of it, or the same elements reshaped).
+_SLICE_VIEWS = {aten.slice.Tensor}
+_SELECT_VIEWS = {aten.select.int}
+_STRIDED_VIEWS = {aten.as_strided.default}
+_RESHAPE_VIEWS = {aten.view.default, aten._unsafe_view.default, aten.unsqueeze.default,
+                  aten.squeeze.dim, aten.squeeze.default, aten.squeeze.dims,
+                  aten.alias.default, aten._reshape_alias.default}
+
+
+def _writes_first_argument(func: Any) -> bool:
+    arguments = func._schema.arguments
+    return bool(arguments) and arguments[0].alias_info is not None and \
+        arguments[0].alias_info.is_write
+
+
 class _Recorder(TorchDispatchMode):
     def __init__(self, graph: Graph, frame_of: Callable[[], Any]) -> None:
         super().__init__()
@@ -76,6 +93,8 @@ class _Recorder(TorchDispatchMode):
         self.frame_of = frame_of
         self.node_of: Dict[int, Node] = {}
         self.alive: List[Any] = []
+        # A view's base and how it was taken, by the view's identity.
+        self.view_of: Dict[int, Any] = {}
 
     def bind(self, tensor: torch.Tensor, node: Node) -> None:
         self.node_of[id(tensor)] = node
@@ -86,11 +105,15 @@ class _Recorder(TorchDispatchMode):
     def node_for(self, tensor: torch.Tensor) -> Node:
         node = self.node_of.get(id(tensor))
         if node is None:
-            if tensor.device.type == "meta":
+            if tensor.device.type == "meta" and tensor.numel() != 0:
                 raise UnsupportedOpError("the step uses a meta tensor that is neither "
                                          "an input nor computed in the step")
             node = Node("get_attr", None, name="constant")
-            node.meta["constant"] = tensor.detach().clone()
+            # An empty tensor made on the step's device (Hugging Face's
+            # key/value cache starts as one) has no values to lose.
+            node.meta["constant"] = (
+                torch.empty(tensor.shape, dtype=tensor.dtype) if tensor.device.type == "meta"
+                else tensor.detach().clone())
             self.graph.nodes.append(node)
             self.bind(tensor, node)
         return node
@@ -114,6 +137,11 @@ class _Recorder(TorchDispatchMode):
             arg.users[node] = None
         if isinstance(out, torch.Tensor):
             self.bind(out, node)
+            if func in _SLICE_VIEWS or func in _SELECT_VIEWS or func in _RESHAPE_VIEWS \
+                    or func in _STRIDED_VIEWS:
+                self.view_of[id(out)] = (args[0], func, args[1:])
+            elif _writes_first_argument(func) and id(args[0]) in self.view_of:
+                self.write_back(args[0], node)
         elif isinstance(out, (tuple, list)):
             for i, item in enumerate(out):
                 if isinstance(item, torch.Tensor):
@@ -122,6 +150,35 @@ class _Recorder(TorchDispatchMode):
                     self.graph.nodes.append(item_node)
                     self.bind(item, item_node)
         return out
+
+
+    def write_back(self, view: torch.Tensor, value: Node) -> None:
+        """An in-place write into a view (`shifted[:, 1:] = x`): its base
+        becomes the base with the view's elements replaced, and so on up
+        the chain of views."""
+        base, func, view_args = self.view_of[id(view)]
+        base_node = self.node_for(base)
+        if func in _SLICE_VIEWS:
+            target, scatter_args = aten.slice_scatter.default, (base_node, value, *view_args)
+        elif func in _SELECT_VIEWS:
+            target, scatter_args = aten.select_scatter.default, (base_node, value, *view_args)
+        elif func in _STRIDED_VIEWS:
+            target, scatter_args = aten.as_strided_scatter.default, (base_node, value, *view_args)
+        elif view.numel() == base.numel():
+            target, scatter_args = aten.view.default, (value, list(base.shape))
+        else:
+            raise UnsupportedOpError(
+                f"an in-place write through a {func} view is not supported; write "
+                "the new tensor with torch.where or torch.cat instead")
+        node = Node("call_function", target, scatter_args)
+        node.meta["trn_frame"] = self.frame_of()
+        self.graph.nodes.append(node)
+        for arg in _nodes_in(scatter_args):
+            arg.users[node] = None
+        self.node_of[id(base)] = node
+        node.meta["val"] = torch.empty(base.shape, dtype=base.dtype, device="meta")
+        if id(base) in self.view_of:
+            self.write_back(base, node)
 
 
 class _DataDependent(Exception):
@@ -144,6 +201,26 @@ def _nodes_in(value: Any) -> List[Node]:
     return found
 
 
+@contextlib.contextmanager
+def _constants_on_cpu():
+    """torch.tensor(data, device=x.device) with x a meta tensor would lose
+    the data (library code makes its mask value so): it is made on the CPU
+    instead and becomes a constant of the graph."""
+    original = torch.tensor
+
+    def tensor(data: Any, *args: Any, **kwargs: Any) -> torch.Tensor:
+        device = kwargs.get("device")
+        if device is not None and torch.device(device).type == "meta":
+            kwargs["device"] = "cpu"
+        return original(data, *args, **kwargs)
+
+    torch.tensor = tensor
+    try:
+        yield
+    finally:
+        torch.tensor = original
+
+
 def record(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tensor],
            frame_of: Callable[[], Any]) -> Graph:
     """Runs `step` on meta copies of `inputs` and returns what it did."""
@@ -156,7 +233,7 @@ def record(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tenso
         graph.nodes.append(node)
         recorder.bind(meta, node)
         metas.append(meta)
-    with recorder:
+    with recorder, _constants_on_cpu():
         outputs = step(*metas)
     output = Node("output", None, ([recorder.node_for(t) for t in outputs],))
     graph.nodes.append(output)

@@ -145,6 +145,25 @@ def trace(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tensor
     """The recorded graph of `step` (`_record`, on meta tensors), or, when a
     op has no meta kernel, make_fx's; Python-level failures become one-line
     errors that name the user's line (data-dependent control flow, .item())."""
+    with _compiling():
+        return _trace(step, inputs, fake)
+
+
+@contextlib.contextmanager
+def _compiling():
+    """`torch.compiler.is_compiling()` is true while the step is traced, as
+    under torch.compile: library code then takes its traceable paths
+    (Hugging Face's attention masks skip their data-dependent shortcuts)."""
+    saved = torch.compiler.is_compiling
+    torch.compiler.is_compiling = lambda: True
+    try:
+        yield
+    finally:
+        torch.compiler.is_compiling = saved
+
+
+def _trace(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tensor],
+           fake: bool) -> Any:
     try:
         return _record.record(step, inputs, _find_user_frame)
     except _record._DataDependent as error:

@@ -121,3 +121,43 @@ func.func @statistic(
   %n1 = trn.sub %w1, %u1 : tensor<4x4xf32>
   return %loss, %n0, %n1 : tensor<f32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// A value the same in every microbatch (a slice of a buffer), made in a
+// microbatch for the forward and read by the update too: the update makes
+// it again from the buffer, rather than average it over the microbatches
+// (which an integer could not be).
+// RUN: trn-opt %s -split-input-file -dist-pipeline-stages=pp=2 -dist-pipeline-split=microbatches=2 | FileCheck %s --check-prefix=SAME
+// SAME-LABEL: func.func @buffer.s1.update
+// SAME-SAME: %[[TABLE:[a-z0-9]+]]: tensor<8x4xi32> {dist.port = #dist.port<"argument", 4>
+// SAME: trn.slice %[[TABLE]], start = [0, 0], limit = [4, 4]
+// SAME: return
+dist.mesh @mesh <dp = 2>
+func.func @buffer(
+    %w0: tensor<4x4xf32> {trn.name = "layers.0.weight", trn.role = "parameter"},
+    %w1: tensor<4x4xf32> {trn.name = "layers.1.weight", trn.role = "parameter"},
+    %lr: tensor<f32> {trn.name = "lr", trn.role = "hyperparameter"},
+    %x: tensor<2x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}]>, trn.name = "x", trn.role = "data"},
+    %table: tensor<8x4xi32> {trn.name = "table", trn.role = "constant"})
+    -> (tensor<f32> {trn.name = "loss", trn.role = "loss"},
+        tensor<4x4xf32> {trn.aliases = 0 : i64, trn.name = "layers.0.weight", trn.role = "parameter"},
+        tensor<4x4xf32> {trn.aliases = 1 : i64, trn.name = "layers.1.weight", trn.role = "parameter"})
+    attributes {dist.replica_axes = ["dp"], dist.spmd} {
+  %part = trn.slice %table, start = [0, 0], limit = [4, 4], strides = [1, 1] : (tensor<8x4xi32>) -> tensor<4x4xi32>
+  %partf = trn.convert %part : tensor<4x4xi32> -> tensor<4x4xf32>
+  %h = trn.dot_general %x, %w0, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %y0 = trn.dot_general %h, %w1, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %y1 = trn.dot_general %y0, %partf, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %sq = trn.mul %y1, %y1 : tensor<2x4xf32>
+  %s = trn.reduce sum %sq, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
+  %loss = dist.all_reduce mean %s on @mesh axes = ["dp"] : tensor<f32>
+  %ht = trn.transpose %h, perm = [1, 0] : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  %g1 = trn.dot_general %ht, %y1, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4x2xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+  %g1r = dist.all_reduce mean %g1 on @mesh axes = ["dp"] : tensor<4x4xf32>
+  %lrb = trn.broadcast_in_dim %lr, dims = [] : (tensor<f32>) -> tensor<4x4xf32>
+  %u1 = trn.mul %g1r, %lrb : tensor<4x4xf32>
+  %d1 = trn.mul %u1, %partf : tensor<4x4xf32>
+  %n1 = trn.sub %w1, %d1 : tensor<4x4xf32>
+  return %loss, %w0, %n1 : tensor<f32>, tensor<4x4xf32>, tensor<4x4xf32>
+}

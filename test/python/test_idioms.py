@@ -1,0 +1,159 @@
+"""Idioms of library model code (Hugging Face `transformers` uses each of
+these), written the way that code writes them, each checked by one SGD
+step against PyTorch in every parameter (gradcheck.py)."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from gradcheck import assert_sgd_step_parity
+
+VOCAB, HIDDEN = 16, 8
+
+
+class _TokenModel(nn.Module):
+    """Embedding -> `body(h, ids)` -> LM head: the idiom under test is the body."""
+
+    def __init__(self, body):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, HIDDEN)
+        self.proj = nn.Linear(HIDDEN, HIDDEN)
+        self.head = nn.Linear(HIDDEN, VOCAB)
+        self.body = body
+
+    def forward(self, ids):
+        return self.head(self.body(self.proj(self.emb(ids)), ids))
+
+
+def _lm_loss(model, ids, labels):
+    logits = model(ids)
+    return F.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
+
+
+def _batch(rows=2, seq=6):
+    g = torch.Generator().manual_seed(3)
+    return (torch.randint(1, VOCAB, (rows, seq), generator=g),
+            torch.randint(0, VOCAB, (rows, seq), generator=g))
+
+
+def _check(body, cache_dir, loss=_lm_loss, batch=None):
+    assert_sgd_step_parity(lambda: _TokenModel(body), loss, batch or _batch(),
+                           cache_dir=cache_dir)
+
+
+def test_cumsum_and_its_gradient(cache_dir):
+    """OPT's and RoBERTa's position ids are a cumsum of the mask; here a
+    running sum of activations, so its gradient (a flipped cumsum) counts."""
+    _check(lambda h, ids: torch.cumsum(h, dim=1) / 4, cache_dir)
+
+
+def test_cumsum_of_an_integer_mask(cache_dir):
+    """RoBERTa: position ids from the non-padding mask, as integers."""
+    table = torch.randn(12, HIDDEN)
+
+    def body(h, ids):
+        mask = ids.ne(1).int()
+        positions = (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + 1
+        return h + F.embedding(positions, table)
+    _check(body, cache_dir)
+
+
+def test_gather_along_a_dimension(cache_dir):
+    """torch.gather with several picks per row (ALBERT and ELECTRA gather a
+    token-type buffer with the position ids), and its gradient."""
+    index = torch.tensor([[0, 2, 2, 5, 1, 7], [7, 6, 0, 0, 3, 4]])[:, :, None].expand(-1, -1, 4)
+
+    def body(h, ids):
+        picked = torch.gather(h, 2, index)
+        return h + picked.sum(-1, keepdim=True)
+    _check(body, cache_dir)
+
+
+def test_gather_from_a_buffer_row(cache_dir):
+    buffered = torch.arange(32).remainder(2)[None, :]  # [1, 32] token types
+    types = nn.Embedding(2, HIDDEN)
+
+    class Body(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.types = types
+            self.register_buffer("token_type_ids", buffered, persistent=False)
+
+        def forward(self, h, ids):
+            positions = torch.arange(ids.shape[1])[None, :]
+            token_types = torch.gather(self.token_type_ids, dim=1, index=positions)
+            return h + self.types(token_types.expand(ids.shape[0], -1))
+    _check(Body(), cache_dir)
+
+
+def test_labels_padded_and_shifted(cache_dir):
+    """Hugging Face's causal-LM loss pads the labels with ignore_index and
+    shifts them: F.pad of an integer tensor."""
+
+    def loss(model, ids, labels):
+        logits = model(ids)
+        labels = F.pad(labels, (0, 1), value=-100)[:, 1:]
+        return F.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1),
+                               ignore_index=-100)
+    _check(lambda h, ids: h, cache_dir, loss=loss)
+
+
+def test_write_into_a_slice(cache_dir):
+    """T5's and BART's shift_tokens_right: a new tensor, written in place
+    through slices (`shifted[:, 1:] = ids[:, :-1]`), then used."""
+    table = torch.randn(VOCAB, HIDDEN)
+
+    def body(h, ids):
+        shifted = ids.new_zeros(ids.shape)
+        shifted[:, 1:] = ids[:, :-1].clone()
+        shifted[:, 0] = 3
+        shifted.masked_fill_(shifted == 5, 1)
+        return h + F.embedding(shifted, table)
+    _check(body, cache_dir)
+
+
+def test_write_into_a_slice_of_activations(cache_dir):
+    """An in-place write through a view of a tensor that needs a gradient."""
+
+    def body(h, ids):
+        out = h.clone()
+        out[:, :, :4] = h[:, :, 4:] * 2
+        out[:, 0] = 0
+        return out
+    _check(body, cache_dir)
+
+
+def test_constant_made_on_the_activations_device(cache_dir):
+    """GPT-Neo: `torch.tensor(value, dtype=..., device=x.device)` as a mask
+    value, then torch.where with a boolean buffer."""
+
+    class Body(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("bias", torch.tril(torch.ones(6, 6, dtype=torch.bool)))
+
+        def forward(self, h, ids):
+            scores = h @ h.transpose(1, 2)
+            low = torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype,
+                               device=scores.device)
+            weights = torch.where(self.bias, scores, low).softmax(-1)
+            return weights @ h
+    _check(Body(), cache_dir)
+
+
+def test_library_code_sees_a_compiler(cache_dir):
+    """While trn traces, torch.compiler.is_compiling() is true, as under
+    torch.compile: library code skips data-dependent shortcuts."""
+    seen = []
+
+    def body(h, ids):
+        seen.append(torch.compiler.is_compiling())
+        return h
+    _check(body, cache_dir)
+    assert seen[-1] is True and not torch.compiler.is_compiling()
+
+
+@pytest.mark.parametrize("dims", [[1], [2], [1, 2]])
+def test_flip(dims, cache_dir):
+    _check(lambda h, ids: h + torch.flip(h, dims) * 0.5, cache_dir)
