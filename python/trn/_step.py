@@ -263,7 +263,7 @@ class CompiledStep:
     # -- building ---------------------------------------------------------
 
     def _build(self, signature: Tuple, batch: Sequence[torch.Tensor],
-               kind: str) -> _Executable:
+               kind: str, whole_batch: bool = False) -> _Executable:
         start = time.perf_counter()
         update = kind == "update"
         trainable = self._trainable()
@@ -326,8 +326,8 @@ class CompiledStep:
         dp = self.mesh.get("dp", 1)
         flags = list(self.flags)
         one_example_each = dp * (self.microbatches if self.stages > 1 else 1)
-        if dp > 1 and "--zero1" not in flags and any(
-                t.dim() and t.shape[0] == one_example_each for t in batch):
+        if dp > 1 and "--zero1" not in flags and (whole_batch or any(
+                t.dim() and t.shape[0] == one_example_each for t in batch)):
             flags.append("--dp-whole-batch")
         if "--zero1" in flags or "--dp-whole-batch" in flags:
             dp = 1
@@ -466,10 +466,37 @@ class CompiledStep:
             if self._last_signature is not None:
                 log.info("tracing a new step graph: %s",
                          self._why_retrace(self._last_signature, signature))
-            exe = self._build(signature, batch, kind)
+            try:
+                exe = self._build(signature, batch, kind)
+            except UnsupportedOpError as error:
+                exe = self._build_whole_batch(signature, batch, kind, error)
             self._executables[signature] = exe
         self._last_signature = signature
         return exe, new
+
+    def _build_whole_batch(self, signature: Tuple, batch: Sequence[torch.Tensor], kind: str,
+                           error: UnsupportedOpError) -> _Executable:
+        """A step whose tracing at one replica's share of the batch failed in
+        the model's own code (a view to a batch size from its config) is
+        traced at the batch the user passed, and dp splits it in the compiler
+        (--dp-whole-batch: the program is then per dp degree)."""
+        dp = self.mesh.get("dp", 1)
+        if dp == 1 or "--zero1" in self.flags or not str(error).startswith(
+                "tracing the step failed"):
+            raise error
+        if self.stages > 1:
+            raise UnsupportedOpError(
+                f"{error}; under pp the step is traced at one microbatch of one "
+                "data-parallel replica, so model code that fixes the batch size (a view "
+                "to a configured batch) cannot be pipelined yet: take the size from the "
+                "input's shape") from None
+        try:
+            exe = self._build(signature, batch, kind, whole_batch=True)
+        except UnsupportedOpError:
+            raise error from None
+        log.info("traced the step at the whole batch (dp splits it in the compiler): "
+                 "at one replica's share, %s", error)
+        return exe
 
     def __call__(self, *batch: torch.Tensor) -> torch.Tensor:
         """One training micro-step; returns its loss (see compile_step)."""

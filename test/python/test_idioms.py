@@ -157,3 +157,52 @@ def test_library_code_sees_a_compiler(cache_dir):
 @pytest.mark.parametrize("dims", [[1], [2], [1, 2]])
 def test_flip(dims, cache_dir):
     _check(lambda h, ids: h + torch.flip(h, dims) * 0.5, cache_dir)
+
+
+class _ConfiguredBatch(nn.Module):
+    """Research code that takes the batch size from its config:
+    `q.view(cfg.batch, seq, heads, head_dim)`."""
+
+    def __init__(self, batch: int):
+        super().__init__()
+        self.batch = batch
+        self.emb = nn.Embedding(VOCAB, HIDDEN)
+        self.qkv = nn.Linear(HIDDEN, 3 * HIDDEN)
+        self.head = nn.Linear(HIDDEN, VOCAB)
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        q, k, v = self.qkv(self.emb(ids)).chunk(3, dim=-1)
+        q, k, v = (t.view(self.batch, seq, 2, HIDDEN // 2).transpose(1, 2) for t in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.head(a.transpose(1, 2).reshape(self.batch, seq, HIDDEN))
+
+
+@pytest.mark.parametrize("mesh", ["dp=2", "dp=2,tp=2"])
+def test_a_batch_size_from_the_config_under_dp(mesh, cache_dir):
+    """Traced at one replica's share the view fails; the step is then traced
+    at the batch the user passed and dp splits it in the compiler."""
+    batch = _batch(rows=4)
+    assert_sgd_step_parity(lambda: _ConfiguredBatch(4), _lm_loss, batch, mesh=mesh,
+                           cache_dir=cache_dir)
+
+
+def test_a_batch_size_from_the_config_under_pp_is_refused(cache_dir):
+    import trn
+
+    class Layered(_ConfiguredBatch):
+        def __init__(self, batch):
+            super().__init__(batch)
+            self.layers = nn.ModuleList([nn.Linear(HIDDEN, HIDDEN) for _ in range(2)])
+
+        def forward(self, ids):
+            h = self.emb(ids).view(self.batch, ids.shape[1], HIDDEN)
+            for layer in self.layers:
+                h = h + layer(h)
+            return self.head(h)
+
+    model = Layered(8)
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1), _lm_loss,
+                            mesh="dp=2,pp=2", cache_dir=cache_dir)
+    with pytest.raises(trn.UnsupportedOpError, match="take the size from the input's shape"):
+        step(*_batch(rows=8))
