@@ -205,3 +205,86 @@ func.func @safe_softmax_not_causal(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>
   %o = trn.dot_general %p, %v, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %o : tensor<2x4x8xf32>
 }
+
+// -----
+
+// Hugging Face's eager attention: the causal mask built once for the batch
+// ([B, 1, S, S] from reshaped aranges, `kv_idx <= q_idx`), as an additive
+// bias of 0 and the lowest float (not -inf), broadcast over the heads; and
+// Mistral's, whose mask is also within a sliding window wider than the
+// sequence (`kv_idx > q_idx - 4096`, true everywhere here) and'ed with a
+// splat true.
+// CHECK-LABEL: func.func @hf_causal
+// CHECK: trn.attention {{.*}} causal
+// CHECK-NOT: trn.softmax
+// CHECK-LABEL: func.func @hf_sliding_window
+// CHECK: trn.attention {{.*}} causal
+// CHECK-NOT: trn.softmax
+// CHECK-LABEL: func.func @hf_window_narrower
+// CHECK: trn.softmax
+func.func @hf_causal(%q: tensor<2x4x4x8xf32>, %kt: tensor<2x4x8x4xf32>, %v: tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32> {
+  %i = trn.iota dim = 0 : tensor<4xi64>
+  %q_idx = trn.reshape %i : (tensor<4xi64>) -> tensor<1x1x4x1xi64>
+  %kv_idx = trn.reshape %i : (tensor<4xi64>) -> tensor<1x1x1x4xi64>
+  %cols = trn.broadcast_in_dim %kv_idx, dims = [0, 1, 2, 3] : (tensor<1x1x1x4xi64>) -> tensor<1x1x4x4xi64>
+  %rows = trn.broadcast_in_dim %q_idx, dims = [0, 1, 2, 3] : (tensor<1x1x4x1xi64>) -> tensor<1x1x4x4xi64>
+  %keep = trn.compare le, %cols, %rows : tensor<1x1x4x4xi64>
+  %keep_b = trn.broadcast_in_dim %keep, dims = [0, 1, 2, 3] : (tensor<1x1x4x4xi1>) -> tensor<2x1x4x4xi1>
+  %zero = trn.constant dense<0.0> : tensor<2x1x4x4xf32>
+  %low = trn.constant dense<-3.40282347E+38> : tensor<2x1x4x4xf32>
+  %bias = trn.select %keep_b, %zero, %low : tensor<2x1x4x4xi1>, tensor<2x1x4x4xf32>
+  %s = trn.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<2x4x4x8xf32>, tensor<2x4x8x4xf32>) -> tensor<2x4x4x4xf32>
+  %bias_h = trn.broadcast_in_dim %bias, dims = [0, 1, 2, 3] : (tensor<2x1x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %masked = trn.add %s, %bias_h : tensor<2x4x4x4xf32>
+  %p = trn.softmax %masked, dim = 3 : tensor<2x4x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<2x4x4x4xf32>, tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32>
+  return %o : tensor<2x4x4x8xf32>
+}
+func.func @hf_sliding_window(%q: tensor<2x4x4x8xf32>, %kt: tensor<2x4x8x4xf32>, %v: tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32> {
+  %i = trn.iota dim = 0 : tensor<4xi64>
+  %q_idx = trn.reshape %i : (tensor<4xi64>) -> tensor<1x1x4x1xi64>
+  %kv_idx = trn.reshape %i : (tensor<4xi64>) -> tensor<1x1x1x4xi64>
+  %window = trn.constant dense<4096> : tensor<1x1x4x1xi64>
+  %start = trn.sub %q_idx, %window : tensor<1x1x4x1xi64>
+  %cols = trn.broadcast_in_dim %kv_idx, dims = [0, 1, 2, 3] : (tensor<1x1x1x4xi64>) -> tensor<1x1x4x4xi64>
+  %starts = trn.broadcast_in_dim %start, dims = [0, 1, 2, 3] : (tensor<1x1x4x1xi64>) -> tensor<1x1x4x4xi64>
+  %rows = trn.broadcast_in_dim %q_idx, dims = [0, 1, 2, 3] : (tensor<1x1x4x1xi64>) -> tensor<1x1x4x4xi64>
+  %within = trn.compare gt, %cols, %starts : tensor<1x1x4x4xi64>
+  %true = trn.constant dense<true> : tensor<1x1x4x4xi1>
+  %in_window = trn.and %within, %true : tensor<1x1x4x4xi1>
+  %past = trn.compare le, %cols, %rows : tensor<1x1x4x4xi64>
+  %keep = trn.and %in_window, %past : tensor<1x1x4x4xi1>
+  %keep_b = trn.broadcast_in_dim %keep, dims = [0, 1, 2, 3] : (tensor<1x1x4x4xi1>) -> tensor<2x1x4x4xi1>
+  %zero = trn.constant dense<0.0> : tensor<2x1x4x4xf32>
+  %low = trn.constant dense<-3.40282347E+38> : tensor<2x1x4x4xf32>
+  %bias = trn.select %keep_b, %zero, %low : tensor<2x1x4x4xi1>, tensor<2x1x4x4xf32>
+  %s = trn.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<2x4x4x8xf32>, tensor<2x4x8x4xf32>) -> tensor<2x4x4x4xf32>
+  %bias_h = trn.broadcast_in_dim %bias, dims = [0, 1, 2, 3] : (tensor<2x1x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %masked = trn.add %s, %bias_h : tensor<2x4x4x4xf32>
+  %p = trn.softmax %masked, dim = 3 : tensor<2x4x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<2x4x4x4xf32>, tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32>
+  return %o : tensor<2x4x4x8xf32>
+}
+func.func @hf_window_narrower(%q: tensor<2x4x4x8xf32>, %kt: tensor<2x4x8x4xf32>, %v: tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32> {
+  %i = trn.iota dim = 0 : tensor<4xi64>
+  %q_idx = trn.reshape %i : (tensor<4xi64>) -> tensor<1x1x4x1xi64>
+  %kv_idx = trn.reshape %i : (tensor<4xi64>) -> tensor<1x1x1x4xi64>
+  %window = trn.constant dense<2> : tensor<1x1x4x1xi64>
+  %start = trn.sub %q_idx, %window : tensor<1x1x4x1xi64>
+  %cols = trn.broadcast_in_dim %kv_idx, dims = [0, 1, 2, 3] : (tensor<1x1x1x4xi64>) -> tensor<1x1x4x4xi64>
+  %starts = trn.broadcast_in_dim %start, dims = [0, 1, 2, 3] : (tensor<1x1x4x1xi64>) -> tensor<1x1x4x4xi64>
+  %rows = trn.broadcast_in_dim %q_idx, dims = [0, 1, 2, 3] : (tensor<1x1x4x1xi64>) -> tensor<1x1x4x4xi64>
+  %within = trn.compare gt, %cols, %starts : tensor<1x1x4x4xi64>
+  %past = trn.compare le, %cols, %rows : tensor<1x1x4x4xi64>
+  %keep = trn.and %within, %past : tensor<1x1x4x4xi1>
+  %keep_b = trn.broadcast_in_dim %keep, dims = [0, 1, 2, 3] : (tensor<1x1x4x4xi1>) -> tensor<2x1x4x4xi1>
+  %zero = trn.constant dense<0.0> : tensor<2x1x4x4xf32>
+  %low = trn.constant dense<-3.40282347E+38> : tensor<2x1x4x4xf32>
+  %bias = trn.select %keep_b, %zero, %low : tensor<2x1x4x4xi1>, tensor<2x1x4x4xf32>
+  %s = trn.dot_general %q, %kt, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<2x4x4x8xf32>, tensor<2x4x8x4xf32>) -> tensor<2x4x4x4xf32>
+  %bias_h = trn.broadcast_in_dim %bias, dims = [0, 1, 2, 3] : (tensor<2x1x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %masked = trn.add %s, %bias_h : tensor<2x4x4x4xf32>
+  %p = trn.softmax %masked, dim = 3 : tensor<2x4x4x4xf32>
+  %o = trn.dot_general %p, %v, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2] : (tensor<2x4x4x4xf32>, tensor<2x4x4x8xf32>) -> tensor<2x4x4x8xf32>
+  return %o : tensor<2x4x4x8xf32>
+}

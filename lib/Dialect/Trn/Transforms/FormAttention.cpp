@@ -14,6 +14,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 
 #include <cmath>
+#include <functional>
 
 namespace mlir::trn {
 #define GEN_PASS_DEF_TRNFORMATTENTION
@@ -102,26 +103,58 @@ std::optional<int64_t> splatInt(Value value) {
   return std::nullopt;
 }
 
-/// `value` (of a rank-2 [S, T] index space) as `row * r + col * c + k`:
-/// iotas, integer splats, and sums, differences and conversions of them,
-/// possibly broadcast from one dimension.
+/// `value` as a linear function of its indices, `sum(coef[d] * i_d) + k`:
+/// iotas, integer splats, sums, differences and conversions of them, with
+/// broadcasts and reshapes that add or drop size-1 dimensions between.
 struct Linear {
-  int64_t row = 0, col = 0, constant = 0;
+  SmallVector<int64_t> coef;
+  int64_t constant = 0;
 };
 std::optional<Linear> linearOf(Value value) {
+  int64_t rank = rankOf(value);
   if (std::optional<int64_t> k = splatInt(value))
-    return Linear{0, 0, *k};
+    return Linear{SmallVector<int64_t>(rank, 0), *k};
   Operation *op = value.getDefiningOp();
-  if (!op || rankOf(value) != 2)
+  if (!op)
     return std::nullopt;
-  if (auto iota = dyn_cast<IotaOp>(op))
-    return iota.getDim() == 0 ? Linear{1, 0, 0} : Linear{0, 1, 0};
+  if (auto iota = dyn_cast<IotaOp>(op)) {
+    Linear l{SmallVector<int64_t>(rank, 0), 0};
+    l.coef[iota.getDim()] = 1;
+    return l;
+  }
   if (auto broadcast = dyn_cast<BroadcastInDimOp>(op)) {
-    // A 1-D iota broadcast along the other dimension (arange[None, :]).
-    auto iota = broadcast.getOperand().getDefiningOp<IotaOp>();
-    if (!iota || broadcast.getDims().size() != 1)
+    std::optional<Linear> inner = linearOf(broadcast.getOperand());
+    if (!inner)
       return std::nullopt;
-    return broadcast.getDims()[0] == 0 ? Linear{1, 0, 0} : Linear{0, 1, 0};
+    Linear l{SmallVector<int64_t>(rank, 0), inner->constant};
+    for (auto [j, d] : llvm::enumerate(broadcast.getDims()))
+      l.coef[d] = inner->coef[j];
+    return l;
+  }
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    // Only size-1 dimensions come or go: the others keep their order.
+    ArrayRef<int64_t> in =
+                          cast<RankedTensorType>(reshape.getOperand().getType())
+                              .getShape(),
+                      out = cast<RankedTensorType>(value.getType()).getShape();
+    std::optional<Linear> inner = linearOf(reshape.getOperand());
+    if (!inner)
+      return std::nullopt;
+    Linear l{SmallVector<int64_t>(rank, 0), inner->constant};
+    size_t o = 0;
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (in[d] == 1)
+        continue;
+      while (o < out.size() && out[o] == 1)
+        ++o;
+      if (o == out.size() || out[o] != in[d])
+        return std::nullopt;
+      l.coef[o++] = inner->coef[d];
+    }
+    for (; o < out.size(); ++o)
+      if (out[o] != 1)
+        return std::nullopt;
+    return l;
   }
   if (auto convert = dyn_cast<ConvertOp>(op)) {
     if (!isa<IntegerType>(getElementTypeOrSelf(convert.getOperand())))
@@ -134,28 +167,70 @@ std::optional<Linear> linearOf(Value value) {
     if (!a || !b)
       return std::nullopt;
     int64_t sign = isa<SubOp>(op) ? -1 : 1;
-    return Linear{a->row + sign * b->row, a->col + sign * b->col,
-                  a->constant + sign * b->constant};
+    for (auto [x, y] : llvm::zip(a->coef, b->coef))
+      x += sign * y;
+    a->constant += sign * b->constant;
+    return a;
   }
   return std::nullopt;
 }
 
-/// Whether the i1 [S, S] `pred` is true exactly where the key comes after
-/// the query (col > row, a causal mask: PyTorch's `ones(s, s).triu(1)` or
-/// `arange(s)[None, :] > arange(s)[:, None]`): true; exactly where it does
-/// not (col <= row, the positions kept: `ones(s, s).tril()`, what
-/// scaled_dot_product_attention's `is_causal` builds): false; else none.
-std::optional<bool> causalPolarity(Value pred) {
+/// `value` without the broadcasts and reshapes in front of it that only
+/// add or repeat leading dimensions: its last two dimensions stay the
+/// last two (a [S, S] mask broadcast over the batch and the heads).
+Value peelLeading(Value value) {
+  while (true) {
+    auto type = cast<RankedTensorType>(value.getType());
+    int64_t rank = type.getRank();
+    if (rank < 2)
+      return value;
+    Value operand;
+    if (auto broadcast = value.getDefiningOp<BroadcastInDimOp>()) {
+      ArrayRef<int64_t> dims = broadcast.getDims();
+      if (dims.size() >= 2 && dims[dims.size() - 2] == rank - 2 &&
+          dims.back() == rank - 1)
+        operand = broadcast.getOperand();
+    } else if (auto reshape = value.getDefiningOp<ReshapeOp>()) {
+      operand = reshape.getOperand();
+    }
+    if (!operand || rankOf(operand) < 2)
+      return value;
+    auto inner = cast<RankedTensorType>(operand.getType()).getShape();
+    if (inner.take_back(2) != type.getShape().take_back(2) ||
+        (isa_and_nonnull<ReshapeOp>(value.getDefiningOp()) &&
+         llvm::any_of(inner.drop_back(2), [](int64_t d) { return d != 1; })))
+      return value;
+    value = operand;
+  }
+}
+
+/// A boolean [..., S, S] `pred` that is the same along its leading
+/// dimensions and depends on col - row alone (its last two dimensions):
+/// whether it holds on the diagonal col - row = t, for t in (-S, S).
+std::optional<std::function<bool(int64_t)>> onDiagonals(Value pred) {
+  pred = peelLeading(pred);
   auto type = cast<RankedTensorType>(pred.getType());
-  if (type.getRank() != 2 || type.getDimSize(0) != type.getDimSize(1))
+  int64_t rank = type.getRank();
+  if (rank < 2 || type.getDimSize(rank - 2) != type.getDimSize(rank - 1))
     return std::nullopt;
+  if (std::optional<int64_t> k = splatInt(pred)) {
+    bool value = *k != 0;
+    return [value](int64_t) { return value; };
+  }
   // select(p, true, false) is p.
   if (auto select = pred.getDefiningOp<SelectOp>()) {
     std::optional<int64_t> onTrue = splatInt(select.getOnTrue()),
                            onFalse = splatInt(select.getOnFalse());
     if (onTrue && onFalse && *onTrue != 0 && *onFalse == 0)
-      return causalPolarity(select.getPred());
+      return onDiagonals(select.getPred());
     return std::nullopt;
+  }
+  // a and b (a causal mask and a sliding window wider than the sequence).
+  if (auto both = pred.getDefiningOp<AndOp>()) {
+    auto lhs = onDiagonals(both.getLhs()), rhs = onDiagonals(both.getRhs());
+    if (!lhs || !rhs)
+      return std::nullopt;
+    return [lhs, rhs](int64_t t) { return (*lhs)(t) && (*rhs)(t); };
   }
   auto compare = pred.getDefiningOp<CompareOp>();
   if (!compare)
@@ -164,17 +239,27 @@ std::optional<bool> causalPolarity(Value pred) {
                         rhs = linearOf(compare.getRhs());
   if (!lhs || !rhs)
     return std::nullopt;
-  // d = lhs - rhs; the predicate holds on d against 0.
-  Linear d{lhs->row - rhs->row, lhs->col - rhs->col,
-           lhs->constant - rhs->constant};
-  // d is s * (col - row) + k with s = +-1 when it is causal at all; the
-  // predicate against 0 then holds on a half-line of col - row, which its
-  // values at -1, 0 and 1 tell apart (eq and ne are no half-line).
-  if (d.row != -d.col || (d.col != 1 && d.col != -1))
+  // d = lhs - rhs over (row, col), the last two dimensions (the leading
+  // ones are the batch's and the heads': the mask must not vary along
+  // them); the predicate holds on d against 0.
+  int64_t row = 0, col = 0;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    int64_t c = lhs->coef[dim] - rhs->coef[dim];
+    if (dim == rank - 2)
+      row = c;
+    else if (dim == rank - 1)
+      col = c;
+    else if (c != 0 && type.getDimSize(dim) != 1)
+      return std::nullopt;
+  }
+  int64_t constant = lhs->constant - rhs->constant;
+  // d is s * (col - row) + k: a function of the diagonal (eq and ne too).
+  if (row != -col)
     return std::nullopt;
-  auto holds = [&](int64_t colMinusRow) {
-    int64_t value = d.col * colMinusRow + d.constant;
-    switch (compare.getPredicate()) {
+  ComparisonPredicate predicate = compare.getPredicate();
+  return [=](int64_t colMinusRow) {
+    int64_t value = col * colMinusRow + constant;
+    switch (predicate) {
     case ComparisonPredicate::lt:
       return value < 0;
     case ComparisonPredicate::le:
@@ -183,25 +268,47 @@ std::optional<bool> causalPolarity(Value pred) {
       return value > 0;
     case ComparisonPredicate::ge:
       return value >= 0;
-    default:
-      return false;
+    case ComparisonPredicate::eq:
+      return value == 0;
+    case ComparisonPredicate::ne:
+      return value != 0;
     }
+    return false;
   };
-  bool before = holds(-1), diagonal = holds(0), after = holds(1);
-  if (!before && !diagonal && after)
+}
+
+/// Whether the i1 [..., S, S] `pred` is true exactly where the key comes
+/// after the query (col > row, a causal mask: PyTorch's
+/// `ones(s, s).triu(1)` or `arange(s)[None, :] > arange(s)[:, None]`): true;
+/// exactly where it does not (col <= row, the positions kept:
+/// `ones(s, s).tril()`, what scaled_dot_product_attention's `is_causal`
+/// builds, Hugging Face's mask): false; else none.
+std::optional<bool> causalPolarity(Value pred) {
+  std::optional<std::function<bool(int64_t)>> holds = onDiagonals(pred);
+  if (!holds)
+    return std::nullopt;
+  int64_t size = cast<RankedTensorType>(pred.getType()).getShape().back();
+  bool after = true, notAfter = true;
+  for (int64_t t = 1 - size; t < size; ++t) {
+    bool value = (*holds)(t);
+    after &= value == (t > 0);
+    notAfter &= value == (t <= 0);
+  }
+  if (after)
     return true; // col > row
-  if (before && diagonal && !after)
+  if (notAfter)
     return false; // col <= row
   return std::nullopt;
 }
 
 bool isCausalMask(Value mask) { return causalPolarity(mask) == true; }
 
-/// Whether `bias` ([S, S] float) is 0 where col <= row and -inf where
-/// col > row: `where(mask, -inf, 0)` or `where(keep, 0, -inf)`, the
-/// additive form of a causal mask.
+/// Whether `bias` ([..., S, S] float, the same along the leading
+/// dimensions) is 0 where col <= row and -inf (or the lowest float) where
+/// col > row: `where(mask, -inf, 0)` or `where(keep, 0, -inf)`, the additive
+/// form of a causal mask.
 bool isCausalBias(Value bias) {
-  auto select = bias.getDefiningOp<SelectOp>();
+  auto select = peelLeading(bias).getDefiningOp<SelectOp>();
   if (!select)
     return false;
   std::optional<double> onTrue = splatFloat(select.getOnTrue()),
@@ -213,7 +320,9 @@ bool isCausalBias(Value bias) {
     return false;
   double masked = *polarity ? *onTrue : *onFalse;
   double kept = *polarity ? *onFalse : *onTrue;
-  return std::isinf(masked) && masked < 0 && kept == 0.0;
+  // -inf, or the lowest float (Hugging Face's mask value): exp gives 0
+  // for both, and a causal row always keeps its diagonal.
+  return masked <= -1e30 && kept == 0.0;
 }
 
 /// One attention found in the graph, forward and (when present) backward.
@@ -305,11 +414,8 @@ std::optional<Match> matchForward(SoftmaxOp softmax) {
   if (auto add = x.getDefiningOp<AddOp>()) {
     // Or plus a causal bias (scaled_dot_product_attention's is_causal).
     for (unsigned i = 0; i < 2 && !m.masked; ++i) {
-      auto broadcast = add->getOperand(i).getDefiningOp<BroadcastInDimOp>();
       Value scores = add->getOperand(1 - i);
-      if (broadcast &&
-          broadcast.getDims() == ArrayRef<int64_t>{rank - 2, rank - 1} &&
-          isCausalBias(broadcast.getOperand()) && scores.hasOneUse()) {
+      if (isCausalBias(add->getOperand(i)) && scores.hasOneUse()) {
         m.masked = add;
         m.additiveMask = true;
         m.causal = true;
@@ -320,10 +426,7 @@ std::optional<Match> matchForward(SoftmaxOp softmax) {
       return std::nullopt;
   } else if (auto select = x.getDefiningOp<SelectOp>()) {
     std::optional<double> fill = splatFloat(select.getOnTrue());
-    auto broadcast = select.getPred().getDefiningOp<BroadcastInDimOp>();
-    if (!fill || !std::isinf(*fill) || *fill > 0 || !broadcast ||
-        broadcast.getDims() != ArrayRef<int64_t>{rank - 2, rank - 1} ||
-        !isCausalMask(broadcast.getOperand()) ||
+    if (!fill || *fill > -1e30 || !isCausalMask(select.getPred()) ||
         !select.getOnFalse().hasOneUse())
       return std::nullopt;
     m.masked = select;
