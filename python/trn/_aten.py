@@ -524,14 +524,20 @@ def slice_backward(ctx: Context, grad: Value, input_sizes: Sequence[int],
     dim = _dim(dim, len(input_sizes))
     lo, hi = _slice_bounds(input_sizes[dim], start, end)
     if step != 1:
-        # Scatter the rows back to start, start + step, ...
+        # Scatter the rows back to start, start + step, ..., with the
+        # dimension moved first (rows of a table, as an embedding's gradient).
         b = ctx.b
         count = grad.shape[dim]
         index = b.iota((count,), 0, "i32")
         index = b.binary("add", b.binary("mul", index, b.splat(step, (count,), "i32")),
                          b.splat(lo, (count,), "i32"))
-        zeros_ = b.splat(0.0, tuple(input_sizes), grad.element)
-        return b.scatter_add(zeros_, index, grad, dim)
+        perm = [dim] + [d for d in range(grad.rank) if d != dim]
+        moved = b.transpose(grad, perm) if dim else grad
+        rest = list(moved.shape[1:])
+        rows = b.splat(0.0, [input_sizes[dim], math.prod(rest)], grad.element)
+        placed = b.scatter_add(rows, index, b.reshape(moved, [count, math.prod(rest)]), 0)
+        placed = b.reshape(placed, [input_sizes[dim]] + rest)
+        return b.transpose(placed, [perm.index(d) for d in range(grad.rank)]) if dim else placed
     low = [0] * grad.rank
     high = [0] * grad.rank
     low[dim], high[dim] = lo, input_sizes[dim] - hi
@@ -818,7 +824,37 @@ def repeat(ctx: Context, x: Value, repeats: Sequence[int]) -> Value:
 
 @handles(aten.index_select)
 def index_select(ctx: Context, x: Value, dim: int, index: Value) -> Value:
-    return ctx.b.gather(x, index, _dim(dim, x.rank))
+    """Rows of x along `dim`: a lookup of rows with the dimension moved first."""
+    b = ctx.b
+    dim = _dim(dim, x.rank)
+    if dim == 0:
+        return b.gather(x, index, 0)
+    perm = [dim] + [d for d in range(x.rank) if d != dim]
+    picked = b.gather(b.transpose(x, perm), index, 0)
+    return b.transpose(picked, [perm.index(d) for d in range(x.rank)])
+
+
+def _leading_offsets(ctx: Context, x: Value, used):
+    """x[i0, i1, ...] with index tensors on x's leading dimensions: each
+    element of their broadcast shape as the row it picks of x flattened over
+    those dimensions (Hugging Face's mask functions index a [B, S] mask with
+    [B, 1, 1, 1] and [1, 1, 1, S]). Returns the rows [count] (i32), the
+    broadcast shape and the remaining dimensions of x."""
+    dims = [d for d, _ in used]
+    if dims != list(range(len(dims))):
+        raise TranslationError("indexing with several index tensors is supported on "
+                               "the leading dimensions only (x[i, j], x[i, j, :]); "
+                               "index one dimension at a time")
+    b = ctx.b
+    shape = list(torch.broadcast_shapes(*[tuple(i.shape) for _, i in used]))
+    offset = None
+    for d, idx in used:
+        stride = math.prod(x.shape[d + 1:len(dims)])
+        part = b.broadcast_to(b.convert(idx, "i32"), shape)
+        if stride != 1:
+            part = b.binary("mul", part, b.splat(stride, shape, "i32"))
+        offset = part if offset is None else b.binary("add", offset, part)
+    return b.reshape(offset, (math.prod(shape),)), shape, list(x.shape[len(dims):])
 
 
 @handles(aten.index)
@@ -829,11 +865,18 @@ def index(ctx: Context, x: Value, indices: Sequence[Optional[Value]]) -> Value:
         raise TranslationError("indexing with a boolean mask gives a data-dependent "
                                "shape; keep the shape static, e.g. "
                                "torch.where(mask, x, 0)")
-    if len(used) != 1:
-        raise TranslationError("indexing with several index tensors is not "
-                               "supported; index one dimension at a time")
-    dim, idx = used[0]
-    return ctx.b.reshape(ctx.b.gather(x, idx, dim), ctx.out_shape())
+    if len(used) == 1:
+        dim, idx = used[0]
+        return ctx.b.reshape(ctx.b.gather(x, idx, dim), ctx.out_shape())
+    b = ctx.b
+    offset, shape, rest = _leading_offsets(ctx, x, used)
+    boolean = x.element == "i1"
+    table = b.convert(x, "i32") if boolean else x  # rows of bytes are gathered as i32
+    rows = b.reshape(table, [math.prod(x.shape[:len(used)])] + rest)
+    picked = b.reshape(b.gather(rows, offset, 0), ctx.out_shape())
+    if boolean:
+        picked = b.compare("ne", picked, b.splat(0, picked.shape, "i32"))
+    return picked
 
 
 @handles(aten.index_put)
@@ -864,9 +907,18 @@ def index_put(ctx: Context, x: Value, indices: Sequence[Optional[Value]],
         else:
             fill = ctx.operand(ctx.b.reshape(values, rest), shape, element)
         return ctx.b.select(pred, fill, ctx.b.convert(x, element))
-    if not accumulate or len(used) != 1 or used[0][1].element == "i1":
-        raise TranslationError("only index_put with accumulate=True and one integer "
-                               "index tensor (the gradient of x[idx]) is supported")
+    if not accumulate or any(i.element == "i1" for _, i in used):
+        raise TranslationError("only index_put with accumulate=True and integer "
+                               "index tensors (the gradient of x[idx]) is supported")
+    if len(used) > 1:
+        # The gradient of x[i0, i1, ...]: added to the rows it picked.
+        b = ctx.b
+        element = ctx.out_element()
+        offset, shape, rest = _leading_offsets(ctx, x, used)
+        rows = b.reshape(b.convert(x, element), [math.prod(x.shape[:len(used)])] + rest)
+        updates = b.reshape(ctx.operand(values, shape + rest, element),
+                            [math.prod(shape)] + rest)
+        return b.reshape(b.scatter_add(rows, offset, updates, 0), x.shape)
     dim, idx = used[0]
     element = ctx.out_element()
     updates_shape = x.shape[:dim] + idx.shape + x.shape[dim + 1:]
@@ -877,10 +929,17 @@ def index_put(ctx: Context, x: Value, indices: Sequence[Optional[Value]],
 @handles(aten.index_add)
 def index_add(ctx: Context, x: Value, dim: int, index: Value, source: Value,
               alpha: Any = 1) -> Value:
+    b = ctx.b
     element = ctx.out_element()
     source = _scaled(ctx, source, alpha, source.shape, element)
-    return ctx.b.scatter_add(ctx.b.convert(x, element), index, source,
-                             _dim(dim, x.rank))
+    dim = _dim(dim, x.rank)
+    x = b.convert(x, element)
+    if dim == 0:
+        return b.scatter_add(x, index, source, 0)
+    # Added to rows, with the dimension moved first (index_select's gradient).
+    perm = [dim] + [d for d in range(x.rank) if d != dim]
+    added = b.scatter_add(b.transpose(x, perm), index, b.transpose(source, perm), 0)
+    return b.transpose(added, [perm.index(d) for d in range(x.rank)])
 
 
 @handles(aten.embedding)
@@ -946,16 +1005,45 @@ def amin(ctx: Context, x: Value, dims: Any = (), keepdim: bool = False) -> Value
     return _reduce(ctx, "min", x, dims)
 
 
+@handles(aten.max, aten.min)
+def max_or_min(ctx: Context, x: Value, dim: Any = None, keepdim: bool = False):
+    """max(x) over everything, or max(x, dim) as values and indices."""
+    kind = "max" if ctx.node.target.overloadpacket is aten.max else "min"
+    if dim is None or not isinstance(dim, int):
+        if isinstance(dim, Value):
+            raise TranslationError(f"{kind}(x, y) of two tensors: use torch.maximum")
+        return ctx.b.reshape(ctx.b.reduce(kind, x, list(range(x.rank))), ())
+    dim = _dim(dim, x.rank)
+    shape = list(x.shape)
+    if keepdim:
+        shape[dim] = 1
+    else:
+        del shape[dim]
+    if kind == "min":
+        raise TranslationError("min(x, dim) with indices is not supported; use amin")
+    values = ctx.b.reshape(ctx.b.reduce(kind, x, [dim]), shape)
+    return [values, ctx.b.reshape(_argmax(ctx, x, dim), shape)]
+
+
+def _argmax(ctx: Context, x: Value, dim: int) -> Value:
+    """The first index of the largest element along `dim` (as PyTorch's):
+    the smallest index where x equals its maximum, as i64 (indices counted
+    in f32: exact below 2^24)."""
+    b = ctx.b
+    peak = b.broadcast_in_dim(b.reduce("max", x, [dim]), x.shape,
+                              [d for d in range(x.rank) if d != dim])
+    where = b.iota(x.shape, dim, "f32")
+    beyond = b.splat(float(x.shape[dim]), x.shape, "f32")
+    first = b.reduce("min", b.select(b.compare("eq", x, peak), where, beyond), [dim])
+    return b.convert(first, "i64")
+
+
 @handles(aten.argmax)
 def argmax(ctx: Context, x: Value, dim: Optional[int] = None,
            keepdim: bool = False) -> Value:
     if dim is None:
         x, dim = ctx.b.reshape(x, (x.numel(),)), 0
-    dim = _dim(dim, x.rank)
-    shape = x.shape[:dim] + x.shape[dim + 1:]
-    y = ctx.b.emit1(f"trn.argmax {x.name}, dim = {dim} : ({x.type}) -> "
-                    f"tensor<{''.join(f'{d}x' for d in shape)}i64>", shape, "i64")
-    return ctx.b.reshape(y, ctx.out_shape())
+    return ctx.b.reshape(_argmax(ctx, x, _dim(dim, x.rank)), ctx.out_shape())
 
 
 # ---------------------------------------------------------------------------

@@ -142,7 +142,8 @@ def sgd_step_parity(make_model: Callable[[], torch.nn.Module],
         scale = float(grad.abs().max()) if grad.numel() else 0.0
         # p - grad is rounded to the parameter's precision once more; a
         # parameter the loss does not reach keeps its value exactly.
-        rounding = _eps(ref_param.dtype) * float(ref_param.detach().abs().max())
+        rounding = (_eps(ref_param.dtype) * float(ref_param.detach().abs().max())
+                    if ref_param.numel() else 0.0)
         tolerance = rtol * scale + rounding if scale > 0 else 0.0
         report.params.append(ParamResult(
             name, float(diff.max()) if diff.numel() else 0.0, scale, tolerance))
