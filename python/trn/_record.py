@@ -33,6 +33,11 @@ aten = torch.ops.aten
 # Ops that read a tensor's value into Python: data-dependent control flow.
 _VALUE_READS = {aten._local_scalar_dense.default, aten.is_nonzero.default,
                 aten.equal.default, aten.nonzero.default}
+# Ops whose result's shape depends on the values (MoE routing by
+# torch.where(mask), unique): no static graph has them.
+_DATA_DEPENDENT_SHAPES = {aten.nonzero.default, aten._unique2.default, aten.unique_dim.default,
+                          aten.unique_consecutive.default, aten.masked_select.default}
+_VALUE_READS |= _DATA_DEPENDENT_SHAPES
 
 
 class Node:

@@ -170,6 +170,14 @@ def _trace(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tenso
         frame = error.frame
         where = (f" at {os.path.relpath(frame[0])}:{frame[1]}: `{frame[3]}`"
                  if frame else "")
+        if error.func in _record._DATA_DEPENDENT_SHAPES:
+            raise UnsupportedOpError(
+                f"{error.func} gives a result whose shape depends on the values{where} "
+                f"(of {', '.join(error.shapes)}); trn compiles one static graph: keep the "
+                "shapes fixed, e.g. route a mixture of experts with a fixed capacity per "
+                "expert (every token's top-k weights as a dense [tokens, experts] matrix, "
+                "zero where not routed) instead of torch.where(mask) / nonzero / unique"
+            ) from None
         raise UnsupportedOpError(
             f"the step depends on tensor values{where} (Python control flow, "
             f".item() or a data-dependent shape: {error.func} of "

@@ -206,3 +206,32 @@ def test_a_batch_size_from_the_config_under_pp_is_refused(cache_dir):
                             mesh="dp=2,pp=2", cache_dir=cache_dir)
     with pytest.raises(trn.UnsupportedOpError, match="take the size from the input's shape"):
         step(*_batch(rows=8))
+
+
+@pytest.mark.parametrize("op", ["nonzero", "where", "unique", "masked_select"])
+def test_data_dependent_shapes_are_refused_with_what_to_do(op, cache_dir):
+    """MoE routing written with torch.where(mask) (nonzero), unique or
+    masked_select: one line naming the op and the user's line, and the
+    fixed-capacity alternative."""
+    import trn
+
+    def body(h, ids):
+        mask = ids > 7
+        if op == "nonzero":
+            rows = mask.nonzero()[:, 0]
+        elif op == "where":
+            rows = torch.where(mask)[0]
+        elif op == "unique":
+            rows = torch.unique(ids)
+        else:
+            return torch.masked_select(h, mask[:, :, None]).sum() + h
+        return h + h[rows].sum()
+
+    model = _TokenModel(body)
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1), _lm_loss,
+                            cache_dir=cache_dir)
+    with pytest.raises(trn.UnsupportedOpError) as info:
+        step(*_batch())
+    message = str(info.value)
+    assert "shape depends on the values" in message and "fixed capacity" in message
+    assert "test_idioms.py" in message and "\n" not in message
