@@ -694,6 +694,155 @@ def _strided_block(shape: Sequence[int], size: Sequence[int], stride: Sequence[i
     return start, limit
 
 
+class _Conv1d:
+    """A 1-D convolution as matmuls over patches (im2col): x [B, Cin, L]
+    padded, its K taps strided slices [B, Cin, K, Lout]; per group g, the
+    patches [B*Lout, Cin/g*K] times the weight [Cin/g*K, Cout/g]."""
+
+    def __init__(self, ctx: Context, x_shape, w_shape, stride, padding, dilation, groups):
+        if len(x_shape) != 3 or any(len(v) != 1 for v in (stride, padding, dilation)):
+            raise TranslationError("only 1-D convolutions ([batch, channels, length]) are "
+                                   "supported")
+        self.b = ctx.b
+        self.batch, self.cin, self.length = x_shape
+        self.cout, _, self.taps = w_shape
+        self.stride, self.pad, self.dilation = stride[0], padding[0], dilation[0]
+        self.groups = groups
+        span = self.dilation * (self.taps - 1) + 1
+        self.lout = (self.length + 2 * self.pad - span) // self.stride + 1
+        self.ck = self.cin // groups * self.taps
+
+    def patches(self, x: Value) -> Value:
+        """[g, B*Lout, Cin/g*K]."""
+        b, g = self.b, self.groups
+        cols = _taps(b, x, self.taps, self.stride, self.pad, self.dilation)
+        cols = b.reshape(cols, [self.batch, g, self.ck, self.lout])
+        cols = b.transpose(cols, [1, 0, 3, 2])
+        return b.reshape(cols, [g, self.batch * self.lout, self.ck])
+
+    def weight(self, w: Value) -> Value:
+        """[g, Cin/g*K, Cout/g]."""
+        g = self.groups
+        return self.b.transpose(self.b.reshape(w, [g, self.cout // g, self.ck]), [0, 2, 1])
+
+    def grouped_out(self, out: Value) -> Value:
+        """[B, Cout, Lout] as [g, B*Lout, Cout/g]."""
+        b, g = self.b, self.groups
+        out = b.reshape(out, [self.batch, g, self.cout // g, self.lout])
+        return b.reshape(b.transpose(out, [1, 0, 3, 2]), [g, self.batch * self.lout,
+                                                           self.cout // g])
+
+    def ungrouped_out(self, out: Value) -> Value:
+        """[g, B*Lout, Cout/g] as [B, Cout, Lout]."""
+        b, g = self.b, self.groups
+        out = b.reshape(out, [g, self.batch, self.lout, self.cout // g])
+        return b.reshape(b.transpose(out, [1, 0, 3, 2]), [self.batch, self.cout, self.lout])
+
+    def fold(self, ctx: Context, cols: Value) -> Value:
+        """The patches' gradient [g, B*Lout, Cin/g*K] summed back onto x."""
+        b, g = self.b, self.groups
+        cols = b.reshape(cols, [g, self.batch, self.lout, self.ck])
+        cols = b.reshape(b.transpose(cols, [1, 0, 3, 2]),
+                         [self.batch, self.cin, self.taps, self.lout])
+        return _untaps(ctx, cols, self.length, self.stride, self.pad, self.dilation)
+
+
+def _taps(b: GraphBuilder, x: Value, taps: int, stride: int, pad: int, dilation: int) -> Value:
+    """x [B, C, L] zero-padded, its `taps` strided slices side by side:
+    [B, C, K, Lout] (a 1-D convolution's patches, F.unfold's columns)."""
+    batch, channels, length = x.shape
+    lout = (length + 2 * pad - dilation * (taps - 1) - 1) // stride + 1
+    xp = b.pad(x, [0, 0, pad], [0, 0, pad])
+    parts = []
+    for k in range(taps):
+        start = k * dilation
+        tap = b.slice(xp, [0, 0, start], [batch, channels, start + stride * (lout - 1) + 1],
+                      [1, 1, stride])
+        parts.append(b.reshape(tap, [batch, channels, 1, lout]))
+    return b.concatenate(parts, 2) if len(parts) > 1 else parts[0]
+
+
+def _untaps(ctx: Context, cols: Value, length: int, stride: int, pad: int,
+            dilation: int) -> Value:
+    """The gradient of _taps: each tap [B, C, Lout] added back where it was
+    taken, the padding cut off: [B, C, L]."""
+    b = ctx.b
+    batch, channels, taps, lout = cols.shape
+    total = None
+    for k in range(taps):
+        tap = b.reshape(b.slice(cols, [0, 0, k, 0], [batch, channels, k + 1, lout],
+                                [1, 1, 1, 1]), [batch, channels, lout])
+        start = k * dilation
+        placed = slice_backward(ctx, tap, [batch, channels, length + 2 * pad], 2, start,
+                                start + stride * (lout - 1) + 1, stride)
+        total = placed if total is None else b.binary("add", total, placed)
+    return b.slice(total, [0, 0, pad], [batch, channels, pad + length], [1, 1, 1])
+
+
+def _unfold_1d(x_shape, kernel, dilation, padding, stride):
+    """F.unfold over [B, C, H, 1] with a (K, 1) kernel (ConvBERT's): the
+    1-D taps along H; anything else is refused."""
+    if len(x_shape) != 4 or x_shape[3] != 1 or kernel[1] != 1 or padding[1] != 0:
+        raise TranslationError("F.unfold / F.fold are supported over [B, C, H, 1] with a "
+                               "(K, 1) kernel only")
+    return kernel[0], stride[0], padding[0], dilation[0]
+
+
+@handles(aten.im2col)
+def im2col(ctx: Context, x: Value, kernel_size, dilation, padding, stride) -> Value:
+    taps, step, pad, dil = _unfold_1d(x.shape, kernel_size, dilation, padding, stride)
+    batch, channels, height, _ = x.shape
+    cols = _taps(ctx.b, ctx.b.reshape(x, [batch, channels, height]), taps, step, pad, dil)
+    return ctx.b.reshape(cols, ctx.out_shape())
+
+
+@handles(aten.col2im)
+def col2im(ctx: Context, cols: Value, output_size, kernel_size, dilation, padding,
+           stride) -> Value:
+    shape = ctx.out_shape()
+    taps, step, pad, dil = _unfold_1d(shape, kernel_size, dilation, padding, stride)
+    batch, channels, height, _ = shape
+    cols = ctx.b.reshape(cols, [batch, channels, taps, cols.shape[-1]])
+    return ctx.b.reshape(_untaps(ctx, cols, height, step, pad, dil), shape)
+
+
+@handles(aten.convolution)
+def convolution(ctx: Context, x: Value, w: Value, bias: Optional[Value], stride, padding,
+                dilation, transposed: bool, output_padding, groups: int) -> Value:
+    if transposed:
+        raise TranslationError("transposed convolutions are not supported")
+    conv = _Conv1d(ctx, x.shape, w.shape, stride, padding, dilation, groups)
+    b = ctx.b
+    out = b.dot_general(conv.patches(x), conv.weight(w), ([0], [0]), ([2], [1]), x.element)
+    out = conv.ungrouped_out(out)
+    if bias is not None:
+        out = b.binary("add", out, b.broadcast_in_dim(bias, out.shape, [1]))
+    return out
+
+
+@handles(aten.convolution_backward)
+def convolution_backward(ctx: Context, grad: Value, x: Value, w: Value, bias_sizes, stride,
+                         padding, dilation, transposed: bool, output_padding, groups: int,
+                         output_mask):
+    if transposed:
+        raise TranslationError("transposed convolutions are not supported")
+    conv = _Conv1d(ctx, x.shape, w.shape, stride, padding, dilation, groups)
+    b = ctx.b
+    grads = conv.grouped_out(grad)  # [g, B*Lout, Cout/g]
+    results = [None, None, None]
+    if output_mask[0]:
+        cols = b.dot_general(grads, b.transpose(conv.weight(w), [0, 2, 1]), ([0], [0]),
+                             ([2], [1]), grad.element)
+        results[0] = conv.fold(ctx, cols)
+    if output_mask[1]:
+        dw = b.dot_general(b.transpose(grads, [0, 2, 1]), conv.patches(x), ([0], [0]),
+                           ([2], [1]), grad.element)  # [g, Cout/g, Cin/g*K]
+        results[1] = b.reshape(dw, list(w.shape))
+    if output_mask[2]:
+        results[2] = b.reduce("sum", grad, [0, 2])
+    return results
+
+
 @handles(aten.flip)
 def flip(ctx: Context, x: Value, dims: Sequence[int]) -> Value:
     """x reversed along `dims` (cumsum's gradient is one): each a lookup of

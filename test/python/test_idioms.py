@@ -235,3 +235,35 @@ def test_data_dependent_shapes_are_refused_with_what_to_do(op, cache_dir):
     message = str(info.value)
     assert "shape depends on the values" in message and "fixed capacity" in message
     assert "test_idioms.py" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("conv", [
+    dict(kernel_size=3, padding=1),                       # Whisper's first
+    dict(kernel_size=3, stride=2, padding=1),             # Whisper's second
+    dict(kernel_size=5, padding=2, groups=HIDDEN),        # ConvBERT's depthwise
+    dict(kernel_size=3, dilation=2, padding=2, bias=False),
+])
+def test_conv1d(conv, cache_dir):
+    """nn.Conv1d (Whisper's audio stem, ConvBERT's depthwise convolution):
+    its weight, bias and input gradients."""
+
+    class Body(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv1d(HIDDEN, HIDDEN, **conv)
+
+        def forward(self, h, ids):
+            y = self.conv(h.transpose(1, 2))
+            return F.pad(y, (0, h.shape[1] - y.shape[2])).transpose(1, 2) + h
+    _check(Body(), cache_dir)
+
+
+def test_unfold_along_one_dimension(cache_dir):
+    """ConvBERT's span-based convolution: F.unfold of [B, C, S, 1] with a
+    (K, 1) kernel, and its gradient (F.fold)."""
+
+    def body(h, ids):
+        cols = F.unfold(h.transpose(1, 2).unsqueeze(-1), kernel_size=(3, 1), padding=(1, 0))
+        cols = cols.view(h.shape[0], HIDDEN, 3, h.shape[1]).sum(2)
+        return h + cols.transpose(1, 2)
+    _check(body, cache_dir)
