@@ -100,10 +100,12 @@ normRule(Operation *op, Value input, int64_t axis, ValueRange statistics,
   return b.take();
 }
 
-/// The rule of a reshape that only moves size-1 dimensions, if it is one:
-/// the other dimensions keep their order, size-1 dimensions on both sides
-/// pair up in order, and one left over joins the kept dimension before it
-/// (after it, as its major part, when it leads).
+/// The rule of a reshape that only moves, adds or drops size-1 dimensions,
+/// if it is one: the other dimensions keep their order, size-1 dimensions
+/// on both sides pair up in order, an input's one left over joins the kept
+/// dimension before it (after it, as its major part, when it leads: a
+/// replica axis on a batch of one stays on the batch's tokens), and an
+/// output's one left over is new, with no axis.
 std::optional<ShardingRule> unitMoveRule(ReshapeOp op) {
   ArrayRef<int64_t> in = shapeOf(op.getOperand()),
                     out = shapeOf(op.getResult());
@@ -123,7 +125,7 @@ std::optional<ShardingRule> unitMoveRule(ReshapeOp op) {
   };
   SmallVector<int64_t> inKept = kept(in), outKept = kept(out),
                        inOnes = ones(in), outOnes = ones(out);
-  if (inOnes.empty() || outOnes.empty() || inKept.size() != outKept.size() ||
+  if ((inOnes.empty() && outOnes.empty()) || inKept.size() != outKept.size() ||
       !llvm::all_of(llvm::zip(inKept, outKept), [&](auto pair) {
         return in[std::get<0>(pair)] == out[std::get<1>(pair)];
       }))
@@ -158,7 +160,9 @@ std::optional<ShardingRule> unitMoveRule(ReshapeOp op) {
     }
   };
   join(ArrayRef(inOnes).drop_front(paired), inKept, inDims, outKept, outDims);
-  join(ArrayRef(outOnes).drop_front(paired), outKept, outDims, inKept, inDims);
+  // A size-1 dimension made (one more than the input has) is a new
+  // dimension of one: it takes no axis. ([B, H, S, D] -> [1, B, H, S, D], q
+  // of a stacked q, k and v: the batch stays on B.)
   return b.take();
 }
 

@@ -207,6 +207,18 @@ def div(ctx: Context, x: Any, y: Any, rounding_mode: Optional[str] = None
     return ctx.b.unary("floor", _elementwise(ctx, "div", x, y))
 
 
+@handles(aten.remainder)
+def remainder(ctx: Context, x: Any, y: Any) -> Value:
+    """x % y with the sign of y (Python's): x - floor(x / y) * y, in f32 for
+    integers (exact below 2^24)."""
+    b = ctx.b
+    shape, element = ctx.out_shape(), ctx.out_element()
+    work = element if element in FLOAT_TYPES else "f32"
+    xs, ys = ctx.operand(x, shape, work), ctx.operand(y, shape, work)
+    quotient = b.unary("floor", b.binary("div", xs, ys))
+    return b.convert(b.binary("sub", xs, b.binary("mul", quotient, ys)), element)
+
+
 @handles(aten.pow)
 def pow_(ctx: Context, x: Any, y: Any) -> Value:
     shape, element = ctx.out_shape(), ctx.out_element()
@@ -432,6 +444,14 @@ def _triangle(ctx: Context, x: Value, diagonal: int, lower: bool) -> Value:
     keep = b.compare("le" if lower else "ge", diff,
                      b.splat(diagonal, x.shape, "i32"))
     return b.select(keep, x, b.splat(0, x.shape, x.element))
+
+
+@handles(aten.eye)
+def eye(ctx: Context, *args: Any, **kwargs: Any) -> Value:
+    shape, element = ctx.out_shape(), ctx.out_element()
+    b = ctx.b
+    diagonal = b.compare("eq", b.iota(shape, 0, "i32"), b.iota(shape, 1, "i32"))
+    return diagonal if element == "i1" else b.convert(diagonal, element)
 
 
 @handles(aten.tril)

@@ -511,6 +511,7 @@ class CompiledStep:
                 # (and warn about being stepped before the optimizer if not).
                 if hasattr(self.optimizer, "_step_count"):
                     self.optimizer._step_count += 1
+                self.optimizer._opt_called = True  # what a scheduler checks
             if self.sync_mode == "step":
                 self.sync()
         return loss

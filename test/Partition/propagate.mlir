@@ -3,7 +3,7 @@
 // (reference evaluator, all ranks against one device; one replica's step
 // against the function on each replica's share):
 // RUN: %trn_python %S/Inputs/check_partition.py %s --tools %trn_obj_root/bin -- -dist-propagate -dist-spmd | FileCheck %s --check-prefix=EVAL
-// EVAL: checked 19 functions (3 of one replica's step); skipped 0 splits
+// EVAL: checked 20 functions (4 of one replica's step); skipped 0 splits
 
 // Megatron's MLP: the seeds are the weights (W1 column-parallel, W2
 // row-parallel). The hidden activation is split on its ffn dimension, gelu
@@ -301,6 +301,19 @@ func.func @row_vector_transposed(%dy: tensor<1x8xf32> {dist.sharding = #dist.sha
   %t = trn.reshape %dy : (tensor<1x8xf32>) -> tensor<8x1xf32>
   %g = trn.dot_general %t, %x, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<8x1xf32>, tensor<1x8xf32>) -> tensor<8x8xf32>
   return %g : tensor<8x8xf32>
+}
+
+// -----
+
+// A size-1 dimension a reshape adds ([B, H, S, D] -> [1, B, H, S, D], q
+// before it is stacked with k and v) is new: the replica axis stays on the
+// batch, never on the new dimension (which the stacking then uses).
+dist.mesh @mesh <dp = 2> {dist.replica_axes = ["dp"]}
+// CHECK-LABEL: func.func @unit_dimension_added
+// CHECK: trn.reshape {{.*}} {dist.sharding = [#dist.sharding<@mesh, [{}, {"dp"}, {}, {}, {}]>]} : (tensor<2x2x6x4xf32>) -> tensor<1x2x2x6x4xf32>
+func.func @unit_dimension_added(%q: tensor<2x2x6x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {}, {}, {}]>}) -> tensor<1x2x2x6x4xf32> {
+  %0 = trn.reshape %q : (tensor<2x2x6x4xf32>) -> tensor<1x2x2x6x4xf32>
+  return %0 : tensor<1x2x2x6x4xf32>
 }
 
 // -----
