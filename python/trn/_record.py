@@ -20,6 +20,7 @@ the caller falls back to make_fx.
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -83,8 +84,10 @@ _STRIDED_VIEWS = {aten.as_strided.default}
 _RESHAPE_VIEWS = {aten.view.default, aten._unsafe_view.default, aten.unsqueeze.default,
                   aten.squeeze.dim, aten.squeeze.default, aten.squeeze.dims,
                   aten.alias.default, aten._reshape_alias.default}
+_VIEWS = _SLICE_VIEWS | _SELECT_VIEWS | _RESHAPE_VIEWS | _STRIDED_VIEWS
 
 
+@functools.lru_cache(maxsize=None)
 def _writes_first_argument(func: Any) -> bool:
     arguments = func._schema.arguments
     return bool(arguments) and arguments[0].alias_info is not None and \
@@ -129,21 +132,18 @@ class _Recorder(TorchDispatchMode):
             shapes = [f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}"
                       for t in _tensors_in(args)]
             raise _DataDependent(func, self.frame_of(), shapes)
-        tensor_of = lambda x: self.node_for(x) if isinstance(x, torch.Tensor) else x
-        node_args = _map(args, tensor_of)
-        node_kwargs = _map(kwargs, tensor_of)
-        to_meta = (lambda x: x.to("meta") if isinstance(x, torch.Tensor)
-                   and x.device.type != "meta" else x)
-        out = func(*_map(args, to_meta), **_map(kwargs, to_meta))
+        used: List[Node] = []
+        node_args, meta_args = self._split(args, used)
+        node_kwargs, meta_kwargs = self._split(kwargs, used)
+        out = func(*meta_args, **meta_kwargs)
         node = Node("call_function", func, node_args, node_kwargs)
         node.meta["trn_frame"] = self.frame_of()
         self.graph.nodes.append(node)
-        for arg in _nodes_in(node_args) + _nodes_in(node_kwargs):
+        for arg in used:
             arg.users[node] = None
         if isinstance(out, torch.Tensor):
             self.bind(out, node)
-            if func in _SLICE_VIEWS or func in _SELECT_VIEWS or func in _RESHAPE_VIEWS \
-                    or func in _STRIDED_VIEWS:
+            if func in _VIEWS:
                 self.view_of[id(out)] = (args[0], func, args[1:])
             elif _writes_first_argument(func) and id(args[0]) in self.view_of:
                 self.write_back(args[0], node)
@@ -156,6 +156,24 @@ class _Recorder(TorchDispatchMode):
                     self.bind(item, item_node)
         return out
 
+
+    def _split(self, value: Any, used: List[Node]) -> Any:
+        """`value` (an op's arguments) with each tensor as its node, and as
+        a meta tensor to run the op on; the nodes read go to `used`. One walk
+        (this runs for every op of the step)."""
+        if isinstance(value, torch.Tensor):
+            node = self.node_for(value)
+            used.append(node)
+            return node, (value if value.device.type == "meta" else value.to("meta"))
+        kind = type(value)
+        if kind is tuple or kind is list:
+            pairs = [self._split(v, used) for v in value]
+            nodes, metas = [p[0] for p in pairs], [p[1] for p in pairs]
+            return (nodes, metas) if kind is list else (tuple(nodes), tuple(metas))
+        if kind is dict:
+            pairs = {k: self._split(v, used) for k, v in value.items()}
+            return ({k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()})
+        return value, value
 
     def write_back(self, view: torch.Tensor, value: Node) -> None:
         """An in-place write into a view (`shifted[:, 1:] = x`): its base
