@@ -3,7 +3,8 @@ tiny size from their config classes (hf_models.py): one SGD step exact in
 every parameter for each model and attention implementation; three updates
 as the HF Trainer makes them (AdamW with decay and no-decay groups, a linear
 warmup schedule, gradient accumulation, gradient clipping) within 1e-4 of
-PyTorch's losses; Llama, GPT-2 and BERT also on meshes."""
+PyTorch's losses; Llama, GPT-2 and BERT also on meshes, with one and two
+sequences per replica and microbatch."""
 
 import copy
 import math
@@ -37,10 +38,12 @@ def test_one_sgd_step_is_exact(name, attention, cache_dir):
                            exact_zero=_exact_zero(name, attention))
 
 
-@pytest.mark.parametrize("mesh", ["dp=2,tp=2", "dp=2,pp=2,tp=2"])
+@pytest.mark.parametrize("per_replica", [1, 2])
+@pytest.mark.parametrize("mesh", ["dp=2,tp=2", "pp=2", "dp=2,pp=2,tp=2"])
 @pytest.mark.parametrize("name", ["LlamaForCausalLM", "GPT2LMHeadModel", "BertForPreTraining"])
-def test_one_sgd_step_is_exact_on_a_mesh(name, mesh, cache_dir):
-    rows = 2 * 2 * (2 if "pp" in mesh else 1)
+def test_one_sgd_step_is_exact_on_a_mesh(name, mesh, per_replica, cache_dir):
+    """With 1 and 2 sequences per replica and microbatch."""
+    rows = per_replica * (2 if "dp" in mesh else 1) * (2 if "pp" in mesh else 1)
     assert_sgd_step_parity(lambda: hf.make_model(name, "sdpa"), hf.loss_fn(name),
                            hf.batch(name, rows), mesh=mesh, cache_dir=cache_dir,
                            exact_zero=_exact_zero(name, "sdpa"))
