@@ -82,8 +82,8 @@ def test_trains_as_the_trainer_does(name, cache_dir):
             want = micro_loss(reference, *batch)
             want.backward()
             got = float(step(*batch))
-            assert math.isclose(got, float(want), rel_tol=1e-4, abs_tol=1e-5), \
-                (update, micro, got, float(want))
+            assert math.isclose(got, want.item(), rel_tol=1e-4, abs_tol=1e-5), \
+                (update, micro, got, want.item())
         torch.nn.utils.clip_grad_norm_(reference.parameters(), 1.0)
         ref_opt.step()
         ref_schedule.step()
