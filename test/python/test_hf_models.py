@@ -96,7 +96,7 @@ def test_trains_as_the_trainer_does(name, cache_dir):
             # magnitude: an update of +-lr either way (the SGD test checks it).
             continue
         scale = float(p.detach().abs().max())
-        assert float((p - q).abs().max()) <= 1e-3 * max(scale, 1e-6), n
+        assert float((p - q).detach().abs().max()) <= 1e-3 * max(scale, 1e-6), n
 
 
 # Attention left as written, and why: T5 adds a learned relative-position
