@@ -209,18 +209,6 @@ double doubleFromBits(uint64_t bits) {
   return value;
 }
 
-uint64_t loadLittleEndian(const uint8_t *bytes, unsigned size) {
-  uint64_t value = 0;
-  for (unsigned i = 0; i < size; ++i)
-    value |= uint64_t(bytes[i]) << (8 * i);
-  return value;
-}
-
-void storeLittleEndian(uint64_t value, unsigned size, uint8_t *bytes) {
-  for (unsigned i = 0; i < size; ++i)
-    bytes[i] = uint8_t(value >> (8 * i));
-}
-
 std::string errnoText(int err) {
   char buffer[256];
   // GNU strerror_r may return a static string instead of filling `buffer`.

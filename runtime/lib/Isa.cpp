@@ -440,6 +440,8 @@ bool isBitwise(AluOp op) {
   return op == AluOp::BitwiseAnd || op == AluOp::BitwiseOr;
 }
 
+} // namespace
+
 bool isReduction(AluOp op) {
   switch (op) {
   case AluOp::Add:
@@ -456,6 +458,8 @@ bool isReduction(AluOp op) {
     return false;
   }
 }
+
+namespace {
 
 /// A collective operand: a whole contiguous HBM tensor, one element per
 /// row (numPartitions = elements, partitionStride 1, one free dim [1, 1]).
@@ -1320,9 +1324,7 @@ bool tensorBytes(const HbmTensor &tensor, uint64_t &bytes) {
 
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-const char *kindName(HbmTensor::Kind kind) {
+const char *hbmTensorKindName(HbmTensor::Kind kind) {
   switch (kind) {
   case HbmTensor::Kind::Input:
     return "input";
@@ -1335,6 +1337,8 @@ const char *kindName(HbmTensor::Kind kind) {
   }
   return "?";
 }
+
+namespace {
 
 bool validateTensors(const Program &program, std::string &error) {
   struct Range {
@@ -1378,7 +1382,7 @@ bool validateTensors(const Program &program, std::string &error) {
     if (t.aliasesInput >= 0) {
       size_t target = size_t(t.aliasesInput);
       if (t.kind != HbmTensor::Kind::Output) {
-        error = cat(name, " is a ", kindName(t.kind),
+        error = cat(name, " is a ", hbmTensorKindName(t.kind),
                     " but aliases an input (only outputs may)");
         return false;
       }

@@ -63,18 +63,6 @@ bool isHostLittleEndian() {
   return firstByte == 1;
 }
 
-uint64_t loadLittleEndian(const uint8_t *bytes, unsigned size) {
-  uint64_t value = 0;
-  for (unsigned i = 0; i < size; ++i)
-    value |= uint64_t(bytes[i]) << (8 * i);
-  return value;
-}
-
-void storeLittleEndian(uint64_t value, unsigned size, uint8_t *bytes) {
-  for (unsigned i = 0; i < size; ++i)
-    bytes[i] = uint8_t(value >> (8 * i));
-}
-
 /// Printable excerpt of untrusted header text for error messages.
 std::string excerpt(std::string_view text, size_t maxChars = 80) {
   std::string result;

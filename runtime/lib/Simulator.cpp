@@ -70,24 +70,9 @@ const HbmTensor *SimulatorCoreBase::findTensorAt(int64_t byteOffset) const {
 } // namespace sim
 
 namespace {
-
-const char *kindName(HbmTensor::Kind kind) {
-  switch (kind) {
-  case HbmTensor::Kind::Input:
-    return "input";
-  case HbmTensor::Kind::Output:
-    return "output";
-  case HbmTensor::Kind::Constant:
-    return "constant";
-  case HbmTensor::Kind::Scratch:
-    return "scratch";
-  }
-  return "?";
-}
-
 std::string describeTensor(const HbmTensor &tensor, uint64_t bytes) {
-  std::string text =
-      std::string(kindName(tensor.kind)) + " tensor '" + tensor.name + "' (";
+  std::string text = std::string(hbmTensorKindName(tensor.kind)) + " tensor '" +
+                     tensor.name + "' (";
   const char *dtype = dtypeName(tensor.dtype);
   text += dtype ? dtype : "?";
   text += '[';

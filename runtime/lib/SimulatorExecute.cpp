@@ -176,23 +176,6 @@ template <typename Visit> bool dispatchIntAlu(AluOp op, Visit &&visit) {
   return false;
 }
 
-bool isReduction(AluOp op) {
-  switch (op) {
-  case AluOp::Add:
-  case AluOp::Subtract:
-  case AluOp::Multiply:
-  case AluOp::Max:
-  case AluOp::Min:
-  case AluOp::LogicalAnd:
-  case AluOp::LogicalOr:
-  case AluOp::BitwiseAnd:
-  case AluOp::BitwiseOr:
-    return true;
-  default:
-    return false;
-  }
-}
-
 /// e^x in double, branch-free so element loops vectorise (glibc's exp is a
 /// call per element). Relative error < 1e-14, far below the half ulp of
 /// fp32 the result is rounded to. Inputs are clamped to [-708, 710]: below,

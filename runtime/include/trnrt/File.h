@@ -101,6 +101,21 @@ bool writeFileAtomically(const std::string &path, const void *bytes,
 bool writeInPlace(const std::string &path, const void *bytes, size_t size,
                   std::string &error);
 
+/// The `size`-byte little-endian integer at `bytes` (the artifact's and
+/// .npy's stored integers, whatever the host's byte order).
+inline uint64_t loadLittleEndian(const uint8_t *bytes, unsigned size) {
+  uint64_t value = 0;
+  for (unsigned i = 0; i < size; ++i)
+    value |= uint64_t(bytes[i]) << (8 * i);
+  return value;
+}
+
+/// Stores the low `size` bytes of `value` little-endian at `bytes`.
+inline void storeLittleEndian(uint64_t value, unsigned size, uint8_t *bytes) {
+  for (unsigned i = 0; i < size; ++i)
+    bytes[i] = uint8_t(value >> (8 * i));
+}
+
 } // namespace trnrt
 
 #endif // TRNRT_FILE_H

@@ -120,6 +120,9 @@ const char *memoryName(Memory memory);
 const char *aluOpName(AluOp op);
 const char *activationFuncName(ActivationFunc func);
 const char *compareOpName(CompareOp op);
+/// Whether an ALU op can reduce along a free axis (tensor_reduce, the
+/// collectives' reduction): the associative ones.
+bool isReduction(AluOp op);
 
 enum class Opcode : uint8_t {
   // Tensor Engine.
@@ -338,6 +341,8 @@ struct HbmTensor {
 
 /// Byte size of a tensor, or false on a negative dim or overflow.
 bool tensorBytes(const HbmTensor &tensor, uint64_t &bytes);
+/// "input", "output", "constant" or "scratch".
+const char *hbmTensorKindName(HbmTensor::Kind kind);
 
 /// What makes a program one fragment of a pipelined step (dist.pipeline):
 /// the runtime runs stage `stage`'s forward and backward fragments once per
