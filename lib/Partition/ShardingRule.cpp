@@ -13,10 +13,6 @@ using namespace mlir::trn::partition;
 
 namespace {
 
-ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
 /// Builds a rule with one slot per operand and result.
 class RuleBuilder {
 public:

@@ -37,10 +37,6 @@ bool hasI64(Operation *op) {
          llvm::any_of(op->getResultTypes(), isI64);
 }
 
-ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
 bool isSplat(Operation *op) {
   auto constant = dyn_cast_or_null<ConstantOp>(op);
   if (!constant || hasI64(op))

@@ -30,10 +30,6 @@ namespace {
 
 constexpr int64_t kPartitions = 128;
 
-ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
 Type elementTypeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getElementType();
 }

@@ -25,10 +25,6 @@ struct Window {
   SmallVector<int64_t> start, limit;
 };
 
-ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
 /// The whole of `value`.
 Window wholeOf(Value value) {
   ArrayRef<int64_t> shape = shapeOf(value);

@@ -20,10 +20,6 @@ using namespace mlir::trn;
 
 namespace {
 
-ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
 bool unitStrides(SliceOp slice) {
   return llvm::all_of(slice.getStrides(),
                       [](int64_t stride) { return stride == 1; });

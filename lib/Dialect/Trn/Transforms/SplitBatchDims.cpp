@@ -20,10 +20,6 @@ using namespace mlir::trn;
 
 namespace {
 
-ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
 /// The leading dimensions `value`'s first dimension was merged from: it is
 /// a reshape of a tensor whose k >= 2 leading dimensions multiply to it and
 /// whose other dimensions are `value`'s, directly or through transposes that

@@ -16,6 +16,11 @@
 #include "trn/Dialect/Trn/IR/TrnOps.h.inc"
 
 namespace mlir::trn {
+/// The shape of a ranked tensor value (every value of a trn graph is one).
+inline ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
 /// Whether `op` may be in a trn.fusion body: elementwise trn ops,
 /// broadcast_in_dim, constant, reduce and the yield.
 bool isFusibleBodyOp(Operation *op);
