@@ -88,12 +88,6 @@ uint64_t matmulFlops(const trnrt::Program &program) {
 
 } // namespace
 
-void mlir::trn::buildTrnLoweringPipeline(OpPassManager &pm,
-                                         const CompileOptions &options) {
-  buildTrnGraphPipeline(pm, options);
-  pm.addPass(createConvertTrnToNC());
-}
-
 void mlir::trn::buildTrnGraphPipeline(OpPassManager &pm,
                                       const CompileOptions &options) {
   OpPassManager &graph = pm.nest<func::FuncOp>();
@@ -145,12 +139,6 @@ void mlir::trn::buildNCKernelPipeline(OpPassManager &pm, bool insertSync) {
   kernel.addPass(nc::createNCAllocate());
   if (insertSync)
     kernel.addPass(nc::createNCInsertSync());
-}
-
-void mlir::trn::buildTrnToNCPipeline(OpPassManager &pm,
-                                     const CompileOptions &options) {
-  buildTrnLoweringPipeline(pm, options);
-  buildNCKernelPipeline(pm);
 }
 
 /// Partitions `module` for --mesh dp=D,tp=T. The cache key records whether

@@ -73,13 +73,7 @@ struct CompileOptions {
   CompileStats *stats = nullptr;
 };
 
-/// Adds the passes that take a trn module to an allocated, synchronised nc
-/// kernel module: buildTrnLoweringPipeline then buildNCKernelPipeline.
-void buildTrnToNCPipeline(OpPassManager &pm, const CompileOptions &options);
-
-/// The graph passes and convert-trn-to-nc: a trn module to an nc kernel.
-void buildTrnLoweringPipeline(OpPassManager &pm, const CompileOptions &options);
-/// The graph passes of buildTrnLoweringPipeline (before convert-trn-to-nc).
+/// The graph passes, before convert-trn-to-nc.
 void buildTrnGraphPipeline(OpPassManager &pm, const CompileOptions &options);
 
 /// nc-allocate and (with `insertSync`) nc-insert-sync on every kernel of the
