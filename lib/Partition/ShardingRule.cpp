@@ -299,6 +299,61 @@ std::optional<ShardingRule> reshapeRule(ReshapeOp op) {
   return b.take();
 }
 
+/// trn.gather's and trn.scatter_add's index space: the table (operand 0),
+/// the indices (operand 1) and the values looked up (gather's result,
+/// scatter_add's updates, operand 2) are
+/// `looked = table[:axis] + indices[batch:] + table[axis+1:]`.
+/// Gather: a split indexed dimension (a vocabulary-parallel embedding) is a
+/// reduction factor: each rank looks up the indices in its range, zeros the
+/// others, and the results sum (dist-spmd masks). Scatter_add, its adjoint:
+/// the indices' own dimensions are summed into the result (reduction
+/// factors: split, they leave partial sums, e.g. an embedding gradient under
+/// data parallelism), and a split indexed dimension has each rank add the
+/// updates whose index is in its range.
+std::optional<ShardingRule> lookupRule(Operation *op, int64_t axis,
+                                       int64_t batch, bool scatter) {
+  RuleBuilder b(op);
+  ArrayRef<int64_t> table = shapeOf(op->getOperand(0)),
+                    ids = shapeOf(op->getOperand(1));
+  if (batch > axis || axis >= int64_t(table.size()) ||
+      batch > int64_t(ids.size()))
+    return std::nullopt;
+  // A dimension of the table (scatter_add's result is the table updated).
+  auto tableDim = [&](int64_t d, int64_t f) {
+    b.operand(0, d, f);
+    if (scatter)
+      b.result(0, d, f);
+  };
+  unsigned next = 0;
+  auto lookedDim = [&](int64_t f) {
+    if (scatter)
+      b.operand(2, next++, f);
+    else
+      b.result(0, next++, f);
+  };
+  for (int64_t d = 0; d < axis; ++d) {
+    int64_t f = b.factor(table[d]);
+    tableDim(d, f);
+    if (d < batch)
+      b.operand(1, d, f);
+    lookedDim(f);
+  }
+  tableDim(axis, b.factor(table[axis], scatter ? FactorKind::Parallel
+                                               : FactorKind::Reduction));
+  for (int64_t d = batch; d < int64_t(ids.size()); ++d) {
+    int64_t f = b.factor(ids[d], scatter ? FactorKind::Reduction
+                                         : FactorKind::Parallel);
+    b.operand(1, d, f);
+    lookedDim(f);
+  }
+  for (int64_t d = axis + 1; d < int64_t(table.size()); ++d) {
+    int64_t f = b.factor(table[d]);
+    tableDim(d, f);
+    lookedDim(f);
+  }
+  return b.take();
+}
+
 std::optional<ShardingRule> dotRule(DotGeneralOp op) {
   RuleBuilder b(op);
   ArrayRef<int64_t> lhs = shapeOf(op.getLhs()), rhs = shapeOf(op.getRhs());
@@ -491,76 +546,11 @@ mlir::trn::partition::getShardingRule(Operation *op) {
         }
         return b.take();
       })
-      .Case([&](GatherOp o) -> std::optional<ShardingRule> {
-        // result = operand[:axis] + indices[batch:] + operand[axis+1:]. A
-        // split indexed dimension (a vocabulary-parallel embedding) is a
-        // reduction factor: each rank looks up the indices in its range,
-        // zeros the others, and the results sum (dist-spmd masks).
-        RuleBuilder b(op);
-        ArrayRef<int64_t> table = shapeOf(o.getOperand()),
-                          ids = shapeOf(o.getIndices());
-        int64_t axis = o.getAxis(), batch = o.getBatchDims();
-        if (batch > axis || axis >= int64_t(table.size()) ||
-            batch > int64_t(ids.size()))
-          return std::nullopt;
-        unsigned r = 0;
-        for (int64_t d = 0; d < axis; ++d) {
-          int64_t f = b.factor(table[d]);
-          b.operand(0, d, f);
-          if (d < batch)
-            b.operand(1, d, f);
-          b.result(0, r++, f);
-        }
-        b.operand(0, axis, b.factor(table[axis], FactorKind::Reduction));
-        for (int64_t d = batch; d < int64_t(ids.size()); ++d) {
-          int64_t f = b.factor(ids[d]);
-          b.operand(1, d, f);
-          b.result(0, r++, f);
-        }
-        for (int64_t d = axis + 1; d < int64_t(table.size()); ++d) {
-          int64_t f = b.factor(table[d]);
-          b.operand(0, d, f);
-          b.result(0, r++, f);
-        }
-        return b.take();
+      .Case([&](GatherOp o) {
+        return lookupRule(op, o.getAxis(), o.getBatchDims(), /*scatter=*/false);
       })
-      .Case([&](ScatterAddOp o) -> std::optional<ShardingRule> {
-        // The adjoint of gather: the updates' index dimensions are summed
-        // into the result (reduction factors: split, they leave partial
-        // sums, e.g. an embedding gradient under data parallelism).
-        RuleBuilder b(op);
-        ArrayRef<int64_t> table = shapeOf(o.getOperand()),
-                          ids = shapeOf(o.getIndices());
-        int64_t axis = o.getAxis(), batch = o.getBatchDims();
-        if (batch > axis || axis >= int64_t(table.size()) ||
-            batch > int64_t(ids.size()))
-          return std::nullopt;
-        unsigned u = 0;
-        for (int64_t d = 0; d < axis; ++d) {
-          int64_t f = b.factor(table[d]);
-          b.operand(0, d, f);
-          b.result(0, d, f);
-          if (d < batch)
-            b.operand(1, d, f);
-          b.operand(2, u++, f);
-        }
-        // A split indexed dimension: each rank adds the updates whose
-        // index is in its range (dist-spmd masks).
-        int64_t indexed = b.factor(table[axis]);
-        b.operand(0, axis, indexed);
-        b.result(0, axis, indexed);
-        for (int64_t d = batch; d < int64_t(ids.size()); ++d) {
-          int64_t f = b.factor(ids[d], FactorKind::Reduction);
-          b.operand(1, d, f);
-          b.operand(2, u++, f);
-        }
-        for (int64_t d = axis + 1; d < int64_t(table.size()); ++d) {
-          int64_t f = b.factor(table[d]);
-          b.operand(0, d, f);
-          b.result(0, d, f);
-          b.operand(2, u++, f);
-        }
-        return b.take();
+      .Case([&](ScatterAddOp o) {
+        return lookupRule(op, o.getAxis(), o.getBatchDims(), /*scatter=*/true);
       })
       .Case([&](AttentionOp o) -> std::optional<ShardingRule> {
         // q [..., S, D], k [..., T, D], v [..., T, Dv] -> out [..., S, Dv],
