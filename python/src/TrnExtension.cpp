@@ -232,6 +232,60 @@ bool gatherFromEveryRank(trnrt::Communicator &communicator, uint64_t &runCount,
   return true;
 }
 
+/// What a mesh program and a pipelined step share: the step's global
+/// tensors by name as Python sees them, the target, and this process's MPI
+/// job when it is one rank of several processes.
+class GlobalTensors {
+public:
+  int processes() const { return job ? job->size() : 1; }
+
+protected:
+  /// Joins this process's MPI job, if any: it must have one process per
+  /// rank of `mesh`.
+  void joinJob(const std::string &mesh, int ranks) {
+    int rank = 0, size = 1;
+    job = mpiJob(rank, size);
+    if (job && size != ranks)
+      throw DeviceFailure("this job has " + std::to_string(size) +
+                          " processes but mesh '" + mesh + "' has " +
+                          std::to_string(ranks) + " ranks; launch " +
+                          std::to_string(ranks) + " (mpirun -np " +
+                          std::to_string(ranks) + ")");
+  }
+
+  /// Copies `data` into input `name`'s slot, which it must fill exactly.
+  void fill(std::vector<uint8_t> &slot, const std::string &name,
+            const py::buffer &data) {
+    py::buffer_info info = data.request();
+    size_t size = static_cast<size_t>(info.size * info.itemsize);
+    if (size != slot.size())
+      throw DeviceFailure("input '" + name + "' takes " +
+                          std::to_string(slot.size()) +
+                          " bytes (its global shape under the mesh), got " +
+                          std::to_string(size));
+    std::memcpy(slot.data(), info.ptr, size);
+  }
+
+  /// `bytes` (tensor `name`, which the caller found) as Python bytes of
+  /// the `size` the caller expects.
+  static py::bytes copyOut(const std::vector<uint8_t> &bytes,
+                           const std::string &name, size_t size) {
+    if (bytes.size() != size)
+      throw DeviceFailure("tensor '" + name + "' holds " +
+                          std::to_string(bytes.size()) + " bytes, not " +
+                          std::to_string(size));
+    return py::bytes(reinterpret_cast<const char *>(bytes.data()),
+                     bytes.size());
+  }
+
+  const trnrt::Target *target = nullptr;
+  std::map<std::string, size_t> inputIndex, outputIndex;
+  std::vector<std::vector<uint8_t>> inputs, outputs;
+  /// This process's job when it is one rank of several processes.
+  trnrt::MpiJob *job = nullptr;
+  uint64_t runCount = 0;
+};
+
 /// A partitioned artifact run on one simulated NeuronCore per rank of a
 /// mesh, all in this process (trnrt::runMeshInProcess), or, when this
 /// process is one task of `mpirun -np N` / `srun -n N` with N the mesh's
@@ -239,7 +293,7 @@ bool gatherFromEveryRank(trnrt::Communicator &communicator, uint64_t &runCount,
 /// and out global, by name, as for Program: the runtime splits inputs by their
 /// shardings and assembles outputs. Values stay here between runs, as on a
 /// device: an output that updates an input in place becomes that input.
-class MeshProgram {
+class MeshProgram : public GlobalTensors {
 public:
   MeshProgram(const py::bytes &artifact, const std::string &mesh) {
     std::string bytes = artifact;
@@ -256,14 +310,7 @@ public:
     if (!trnrt::parseMeshSpec(mesh, requested, error) ||
         !trnrt::bindMesh(program, requested, bound, error))
       throw DeviceFailure("mesh '" + mesh + "': " + error);
-    int rank = 0, size = 1;
-    job = mpiJob(rank, size);
-    if (job && size != ranks())
-      throw DeviceFailure("this job has " + std::to_string(size) +
-                          " processes but mesh '" + mesh + "' has " +
-                          std::to_string(ranks()) + " ranks; launch " +
-                          std::to_string(ranks()) + " (mpirun -np " +
-                          std::to_string(ranks()) + ")");
+    joinJob(mesh, ranks());
     for (size_t t = 0; t < program.tensors.size(); ++t) {
       const trnrt::HbmTensor &tensor = program.tensors[t];
       if (tensor.kind == trnrt::HbmTensor::Kind::Input) {
@@ -278,24 +325,13 @@ public:
     }
   }
 
-  /// 1 in one process; the job's size when each process is one rank.
-  int processes() const { return job ? job->size() : 1; }
-
   int ranks() const { return trnrt::rankCount(bound); }
 
   void write(const std::string &name, const py::buffer &data) {
     auto it = inputIndex.find(name);
     if (it == inputIndex.end())
       throw DeviceFailure("the program has no input '" + name + "'");
-    py::buffer_info info = data.request();
-    size_t size = static_cast<size_t>(info.size * info.itemsize);
-    std::vector<uint8_t> &slot = inputs[it->second];
-    if (size != slot.size())
-      throw DeviceFailure("input '" + name + "' takes " +
-                          std::to_string(slot.size()) +
-                          " bytes (its global shape under the mesh), got " +
-                          std::to_string(size));
-    std::memcpy(slot.data(), info.ptr, size);
+    fill(inputs[it->second], name, data);
   }
 
   /// An input's current value, or an output's after the last run.
@@ -307,12 +343,7 @@ public:
       bytes = &outputs[out->second];
     if (!bytes)
       throw DeviceFailure("the program has no tensor '" + name + "'");
-    if (bytes->size() != size)
-      throw DeviceFailure("tensor '" + name + "' holds " +
-                          std::to_string(bytes->size()) + " bytes, not " +
-                          std::to_string(size));
-    return py::bytes(reinterpret_cast<const char *>(bytes->data()),
-                     bytes->size());
+    return copyOut(*bytes, name, size);
   }
 
   py::dict run() {
@@ -404,17 +435,11 @@ private:
   }
 
   trnrt::Program program;
-  const trnrt::Target *target = nullptr;
   std::vector<trnrt::MeshAxis> bound;
-  std::map<std::string, size_t> inputIndex, outputIndex;
   std::vector<const trnrt::HbmTensor *> outputTensors;
   /// Program tensor index of each input -> its slot in `inputs` (outputs
   /// name the input they update by tensor index).
   std::map<int64_t, size_t> inputSlotOfTensor;
-  std::vector<std::vector<uint8_t>> inputs, outputs;
-  /// This process's job when it is one rank of several processes.
-  trnrt::MpiJob *job = nullptr;
-  uint64_t runCount = 0;
 };
 
 /// A pipelined step: one stage artifact per stage, run on every rank of a
@@ -425,7 +450,7 @@ private:
 /// named like an argument (an updated parameter or state) becomes that
 /// argument for the next run. A name no stage reads is accepted and unused
 /// (a seed without dropout).
-class PipelineProgram {
+class PipelineProgram : public GlobalTensors {
 public:
   PipelineProgram(const std::vector<py::bytes> &artifacts,
                   const std::string &mesh) {
@@ -445,13 +470,7 @@ public:
     target = trnrt::lookupTarget(stages.front().fragments.front().target);
     if (!target)
       throw DeviceFailure("the artifact's target is unknown to this runtime");
-    int rank = 0, size = 1;
-    job = mpiJob(rank, size);
-    if (job && size != ranks())
-      throw DeviceFailure("this job has " + std::to_string(size) +
-                          " processes but mesh '" + mesh + "' has " +
-                          std::to_string(ranks()) + " ranks; launch " +
-                          std::to_string(ranks()));
+    joinJob(mesh, ranks());
     for (size_t i = 0; i < pipeline.arguments.size(); ++i) {
       const trnrt::PipelineValue &value = pipeline.arguments[i];
       inputs.emplace_back(value.present ? bytesOf(value) : 0, 0);
@@ -464,22 +483,13 @@ public:
         outputIndex[pipeline.results[i].name] = i;
   }
 
-  int processes() const { return job ? job->size() : 1; }
   int ranks() const { return trnrt::rankCount(pipeline.bound); }
 
   void write(const std::string &name, const py::buffer &data) {
     auto it = inputIndex.find(name);
     if (it == inputIndex.end())
       return; // no stage reads it
-    py::buffer_info info = data.request();
-    size_t size = static_cast<size_t>(info.size * info.itemsize);
-    std::vector<uint8_t> &slot = inputs[it->second];
-    if (size != slot.size())
-      throw DeviceFailure("input '" + name + "' takes " +
-                          std::to_string(slot.size()) +
-                          " bytes (its global shape under the mesh), got " +
-                          std::to_string(size));
-    std::memcpy(slot.data(), info.ptr, size);
+    fill(inputs[it->second], name, data);
   }
 
   py::bytes read(const std::string &name, size_t size) const {
@@ -491,12 +501,7 @@ public:
       bytes = &inputs[it->second];
     if (!bytes)
       throw DeviceFailure("the pipelined step has no tensor '" + name + "'");
-    if (bytes->size() != size)
-      throw DeviceFailure("tensor '" + name + "' holds " +
-                          std::to_string(bytes->size()) + " bytes, not " +
-                          std::to_string(size));
-    return py::bytes(reinterpret_cast<const char *>(bytes->data()),
-                     bytes->size());
+    return copyOut(*bytes, name, size);
   }
 
   py::dict run() {
@@ -571,11 +576,6 @@ private:
 
   std::vector<trnrt::StageArtifact> stages;
   trnrt::BoundPipeline pipeline;
-  const trnrt::Target *target = nullptr;
-  std::map<std::string, size_t> inputIndex, outputIndex;
-  std::vector<std::vector<uint8_t>> inputs, outputs;
-  trnrt::MpiJob *job = nullptr;
-  uint64_t runCount = 0;
 };
 
 /// One rank's HBM for `graph` partitioned as `flags` (--mesh ...) say:
