@@ -129,8 +129,16 @@ void mlir::trn::buildTrnGraphPipeline(OpPassManager &pm,
     graph.addPass(createTrnFuseElementwise());
     // A group that reads a matmul's result runs as the matmul's epilogue.
     graph.addPass(createTrnFuseMatmulEpilogue());
-    // Matmuls that are ready run while a collective transfers.
-    graph.addPass(createTrnOverlapCollectives());
+    // Matmuls that are ready run while a collective transfers, timed at
+    // the target's rates (a rank drives its share of its chip's links).
+    const trnrt::Target *target = trnrt::lookupTarget(options.target);
+    TrnOverlapCollectivesOptions overlap;
+    if (target) {
+      overlap.matmulFlopsPerNs = target->peakBf16Tflops() * 1000.0;
+      overlap.collectiveBytesPerNs =
+          target->linkBytesPerNsPerChip / target->coresPerChip;
+    }
+    graph.addPass(createTrnOverlapCollectives(overlap));
   }
 }
 

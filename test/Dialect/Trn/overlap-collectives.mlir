@@ -1,6 +1,8 @@
-// RUN: trn-opt %s -trn-overlap-collectives | FileCheck %s
-// RUN: trn-opt %s -trn-overlap-collectives=per-collective=1 | FileCheck %s --check-prefix=ONE
-// RUN: trn-opt %s -trn-overlap-collectives=collective-bytes-per-ns=1000000 | FileCheck %s --check-prefix=SMALL
+// RUN: trn-opt %s -trn-overlap-collectives="matmul-flops-per-ns=91750.4 collective-bytes-per-ns=192" | FileCheck %s
+// RUN: trn-opt %s -trn-overlap-collectives="per-collective=1 matmul-flops-per-ns=91750.4 collective-bytes-per-ns=192" | FileCheck %s --check-prefix=ONE
+// RUN: trn-opt %s -trn-overlap-collectives="matmul-flops-per-ns=91750.4 collective-bytes-per-ns=1000000" | FileCheck %s --check-prefix=SMALL
+// (trn1's rates, as trn-cc passes them: 128 x 128 x 2 flops at 2.8 GHz, a core's
+// half of its chip's 384 GB/s of NeuronLink.)
 
 dist.mesh @mesh <tp = 4>
 

@@ -11,11 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "trn/Dialect/Dist/IR/DistOps.h"
-#include "trn/Dialect/NC/IR/NCDialect.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
-
-#include "trnrt/Target.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -190,21 +187,17 @@ struct OverlapCollectives
     }
   }
 
-  /// The rates the time estimates use: the options, or the target's.
+  /// The rates the time estimates use (the driver passes the target's).
   double flopsPerNs = 0, linkBytesPerNs = 0;
 
   void runOnOperation() override {
     flopsPerNs = matmulFlopsPerNs;
     linkBytesPerNs = collectiveBytesPerNs;
     if (flopsPerNs <= 0 || linkBytesPerNs <= 0) {
-      const trnrt::Target *target = nc::getTarget(getOperation());
-      if (!target)
-        return signalPassFailure();
-      if (flopsPerNs <= 0)
-        flopsPerNs = target->peakBf16Tflops() * 1000.0;
-      // A rank drives its share of its chip's links.
-      if (linkBytesPerNs <= 0)
-        linkBytesPerNs = target->linkBytesPerNsPerChip / target->coresPerChip;
+      getOperation().emitError(
+          "trn-overlap-collectives needs matmul-flops-per-ns and "
+          "collective-bytes-per-ns (trn-cc passes its target's)");
+      return signalPassFailure();
     }
     Block &block = getOperation().getBody().front();
     // Small values made from the arguments alone (the learning rate's

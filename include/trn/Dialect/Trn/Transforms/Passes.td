@@ -201,9 +201,9 @@ def TrnOverlapCollectives : Pass<"trn-overlap-collectives",
     weight gradient) moves to just before that consumer, when every
     collective it overlapped stays overlapped. The times compared are
     estimates: 2·M·N·K at `matmul-flops-per-ns`, and the bytes a ring moves
-    per rank at `collective-bytes-per-ns` (by default the module's
-    `nc.target`'s bf16 Tensor Engine peak and a core's share of its chip's
-    links; trn1 without one); a consumer is the first op that computes with
+    per rank at `collective-bytes-per-ns` (trn-cc passes its target's bf16
+    Tensor Engine peak and a core's share of its chip's links: the pass
+    itself knows no hardware); a consumer is the first op that computes with
     the result (reshapes are views).
     Run after `trn-fuse-matmul-epilogue`.
   }];
@@ -211,11 +211,10 @@ def TrnOverlapCollectives : Pass<"trn-overlap-collectives",
     Option<"perCollective", "per-collective", "int64_t", "2",
            "matmuls moved in front of each collective's consumer">,
     Option<"matmulFlopsPerNs", "matmul-flops-per-ns", "double", "0",
-           "the Tensor Engine's rate, for the time of a matmul (0: the "
-           "target's)">,
+           "the Tensor Engine's rate, for the time of a matmul (required)">,
     Option<"collectiveBytesPerNs", "collective-bytes-per-ns", "double", "0",
-           "a rank's link bandwidth, for the time of a collective (0: the "
-           "target's)">
+           "a rank's link bandwidth, for the time of a collective "
+           "(required)">
   ];
 }
 
