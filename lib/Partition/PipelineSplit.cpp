@@ -89,6 +89,8 @@ private:
   /// Whether `value` depends on per-example arguments (or on what a
   /// collective or another stage makes).
   bool perExample(Value value);
+  /// `value`'s op made again in `into` from its operands there.
+  FailureOr<Value> remake(Fragment &into, Value value);
   FailureOr<bool> overWholeBatch(Fragment &into, Operation &collective);
   LogicalResult splitResults();
   LogicalResult checkSchedule();
@@ -121,6 +123,24 @@ private:
   int64_t nextStash = 0, nextAccumulator = 0, nextTag = 0;
   SmallVector<Transfer> transfers;
 };
+
+/// A copy of `op` without the stage and phase dist-pipeline-stages gave it.
+Operation *cloneUnmarked(OpBuilder &builder, Operation &op,
+                         IRMapping &mapping) {
+  Operation *copy = builder.clone(op, mapping);
+  copy->removeAttr(dist::DistDialect::getStageAttrName());
+  copy->removeAttr(dist::DistDialect::getPhaseAttrName());
+  return copy;
+}
+
+FailureOr<Value> Splitter::remake(Fragment &into, Value value) {
+  Operation *def = value.getDefiningOp();
+  for (Value operand : def->getOperands())
+    if (failed(get(into, operand)))
+      return failure();
+  cloneUnmarked(into.builder, *def, into.mapping);
+  return into.mapping.lookup(value);
+}
 
 Value Splitter::addArgument(Fragment &into, Type type, Attribute portAttr,
                             DictionaryAttr attrs, Location loc) {
@@ -310,9 +330,7 @@ FailureOr<bool> Splitter::overWholeBatch(Fragment &into,
             return failure();
           mapping.map(operand, *local);
         }
-      Operation *copy = builder.clone(op, mapping);
-      copy->removeAttr(dist::DistDialect::getStageAttrName());
-      copy->removeAttr(dist::DistDialect::getPhaseAttrName());
+      cloneUnmarked(builder, op, mapping);
     }
     Value part = mapping.lookup(reduce.getInput());
     sum = sum ? builder.create<AddOp>(loc, sum, part).getResult() : part;
@@ -325,9 +343,7 @@ FailureOr<bool> Splitter::overWholeBatch(Fragment &into,
   IRMapping mapping;
   mapping.map(reduce.getInput(),
               builder.create<MulOp>(loc, sum, scale).getResult());
-  Operation *copy = builder.clone(collective, mapping);
-  copy->removeAttr(dist::DistDialect::getStageAttrName());
-  copy->removeAttr(dist::DistDialect::getPhaseAttrName());
+  Operation *copy = cloneUnmarked(builder, collective, mapping);
   into.mapping.map(collective.getResult(0), copy->getResult(0));
   return true;
 }
@@ -375,12 +391,7 @@ FailureOr<Value> Splitter::get(Fragment &into, Value value) {
       isMemoryEffectFree(def) &&
       tensorBytes(value.getType()) >
           tensorBytes(def->getOperand(0).getType())) {
-    if (failed(get(into, def->getOperand(0))))
-      return failure();
-    Operation *copy = into.builder.clone(*def, into.mapping);
-    copy->removeAttr(dist::DistDialect::getStageAttrName());
-    copy->removeAttr(dist::DistDialect::getPhaseAttrName());
-    return into.mapping.lookup(value);
+    return remake(into, value);
   }
   // The value as its own fragment has it.
   Value source = from.mapping.lookup(value);
@@ -393,13 +404,7 @@ FailureOr<Value> Splitter::get(Fragment &into, Value value) {
       def->getNumRegions() == 0 && isMemoryEffectFree(def)) {
     // The same in every microbatch (a slice of a buffer, made per microbatch
     // for the microbatch's users): made again once per step.
-    for (Value operand : def->getOperands())
-      if (failed(get(into, operand)))
-        return failure();
-    Operation *copy = into.builder.clone(*def, into.mapping);
-    copy->removeAttr(dist::DistDialect::getStageAttrName());
-    copy->removeAttr(dist::DistDialect::getPhaseAttrName());
-    return into.mapping.lookup(value);
+    return remake(into, value);
   }
   if (from.perMicrobatch() && !into.perMicrobatch()) {
     // Per microbatch to per step: averaged on the producer's stage.
@@ -418,13 +423,7 @@ FailureOr<Value> Splitter::get(Fragment &into, Value value) {
     if (recompute) {
       // Made again here from its own inputs (recomputed in turn, or what
       // the stage received, which is stashed), right before its first use.
-      for (Value operand : def->getOperands())
-        if (failed(get(into, operand)))
-          return failure();
-      Operation *copy = into.builder.clone(*def, into.mapping);
-      copy->removeAttr(dist::DistDialect::getStageAttrName());
-      copy->removeAttr(dist::DistDialect::getPhaseAttrName());
-      return into.mapping.lookup(value);
+      return remake(into, value);
     }
     // An activation the backward needs: kept from the forward.
     int64_t index = nextStash++;
@@ -492,9 +491,7 @@ LogicalResult Splitter::run() {
     for (Value operand : op.getOperands())
       if (failed(get(into, operand)))
         return failure();
-    Operation *copy = into.builder.clone(op, into.mapping);
-    copy->removeAttr(dist::DistDialect::getStageAttrName());
-    copy->removeAttr(dist::DistDialect::getPhaseAttrName());
+    cloneUnmarked(into.builder, op, into.mapping);
     placed[&op] = &into;
   }
   if (failed(splitResults()))
