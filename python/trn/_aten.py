@@ -1028,7 +1028,8 @@ def _leading_offsets(ctx: Context, x: Value, used):
 
 @handles(aten.index)
 def index(ctx: Context, x: Value, indices: Sequence[Optional[Value]]) -> Value:
-    """x[..., idx, ...] with one integer index tensor (advanced indexing)."""
+    """x[..., idx, ...] with one integer index tensor, or x[i0, i1, ...] with
+    several on the leading dimensions (advanced indexing)."""
     used = [(d, i) for d, i in enumerate(indices) if i is not None]
     if any(i.element == "i1" for _, i in used):
         raise TranslationError("indexing with a boolean mask gives a data-dependent "
@@ -1038,7 +1039,7 @@ def index(ctx: Context, x: Value, indices: Sequence[Optional[Value]]) -> Value:
         dim, idx = used[0]
         return ctx.b.reshape(ctx.b.gather(x, idx, dim), ctx.out_shape())
     b = ctx.b
-    offset, shape, rest = _leading_offsets(ctx, x, used)
+    offset, _, rest = _leading_offsets(ctx, x, used)
     boolean = x.element == "i1"
     table = b.convert(x, "i32") if boolean else x  # rows of bytes are gathered as i32
     rows = b.reshape(table, [math.prod(x.shape[:len(used)])] + rest)
