@@ -20,10 +20,12 @@ using namespace mlir::nc;
 
 namespace {
 
-// The nc enums list their cases in the order of the runtime's enums.
-static_assert(static_cast<int>(trnrt::AluOp::BitwiseOr) == 17);
-static_assert(static_cast<int>(trnrt::ActivationFunc::Negate) == 22);
-static_assert(static_cast<int>(trnrt::CompareOp::Ge) == 5);
+// The nc enums list their cases in the order of trnrt/Isa.def's tables
+// (test/unit/IsaTableTest.cpp), so a value converts by its number.
+static_assert(getMaxEnumValForAluOp() + 1 == trnrt::kNumAluOps);
+static_assert(getMaxEnumValForActivationFunc() + 1 ==
+              trnrt::kNumActivationFuncs);
+static_assert(getMaxEnumValForCompareOp() + 1 == trnrt::kNumCompareOps);
 
 std::optional<trnrt::DType> dtypeOf(Type type) {
   if (type.isF32())

@@ -79,10 +79,6 @@ constexpr int kZstdLevel = 3;
 // must say "newer", not "out of range").
 constexpr unsigned kNumMemories = unsigned(Memory::Psum) + 1;
 constexpr unsigned kNumDTypes = unsigned(DType::I64) + 1;
-constexpr unsigned kNumAluOps = unsigned(AluOp::BitwiseOr) + 1;
-constexpr unsigned kNumActivationFuncs = unsigned(ActivationFunc::Negate) + 1;
-constexpr unsigned kNumCompareOps = unsigned(CompareOp::Ge) + 1;
-constexpr unsigned kNumOpcodes = unsigned(kLastOpcode) + 1;
 constexpr unsigned kNumTensorKinds = unsigned(HbmTensor::Kind::Scratch) + 1;
 
 // Instruction fields, in encoding order. A field is encoded only when it

@@ -19,239 +19,106 @@ namespace trnrt {
 // Names
 //===----------------------------------------------------------------------===//
 
-const char *engineName(Engine engine) {
-  switch (engine) {
-  case Engine::Tensor:
-    return "tensor";
-  case Engine::Vector:
-    return "vector";
-  case Engine::Scalar:
-    return "scalar";
-  case Engine::GpSimd:
-    return "gpsimd";
-  case Engine::Sync:
-    return "sync";
-  case Engine::Dma:
-    return "dma";
-  }
-  return "?";
+namespace {
+
+/// The mnemonic of `value` in `table`, or "?" for a value outside it.
+template <typename Enum, size_t N>
+const char *nameIn(const char *const (&table)[N], Enum value) {
+  return size_t(value) < N ? table[size_t(value)] : "?";
 }
 
-const char *memoryName(Memory memory) {
-  switch (memory) {
-  case Memory::Hbm:
-    return "HBM";
-  case Memory::Sbuf:
-    return "SBUF";
-  case Memory::Psum:
-    return "PSUM";
-  }
-  return "?";
+constexpr const char *kEngineNames[] = {
+#define TRN_ENGINE(Name, mnemonic, ...) mnemonic,
+#include "trnrt/Isa.def"
+};
+constexpr const char *kMemoryNames[] = {
+#define TRN_MEMORY(Name, mnemonic) mnemonic,
+#include "trnrt/Isa.def"
+};
+constexpr const char *kInstructionKindNames[] = {
+#define TRN_INSTRUCTION_KIND(Name, mnemonic) mnemonic,
+#include "trnrt/Isa.def"
+};
+constexpr const char *kAluOpNames[] = {
+#define TRN_ALU_OP(Name, mnemonic, ...) mnemonic,
+#include "trnrt/Isa.def"
+};
+constexpr const char *kActivationNames[] = {
+#define TRN_ACTIVATION(Name, mnemonic) mnemonic,
+#include "trnrt/Isa.def"
+};
+constexpr const char *kCompareOpNames[] = {
+#define TRN_COMPARE_OP(Name, mnemonic) mnemonic,
+#include "trnrt/Isa.def"
+};
+
+constexpr OpcodeInfo kOpcodes[] = {
+#define TRN_OPCODE(Name, mnemonic, engines, sources, sourceNames, Semantics)   \
+  {mnemonic, engines, sources, sourceNames},
+#include "trnrt/Isa.def"
+};
+static_assert(std::size(kOpcodes) == kNumOpcodes);
+
+struct AluOpInfo {
+  bool reduces, onGpSimd, bitwise;
+};
+constexpr AluOpInfo kAluOps[] = {
+#define TRN_ALU_OP(Name, mnemonic, reduces, onGpSimd, bitwise)                 \
+  {reduces, onGpSimd, bitwise},
+#include "trnrt/Isa.def"
+};
+
+const AluOpInfo *aluOpInfo(AluOp op) {
+  return size_t(op) < std::size(kAluOps) ? &kAluOps[size_t(op)] : nullptr;
 }
 
+} // namespace
+
+const char *engineName(Engine engine) { return nameIn(kEngineNames, engine); }
+const char *memoryName(Memory memory) { return nameIn(kMemoryNames, memory); }
 const char *instructionKindName(InstructionKind kind) {
-  switch (kind) {
-  case InstructionKind::Other:
-    return "other";
-  case InstructionKind::Matmul:
-    return "matmul";
-  case InstructionKind::Attention:
-    return "attention";
-  case InstructionKind::Elementwise:
-    return "elementwise";
-  case InstructionKind::Optimizer:
-    return "optimizer";
-  case InstructionKind::DataMovement:
-    return "data movement";
-  case InstructionKind::Collective:
-    return "collective";
-  }
-  return "?";
+  return nameIn(kInstructionKindNames, kind);
+}
+const char *aluOpName(AluOp op) { return nameIn(kAluOpNames, op); }
+const char *activationFuncName(ActivationFunc func) {
+  return nameIn(kActivationNames, func);
+}
+const char *compareOpName(CompareOp op) { return nameIn(kCompareOpNames, op); }
+
+const OpcodeInfo *opcodeInfo(Opcode opcode) {
+  return size_t(opcode) < std::size(kOpcodes) ? &kOpcodes[size_t(opcode)]
+                                              : nullptr;
 }
 
 const char *opcodeName(Opcode opcode) {
-  switch (opcode) {
-  case Opcode::Matmul:
-    return "matmul";
-  case Opcode::Transpose:
-    return "transpose";
-  case Opcode::Activation:
-    return "activation";
-  case Opcode::TensorTensor:
-    return "tensor_tensor";
-  case Opcode::TensorScalar:
-    return "tensor_scalar";
-  case Opcode::TensorReduce:
-    return "tensor_reduce";
-  case Opcode::TensorCopy:
-    return "tensor_copy";
-  case Opcode::Select:
-    return "select";
-  case Opcode::BnStats:
-    return "bn_stats";
-  case Opcode::BnAggr:
-    return "bn_aggr";
-  case Opcode::Memset:
-    return "memset";
-  case Opcode::Iota:
-    return "iota";
-  case Opcode::AffineSelect:
-    return "affine_select";
-  case Opcode::DmaCopy:
-    return "dma_copy";
-  case Opcode::Nop:
-    return "nop";
-  case Opcode::AllReduce:
-    return "all_reduce";
-  case Opcode::AllGather:
-    return "all_gather";
-  case Opcode::ReduceScatter:
-    return "reduce_scatter";
-  case Opcode::Send:
-    return "send";
-  case Opcode::Recv:
-    return "recv";
-  case Opcode::Rng:
-    return "rng";
-  case Opcode::AllSlice:
-    return "all_slice";
-  case Opcode::AllToAll:
-    return "all_to_all";
-  case Opcode::CollectivePermute:
-    return "collective_permute";
-  case Opcode::AxisIndex:
-    return "axis_index";
-  }
-  return "?";
+  const OpcodeInfo *info = opcodeInfo(opcode);
+  return info ? info->mnemonic : "?";
 }
 
+// Collectives are the opcodes only the Sync stream issues (Isa.def).
 bool isCollectiveOpcode(Opcode opcode) {
-  switch (opcode) {
-  case Opcode::AllReduce:
-  case Opcode::AllGather:
-  case Opcode::ReduceScatter:
-  case Opcode::Send:
-  case Opcode::Recv:
-  case Opcode::AllSlice:
-  case Opcode::AllToAll:
-  case Opcode::CollectivePermute:
-  case Opcode::AxisIndex:
-    return true;
-  default:
-    return false;
-  }
+  const OpcodeInfo *info = opcodeInfo(opcode);
+  return info && info->engines == kSyncBit;
 }
 
-const char *aluOpName(AluOp op) {
-  switch (op) {
-  case AluOp::Bypass:
-    return "bypass";
-  case AluOp::Add:
-    return "add";
-  case AluOp::Subtract:
-    return "subtract";
-  case AluOp::Multiply:
-    return "multiply";
-  case AluOp::Divide:
-    return "divide";
-  case AluOp::Max:
-    return "max";
-  case AluOp::Min:
-    return "min";
-  case AluOp::Pow:
-    return "pow";
-  case AluOp::IsEqual:
-    return "is_equal";
-  case AluOp::IsNotEqual:
-    return "is_not_equal";
-  case AluOp::IsLess:
-    return "is_lt";
-  case AluOp::IsLessEqual:
-    return "is_le";
-  case AluOp::IsGreater:
-    return "is_gt";
-  case AluOp::IsGreaterEqual:
-    return "is_ge";
-  case AluOp::LogicalAnd:
-    return "logical_and";
-  case AluOp::LogicalOr:
-    return "logical_or";
-  case AluOp::BitwiseAnd:
-    return "bitwise_and";
-  case AluOp::BitwiseOr:
-    return "bitwise_or";
-  }
-  return "?";
+bool opcodeRunsOn(Opcode opcode, Engine engine) {
+  const OpcodeInfo *info = opcodeInfo(opcode);
+  return info && (info->engines & engineBit(engine));
 }
 
-const char *activationFuncName(ActivationFunc func) {
-  switch (func) {
-  case ActivationFunc::Copy:
-    return "copy";
-  case ActivationFunc::Exp:
-    return "exp";
-  case ActivationFunc::Log:
-    return "log";
-  case ActivationFunc::Tanh:
-    return "tanh";
-  case ActivationFunc::Sigmoid:
-    return "sigmoid";
-  case ActivationFunc::Relu:
-    return "relu";
-  case ActivationFunc::Gelu:
-    return "gelu";
-  case ActivationFunc::GeluTanh:
-    return "gelu_tanh";
-  case ActivationFunc::GeluDerivative:
-    return "gelu_derivative";
-  case ActivationFunc::GeluTanhDerivative:
-    return "gelu_tanh_derivative";
-  case ActivationFunc::Silu:
-    return "silu";
-  case ActivationFunc::Erf:
-    return "erf";
-  case ActivationFunc::Sqrt:
-    return "sqrt";
-  case ActivationFunc::Rsqrt:
-    return "rsqrt";
-  case ActivationFunc::Reciprocal:
-    return "reciprocal";
-  case ActivationFunc::Square:
-    return "square";
-  case ActivationFunc::Sin:
-    return "sin";
-  case ActivationFunc::Cos:
-    return "cos";
-  case ActivationFunc::Abs:
-    return "abs";
-  case ActivationFunc::Sign:
-    return "sign";
-  case ActivationFunc::Floor:
-    return "floor";
-  case ActivationFunc::Log1p:
-    return "log1p";
-  case ActivationFunc::Negate:
-    return "negate";
-  }
-  return "?";
+bool isReduction(AluOp op) {
+  const AluOpInfo *info = aluOpInfo(op);
+  return info && info->reduces;
 }
 
-const char *compareOpName(CompareOp op) {
-  switch (op) {
-  case CompareOp::Eq:
-    return "eq";
-  case CompareOp::Ne:
-    return "ne";
-  case CompareOp::Lt:
-    return "lt";
-  case CompareOp::Le:
-    return "le";
-  case CompareOp::Gt:
-    return "gt";
-  case CompareOp::Ge:
-    return "ge";
-  }
-  return "?";
+bool gpsimdHasAluOp(AluOp op) {
+  const AluOpInfo *info = aluOpInfo(op);
+  return info && info->onGpSimd;
+}
+
+bool isBitwise(AluOp op) {
+  const AluOpInfo *info = aluOpInfo(op);
+  return info && info->bitwise;
 }
 
 //===----------------------------------------------------------------------===//
@@ -270,47 +137,6 @@ int64_t AccessPattern::freeElements() const {
     product *= dim.size;
   }
   return product;
-}
-
-bool opcodeRunsOn(Opcode opcode, Engine engine) {
-  switch (opcode) {
-  case Opcode::Matmul:
-  case Opcode::Transpose:
-    return engine == Engine::Tensor;
-  case Opcode::Activation:
-    return engine == Engine::Scalar;
-  case Opcode::TensorTensor:
-  case Opcode::TensorScalar:
-  case Opcode::TensorReduce:
-  case Opcode::TensorCopy:
-  case Opcode::Select:
-  case Opcode::Memset:
-    return engine == Engine::Vector || engine == Engine::GpSimd;
-  case Opcode::BnStats:
-  case Opcode::BnAggr:
-  case Opcode::Rng:
-    return engine == Engine::Vector;
-  case Opcode::Iota:
-  case Opcode::AffineSelect:
-    return engine == Engine::GpSimd;
-  case Opcode::DmaCopy:
-    return engine == Engine::Dma;
-  case Opcode::Nop:
-    return true;
-  case Opcode::AllReduce:
-  case Opcode::AllGather:
-  case Opcode::ReduceScatter:
-  case Opcode::Send:
-  case Opcode::Recv:
-  case Opcode::AllSlice:
-  case Opcode::AllToAll:
-  case Opcode::CollectivePermute:
-  case Opcode::AxisIndex:
-    // One stream for every collective: each rank meets them in program
-    // order, so the k-th collective of every rank is the same one.
-    return engine == Engine::Sync;
-  }
-  return false;
 }
 
 namespace {
@@ -381,83 +207,39 @@ std::string streamName(size_t stream) {
 
 namespace {
 
-unsigned memoryBit(Memory memory) { return 1u << unsigned(memory); }
-constexpr unsigned kHbm = 1u << unsigned(Memory::Hbm);
-constexpr unsigned kSbuf = 1u << unsigned(Memory::Sbuf);
-constexpr unsigned kPsum = 1u << unsigned(Memory::Psum);
-
-const char *opcodeEngines(Opcode opcode) {
-  switch (opcode) {
-  case Opcode::Matmul:
-  case Opcode::Transpose:
-    return "the tensor stream";
-  case Opcode::Activation:
-    return "the scalar stream";
-  case Opcode::TensorTensor:
-  case Opcode::TensorScalar:
-  case Opcode::TensorReduce:
-  case Opcode::TensorCopy:
-  case Opcode::Select:
-  case Opcode::Memset:
-    return "the vector or gpsimd stream";
-  case Opcode::BnStats:
-  case Opcode::BnAggr:
-  case Opcode::Rng:
-    return "the vector stream";
-  case Opcode::Iota:
-  case Opcode::AffineSelect:
-    return "the gpsimd stream";
-  case Opcode::DmaCopy:
-    return "a dma queue";
-  case Opcode::Nop:
+/// The streams that may issue `opcode`, as a message says it: "the vector
+/// or gpsimd stream", "a dma queue", "any stream".
+std::string opcodeEngines(Opcode opcode) {
+  const OpcodeInfo *info = opcodeInfo(opcode);
+  if (!info || info->engines == 0)
+    return "no stream";
+  if (info->engines == kAnyEngineBits)
     return "any stream";
-  case Opcode::AllReduce:
-  case Opcode::AllGather:
-  case Opcode::ReduceScatter:
-  case Opcode::Send:
-  case Opcode::Recv:
-  case Opcode::AllSlice:
-  case Opcode::AllToAll:
-  case Opcode::CollectivePermute:
-  case Opcode::AxisIndex:
-    return "the sync stream";
-  }
-  return "no stream";
+  if (info->engines == kDmaBit)
+    return "a dma queue";
+  std::string names;
+  for (unsigned engine = 0; engine < std::size(kEngineNames); ++engine)
+    if (info->engines & engineBit(Engine(engine)))
+      names +=
+          (names.empty() ? "" : " or ") + std::string(kEngineNames[engine]);
+  return "the " + names + " stream";
 }
 
 bool isComputeEngine(Engine engine) {
-  return engine == Engine::Tensor || engine == Engine::Vector ||
-         engine == Engine::Scalar || engine == Engine::GpSimd;
+  return engineBit(engine) &
+         (kTensorBit | kVectorBit | kScalarBit | kGpSimdBit);
 }
 
-/// ALU operators GpSimd implements (§4.2: most run on VectorE only).
-bool gpsimdHasAluOp(AluOp op) {
-  return op == AluOp::Bypass || op == AluOp::Add || op == AluOp::Multiply ||
-         op == AluOp::Pow;
-}
-
-bool isBitwise(AluOp op) {
-  return op == AluOp::BitwiseAnd || op == AluOp::BitwiseOr;
-}
+struct EngineInfo {
+  unsigned reads, writes;
+  const char *memoryRule;
+};
+constexpr EngineInfo kEngines[] = {
+#define TRN_ENGINE(Name, mnemonic, reads, writes, rule) {reads, writes, rule},
+#include "trnrt/Isa.def"
+};
 
 } // namespace
-
-bool isReduction(AluOp op) {
-  switch (op) {
-  case AluOp::Add:
-  case AluOp::Subtract:
-  case AluOp::Multiply:
-  case AluOp::Max:
-  case AluOp::Min:
-  case AluOp::LogicalAnd:
-  case AluOp::LogicalOr:
-  case AluOp::BitwiseAnd:
-  case AluOp::BitwiseOr:
-    return true;
-  default:
-    return false;
-  }
-}
 
 namespace {
 
@@ -484,7 +266,8 @@ private:
     return false;
   }
 
-  bool checkSourceCount(size_t expected, const char *what);
+  /// The source count of the opcode's row in Isa.def.
+  bool checkSources();
   bool checkOperand(const AccessPattern &ap, const char *role,
                     unsigned allowed);
   bool checkDims(const AccessPattern &ap, const char *role);
@@ -518,6 +301,7 @@ private:
   bool checkRng();
   bool checkDmaCopy();
   bool checkCollective();
+  bool checkNop() { return true; }
 
   const Instruction &inst;
   Engine engine;
@@ -527,46 +311,25 @@ private:
 };
 
 unsigned InstructionChecker::readableMemories() const {
-  switch (engine) {
-  case Engine::Tensor:
-  case Engine::GpSimd:
-    return kSbuf;
-  case Engine::Vector:
-  case Engine::Scalar:
-    return kSbuf | kPsum;
-  case Engine::Dma:
-    return kHbm | kSbuf;
-  case Engine::Sync:
-    return kHbm;
-  }
-  return 0;
+  return kEngines[size_t(engine)].reads;
 }
 
 unsigned InstructionChecker::writableMemories() const {
-  return engine == Engine::Tensor ? kPsum : readableMemories();
+  return kEngines[size_t(engine)].writes;
 }
 
 const char *InstructionChecker::memoryRule() const {
-  switch (engine) {
-  case Engine::Tensor:
-    return "the Tensor Engine reads only SBUF and writes only PSUM";
-  case Engine::Vector:
-  case Engine::Scalar:
-    return "Vector and Scalar Engines access only SBUF and PSUM";
-  case Engine::GpSimd:
-    return "GpSimd accesses only SBUF, never PSUM";
-  case Engine::Dma:
-    return "DMA moves only between HBM and SBUF, never PSUM";
-  case Engine::Sync:
-    return "collectives operate on HBM";
-  }
-  return "";
+  return kEngines[size_t(engine)].memoryRule;
 }
 
-bool InstructionChecker::checkSourceCount(size_t expected, const char *what) {
+bool InstructionChecker::checkSources() {
+  const OpcodeInfo &info = *opcodeInfo(inst.opcode);
+  if (info.sources == kAnySources)
+    return true;
+  size_t expected = size_t(info.sources);
   if (inst.srcs.size() != expected)
     return fail("expects ", expected, " source", expected == 1 ? "" : "s", " (",
-                what, "), got ", inst.srcs.size());
+                info.sourceNames, "), got ", inst.srcs.size());
   return true;
 }
 
@@ -712,7 +475,7 @@ bool InstructionChecker::checkScalar(const ScalarOperand &scalar,
   if (column.memory != Memory::Sbuf)
     return fail(role, " column is in ", memoryName(column.memory),
                 "; per-partition scalars are read from SBUF");
-  if (!checkOperand(column, role, kSbuf))
+  if (!checkOperand(column, role, kSbufBit))
     return false;
   if (column.dtype != DType::F32)
     return fail(role, " column dtype ", dtypeName(column.dtype),
@@ -782,54 +545,16 @@ bool InstructionChecker::run() {
     return fail("cannot run on the ", engineName(engine),
                 " engine (it runs on ", opcodeEngines(inst.opcode), ")");
   switch (inst.opcode) {
-  case Opcode::Matmul:
-    return checkMatmul();
-  case Opcode::Transpose:
-    return checkTranspose();
-  case Opcode::Activation:
-    return checkActivation();
-  case Opcode::TensorTensor:
-    return checkTensorTensor();
-  case Opcode::TensorScalar:
-    return checkTensorScalar();
-  case Opcode::TensorReduce:
-    return checkTensorReduce();
-  case Opcode::TensorCopy:
-    return checkTensorCopy();
-  case Opcode::Select:
-    return checkSelect();
-  case Opcode::BnStats:
-    return checkBnStats();
-  case Opcode::BnAggr:
-    return checkBnAggr();
-  case Opcode::Memset:
-    return checkMemset();
-  case Opcode::Iota:
-    return checkIota();
-  case Opcode::AffineSelect:
-    return checkAffineSelect();
-  case Opcode::Rng:
-    return checkRng();
-  case Opcode::DmaCopy:
-    return checkDmaCopy();
-  case Opcode::Nop:
-    return true;
-  case Opcode::AllReduce:
-  case Opcode::AllGather:
-  case Opcode::ReduceScatter:
-  case Opcode::Send:
-  case Opcode::Recv:
-  case Opcode::AllSlice:
-  case Opcode::AllToAll:
-  case Opcode::CollectivePermute:
-  case Opcode::AxisIndex:
-    return checkCollective();
+#define TRN_OPCODE(Name, mnemonic, engines, sources, sourceNames, Semantics)   \
+  case Opcode::Name:                                                           \
+    return check##Semantics();
+#include "trnrt/Isa.def"
   }
   return true;
 }
 
 bool InstructionChecker::checkMatmul() {
-  if (!checkSourceCount(2, "stationary, moving"))
+  if (!checkSources())
     return false;
   const AccessPattern &stationary = inst.srcs[0], &moving = inst.srcs[1];
   const AccessPattern &dst = inst.dst;
@@ -878,7 +603,7 @@ bool InstructionChecker::checkMatmul() {
 }
 
 bool InstructionChecker::checkTranspose() {
-  if (!checkSourceCount(1, "src"))
+  if (!checkSources())
     return false;
   const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
   if (!checkOperand(src, "src", readableMemories()))
@@ -913,7 +638,7 @@ bool InstructionChecker::checkTranspose() {
 }
 
 bool InstructionChecker::checkActivation() {
-  if (!checkSourceCount(1, "src"))
+  if (!checkSources())
     return false;
   const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
   if (uint8_t(inst.func) > uint8_t(ActivationFunc::Negate))
@@ -949,7 +674,7 @@ bool InstructionChecker::checkActivation() {
 }
 
 bool InstructionChecker::checkTensorTensor() {
-  if (!checkSourceCount(2, "in0, in1"))
+  if (!checkSources())
     return false;
   const AccessPattern &in0 = inst.srcs[0], &in1 = inst.srcs[1];
   const AccessPattern &dst = inst.dst;
@@ -964,7 +689,7 @@ bool InstructionChecker::checkTensorTensor() {
 }
 
 bool InstructionChecker::checkTensorScalar() {
-  if (!checkSourceCount(1, "src"))
+  if (!checkSources())
     return false;
   const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
   if (!checkOperand(src, "src", readableMemories()) ||
@@ -981,7 +706,7 @@ bool InstructionChecker::checkTensorScalar() {
 }
 
 bool InstructionChecker::checkTensorReduce() {
-  if (!checkSourceCount(1, "src"))
+  if (!checkSources())
     return false;
   const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
   if (!checkOperand(src, "src", readableMemories()) ||
@@ -1003,7 +728,7 @@ bool InstructionChecker::checkTensorReduce() {
 }
 
 bool InstructionChecker::checkTensorCopy() {
-  if (!checkSourceCount(1, "src"))
+  if (!checkSources())
     return false;
   const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
   return checkOperand(src, "src", readableMemories()) &&
@@ -1012,7 +737,7 @@ bool InstructionChecker::checkTensorCopy() {
 }
 
 bool InstructionChecker::checkSelect() {
-  if (!checkSourceCount(3, "predicate, on_true, on_false"))
+  if (!checkSources())
     return false;
   const AccessPattern &pred = inst.srcs[0], &onTrue = inst.srcs[1];
   const AccessPattern &onFalse = inst.srcs[2], &dst = inst.dst;
@@ -1032,7 +757,7 @@ bool InstructionChecker::checkSelect() {
 }
 
 bool InstructionChecker::checkBnStats() {
-  if (!checkSourceCount(1, "src"))
+  if (!checkSources())
     return false;
   const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
   if (!checkOperand(src, "src", readableMemories()) ||
@@ -1055,7 +780,7 @@ bool InstructionChecker::checkBnStats() {
 }
 
 bool InstructionChecker::checkBnAggr() {
-  if (!checkSourceCount(1, "src"))
+  if (!checkSources())
     return false;
   const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
   if (!checkOperand(src, "src", readableMemories()) ||
@@ -1080,14 +805,13 @@ bool InstructionChecker::checkBnAggr() {
 }
 
 bool InstructionChecker::checkMemset() {
-  if (!checkSourceCount(0, "none"))
+  if (!checkSources())
     return false;
   return checkOperand(inst.dst, "dst", writableMemories());
 }
 
 bool InstructionChecker::checkIota() {
-  if (!checkSourceCount(0, "none") ||
-      !checkOperand(inst.dst, "dst", writableMemories()))
+  if (!checkSources() || !checkOperand(inst.dst, "dst", writableMemories()))
     return false;
   if (inst.steps.size() != inst.dst.dims.size())
     return fail("has ", inst.steps.size(), " steps for ", inst.dst.dims.size(),
@@ -1096,7 +820,7 @@ bool InstructionChecker::checkIota() {
 }
 
 bool InstructionChecker::checkAffineSelect() {
-  if (!checkSourceCount(1, "on_true"))
+  if (!checkSources())
     return false;
   const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
   if (!checkOperand(src, "on_true", readableMemories()) ||
@@ -1112,7 +836,7 @@ bool InstructionChecker::checkAffineSelect() {
 }
 
 bool InstructionChecker::checkRng() {
-  if (!checkSourceCount(1, "seed"))
+  if (!checkSources())
     return false;
   const AccessPattern &seed = inst.srcs[0], &dst = inst.dst;
   if (!checkOperand(seed, "seed", readableMemories()) ||
@@ -1147,7 +871,7 @@ bool InstructionChecker::checkRng() {
 }
 
 bool InstructionChecker::checkDmaCopy() {
-  if (!checkSourceCount(1, "src"))
+  if (!checkSources())
     return false;
   const AccessPattern &src = inst.srcs[0], &dst = inst.dst;
   if (!checkOperand(src, "src", readableMemories()) ||
@@ -1174,7 +898,7 @@ bool InstructionChecker::checkDmaCopy() {
     return fail("accumulate is only for an indirect scatter into HBM");
   const AccessPattern &onChip = gather ? dst : src;
   const AccessPattern &table = gather ? src : dst;
-  if (!checkOperand(inst.indices, "indices", kSbuf))
+  if (!checkOperand(inst.indices, "indices", kSbufBit))
     return false;
   if (inst.indices.dtype != DType::I32 && inst.indices.dtype != DType::I64)
     return fail("indices dtype ", dtypeName(inst.indices.dtype),
@@ -1203,11 +927,11 @@ bool InstructionChecker::checkCollective() {
       return fail("peer ", inst.peer, " and tag ", inst.tag,
                   " must not be negative");
     bool send = inst.opcode == Opcode::Send;
-    if (send ? !checkSourceCount(1, "src") : !checkSourceCount(0, "none"))
+    if (!checkSources())
       return false;
     const AccessPattern &tensor = send ? inst.srcs[0] : inst.dst;
     const char *name = send ? "src" : "dst";
-    if (!checkOperand(tensor, name, kHbm))
+    if (!checkOperand(tensor, name, kHbmBit))
       return false;
     if (!isWholeTensor(tensor))
       return fail(name, " must be a whole contiguous HBM tensor "
@@ -1216,7 +940,7 @@ bool InstructionChecker::checkCollective() {
     return true;
   }
   if (inst.opcode == Opcode::AxisIndex) {
-    if (!checkSourceCount(0, "none") || !checkOperand(inst.dst, "dst", kHbm))
+    if (!checkSources() || !checkOperand(inst.dst, "dst", kHbmBit))
       return false;
     if (inst.dst.dtype != DType::I32 && inst.dst.dtype != DType::I64)
       return fail("dst is ", dtypeName(inst.dst.dtype),
@@ -1226,8 +950,8 @@ bool InstructionChecker::checkCollective() {
                   "of size 1)");
     return true;
   }
-  if (!checkSourceCount(1, "src") || !checkOperand(inst.srcs[0], "src", kHbm) ||
-      !checkOperand(inst.dst, "dst", kHbm))
+  if (!checkSources() || !checkOperand(inst.srcs[0], "src", kHbmBit) ||
+      !checkOperand(inst.dst, "dst", kHbmBit))
     return false;
   if (inst.srcs[0].dtype != inst.dst.dtype)
     return fail("src is ", dtypeName(inst.srcs[0].dtype), " but dst is ",

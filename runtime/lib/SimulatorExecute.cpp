@@ -25,10 +25,6 @@ namespace {
 
 bool isIntegerDType(DType dtype) { return !isFloatDType(dtype); }
 
-bool isBitwise(AluOp op) {
-  return op == AluOp::BitwiseAnd || op == AluOp::BitwiseOr;
-}
-
 inline float boolToFloat(bool value) { return value ? 1.0f : 0.0f; }
 
 inline int32_t toInt32(float value) {

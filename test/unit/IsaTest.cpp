@@ -153,7 +153,7 @@ TEST(IsaNames, EnginesAndOpcodes) {
     for (unsigned b = a + 1; b <= unsigned(kLastOpcode); ++b)
       EXPECT_STRNE(opcodeName(Opcode(a)), opcodeName(Opcode(b)));
   EXPECT_STREQ(memoryName(Memory::Psum), "PSUM");
-  EXPECT_STREQ(aluOpName(AluOp::IsGreaterEqual), "is_ge");
+  EXPECT_STREQ(aluOpName(AluOp::IsGreaterEqual), "is_greater_equal");
   EXPECT_STREQ(activationFuncName(ActivationFunc::GeluTanh), "gelu_tanh");
   EXPECT_STREQ(compareOpName(CompareOp::Le), "le");
   EXPECT_EQ(streamName(0), "tensor stream");
@@ -981,7 +981,7 @@ TEST(IsaValidate, TensorTensor) {
             "tensor_tensor: op0 subtract is not a GpSimd operator (GpSimd: "
             "add, multiply, pow)");
   EXPECT_EQ(check(binary(AluOp::IsLess), Engine::GpSimd),
-            "tensor_tensor: op0 is_lt is not a GpSimd operator (GpSimd: add, "
+            "tensor_tensor: op0 is_less is not a GpSimd operator (GpSimd: add, "
             "multiply, pow)");
   EXPECT_EQ(check(binary(AluOp::Multiply), Engine::GpSimd), "");
   EXPECT_EQ(check(binary(AluOp::Divide), Engine::Vector), "");

@@ -26,10 +26,38 @@
 
 namespace trnrt {
 
-enum class Engine : uint8_t { Tensor, Vector, Scalar, GpSimd, Sync, Dma };
+// The enums below come from the tables of trnrt/Isa.def, which also give
+// each value's name and properties.
+
+enum class Engine : uint8_t {
+#define TRN_ENGINE(Name, ...) Name,
+#include "trnrt/Isa.def"
+};
 const char *engineName(Engine engine);
 
-enum class Memory : uint8_t { Hbm, Sbuf, Psum };
+enum class Memory : uint8_t {
+#define TRN_MEMORY(Name, mnemonic) Name,
+#include "trnrt/Isa.def"
+};
+
+/// Sets of memories and of engines, as the tables of Isa.def write them.
+inline constexpr unsigned memoryBit(Memory memory) {
+  return 1u << unsigned(memory);
+}
+inline constexpr unsigned kHbmBit = memoryBit(Memory::Hbm);
+inline constexpr unsigned kSbufBit = memoryBit(Memory::Sbuf);
+inline constexpr unsigned kPsumBit = memoryBit(Memory::Psum);
+inline constexpr unsigned engineBit(Engine engine) {
+  return 1u << unsigned(engine);
+}
+inline constexpr unsigned kTensorBit = engineBit(Engine::Tensor);
+inline constexpr unsigned kVectorBit = engineBit(Engine::Vector);
+inline constexpr unsigned kScalarBit = engineBit(Engine::Scalar);
+inline constexpr unsigned kGpSimdBit = engineBit(Engine::GpSimd);
+inline constexpr unsigned kSyncBit = engineBit(Engine::Sync);
+inline constexpr unsigned kDmaBit = engineBit(Engine::Dma);
+inline constexpr unsigned kAnyEngineBits =
+    kTensorBit | kVectorBit | kScalarBit | kGpSimdBit | kSyncBit | kDmaBit;
 
 /// One free dimension of an access pattern: `size` elements, `stride`
 /// elements apart.
@@ -64,55 +92,44 @@ struct ScalarOperand {
 
 /// ALU operators of Vector/GpSimd instructions (docs/isa.md §ALU).
 enum class AluOp : uint8_t {
-  Bypass, ///< no operation (second op of tensor_scalar unused)
-  Add,
-  Subtract,
-  Multiply,
-  Divide,
-  Max,
-  Min,
-  Pow,
-  IsEqual,
-  IsNotEqual,
-  IsLess,
-  IsLessEqual,
-  IsGreater,
-  IsGreaterEqual,
-  LogicalAnd,
-  LogicalOr,
-  BitwiseAnd,
-  BitwiseOr,
+#define TRN_ALU_OP(Name, ...) Name,
+#include "trnrt/Isa.def"
 };
 
-/// Scalar Engine activation functions (computed in fp32; docs/isa.md lists
-/// where the hardware's polynomial tables differ).
+/// Scalar Engine activation functions.
 enum class ActivationFunc : uint8_t {
-  Copy,
-  Exp,
-  Log,
-  Tanh,
-  Sigmoid,
-  Relu,
-  Gelu,
-  GeluTanh,
-  GeluDerivative,
-  GeluTanhDerivative,
-  Silu,
-  Erf,
-  Sqrt,
-  Rsqrt,
-  Reciprocal,
-  Square,
-  Sin,
-  Cos,
-  Abs,
-  Sign,
-  Floor,
-  Log1p,
-  Negate,
+#define TRN_ACTIVATION(Name, mnemonic) Name,
+#include "trnrt/Isa.def"
 };
 
-enum class CompareOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
+enum class CompareOp : uint8_t {
+#define TRN_COMPARE_OP(Name, mnemonic) Name,
+#include "trnrt/Isa.def"
+};
+
+/// How many values each enum has.
+#define TRN_COUNT(...) +1
+inline constexpr unsigned kNumAluOps = 0
+#define TRN_ALU_OP TRN_COUNT
+#include "trnrt/Isa.def"
+    ;
+inline constexpr unsigned kNumActivationFuncs = 0
+#define TRN_ACTIVATION TRN_COUNT
+#include "trnrt/Isa.def"
+    ;
+inline constexpr unsigned kNumCompareOps = 0
+#define TRN_COMPARE_OP TRN_COUNT
+#include "trnrt/Isa.def"
+    ;
+inline constexpr unsigned kNumOpcodes = 0
+#define TRN_OPCODE TRN_COUNT
+#include "trnrt/Isa.def"
+    ;
+inline constexpr size_t kNumInstructionKinds = 0
+#define TRN_INSTRUCTION_KIND TRN_COUNT
+#include "trnrt/Isa.def"
+    ;
+#undef TRN_COUNT
 
 /// Lower-case names used in messages and docs/isa.md ("HBM", "SBUF", "PSUM"
 /// for memories); "?" for a value outside the enum.
@@ -123,47 +140,32 @@ const char *compareOpName(CompareOp op);
 /// Whether an ALU op can reduce along a free axis (tensor_reduce, the
 /// collectives' reduction): the associative ones.
 bool isReduction(AluOp op);
+/// Whether GpSimd implements an ALU op (most run on the Vector Engine only).
+bool gpsimdHasAluOp(AluOp op);
+/// Whether an ALU op acts on integer bits.
+bool isBitwise(AluOp op);
 
+/// The instructions (Isa.def's TRN_OPCODE table says what each does).
 enum class Opcode : uint8_t {
-  // Tensor Engine.
-  Matmul,    ///< dst[M,N] (+)= stationary[K,M]^T moving[K,N]; PSUM fp32 dst
-  Transpose, ///< dst[F,P] = src[P,F] via identity matmul; PSUM dst
-  // Scalar Engine.
-  Activation, ///< dst = func(src * scale + bias) [, accumulate sum along free]
-  // Vector Engine (GpSimd accepts the same data-path forms with its own costs).
-  TensorTensor, ///< dst = a op b
-  TensorScalar, ///< dst = (src op0 s0) op1 s1
-  TensorReduce, ///< dst[P, 1] = reduce(op, src over all free dims)
-  TensorCopy,   ///< dst = src (cast)
-  Select,       ///< dst = pred != 0 ? a : b
-  BnStats,      ///< dst[P, 6] = (count, mean, M2) of even and odd elements
-  BnAggr,       ///< dst[P, 2] = (mean, var) from bn_stats tuples
-  Memset,       ///< dst = value
-  // GpSimd.
-  Iota,         ///< dst[p, i...] = base + p * channelMultiplier + sum(step * i)
-  AffineSelect, ///< dst = cmp(base + p*cm + sum(step*i), 0) ? src : fill
-  // DMA (on a DMA queue stream).
-  DmaCopy, ///< dst = src (cast through fp32), optionally gathered/scattered
-  // Sync / control.
-  Nop, ///< only waits and signals
-  // Collectives on whole HBM tensors (Sync stream; docs/isa.md §5.6). Their
-  // replica groups name mesh axes (meshAxes), bound when a rank loads the
-  // program; the simulator runs them through its CollectiveContext.
-  AllReduce, ///< dst = reduce(op0) of the group's srcs[0] (op1 divide: mean)
-  AllGather, ///< dst = the group's srcs[0] concatenated along a dim
-  ReduceScatter, ///< dst = this rank's slice of reduce(op0) along a dim
-  Send,          ///< srcs[0] to the rank at index `peer` along the axis
-  Recv,          ///< dst = what the rank at index `peer` sent with `tag`
-  // Vector Engine, appended so that earlier opcodes keep their encoding.
-  Rng, ///< dst[p, i...] = Philox draw at index base + p*cm + sum(step*i)
-  // Collectives (format 3).
-  AllSlice, ///< dst = this rank's slice of srcs[0] (no communication)
-  AllToAll, ///< split along one dim, exchange, concatenate along another
-  CollectivePermute, ///< dst = srcs[0] of the rank `shift` positions before
-  AxisIndex,         ///< dst (one integer) = this rank's index in its group
+#define TRN_OPCODE(Name, ...) Name,
+#include "trnrt/Isa.def"
 };
 /// The highest opcode value (validators and the artifact reader refuse more).
-inline constexpr Opcode kLastOpcode = Opcode::AxisIndex;
+inline constexpr Opcode kLastOpcode = Opcode(kNumOpcodes - 1);
+
+/// Opcode::Nop reads no sources and ignores any it is given.
+inline constexpr int kAnySources = -1;
+
+/// An opcode's row of Isa.def.
+struct OpcodeInfo {
+  const char *mnemonic;
+  unsigned engines; ///< the streams that may issue it (engineBit)
+  int sources;      ///< how many srcs it reads, or kAnySources
+  const char *sourceNames;
+};
+/// The row of `opcode`; nullptr for a value beyond kLastOpcode.
+const OpcodeInfo *opcodeInfo(Opcode opcode);
+
 /// Whether `opcode` is a collective or a pipeline transfer (runs on the
 /// Sync stream and needs a mesh binding to execute).
 bool isCollectiveOpcode(Opcode opcode);
@@ -175,15 +177,9 @@ bool opcodeRunsOn(Opcode opcode, Engine engine);
 /// run (SimulationStats::kindNs): the compiler records it per trn op it
 /// lowers. Not an operand: it never changes what an instruction does.
 enum class InstructionKind : uint8_t {
-  Other,        ///< not recorded
-  Matmul,       ///< dot_general
-  Attention,    ///< the flash kernels of attention and its gradient
-  Elementwise,  ///< elementwise and fused kernels, reductions, norms
-  Optimizer,    ///< the parameter update (the slice of the optimizer state)
-  DataMovement, ///< copies, transposes, gathers and scatters, slices
-  Collective,   ///< collectives and pipeline transfers
+#define TRN_INSTRUCTION_KIND(Name, mnemonic) Name,
+#include "trnrt/Isa.def"
 };
-inline constexpr size_t kNumInstructionKinds = 7;
 const char *instructionKindName(InstructionKind kind);
 
 /// Synchronisation attached to every instruction.
