@@ -371,22 +371,6 @@ bool applyActivation(ActivationFunc func, float *x, int64_t n) {
   return false;
 }
 
-unsigned expectedSources(Opcode opcode) {
-  switch (opcode) {
-  case Opcode::Matmul:
-  case Opcode::TensorTensor:
-    return 2;
-  case Opcode::Select:
-    return 3;
-  case Opcode::Memset:
-  case Opcode::Iota:
-  case Opcode::Nop:
-    return 0;
-  default:
-    return 1;
-  }
-}
-
 template <typename T> void ensureSize(std::vector<T> &buffer, int64_t size) {
   if (buffer.size() < size_t(size))
     buffer.resize(size_t(size));
@@ -598,52 +582,30 @@ static bool anyStridePenalty(const Target &target,
 bool SimulatorCoreBase::execute(Engine engine, const Instruction &inst,
                                 ExecResult &result) {
   currentEngine = engine;
-  unsigned expected = expectedSources(inst.opcode);
-  if (inst.opcode != Opcode::Nop && inst.srcs.size() != expected)
-    return fail("expects " + std::to_string(expected) +
+  const OpcodeInfo *info = opcodeInfo(inst.opcode);
+  if (!info)
+    return fail("unknown opcode " + std::to_string(unsigned(inst.opcode)));
+  if (info->sources != kAnySources && inst.srcs.size() != size_t(info->sources))
+    return fail("expects " + std::to_string(info->sources) +
                 " source operand(s), has " + std::to_string(inst.srcs.size()));
   switch (inst.opcode) {
-  case Opcode::Matmul:
-    return execMatmul(inst, result);
-  case Opcode::Transpose:
-    return execTranspose(inst, result);
-  case Opcode::Activation:
-    return execActivation(inst, result);
-  case Opcode::TensorTensor:
-    return execTensorTensor(engine, inst, result);
-  case Opcode::TensorScalar:
-    return execTensorScalar(engine, inst, result);
-  case Opcode::TensorReduce:
-    return execTensorReduce(engine, inst, result);
-  case Opcode::TensorCopy:
-    return execTensorCopy(engine, inst, result);
-  case Opcode::Select:
-    return execSelect(inst, result);
-  case Opcode::BnStats:
-    return execBnStats(inst, result);
-  case Opcode::BnAggr:
-    return execBnAggr(inst, result);
-  case Opcode::Memset:
-    return execMemset(inst, result);
-  case Opcode::Iota:
-    return execIota(inst, result);
-  case Opcode::AffineSelect:
-    return execAffineSelect(inst, result);
-  case Opcode::Rng:
-    return execRng(inst, result);
-  case Opcode::DmaCopy:
-    return inst.indirect ? execIndirectDma(inst, result)
-                         : execDmaCopy(inst, result);
-  case Opcode::Nop:
-    return true;
-  case Opcode::AllReduce:
-  case Opcode::AllGather:
-  case Opcode::ReduceScatter:
-  case Opcode::Send:
-  case Opcode::Recv:
-    return fail("collectives are not supported yet by the simulator");
+#define TRN_OPCODE(Name, mnemonic, engines, sources, sourceNames, Semantics)   \
+  case Opcode::Name:                                                           \
+    return exec##Semantics(inst, result);
+#include "trnrt/Isa.def"
   }
   return fail("unknown opcode " + std::to_string(unsigned(inst.opcode)));
+}
+
+bool SimulatorCoreBase::execDmaCopy(const Instruction &inst,
+                                    ExecResult &result) {
+  return inst.indirect ? execIndirectDma(inst, result)
+                       : execDirectDma(inst, result);
+}
+
+bool SimulatorCoreBase::execCollective(const Instruction &, ExecResult &) {
+  // The simulator runs collectives through executeCollective.
+  return fail("collectives are not supported yet by the simulator");
 }
 
 //===----------------------------------------------------------------------===//
@@ -948,8 +910,9 @@ bool SimulatorCoreBase::execActivation(const Instruction &inst,
 // Vector Engine and GpSimd
 //===----------------------------------------------------------------------===//
 
-bool SimulatorCoreBase::execTensorTensor(Engine engine, const Instruction &inst,
+bool SimulatorCoreBase::execTensorTensor(const Instruction &inst,
                                          ExecResult &result) {
+  const Engine engine = currentEngine;
   TileView a, b, dst;
   if (!operand(inst.srcs[0], "srcs[0]", a) ||
       !operand(inst.srcs[1], "srcs[1]", b) || !operand(inst.dst, "dst", dst) ||
@@ -1019,8 +982,9 @@ bool SimulatorCoreBase::execTensorTensor(Engine engine, const Instruction &inst,
   return true;
 }
 
-bool SimulatorCoreBase::execTensorScalar(Engine engine, const Instruction &inst,
+bool SimulatorCoreBase::execTensorScalar(const Instruction &inst,
                                          ExecResult &result) {
+  const Engine engine = currentEngine;
   TileView src, dst;
   if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
       !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))
@@ -1100,8 +1064,9 @@ bool SimulatorCoreBase::execTensorScalar(Engine engine, const Instruction &inst,
   return true;
 }
 
-bool SimulatorCoreBase::execTensorReduce(Engine engine, const Instruction &inst,
+bool SimulatorCoreBase::execTensorReduce(const Instruction &inst,
                                          ExecResult &result) {
+  const Engine engine = currentEngine;
   TileView src, dst;
   if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
       !operand(inst.dst, "dst", dst))
@@ -1158,8 +1123,9 @@ bool SimulatorCoreBase::execTensorReduce(Engine engine, const Instruction &inst,
   return true;
 }
 
-bool SimulatorCoreBase::execTensorCopy(Engine engine, const Instruction &inst,
+bool SimulatorCoreBase::execTensorCopy(const Instruction &inst,
                                        ExecResult &result) {
+  const Engine engine = currentEngine;
   TileView src, dst;
   if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
       !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))
@@ -1571,8 +1537,8 @@ void SimulatorCoreBase::noteDmaTraffic(const TileView &src, const TileView &dst,
   }
 }
 
-bool SimulatorCoreBase::execDmaCopy(const Instruction &inst,
-                                    ExecResult &result) {
+bool SimulatorCoreBase::execDirectDma(const Instruction &inst,
+                                      ExecResult &result) {
   TileView src, dst;
   if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
       !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))

@@ -303,14 +303,10 @@ private:
                     const TileView &moving, const TileView &dst);
   bool execTranspose(const Instruction &inst, ExecResult &result);
   bool execActivation(const Instruction &inst, ExecResult &result);
-  bool execTensorTensor(Engine engine, const Instruction &inst,
-                        ExecResult &result);
-  bool execTensorScalar(Engine engine, const Instruction &inst,
-                        ExecResult &result);
-  bool execTensorReduce(Engine engine, const Instruction &inst,
-                        ExecResult &result);
-  bool execTensorCopy(Engine engine, const Instruction &inst,
-                      ExecResult &result);
+  bool execTensorTensor(const Instruction &inst, ExecResult &result);
+  bool execTensorScalar(const Instruction &inst, ExecResult &result);
+  bool execTensorReduce(const Instruction &inst, ExecResult &result);
+  bool execTensorCopy(const Instruction &inst, ExecResult &result);
   bool execSelect(const Instruction &inst, ExecResult &result);
   bool execBnStats(const Instruction &inst, ExecResult &result);
   bool execBnAggr(const Instruction &inst, ExecResult &result);
@@ -318,8 +314,14 @@ private:
   bool execIota(const Instruction &inst, ExecResult &result);
   bool execAffineSelect(const Instruction &inst, ExecResult &result);
   bool execRng(const Instruction &inst, ExecResult &result);
+  /// A direct or an indirect (gather / scatter-add) DMA.
   bool execDmaCopy(const Instruction &inst, ExecResult &result);
+  bool execDirectDma(const Instruction &inst, ExecResult &result);
   bool execIndirectDma(const Instruction &inst, ExecResult &result);
+  bool execNop(const Instruction &, ExecResult &) { return true; }
+  /// Collectives reach executeCollective instead; this refuses one that
+  /// does not.
+  bool execCollective(const Instruction &inst, ExecResult &result);
   /// makeView plus the engine's reach (compute engines: SBUF and PSUM,
   /// GpSimd: SBUF only, DMA: HBM and SBUF).
   bool operand(const AccessPattern &ap, const char *name, TileView &view,
