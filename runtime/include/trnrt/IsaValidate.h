@@ -32,6 +32,10 @@ template <typename... Args> std::string cat(const Args &...args) {
 /// failure sets `error` to "<opcode>: <what is wrong and the limit>".
 bool validateInstruction(const Instruction &instruction, Engine engine,
                          const Target &target, std::string &error);
+/// The same with HBM accesses bounded by `hbmLimit` bytes (a program's).
+bool validateInstructionWithin(const Instruction &instruction, Engine engine,
+                               const Target &target, uint64_t hbmLimit,
+                               std::string &error);
 
 /// Checks the whole program: target name, HBM layout of the tensors, the
 /// number of DMA queues, semaphore ids and every instruction (HBM accesses

@@ -30,6 +30,10 @@ unsigned dtypeSizeInBytes(DType type);
 
 /// True for F32, BF16, F16, F8E4M3FN and F8E5M2.
 bool isFloatDType(DType type);
+/// Whether `type` is one of the enum's values.
+inline bool isValidDType(DType type) {
+  return uint8_t(type) <= uint8_t(DType::I64);
+}
 
 /// Layout of a binary floating-point format.
 struct FloatFormat {
