@@ -121,9 +121,11 @@ public:
 };
 
 class FusionLowering;
+class MatmulLowering;
 
 class Lowering {
   friend class FusionLowering;
+  friend class MatmulLowering;
 
 public:
   Lowering(func::FuncOp graph, OpBuilder &builder)
