@@ -12,6 +12,24 @@
 using namespace mlir;
 using namespace mlir::trntonc;
 
+namespace mlir::trntonc {
+
+AluOp aluOpFor(trn::ReduceKind kind) {
+  switch (kind) {
+  case trn::ReduceKind::sum:
+    return AluOp::add;
+  case trn::ReduceKind::max:
+    return AluOp::max;
+  case trn::ReduceKind::min:
+    return AluOp::min;
+  case trn::ReduceKind::prod:
+    return AluOp::multiply;
+  }
+  return AluOp::add;
+}
+
+} // namespace mlir::trntonc
+
 void Lowering::reduceStrided(Value in, int64_t inBase, int64_t kept,
                              int64_t keptStride, int64_t reduced,
                              int64_t reducedStride, Value out, int64_t outBase,
