@@ -121,9 +121,11 @@ public:
 };
 
 class FusionLowering;
+class MatmulLowering;
 
 class Lowering {
   friend class FusionLowering;
+  friend class MatmulLowering;
 
 public:
   Lowering(func::FuncOp graph, OpBuilder &builder)
@@ -133,6 +135,7 @@ public:
   FailureOr<func::FuncOp> run();
 
 private:
+  // The driver and the dispatch (TrnToNC.cpp).
   LogicalResult lower(Operation *op);
   Value hbmOf(Value value) { return values.lookup(value); }
   Value newTensor(Value result) {
@@ -166,17 +169,19 @@ private:
         fn(r0, std::min(kPartitions, rows - r0), c0,
            std::min(kTileColumns, cols - c0));
   }
+  /// Element types a tile can hold: trn1 has no int64 arithmetic.
+  LogicalResult checkTileable(Operation *op);
   LogicalResult
   elementwise(Operation *op,
               function_ref<void(Value dst, ArrayRef<Value>)> body);
+  LogicalResult lowerConstant(trn::ConstantOp op);
+  LogicalResult lowerCall(func::CallOp call);
+  /// The nc.kind origin of the op being lowered ("<graph>: <op> #<index>").
+  StringAttr origin;
+
+  // Ops that only move elements (LowerDataMovement.cpp).
   LogicalResult copy(Operation *op, ArrayRef<int64_t> iterShape,
                      const Side &src, const Side &dst);
-  /// What a matmul does with each [rows, width] accumulator tile (PSUM, f32)
-  /// of its result instead of storing it: `row0` is the tile's first row of
-  /// the result seen as [R, N], `col0` its first column.
-  using MatmulEpilogue =
-      function_ref<LogicalResult(Value accumulator, int64_t row0, int64_t rows,
-                                 int64_t col0, int64_t width)>;
   /// Columns [j0, j0 + jw) of row blocks (SBUF tiles of the given heights,
   /// all full 128-row blocks but the last) transposed side by side into one
   /// PSUM tile [jw, total height].
@@ -185,9 +190,23 @@ private:
   /// [batches, rows, cols] -> [batches, cols, rows] on the Tensor Engine.
   void transposeOnTensorEngine(Value in, Value out, int64_t batches,
                                int64_t rows, int64_t cols);
-  /// The tensor a scatter_add updates: its operand's when that dies there,
-  /// else a copy of it.
-  Value scatterTarget(trn::ScatterAddOp op);
+  LogicalResult lowerTranspose(trn::TransposeOp op);
+  LogicalResult lowerBroadcastInDim(trn::BroadcastInDimOp op);
+  Value contiguousSlice(trn::SliceOp op);
+  LogicalResult lowerSlice(trn::SliceOp op);
+  LogicalResult lowerPad(trn::PadOp op);
+  LogicalResult lowerConcatenate(trn::ConcatenateOp op);
+  /// Fills concatSlots for `graph`.
+  void planConcatsInPlace(func::FuncOp graph);
+  LogicalResult lowerRotateHalf(trn::RotateHalfOp op);
+
+  // Matmuls (LowerMatmul.cpp).
+  /// What a matmul does with each [rows, width] accumulator tile (PSUM, f32)
+  /// of its result instead of storing it: `row0` is the tile's first row of
+  /// the result seen as [R, N], `col0` its first column.
+  using MatmulEpilogue =
+      function_ref<LogicalResult(Value accumulator, int64_t row0, int64_t rows,
+                                 int64_t col0, int64_t width)>;
   /// The matmul; with an epilogue (a trn.fusion that starts with it), the
   /// epilogue takes every result tile and nothing is stored here. With
   /// `wholeRows` (an epilogue that reduces rows), it takes each row block
@@ -196,8 +215,9 @@ private:
   LogicalResult lowerDot(trn::DotGeneralOp op,
                          MatmulEpilogue epilogue = nullptr,
                          bool wholeRows = false);
+
+  // Reductions (LowerReduce.cpp).
   LogicalResult lowerReduce(trn::ReduceOp op);
-  Value contiguousSlice(trn::SliceOp op);
   /// out[outBase + k * outStride] = reduce over r < reduced of
   /// in[inBase + k * keptStride + r * reducedStride], for k < kept.
   void reduceStrided(Value in, int64_t inBase, int64_t kept, int64_t keptStride,
@@ -212,21 +232,35 @@ private:
   /// tiles, combined element-wise on the Vector Engine.
   void reduceSlices(Value in, int64_t inBase, int64_t slices, int64_t cols,
                     Value out, int64_t outBase, AluOp alu);
-  LogicalResult lowerConstant(trn::ConstantOp op);
-  LogicalResult lowerCall(func::CallOp call);
+
+  // Indices: iota, gather, scatter_add, i64 conversions (LowerIndexing.cpp).
   LogicalResult lowerIota(trn::IotaOp op);
-  /// trn.rng_uniform and trn.rng_bernoulli (LowerRandom.cpp).
-  LogicalResult lowerRandom(Operation *op);
   LogicalResult lowerConvertI64(trn::ConvertOp op);
   LogicalResult lowerGather(trn::GatherOp op);
   LogicalResult lowerScatterAdd(trn::ScatterAddOp op);
+  /// The tensor a scatter_add updates: its operand's when that dies there,
+  /// else a copy of it.
+  Value scatterTarget(trn::ScatterAddOp op);
+  /// Loads indices [i0, i0 + count) of an i32 or i64 index tensor into a
+  /// [count, 1] i32 tile (i64 indices are read as their low words).
+  Value loadIndices(Value indices, int64_t i0, int64_t count);
+  /// For rows [i0, i0 + count) of a [batch, classes] tensor seen as a table
+  /// of single elements: the i32 column of flat indices
+  /// row * classes + indices[row] (GpSimd does the int32 arithmetic).
+  Value loadRowElementIndices(Value indices, int64_t i0, int64_t count,
+                              int64_t classes);
+  /// The HBM tensor `hbm` reshaped to [rows, rowElements].
+  Value asTable(Value hbm, int64_t rows, int64_t rowElements);
+
+  /// trn.rng_uniform and trn.rng_bernoulli (LowerRandom.cpp).
+  LogicalResult lowerRandom(Operation *op);
   /// Flash-style attention kernels (LowerAttention.cpp).
   LogicalResult lowerAttention(trn::AttentionOp op);
   LogicalResult lowerAttentionGrad(trn::AttentionGradOp op);
   /// A trn.fusion group as one tiled kernel (LowerFusion.cpp).
   LogicalResult lowerFusion(trn::FusionOp op);
-  /// The nc.kind origin of the op being lowered ("<graph>: <op> #<index>").
-  StringAttr origin;
+
+  // Collectives, meshes and pipelines (LowerCollectives.cpp).
   /// The mesh of a partitioned (dist.spmd) graph, recorded as the kernel's
   /// nc.mesh_axes / nc.mesh_sizes (LowerCollectives.cpp); success and no
   /// mesh for a graph without one.
@@ -240,17 +274,6 @@ private:
   /// Records a pipeline fragment's place in its pipeline on the kernel
   /// (nc.pipeline), from its dist.pipeline.
   LogicalResult setPipeline(func::FuncOp kernel);
-  /// Loads indices [i0, i0 + count) of an i32 or i64 index tensor into a
-  /// [count, 1] i32 tile (i64 indices are read as their low words).
-  Value loadIndices(Value indices, int64_t i0, int64_t count);
-  /// For rows [i0, i0 + count) of a [batch, classes] tensor seen as a table
-  /// of single elements: the i32 column of flat indices
-  /// row * classes + indices[row] (GpSimd does the int32 arithmetic).
-  Value loadRowElementIndices(Value indices, int64_t i0, int64_t count,
-                              int64_t classes);
-  /// The HBM tensor `hbm` reshaped to [rows, rowElements].
-  Value asTable(Value hbm, int64_t rows, int64_t rowElements);
-  LogicalResult checkTileable(Operation *op);
 
   func::FuncOp graph;
   /// The kernel's mesh (empty without one).
@@ -274,8 +297,6 @@ private:
     int64_t column = 0, width = 0;
   };
   llvm::DenseMap<Value, ConcatSlot> concatSlots;
-  /// Fills concatSlots for `graph`.
-  void planConcatsInPlace(func::FuncOp graph);
 };
 
 } // namespace mlir::trntonc
