@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 using namespace mlir::trn::cache;
+using mlir::trn::hashBytes;
 using Clock = std::chrono::steady_clock;
 
 namespace {

@@ -34,7 +34,6 @@
 #include <vector>
 
 using namespace mlir;
-namespace cache = mlir::trn::cache;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -253,7 +252,7 @@ int main(int argc, char **argv) {
   // Hash the in-memory graph: this is what trn-cc pays per compile request.
   std::vector<double> hashSamples;
   trn::GraphHashStats stats;
-  cache::Hash128 hash;
+  trn::Hash128 hash;
   for (int rep = 0; rep < reps; ++rep) {
     auto start = Clock::now();
     hash = trn::hashGraph(*module, &stats);
@@ -276,8 +275,7 @@ int main(int argc, char **argv) {
     parseContext.loadDialect<trn::TrnDialect, func::FuncDialect>();
     auto start = Clock::now();
     auto parsed = parseSourceString<ModuleOp>(text, &parseContext);
-    cache::Hash128 parsedHash =
-        parsed ? trn::hashGraph(*parsed) : cache::Hash128{};
+    trn::Hash128 parsedHash = parsed ? trn::hashGraph(*parsed) : trn::Hash128{};
     parseSamples.push_back(elapsedMs(start));
     stable = stable && parsed && parsedHash == hash;
   }

@@ -4,7 +4,7 @@
 // temporary file to that name (atomic on NFS too; a lost reply is detected by
 // the temporary's link count). Its content names the owner; its mtime is the
 // heartbeat the owner refreshes. Everything here is about one lock file; the
-// waiting policy lives in Cache.cpp.
+// waiting policy lives in GetOrCompile.cpp.
 //
 //===----------------------------------------------------------------------===//
 

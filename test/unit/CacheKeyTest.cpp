@@ -27,7 +27,6 @@
 using namespace mlir;
 using namespace mlir::trn;
 using cache::CacheKey;
-using cache::Hash128;
 
 namespace {
 
@@ -168,7 +167,7 @@ TEST_F(GraphHashTest, HashIsXxh3OfTheVersionedCanonicalForm) {
   ASSERT_TRUE(module);
   std::string form = canonicalForm(*module);
   EXPECT_EQ(form.rfind(std::string(kGraphHashVersion) + "\n", 0), 0u) << form;
-  EXPECT_EQ(hashGraph(*module), cache::hashBytes(form));
+  EXPECT_EQ(hashGraph(*module), hashBytes(form));
 
   GraphHashStats stats;
   hashGraph(*module, &stats);
@@ -681,7 +680,7 @@ TEST(CacheFlagsTest, HashCoversAVersionedRecord) {
   ASSERT_TRUE(flags);
   std::string record = std::string("trn-flags-v1") + '\0' + flags->canonical() +
                        '\0' + cache::compilerVersion();
-  EXPECT_EQ(cache::hashFlags(*flags), cache::hashBytes(record));
+  EXPECT_EQ(cache::hashFlags(*flags), hashBytes(record));
   EXPECT_STREQ(cache::compilerVersion(), "0.14.0");
 }
 
@@ -694,7 +693,7 @@ TEST(CacheKeyTest, HexRoundTrip) {
   EXPECT_EQ(hash.hex(), "0123456789abcdeffedcba9876543210");
   EXPECT_EQ(Hash128::fromHex(hash.hex()), hash);
   EXPECT_EQ(Hash128{}.hex(), std::string(32, '0'));
-  Hash128 other = cache::hashBytes("trn");
+  Hash128 other = hashBytes("trn");
   EXPECT_EQ(Hash128::fromHex(other.hex()), other);
 
   EXPECT_FALSE(Hash128::fromHex(""));
@@ -705,7 +704,7 @@ TEST(CacheKeyTest, HexRoundTrip) {
 }
 
 TEST(CacheKeyTest, DirNameRoundTrip) {
-  CacheKey key{cache::hashBytes("graph"), cache::hashBytes("flags")};
+  CacheKey key{hashBytes("graph"), hashBytes("flags")};
   std::string name = key.dirName();
   EXPECT_EQ(name, "MODULE_" + key.graph.hex() + "+" + key.flags.hex());
   EXPECT_EQ(CacheKey::parse(name), key);
@@ -714,8 +713,8 @@ TEST(CacheKeyTest, DirNameRoundTrip) {
 }
 
 TEST(CacheKeyTest, ParseRejectsMalformedNames) {
-  std::string graph = cache::hashBytes("graph").hex();
-  std::string flags = cache::hashBytes("flags").hex();
+  std::string graph = hashBytes("graph").hex();
+  std::string flags = hashBytes("flags").hex();
   for (const std::string &bad : std::vector<std::string>{
            "", "MODULE_", graph, "MODULE_" + graph, graph + "+",
            "MODULE_" + graph + "-" + flags, "module_" + graph + "+" + flags,

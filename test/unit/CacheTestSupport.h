@@ -29,6 +29,8 @@
 namespace trn_cache_test {
 
 using namespace mlir::trn::cache;
+using mlir::trn::Hash128;
+using mlir::trn::hashBytes;
 namespace fs = std::filesystem;
 
 /// A fresh directory under /tmp, removed with everything in it.

@@ -10,6 +10,7 @@
 
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Text.h"
+#include "trn/Support/CommandLineValues.h"
 
 #include <nlohmann/json.hpp>
 
@@ -215,7 +216,7 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       std::string text;
       if (auto problem = takeValue(text))
         return problem;
-      options.olderThan = parseDuration(text);
+      options.olderThan = mlir::trn::parseDuration(text);
       if (!options.olderThan)
         return "--older-than '" + text +
                "' is not a duration (use e.g. 90s, 30m, 12h, 7d)";
@@ -223,7 +224,7 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       std::string text;
       if (auto problem = takeValue(text))
         return problem;
-      options.maxSize = parseSize(text);
+      options.maxSize = mlir::trn::parseSize(text);
       if (!options.maxSize)
         return "--max-size '" + text +
                "' is not a size (use e.g. 4096, 500M, 20G)";

@@ -24,6 +24,7 @@
 #include "trn/Driver/Pipeline.h"
 #include "trn/InitAll.h"
 #include "trn/Partition/Fit.h"
+#include "trn/Support/CommandLineValues.h"
 #include "trn/Support/InputFile.h"
 
 #include "trnrt/Artifact.h"
@@ -316,7 +317,7 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
       options.reportPath = *value;
       break;
     case FlagRole::LockTimeout: {
-      options.lockTimeoutSeconds = cache::parseDuration(*value);
+      options.lockTimeoutSeconds = mlir::trn::parseDuration(*value);
       if (!options.lockTimeoutSeconds)
         return "flag '" + spelled + "': '" + *value +
                "' is not a duration (e.g. 90s, 15m, 2h)";

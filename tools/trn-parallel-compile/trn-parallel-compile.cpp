@@ -12,6 +12,7 @@
 #include "trn/Cache/Text.h"
 #include "trn/Driver/CompileFlags.h"
 #include "trn/ParallelCompile/ParallelCompile.h"
+#include "trn/Support/CommandLineValues.h"
 
 #include <cstdlib>
 #include <iostream>
@@ -218,7 +219,7 @@ std::optional<std::string> parse(int argc, char **argv,
         return "--max-steps '" + value + "' is not a positive integer";
       options.maxSteps = *count;
     } else if (name == "timeout-per-graph") {
-      std::optional<double> seconds = cache::parseDuration(value);
+      std::optional<double> seconds = parseDuration(value);
       if (!seconds || *seconds <= 0)
         return "--timeout-per-graph '" + value +
                "' is not a duration (e.g. 90s, 30m, 2h)";

@@ -266,11 +266,6 @@ private:
   friend struct detail::CacheAccess;
 };
 
-/// Parses sizes like `10G`, `512M`, `1.5T`, `4096` (bytes; K/M/G/T are powers
-/// of 1024) and durations like `30s`, `15m`, `2h`, `7d`.
-std::optional<int64_t> parseSize(const std::string &text);
-std::optional<double> parseDuration(const std::string &text);
-
 /// For tests only: replaces link(2) when locks are created (an empty
 /// function restores it), to simulate a filesystem without hard links.
 void setLinkFunctionForTesting(

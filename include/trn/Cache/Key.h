@@ -13,6 +13,8 @@
 #ifndef TRN_CACHE_KEY_H
 #define TRN_CACHE_KEY_H
 
+#include "trn/Support/Hash128.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -25,21 +27,6 @@ namespace mlir::trn::cache {
 /// The compiler version that names the cache's top directory; bump it
 /// whenever codegen changes so that old artifacts are never reused.
 const char *compilerVersion();
-
-/// A 128-bit hash, printed as 32 lowercase hex digits (high word first).
-struct Hash128 {
-  uint64_t high = 0;
-  uint64_t low = 0;
-  std::string hex() const;
-  static std::optional<Hash128> fromHex(std::string_view hex);
-  bool operator==(const Hash128 &other) const {
-    return high == other.high && low == other.low;
-  }
-  bool operator!=(const Hash128 &other) const { return !(*this == other); }
-};
-
-/// XXH3-128 of `bytes`.
-Hash128 hashBytes(std::string_view bytes);
 
 struct CacheKey {
   Hash128 graph;

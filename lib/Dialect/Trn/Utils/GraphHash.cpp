@@ -35,7 +35,8 @@
 #include <memory>
 
 using namespace mlir;
-namespace cache = mlir::trn::cache;
+using mlir::trn::Hash128;
+using mlir::trn::hashBytes;
 
 namespace {
 
@@ -78,11 +79,11 @@ public:
       write(llvm::StringRef("  "));
   }
 
-  cache::Hash128 finish(uint64_t &totalBytes) {
+  Hash128 finish(uint64_t &totalBytes) {
     flush();
     totalBytes = total;
     XXH128_hash_t digest = XXH3_128bits_digest(state);
-    return cache::Hash128{digest.high64, digest.low64};
+    return Hash128{digest.high64, digest.low64};
   }
 
 private:
@@ -446,7 +447,7 @@ private:
       return;
     }
     os << data.size() << " bytes xxh3:"
-       << cache::hashBytes(std::string_view(data.data(), data.size())).hex();
+       << hashBytes(std::string_view(data.data(), data.size())).hex();
   }
 
   static std::string quoted(llvm::StringRef text) {
@@ -478,13 +479,13 @@ private:
   llvm::DenseMap<Attribute, llvm::StringRef> attrMemo;
 };
 
-cache::Hash128 hashRoot(Operation *root, std::string *text,
-                        trn::GraphHashStats *stats) {
+Hash128 hashRoot(Operation *root, std::string *text,
+                 trn::GraphHashStats *stats) {
   CanonicalWriter writer(text);
   GraphCanonicalizer canonicalizer(root, writer);
   canonicalizer.run();
   uint64_t bytes = 0;
-  cache::Hash128 hash = writer.finish(bytes);
+  Hash128 hash = writer.finish(bytes);
   if (stats) {
     stats->operations = canonicalizer.numOperations();
     stats->canonicalBytes = bytes;
@@ -496,11 +497,11 @@ cache::Hash128 hashRoot(Operation *root, std::string *text,
 
 namespace mlir::trn {
 
-cache::Hash128 hashGraph(ModuleOp module, GraphHashStats *stats) {
+Hash128 hashGraph(ModuleOp module, GraphHashStats *stats) {
   return hashRoot(module, nullptr, stats);
 }
 
-cache::Hash128 hashGraph(func::FuncOp function, GraphHashStats *stats) {
+Hash128 hashGraph(func::FuncOp function, GraphHashStats *stats) {
   return hashRoot(function, nullptr, stats);
 }
 

@@ -23,7 +23,7 @@
 #ifndef TRN_DIALECT_TRN_UTILS_GRAPHHASH_H
 #define TRN_DIALECT_TRN_UTILS_GRAPHHASH_H
 
-#include "trn/Cache/Key.h"
+#include "trn/Support/Hash128.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -44,11 +44,10 @@ struct GraphHashStats {
 };
 
 /// Canonical hash of a module (the key trn-cc uses).
-cache::Hash128 hashGraph(ModuleOp module, GraphHashStats *stats = nullptr);
+Hash128 hashGraph(ModuleOp module, GraphHashStats *stats = nullptr);
 
 /// Canonical hash of one function on its own (its symbol name is ignored).
-cache::Hash128 hashGraph(func::FuncOp function,
-                         GraphHashStats *stats = nullptr);
+Hash128 hashGraph(func::FuncOp function, GraphHashStats *stats = nullptr);
 
 /// The text whose XXH3-128 is hashGraph(): one line per op and per block,
 /// with constants shown as digests of their raw data.

@@ -1,0 +1,26 @@
+//===- CommandLineValues.h - sizes and durations the tools take -*- C++ -*-===//
+//
+// The values people type for a size or a duration, shared by trn-cc
+// (--lock-timeout), trn-cache (--older-than, --max-size) and
+// trn-parallel-compile (--timeout-per-graph). Plain C++17, no MLIR or LLVM:
+// the MLIR-free tools link it too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRN_SUPPORT_COMMANDLINEVALUES_H
+#define TRN_SUPPORT_COMMANDLINEVALUES_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mlir::trn {
+
+/// Parses sizes like `10G`, `512M`, `1.5T`, `4096` (bytes; K/M/G/T are powers
+/// of 1024) and durations like `30s`, `15m`, `2h`, `7d`.
+std::optional<int64_t> parseSize(const std::string &text);
+std::optional<double> parseDuration(const std::string &text);
+
+} // namespace mlir::trn
+
+#endif // TRN_SUPPORT_COMMANDLINEVALUES_H

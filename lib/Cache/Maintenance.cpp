@@ -1,0 +1,431 @@
+//===- Maintenance.cpp - trn-cache's operations on a cache ----------------===//
+//
+// Listing entries and locks, clearing stale locks, cleaning, verifying and
+// pruning. Each is safe while other processes use the cache: what vanishes
+// meanwhile is skipped, and entries are moved aside before they are deleted.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CacheAccess.h"
+#include "Lock.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace mlir::trn::cache {
+
+using namespace detail;
+
+namespace {
+
+/// Temporaries older than this belong to a dead publisher.
+constexpr double kStaleTemporarySeconds = 3600;
+
+/// A directory under the version dir that is an entry, by name.
+std::optional<CacheKey> entryKey(const std::string &name) {
+  if (name.rfind("MODULE_", 0) != 0)
+    return std::nullopt;
+  return CacheKey::parse(name);
+}
+
+/// `<key>.<kind>.<unique>` names in tmp/: the kind, or "" if not ours.
+std::string temporaryKind(const std::string &name, std::string &keyPart) {
+  size_t first = name.find('.');
+  if (first == std::string::npos)
+    return "";
+  size_t second = name.find('.', first + 1);
+  if (second == std::string::npos)
+    return "";
+  keyPart = name.substr(0, first);
+  return name.substr(first + 1, second - first - 1);
+}
+
+int64_t mtimeOf(const std::string &path) {
+  struct stat info;
+  return lstat(path.c_str(), &info) == 0 ? static_cast<int64_t>(info.st_mtime)
+                                         : -1;
+}
+
+bool isDirectory(const std::string &path) {
+  struct stat info;
+  return lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+/// An entry directory as list() reports it (its manifest, metadata and file
+/// sizes checked; nothing moved), or std::nullopt if there is none.
+std::optional<EntryListing> listEntry(const std::string &path,
+                                      const CacheKey &key) {
+  LoadedEntry loaded = loadEntry(path, key, VerifyLevel::Sizes);
+  if (loaded.state == LoadState::Missing)
+    return std::nullopt;
+  EntryListing listing;
+  listing.key = key;
+  listing.path = path;
+  // The lock of an entry of a version tree is in that tree's locks/.
+  size_t slash = path.find_last_of('/');
+  std::string tree = slash == std::string::npos ? "." : path.substr(0, slash);
+  std::string lockPath =
+      joinPath(joinPath(tree, kLocksDir), key.dirName() + ".lock");
+  struct stat lockInfo;
+  listing.locked = stat(lockPath.c_str(), &lockInfo) == 0;
+  if (loaded.state == LoadState::Ok) {
+    listing.status = statusName(loaded.entry.status);
+    listing.sizeBytes = loaded.entry.sizeBytes;
+    listing.createdUnix = loaded.manifest.createdUnix;
+    listing.lastUsedUnix = loaded.entry.lastUsedUnix;
+    listing.entry = std::move(loaded.entry);
+  } else {
+    listing.status = "corrupt";
+    listing.problem = loaded.problem;
+    listing.sizeBytes = treeSize(path);
+    listing.createdUnix = listing.lastUsedUnix = mtimeOf(path);
+  }
+  return listing;
+}
+
+LockInfo describeLock(const CacheKey &key, const std::string &path,
+                      const LockSnapshot &snapshot, double leaseSeconds) {
+  LockInfo lock;
+  lock.key = key;
+  lock.path = path;
+  double mtime = static_cast<double>(snapshot.info.st_mtim.tv_sec) +
+                 snapshot.info.st_mtim.tv_nsec * 1e-9;
+  lock.heartbeatAgeSeconds = std::max(0.0, nowUnixSeconds() - mtime);
+  if (snapshot.owner) {
+    lock.host = snapshot.owner->host;
+    lock.pid = snapshot.owner->pid;
+    lock.startedUnix = snapshot.owner->createdUnix;
+    if (std::optional<std::string> gone = ownerGoneReason(*snapshot.owner)) {
+      lock.stale = true;
+      lock.staleReason = *gone;
+      return lock;
+    }
+  } else {
+    lock.host = "?";
+  }
+  // One look cannot use the waiter's monotonic clock: compare the heartbeat
+  // with this host's clock instead (the lease dwarfs usual clock skew).
+  if (lock.heartbeatAgeSeconds >= leaseSeconds) {
+    lock.stale = true;
+    lock.staleReason = "no heartbeat for " +
+                       formatSeconds(lock.heartbeatAgeSeconds) + " s (lease " +
+                       formatSeconds(leaseSeconds) + " s)";
+  } else if (!snapshot.owner) {
+    lock.staleReason = "unreadable lock file";
+  }
+  return lock;
+}
+
+} // namespace
+
+bool CacheAccess::removeEntryDirectory(const std::string &path,
+                                       const std::string &dirName) {
+  std::string aside =
+      joinPath(dir(kTmpDir), dirName + ".deleting." + uniqueSuffix());
+  makeDirectory(dir(kTmpDir));
+  if (rename(path.c_str(), aside.c_str()) != 0)
+    return false;
+  removeTree(aside);
+  return true;
+}
+
+std::vector<EntryListing> Cache::list() {
+  std::vector<EntryListing> listings;
+  try {
+    CacheAccess access(*this);
+    std::string root = versionDir();
+    for (const std::string &name : listDirectory(root)) {
+      std::optional<CacheKey> key = entryKey(name);
+      if (!key)
+        continue;
+      if (std::optional<EntryListing> listing =
+              listEntry(joinPath(root, name), *key))
+        listings.push_back(std::move(*listing));
+    }
+    std::string tmp = access.dir(kTmpDir);
+    for (const std::string &name : listDirectory(tmp)) {
+      std::string keyPart;
+      std::string path = joinPath(tmp, name);
+      if (temporaryKind(name, keyPart) != "publish" || !isDirectory(path))
+        continue;
+      std::optional<CacheKey> key = entryKey(keyPart);
+      if (!key)
+        continue;
+      EntryListing listing;
+      listing.key = *key;
+      listing.path = path;
+      listing.status = "incomplete";
+      listing.sizeBytes = treeSize(path);
+      listing.createdUnix = listing.lastUsedUnix = mtimeOf(path);
+      struct stat lockInfo;
+      listing.locked = stat(access.lockPath(keyPart).c_str(), &lockInfo) == 0;
+      listings.push_back(std::move(listing));
+    }
+    std::sort(listings.begin(), listings.end(),
+              [](const EntryListing &a, const EntryListing &b) {
+                return a.path < b.path;
+              });
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn(std::string("listing the cache failed: ") + error.what());
+  }
+  return listings;
+}
+
+std::optional<EntryListing> Cache::inspect(const CacheKey &key,
+                                           const std::string &path) {
+  try {
+    return listEntry(
+        path.empty() ? joinPath(versionDir(), key.dirName()) : path, key);
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn("inspecting " + key.dirName() + " failed: " + error.what());
+  }
+  return std::nullopt;
+}
+
+std::vector<LockInfo> Cache::locks() {
+  std::vector<LockInfo> result;
+  try {
+    std::string locksDir = joinPath(versionDir(), kLocksDir);
+    for (const std::string &name : listDirectory(locksDir)) {
+      const std::string suffix = ".lock";
+      if (name.size() <= suffix.size() ||
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+        continue;
+      std::optional<CacheKey> key =
+          entryKey(name.substr(0, name.size() - suffix.size()));
+      if (!key)
+        continue;
+      std::string path = joinPath(locksDir, name);
+      LockSnapshot snapshot = readLock(path);
+      if (!snapshot.exists)
+        continue;
+      result.push_back(describeLock(*key, path, snapshot, opts.leaseSeconds));
+    }
+    std::sort(
+        result.begin(), result.end(),
+        [](const LockInfo &a, const LockInfo &b) { return a.path < b.path; });
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn(std::string("listing the locks failed: ") + error.what());
+  }
+  return result;
+}
+
+std::vector<LockInfo> Cache::clearLocks(bool all) {
+  std::vector<LockInfo> removed;
+  try {
+    if (CacheAccess(*this).refusesWrites("clearing locks"))
+      return removed;
+    std::string tmpDir = joinPath(versionDir(), kTmpDir);
+    makeDirectory(tmpDir);
+    for (const LockInfo &lock : locks()) {
+      if (!all && !lock.stale)
+        continue;
+      // Judge the very file we remove: breakLock removes it only if it is
+      // unchanged since this look.
+      LockSnapshot snapshot = readLock(lock.path);
+      if (!snapshot.exists)
+        continue;
+      LockInfo current =
+          describeLock(lock.key, lock.path, snapshot, opts.leaseSeconds);
+      if (!all && !current.stale)
+        continue;
+      if (breakLock(lock.path, tmpDir, lock.key.dirName(), snapshot))
+        removed.push_back(current);
+    }
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn(std::string("clearing locks failed: ") + error.what());
+  }
+  return removed;
+}
+
+Cache::CleanReport Cache::clean(bool all, double olderThanSeconds) {
+  CleanReport report;
+  try {
+    CacheAccess access(*this);
+    if (access.refusesWrites("cleaning"))
+      return report;
+    int64_t now = nowUnix();
+    bool byAge = olderThanSeconds >= 0;
+    auto oldEnough = [&](int64_t lastUsed) {
+      return !byAge || static_cast<double>(now - lastUsed) > olderThanSeconds;
+    };
+    auto removed = [&](const std::string &path, int64_t bytes) {
+      ++report.removedEntries;
+      report.removedBytes += bytes;
+      report.removed.push_back(path);
+    };
+
+    std::string root = versionDir();
+    for (const std::string &name : listDirectory(root)) {
+      std::optional<CacheKey> key = entryKey(name);
+      if (!key)
+        continue;
+      std::string path = joinPath(root, name);
+      LoadedEntry loaded = loadEntry(path, *key, VerifyLevel::Sizes);
+      bool remove = false;
+      int64_t lastUsed = mtimeOf(path);
+      switch (loaded.state) {
+      case LoadState::Missing:
+      case LoadState::NewerFormat:
+      case LoadState::Unreadable:
+        continue;
+      case LoadState::Corrupt:
+        remove = true;
+        break;
+      case LoadState::Ok:
+        lastUsed = loaded.entry.lastUsedUnix;
+        // --older-than removes every entry unused for that long.
+        remove = all || byAge || loaded.entry.status == EntryStatus::Failed;
+        break;
+      }
+      if (!remove || !oldEnough(lastUsed))
+        continue;
+      int64_t bytes = loaded.state == LoadState::Ok ? loaded.entry.sizeBytes
+                                                    : treeSize(path);
+      loaded.dirFd = FileDescriptor();
+      if (access.removeEntryDirectory(path, name))
+        removed(path, bytes);
+    }
+
+    // Temporaries: half-published entries and lock files of dead processes
+    // (only when surely abandoned), and leftovers of removals.
+    std::string tmp = access.dir(kTmpDir);
+    for (const std::string &name : listDirectory(tmp)) {
+      std::string keyPart;
+      std::string kind = temporaryKind(name, keyPart);
+      std::string path = joinPath(tmp, name);
+      int64_t mtime = mtimeOf(path);
+      if (mtime < 0)
+        continue;
+      bool leftover = kind == "deleting" || kind == "replaced";
+      bool abandoned =
+          static_cast<double>(now - mtime) > kStaleTemporarySeconds &&
+          oldEnough(mtime);
+      if (!leftover && !abandoned)
+        continue;
+      int64_t bytes = treeSize(path);
+      removeTree(path);
+      if (kind == "publish")
+        removed(path, bytes);
+    }
+
+    std::string quarantine = access.dir(kQuarantineDir);
+    for (const std::string &name : listDirectory(quarantine)) {
+      std::string path = joinPath(quarantine, name);
+      int64_t mtime = mtimeOf(path);
+      if (mtime < 0 || !oldEnough(mtime))
+        continue;
+      int64_t bytes = treeSize(path);
+      std::string aside =
+          joinPath(tmp, "quarantined.deleting." + uniqueSuffix());
+      if (rename(path.c_str(), aside.c_str()) != 0)
+        continue;
+      removeTree(aside);
+      removed(path, bytes);
+    }
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn(std::string("cleaning the cache failed: ") + error.what());
+  }
+  return report;
+}
+
+Cache::VerifyReport Cache::verify(bool fix) {
+  VerifyReport report;
+  try {
+    CacheAccess access(*this);
+    if (fix && access.refusesWrites("verify's fix"))
+      fix = false;
+    std::string root = versionDir();
+    for (const std::string &name : listDirectory(root)) {
+      std::optional<CacheKey> key = entryKey(name);
+      if (!key)
+        continue;
+      std::string path = joinPath(root, name);
+      LoadedEntry loaded = loadEntry(path, *key, VerifyLevel::Everything);
+      if (loaded.state == LoadState::Missing)
+        continue;
+      ++report.checked;
+      if (loaded.state == LoadState::NewerFormat) {
+        access.warn("skipping " + path + ": " + loaded.problem);
+        continue;
+      }
+      if (loaded.state == LoadState::Unreadable) {
+        report.corrupt.emplace_back(path, "unreadable: " + loaded.problem);
+        continue;
+      }
+      if (loaded.state != LoadState::Corrupt)
+        continue;
+      report.corrupt.emplace_back(path, loaded.problem);
+      if (!fix)
+        continue;
+      std::string destination;
+      int error = 0;
+      CacheAccess::QuarantineOutcome outcome = access.quarantine(
+          path, loaded.dirInfo, loaded.problem, destination, error);
+      if (outcome != CacheAccess::QuarantineOutcome::Failed)
+        ++report.quarantined;
+      else
+        access.warn("cannot move " + path +
+                    " to the quarantine: " + errnoText(error));
+    }
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn(std::string("verifying the cache failed: ") + error.what());
+  }
+  return report;
+}
+
+Cache::CleanReport Cache::prune(int64_t maxBytes) {
+  CleanReport report;
+  try {
+    CacheAccess access(*this);
+    if (access.refusesWrites("pruning"))
+      return report;
+    std::vector<EntryListing> entries;
+    int64_t total = 0;
+    for (EntryListing &listing : list()) {
+      if (listing.status == "incomplete")
+        continue; // being written: never evicted, not counted
+      total += listing.sizeBytes;
+      entries.push_back(std::move(listing));
+    }
+    // Corrupt entries go first, then the least recently used.
+    std::sort(entries.begin(), entries.end(),
+              [](const EntryListing &a, const EntryListing &b) {
+                bool aCorrupt = a.status == "corrupt",
+                     bCorrupt = b.status == "corrupt";
+                if (aCorrupt != bCorrupt)
+                  return aCorrupt;
+                if (a.lastUsedUnix != b.lastUsedUnix)
+                  return a.lastUsedUnix < b.lastUsedUnix;
+                return a.path < b.path;
+              });
+    for (const EntryListing &listing : entries) {
+      if (total <= maxBytes)
+        break;
+      std::string name = listing.key.dirName();
+      struct stat lockInfo;
+      if (stat(access.lockPath(name).c_str(), &lockInfo) == 0)
+        continue; // its key is being compiled right now
+      if (!access.removeEntryDirectory(listing.path, name))
+        continue;
+      total -= listing.sizeBytes;
+      ++report.removedEntries;
+      report.removedBytes += listing.sizeBytes;
+      report.removed.push_back(listing.path);
+    }
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn(std::string("pruning the cache failed: ") + error.what());
+  }
+  return report;
+}
+
+} // namespace mlir::trn::cache
