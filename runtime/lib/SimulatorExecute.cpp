@@ -1,4 +1,4 @@
-//===- SimulatorExecute.cpp - Functional semantics of each opcode ---------===//
+//===- SimulatorExecute.cpp - Vector, Scalar and GpSimd semantics ---------===//
 //
 // Each instruction resolves its operands (bounds-checked views), decodes them
 // to fp32 (or int64 on the integer paths) once, computes over contiguous
@@ -12,10 +12,8 @@
 #include "trnrt/Random.h"
 
 #include <algorithm>
-#include <cblas.h>
 #include <cmath>
 #include <limits>
-#include <mutex>
 #include <numeric>
 
 namespace trnrt {
@@ -25,148 +23,118 @@ namespace {
 
 bool isIntegerDType(DType dtype) { return !isFloatDType(dtype); }
 
-inline float boolToFloat(bool value) { return value ? 1.0f : 0.0f; }
-
 inline int32_t toInt32(float value) {
   return int32_t(floatToInteger(value, DType::I32));
 }
 
-/// Calls visit(f) with f(a, b) the fp32 semantics of `op`; returns false for
-/// an unknown op. Max and Min propagate NaN (a NaN operand gives NaN), so
-/// poisoned reads stay visible.
-template <typename Visit> bool dispatchFloatAlu(AluOp op, Visit &&visit) {
-  switch (op) {
-  case AluOp::Bypass:
-    visit([](float a, float) { return a; });
-    return true;
-  case AluOp::Add:
-    visit([](float a, float b) { return a + b; });
-    return true;
-  case AluOp::Subtract:
-    visit([](float a, float b) { return a - b; });
-    return true;
-  case AluOp::Multiply:
-    visit([](float a, float b) { return a * b; });
-    return true;
-  case AluOp::Divide:
-    visit([](float a, float b) { return a / b; });
-    return true;
-  case AluOp::Max:
-    visit([](float a, float b) { return (a > b || a != a) ? a : b; });
-    return true;
-  case AluOp::Min:
-    visit([](float a, float b) { return (a < b || a != a) ? a : b; });
-    return true;
-  case AluOp::Pow:
-    visit([](float a, float b) { return std::pow(a, b); });
-    return true;
-  case AluOp::IsEqual:
-    visit([](float a, float b) { return boolToFloat(a == b); });
-    return true;
-  case AluOp::IsNotEqual:
-    visit([](float a, float b) { return boolToFloat(a != b); });
-    return true;
-  case AluOp::IsLess:
-    visit([](float a, float b) { return boolToFloat(a < b); });
-    return true;
-  case AluOp::IsLessEqual:
-    visit([](float a, float b) { return boolToFloat(a <= b); });
-    return true;
-  case AluOp::IsGreater:
-    visit([](float a, float b) { return boolToFloat(a > b); });
-    return true;
-  case AluOp::IsGreaterEqual:
-    visit([](float a, float b) { return boolToFloat(a >= b); });
-    return true;
-  case AluOp::LogicalAnd:
-    visit([](float a, float b) { return boolToFloat(a != 0.0f && b != 0.0f); });
-    return true;
-  case AluOp::LogicalOr:
-    visit([](float a, float b) { return boolToFloat(a != 0.0f || b != 0.0f); });
-    return true;
-  case AluOp::BitwiseAnd:
-    visit([](float a, float b) { return float(toInt32(a) & toInt32(b)); });
-    return true;
-  case AluOp::BitwiseOr:
-    visit([](float a, float b) { return float(toInt32(a) | toInt32(b)); });
-    return true;
+/// The primitives the ALU ops are made of, per element type. fp32: IEEE, with
+/// Max and Min propagating NaN (a NaN operand gives NaN) so poisoned reads
+/// stay visible. Integers (GpSimd int32 math, bitwise ops): wrapping
+/// arithmetic, division truncating toward zero with x / 0 = 0.
+template <typename T> struct AluArith;
+
+template <> struct AluArith<float> {
+  static float add(float a, float b) { return a + b; }
+  static float subtract(float a, float b) { return a - b; }
+  static float multiply(float a, float b) { return a * b; }
+  static float divide(float a, float b) { return a / b; }
+  static float max(float a, float b) { return (a > b || a != a) ? a : b; }
+  static float min(float a, float b) { return (a < b || a != a) ? a : b; }
+  static float pow(float a, float b) { return std::pow(a, b); }
+  static float bitwiseAnd(float a, float b) {
+    return float(toInt32(a) & toInt32(b));
   }
-  return false;
-}
+  static float bitwiseOr(float a, float b) {
+    return float(toInt32(a) | toInt32(b));
+  }
+};
 
-inline int64_t wrapAdd(int64_t a, int64_t b) {
-  return int64_t(uint64_t(a) + uint64_t(b));
-}
+template <> struct AluArith<int64_t> {
+  static int64_t add(int64_t a, int64_t b) {
+    return int64_t(uint64_t(a) + uint64_t(b));
+  }
+  static int64_t subtract(int64_t a, int64_t b) {
+    return int64_t(uint64_t(a) - uint64_t(b));
+  }
+  static int64_t multiply(int64_t a, int64_t b) {
+    return int64_t(uint64_t(a) * uint64_t(b));
+  }
+  static int64_t divide(int64_t a, int64_t b) {
+    if (b == 0)
+      return 0;
+    if (b == -1)
+      return int64_t(0 - uint64_t(a));
+    return a / b;
+  }
+  static int64_t max(int64_t a, int64_t b) { return std::max(a, b); }
+  static int64_t min(int64_t a, int64_t b) { return std::min(a, b); }
+  static int64_t pow(int64_t a, int64_t b) {
+    return floatToInteger(float(std::pow(double(a), double(b))), DType::I64);
+  }
+  static int64_t bitwiseAnd(int64_t a, int64_t b) { return a & b; }
+  static int64_t bitwiseOr(int64_t a, int64_t b) { return a | b; }
+};
 
-/// Integer semantics (GpSimd int32 math, bitwise ops): wrapping arithmetic,
-/// division truncating toward zero with x / 0 = 0.
-template <typename Visit> bool dispatchIntAlu(AluOp op, Visit &&visit) {
+/// Calls visit(f) with f(a, b) the semantics of `op` on T (float or int64_t;
+/// comparisons and logical ops give 1 or 0); returns false for an unknown
+/// op. The operator is chosen once, outside the element loop.
+template <typename T, typename Visit>
+bool dispatchAlu(AluOp op, Visit &&visit) {
+  using A = AluArith<T>;
   switch (op) {
   case AluOp::Bypass:
-    visit([](int64_t a, int64_t) { return a; });
+    visit([](T a, T) { return a; });
     return true;
   case AluOp::Add:
-    visit([](int64_t a, int64_t b) { return wrapAdd(a, b); });
+    visit([](T a, T b) { return A::add(a, b); });
     return true;
   case AluOp::Subtract:
-    visit([](int64_t a, int64_t b) {
-      return int64_t(uint64_t(a) - uint64_t(b));
-    });
+    visit([](T a, T b) { return A::subtract(a, b); });
     return true;
   case AluOp::Multiply:
-    visit([](int64_t a, int64_t b) {
-      return int64_t(uint64_t(a) * uint64_t(b));
-    });
+    visit([](T a, T b) { return A::multiply(a, b); });
     return true;
   case AluOp::Divide:
-    visit([](int64_t a, int64_t b) {
-      if (b == 0)
-        return int64_t(0);
-      if (b == -1)
-        return int64_t(0 - uint64_t(a));
-      return a / b;
-    });
+    visit([](T a, T b) { return A::divide(a, b); });
     return true;
   case AluOp::Max:
-    visit([](int64_t a, int64_t b) { return std::max(a, b); });
+    visit([](T a, T b) { return A::max(a, b); });
     return true;
   case AluOp::Min:
-    visit([](int64_t a, int64_t b) { return std::min(a, b); });
+    visit([](T a, T b) { return A::min(a, b); });
     return true;
   case AluOp::Pow:
-    visit([](int64_t a, int64_t b) {
-      return floatToInteger(float(std::pow(double(a), double(b))), DType::I64);
-    });
+    visit([](T a, T b) { return A::pow(a, b); });
     return true;
   case AluOp::IsEqual:
-    visit([](int64_t a, int64_t b) { return int64_t(a == b); });
+    visit([](T a, T b) { return T(a == b); });
     return true;
   case AluOp::IsNotEqual:
-    visit([](int64_t a, int64_t b) { return int64_t(a != b); });
+    visit([](T a, T b) { return T(a != b); });
     return true;
   case AluOp::IsLess:
-    visit([](int64_t a, int64_t b) { return int64_t(a < b); });
+    visit([](T a, T b) { return T(a < b); });
     return true;
   case AluOp::IsLessEqual:
-    visit([](int64_t a, int64_t b) { return int64_t(a <= b); });
+    visit([](T a, T b) { return T(a <= b); });
     return true;
   case AluOp::IsGreater:
-    visit([](int64_t a, int64_t b) { return int64_t(a > b); });
+    visit([](T a, T b) { return T(a > b); });
     return true;
   case AluOp::IsGreaterEqual:
-    visit([](int64_t a, int64_t b) { return int64_t(a >= b); });
+    visit([](T a, T b) { return T(a >= b); });
     return true;
   case AluOp::LogicalAnd:
-    visit([](int64_t a, int64_t b) { return int64_t(a != 0 && b != 0); });
+    visit([](T a, T b) { return T(a != T(0) && b != T(0)); });
     return true;
   case AluOp::LogicalOr:
-    visit([](int64_t a, int64_t b) { return int64_t(a != 0 || b != 0); });
+    visit([](T a, T b) { return T(a != T(0) || b != T(0)); });
     return true;
   case AluOp::BitwiseAnd:
-    visit([](int64_t a, int64_t b) { return a & b; });
+    visit([](T a, T b) { return A::bitwiseAnd(a, b); });
     return true;
   case AluOp::BitwiseOr:
-    visit([](int64_t a, int64_t b) { return a | b; });
+    visit([](T a, T b) { return A::bitwiseOr(a, b); });
     return true;
   }
   return false;
@@ -371,11 +339,6 @@ bool applyActivation(ActivationFunc func, float *x, int64_t n) {
   return false;
 }
 
-template <typename T> void ensureSize(std::vector<T> &buffer, int64_t size) {
-  if (buffer.size() < size_t(size))
-    buffer.resize(size_t(size));
-}
-
 /// Calls fn(p, linearIndex, affineFreePart) over the access pattern's logical
 /// index space (its own dims, before any merging), in element order.
 template <typename Fn>
@@ -415,50 +378,6 @@ bool compareWithZero(CompareOp compare, int64_t value) {
     return value >= 0;
   }
   return false;
-}
-
-template <typename T>
-void transposeTyped(const uint8_t *in, int64_t inPitch, int64_t inStride,
-                    uint8_t *out, int64_t outPitch, int64_t outStride,
-                    int64_t P, int64_t F) {
-  // 32x32 blocks keep both sides' lines in cache.
-  constexpr int64_t kBlock = 32;
-  for (int64_t p0 = 0; p0 < P; p0 += kBlock)
-    for (int64_t f0 = 0; f0 < F; f0 += kBlock) {
-      const int64_t pEnd = std::min(P, p0 + kBlock),
-                    fEnd = std::min(F, f0 + kBlock);
-      for (int64_t p = p0; p < pEnd; ++p) {
-        const uint8_t *row = in + p * inPitch;
-        uint8_t *column = out + p * outStride;
-        for (int64_t f = f0; f < fEnd; ++f) {
-          T value;
-          std::memcpy(&value, row + f * inStride, sizeof(T));
-          std::memcpy(column + f * outPitch, &value, sizeof(T));
-        }
-      }
-    }
-}
-
-/// out(f, p) = in(p, f) for a [P, F] tile of `size`-byte elements: element
-/// (p, f) of `in` at p * inPitch + f * inStride bytes, element (f, p) of
-/// `out` at f * outPitch + p * outStride.
-void transposeBytes(const uint8_t *in, int64_t inPitch, int64_t inStride,
-                    uint8_t *out, int64_t outPitch, int64_t outStride,
-                    int64_t P, int64_t F, unsigned size) {
-  switch (size) {
-  case 1:
-    return transposeTyped<uint8_t>(in, inPitch, inStride, out, outPitch,
-                                   outStride, P, F);
-  case 2:
-    return transposeTyped<uint16_t>(in, inPitch, inStride, out, outPitch,
-                                    outStride, P, F);
-  case 4:
-    return transposeTyped<uint32_t>(in, inPitch, inStride, out, outPitch,
-                                    outStride, P, F);
-  default:
-    return transposeTyped<uint64_t>(in, inPitch, inStride, out, outPitch,
-                                    outStride, P, F);
-  }
 }
 
 } // namespace
@@ -551,6 +470,23 @@ void SimulatorCoreBase::copySameDType(const TileView &src,
   scatterBytes(rawA.data(), dst);
 }
 
+void SimulatorCoreBase::copyConverting(const TileView &src, const TileView &dst,
+                                       bool exactIntegers) {
+  const int64_t count = src.totalElements();
+  if (src.dtype == dst.dtype) {
+    copySameDType(src, dst);
+  } else if (exactIntegers && isIntegerDType(src.dtype) &&
+             isIntegerDType(dst.dtype)) {
+    ensureSize(intA, count);
+    decodeTileInt(src, intA.data());
+    encodeTileInt(intA.data(), dst);
+  } else {
+    ensureSize(bufA, count);
+    decodeTile(src, bufA.data());
+    encodeTile(bufA.data(), dst);
+  }
+}
+
 /// GpSimd computes add and multiply on integer operands in int32 (§2.5);
 /// bitwise operators work on integer bits everywhere. Everything else is
 /// fp32.
@@ -597,249 +533,9 @@ bool SimulatorCoreBase::execute(Engine engine, const Instruction &inst,
   return fail("unknown opcode " + std::to_string(unsigned(inst.opcode)));
 }
 
-bool SimulatorCoreBase::execDmaCopy(const Instruction &inst,
-                                    ExecResult &result) {
-  return inst.indirect ? execIndirectDma(inst, result)
-                       : execDirectDma(inst, result);
-}
-
 bool SimulatorCoreBase::execCollective(const Instruction &, ExecResult &) {
   // The simulator runs collectives through executeCollective.
   return fail("collectives are not supported yet by the simulator");
-}
-
-//===----------------------------------------------------------------------===//
-// Tensor Engine
-//===----------------------------------------------------------------------===//
-
-namespace {
-// Simulators may run on several threads at once (one per simulated core):
-// the first to start saves the caller's thread count, the last to finish
-// restores it.
-std::mutex blasThreadsMutex;
-unsigned activeRuns = 0;
-int savedBlasThreads = 1;
-} // namespace
-
-SingleThreadedBlas::SingleThreadedBlas() {
-  std::lock_guard<std::mutex> lock(blasThreadsMutex);
-  if (activeRuns++ == 0) {
-    savedBlasThreads = openblas_get_num_threads();
-    if (savedBlasThreads != 1)
-      openblas_set_num_threads(1);
-  }
-}
-
-SingleThreadedBlas::~SingleThreadedBlas() {
-  std::lock_guard<std::mutex> lock(blasThreadsMutex);
-  if (--activeRuns == 0 && savedBlasThreads != 1)
-    openblas_set_num_threads(savedBlasThreads);
-}
-
-/// Decodes `view` ([P, F]) into rows `pitch` floats apart.
-static void stageRows(const TileView &view, float *out, int64_t pitch) {
-  const int64_t F = view.freeElements;
-  if (view.isDenseF32()) {
-    for (unsigned p = 0; p < view.partitions; ++p)
-      std::memcpy(out + p * pitch, view.base + int64_t(p) * view.partitionPitch,
-                  size_t(F) * 4);
-    return;
-  }
-  for (unsigned p = 0; p < view.partitions; ++p)
-    decodeTile(partitionSlice(view, p, 1), out + p * pitch);
-}
-
-bool SimulatorCoreBase::execMatmul(const Instruction &inst,
-                                   ExecResult &result) {
-  TileView stationary, moving, dst;
-  if (!operand(inst.srcs[0], "stationary (srcs[0])", stationary) ||
-      !operand(inst.srcs[1], "moving (srcs[1])", moving) ||
-      !operand(inst.dst, "dst", dst))
-    return false;
-  if (stationary.memory != Memory::Sbuf || moving.memory != Memory::Sbuf)
-    return fail("matmul inputs must be in SBUF (the Tensor Engine cannot "
-                "read PSUM)");
-  if (dst.memory != Memory::Psum || dst.dtype != DType::F32)
-    return fail("matmul dst must be an fp32 PSUM tile");
-  if (!isFloatDType(stationary.dtype) || !isFloatDType(moving.dtype))
-    return fail("matmul inputs must be float dtypes");
-  bool stationaryF32 = stationary.dtype == DType::F32;
-  bool movingF32 = moving.dtype == DType::F32;
-  if (stationaryF32 != movingF32)
-    return fail(std::string("matmul mixes ") + dtypeName(stationary.dtype) +
-                " and " + dtypeName(moving.dtype) +
-                "; fp32 inputs must be paired with fp32");
-  const int64_t K = stationary.partitions, M = stationary.freeElements,
-                N = moving.freeElements;
-  if (moving.partitions != K)
-    return fail("matmul contraction mismatch: stationary has " +
-                std::to_string(K) + " partitions, moving " +
-                std::to_string(moving.partitions));
-  if (K > target.matmulMaxK || M > target.matmulMaxStationaryFree ||
-      N > target.matmulMaxMovingFree)
-    return fail("matmul K=" + std::to_string(K) + " M=" + std::to_string(M) +
-                " N=" + std::to_string(N) +
-                " exceeds the limits K<=" + std::to_string(target.matmulMaxK) +
-                " M<=" + std::to_string(target.matmulMaxStationaryFree) +
-                " N<=" + std::to_string(target.matmulMaxMovingFree));
-  if (dst.partitions != M || dst.freeElements != N)
-    return fail("matmul dst is [" + std::to_string(dst.partitions) + ", " +
-                std::to_string(dst.freeElements) + "], expected [" +
-                std::to_string(M) + ", " + std::to_string(N) + "]");
-  const int64_t bank = int64_t(target.psumBankBytes);
-  if (dst.minByte / bank != (dst.endByte - 1) / bank)
-    return fail("matmul dst bytes [" + std::to_string(dst.minByte) + ", " +
-                std::to_string(dst.endByte) + ") cross a PSUM bank boundary");
-
-  // The inputs are staged into contiguous fp32 buffers whose row pitch is
-  // the row plus 64 bytes: SBUF's partition pitch (192 KiB) is a multiple of
-  // 4 KiB, and BLAS packing rows that far apart maps them all to one cache
-  // set.
-  if (!options.timingOnly)
-    matmulValues(inst, stationary, moving, dst);
-  result.shape.matmulK = K;
-  result.shape.matmulM = M;
-  result.shape.matmulN = N;
-  result.shape.fp32Inputs = stationaryF32;
-  result.shape.freeElements = N;
-  result.flops = uint64_t(2) * uint64_t(M) * uint64_t(N) * uint64_t(K);
-  noteWrite(dst, result);
-  return true;
-}
-
-/// dst[M,N] (+)= stationary[K,M]^T moving[K,N], accumulated in fp32.
-void SimulatorCoreBase::matmulValues(const Instruction &inst,
-                                     const TileView &stationary,
-                                     const TileView &moving,
-                                     const TileView &dst) {
-  const int64_t K = stationary.partitions, M = stationary.freeElements,
-                N = moving.freeElements;
-  const int lda = int(M) + 16, ldb = int(N) + 16;
-  ensureSize(bufA, K * lda);
-  ensureSize(bufB, K * ldb);
-  float *a = bufA.data(), *b = bufB.data();
-  stageRows(stationary, a, lda);
-  // A moving tile with one free dim is staged by each piece, its columns
-  // only; others here, whole.
-  const bool movingOneDim =
-      moving.sizes[0] == 1 && moving.sizes[1] == 1 && moving.sizes[2] == 1;
-  if (!movingOneDim)
-    stageRows(moving, b, ldb);
-  const bool inPlace = dst.isDenseF32();
-  float *c;
-  int ldc;
-  if (inPlace) {
-    c = reinterpret_cast<float *>(dst.base);
-    ldc = int(dst.partitionPitch / 4);
-  } else {
-    ensureSize(bufC, M * N);
-    c = bufC.data();
-    ldc = int(N);
-    if (inst.accumulate)
-      decodeTile(dst, c);
-  }
-  // ldc is at least the row length (BLAS requires it) because a dense
-  // view's pitch covers its row.
-  ldc = std::max(ldc, int(N));
-  // dst[M,N] (+)= stationary[K,M]^T moving[K,N], accumulated in fp32. With
-  // beta = 0 BLAS does not read C, so stale PSUM (even NaN) is overwritten.
-  // Wide matmuls are two GEMMs over column halves (cut at a multiple of 16,
-  // by the shape alone), which run on two threads when there are.
-  const int64_t pieces = N >= 256 ? 2 : 1;
-  forEachPiece(pieces, [&](int64_t i) {
-    const int64_t first = i == 0 ? 0 : (N / pieces) / 16 * 16;
-    const int64_t end = i + 1 == pieces ? N : (N / pieces) / 16 * 16;
-    if (movingOneDim) {
-      TileView columns = moving;
-      columns.base = moving.base + first * moving.strides[3];
-      columns.sizes[3] = end - first;
-      columns.freeElements = end - first;
-      stageRows(columns, b + first, ldb);
-    }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M),
-                int(end - first), int(K), 1.0f, a, lda, b + first, ldb,
-                inst.accumulate ? 1.0f : 0.0f, c + first, ldc);
-  });
-  if (!inPlace)
-    encodeTile(c, dst);
-}
-
-bool SimulatorCoreBase::execTranspose(const Instruction &inst,
-                                      ExecResult &result) {
-  TileView src, dst;
-  if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
-      !operand(inst.dst, "dst", dst))
-    return false;
-  if (src.memory != Memory::Sbuf || dst.memory != Memory::Psum)
-    return fail("transpose reads SBUF and writes PSUM");
-  if (!target.bitExactTranspose && dst.dtype != DType::F32)
-    return fail("transpose dst must be fp32 on this target (it is a matmul "
-                "with an identity)");
-  const int64_t P = src.partitions, F = src.freeElements;
-  if (P > target.matmulMaxK || F > target.matmulMaxStationaryFree)
-    return fail("transpose of [" + std::to_string(P) + ", " +
-                std::to_string(F) + "] exceeds [" +
-                std::to_string(target.matmulMaxK) + ", " +
-                std::to_string(target.matmulMaxStationaryFree) + "]");
-  if (dst.partitions != F || dst.freeElements != P)
-    return fail("transpose dst is [" + std::to_string(dst.partitions) + ", " +
-                std::to_string(dst.freeElements) + "], expected [" +
-                std::to_string(F) + ", " + std::to_string(P) + "]");
-  const int64_t bank = int64_t(target.psumBankBytes);
-  if (dst.minByte / bank != (dst.endByte - 1) / bank)
-    return fail("transpose dst crosses a PSUM bank boundary");
-
-  // An exact copy (docs/isa.md §5.1). NeuronCore-v2 hardware transposes by
-  // an identity matmul, which turns a column holding NaN/Inf into NaN and
-  // -0 into +0; the compiler must not rely on transposing non-finite data.
-  if (options.timingOnly) {
-    // Costed below from the shapes alone.
-  } else if (src.dtype == dst.dtype) {
-    // src (SBUF) and dst (PSUM) never overlap. The tile goes through
-    // contiguous [P][F] and [F][P] buffers: the memories' partition pitches
-    // are multiples of 4 KiB, so transposing between them directly would
-    // map every row of a block to the same cache set. A dst with one free
-    // dim is cut into pieces by source partitions (its columns).
-    const int64_t size = src.elementBytes;
-    ensureSize(rawA, 2 * P * F * size);
-    uint8_t *in = rawA.data(), *out = rawA.data() + P * F * size;
-    const bool oneDim =
-        dst.sizes[0] == 1 && dst.sizes[1] == 1 && dst.sizes[2] == 1;
-    const int64_t pieces = oneDim ? partitionPieces(unsigned(P), P * F) : 1;
-    forEachPiece(pieces, [&](int64_t i) {
-      const int64_t first = P * i / pieces, end = P * (i + 1) / pieces;
-      const int64_t count = end - first;
-      uint8_t *pieceIn = in + first * F * size,
-              *pieceOut = out + first * F * size;
-      gatherBytes(partitionSlice(src, unsigned(first), unsigned(count)),
-                  pieceIn);
-      transposeBytes(pieceIn, F * size, size, pieceOut, count * size, size,
-                     count, F, src.elementBytes);
-      // dst columns [first, end) of every dst partition.
-      TileView columns = dst;
-      if (pieces > 1) {
-        columns.base = dst.base + first * dst.strides[3];
-        columns.sizes[3] = count;
-        columns.freeElements = count;
-      }
-      scatterBytes(pieceOut, columns);
-    });
-  } else {
-    ensureSize(bufA, 2 * P * F);
-    float *in = bufA.data(), *out = in + P * F;
-    decodeTile(src, in);
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t f = 0; f < F; ++f)
-        out[f * P + p] = in[p * F + f];
-    encodeTile(out, dst);
-  }
-  result.shape.transposePartitions = P;
-  result.shape.transposeFree = F;
-  result.shape.freeElements = F;
-  result.shape.fp32Inputs = src.dtype == DType::F32;
-  result.transposeFlops = uint64_t(2) * uint64_t(P) * uint64_t(F) * uint64_t(P);
-  noteWrite(dst, result);
-  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -927,7 +623,7 @@ bool SimulatorCoreBase::execTensorTensor(const Instruction &inst,
                        isIntegerDType(dst.dtype) && usesIntegerAlu(engine, op);
   bool known;
   if (options.timingOnly) {
-    known = intPath ? dispatchIntAlu(op, [](auto) {}) : isAluOp(op);
+    known = intPath ? dispatchAlu<int64_t>(op, [](auto) {}) : isAluOp(op);
   } else if (intPath) {
     ensureSize(intA, count);
     ensureSize(intB, count);
@@ -935,7 +631,7 @@ bool SimulatorCoreBase::execTensorTensor(const Instruction &inst,
     const int64_t *y = intB.data();
     decodeTileInt(a, x);
     decodeTileInt(b, intB.data());
-    known = dispatchIntAlu(op, [&](auto f) {
+    known = dispatchAlu<int64_t>(op, [&](auto f) {
       for (int64_t i = 0; i < count; ++i)
         x[i] = f(x[i], y[i]);
     });
@@ -957,7 +653,7 @@ bool SimulatorCoreBase::execTensorTensor(const Instruction &inst,
           float *xs = x + first * F;
           const float *ys = y + first * F;
           const int64_t n = int64_t(rows) * F;
-          dispatchFloatAlu(op, [&](auto f) {
+          dispatchAlu<float>(op, [&](auto f) {
             for (int64_t i = 0; i < n; ++i)
               xs[i] = f(xs[i], ys[i]);
           });
@@ -1016,7 +712,7 @@ bool SimulatorCoreBase::execTensorScalar(const Instruction &inst,
     for (const Step &step : steps) {
       if (step.op == AluOp::Bypass)
         continue;
-      bool known = dispatchIntAlu(step.op, [&](auto f) {
+      bool known = dispatchAlu<int64_t>(step.op, [&](auto f) {
         if (options.timingOnly)
           return;
         for (unsigned p = 0; p < P; ++p) {
@@ -1047,7 +743,7 @@ bool SimulatorCoreBase::execTensorScalar(const Instruction &inst,
             for (const Step &step : steps) {
               if (step.op == AluOp::Bypass)
                 continue;
-              dispatchFloatAlu(step.op, [&](auto f) {
+              dispatchAlu<float>(step.op, [&](auto f) {
                 for (unsigned p = first; p < first + count; ++p) {
                   applyScalar(x + int64_t(p) * F, F, step.scalars[p],
                               step.reverse, f);
@@ -1087,7 +783,7 @@ bool SimulatorCoreBase::execTensorReduce(const Instruction &inst,
     ensureSize(intA, int64_t(P) * F + P);
     int64_t *x = intA.data(), *out = x + int64_t(P) * F;
     decodeTileInt(src, x);
-    dispatchIntAlu(op, [&](auto f) {
+    dispatchAlu<int64_t>(op, [&](auto f) {
       for (unsigned p = 0; p < P; ++p) {
         const int64_t *row = x + int64_t(p) * F;
         int64_t acc = row[0];
@@ -1102,7 +798,7 @@ bool SimulatorCoreBase::execTensorReduce(const Instruction &inst,
     float *x = bufA.data(), *out = x + int64_t(P) * F;
     decodeTile(src, x);
     // Sequential fp32 accumulation along the free dims, as the lane streams.
-    dispatchFloatAlu(op, [&](auto f) {
+    dispatchAlu<float>(op, [&](auto f) {
       for (unsigned p = 0; p < P; ++p) {
         const float *row = x + int64_t(p) * F;
         float acc = row[0];
@@ -1125,27 +821,13 @@ bool SimulatorCoreBase::execTensorReduce(const Instruction &inst,
 
 bool SimulatorCoreBase::execTensorCopy(const Instruction &inst,
                                        ExecResult &result) {
-  const Engine engine = currentEngine;
   TileView src, dst;
   if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
       !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))
     return false;
-  const int64_t count = src.totalElements();
-  if (options.timingOnly) {
-    // Costed below from the shapes alone.
-  } else if (src.dtype == dst.dtype) {
-    // Vector and GpSimd copy bit-exactly within a dtype.
-    copySameDType(src, dst);
-  } else if (isIntegerDType(src.dtype) && isIntegerDType(dst.dtype)) {
-    ensureSize(intA, count);
-    decodeTileInt(src, intA.data());
-    encodeTileInt(intA.data(), dst);
-  } else {
-    ensureSize(bufA, count);
-    decodeTile(src, bufA.data());
-    encodeTile(bufA.data(), dst);
-  }
-  (void)engine;
+  // Timing only: costed below from the shapes alone.
+  if (!options.timingOnly)
+    copyConverting(src, dst, /*exactIntegers=*/true);
   result.shape.freeElements = src.freeElements;
   result.shape.stridePenalty = anyStridePenalty(target, {&src, &dst});
   result.shape.maxElementBytes = maxElementBytes({&src, &dst});
@@ -1460,193 +1142,6 @@ bool SimulatorCoreBase::execRng(const Instruction &inst, ExecResult &result) {
   result.shape.stridePenalty = anyStridePenalty(target, {&seedView, &dst});
   result.shape.maxElementBytes = dst.elementBytes;
   noteWrite(dst, result);
-  return true;
-}
-
-//===----------------------------------------------------------------------===//
-// DMA
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// Elements per contiguous run of a DMA side (docs/isa.md §7.3): runs never
-/// cross an SBUF partition; HBM rows that follow each other merge.
-int64_t runLength(const TileView &view) {
-  const bool denseRow =
-      view.sizes[0] == 1 && view.sizes[1] == 1 && view.sizes[2] == 1 &&
-      (view.sizes[3] == 1 || view.strides[3] == int64_t(view.elementBytes));
-  if (view.memory == Memory::Hbm && denseRow &&
-      (view.partitions == 1 ||
-       view.partitionPitch == view.freeElements * int64_t(view.elementBytes)))
-    return view.totalElements();
-  return std::max<int64_t>(1, view.runElements);
-}
-
-/// The DMA part of the cost shape: bytes, contiguous buffers (the pieces
-/// both sides' run boundaries cut the transfer into), SBUF partitions and
-/// how many sides are in HBM.
-void dmaShape(const TileView &src, const TileView &dst, int64_t buffers,
-              CostShape &shape) {
-  const int64_t elements = dst.totalElements();
-  shape.dmaBuffers = double(buffers);
-  shape.dmaBytes =
-      double(elements) * double(std::max(src.elementBytes, dst.elementBytes));
-  shape.dmaPartitions = dst.partitions;
-  shape.dmaHbmSides =
-      unsigned(src.memory == Memory::Hbm) + unsigned(dst.memory == Memory::Hbm);
-  shape.freeElements = dst.freeElements;
-}
-
-int64_t directBuffers(const TileView &src, const TileView &dst) {
-  const int64_t elements = dst.totalElements();
-  const int64_t runSrc = runLength(src), runDst = runLength(dst);
-  const int64_t lcm = runSrc / std::gcd(runSrc, runDst) * runDst;
-  return elements / runSrc + elements / runDst - elements / lcm;
-}
-
-} // namespace
-
-void SimulatorCoreBase::noteDmaTraffic(const TileView &src, const TileView &dst,
-                                       ExecResult &result) {
-  const uint64_t srcBytes = uint64_t(src.totalElements()) * src.elementBytes;
-  const uint64_t dstBytes = uint64_t(dst.totalElements()) * dst.elementBytes;
-  const bool srcHbm = src.memory == Memory::Hbm,
-             dstHbm = dst.memory == Memory::Hbm;
-  if (srcHbm && dstHbm)
-    result.hbmToHbmBytes += srcBytes;
-  else if (srcHbm)
-    result.hbmToSbufBytes += srcBytes;
-  else if (dstHbm)
-    result.sbufToHbmBytes += dstBytes;
-  else
-    result.sbufToSbufBytes += srcBytes;
-  // The compiler places spill tensors apart from the other scratch tensors
-  // (intermediates share bytes only among themselves), so the address tells
-  // which kind a transfer touches.
-  if (srcHbm) {
-    const HbmTensor *tensor = findTensorAt(src.minByte);
-    if (tensor && tensor->kind == HbmTensor::Kind::Scratch)
-      (tensor->isSpill() ? result.spillReloadBytes
-                         : result.scratchReloadBytes) += srcBytes;
-  }
-  if (dstHbm) {
-    const HbmTensor *tensor = findTensorAt(dst.minByte);
-    if (tensor && tensor->kind == HbmTensor::Kind::Scratch)
-      (tensor->isSpill() ? result.spillSaveBytes : result.scratchSaveBytes) +=
-          dstBytes;
-  }
-}
-
-bool SimulatorCoreBase::execDirectDma(const Instruction &inst,
-                                      ExecResult &result) {
-  TileView src, dst;
-  if (!operand(inst.srcs[0], "src (srcs[0])", src) ||
-      !operand(inst.dst, "dst", dst) || !sameShape(src, dst, "src", "dst"))
-    return false;
-  const int64_t count = src.totalElements();
-  if (options.timingOnly) {
-    // Costed below from the shapes alone.
-  } else if (src.dtype == dst.dtype) {
-    copySameDType(src, dst);
-  } else {
-    // Casts go through fp32 (the DMA engines' datapath).
-    ensureSize(bufA, count);
-    decodeTile(src, bufA.data());
-    encodeTile(bufA.data(), dst);
-  }
-  dmaShape(src, dst, directBuffers(src, dst), result.shape);
-  noteDmaTraffic(src, dst, result);
-  noteWrite(dst, result);
-  return true;
-}
-
-bool SimulatorCoreBase::execIndirectDma(const Instruction &inst,
-                                        ExecResult &result) {
-  const bool gather = inst.srcs[0].memory == Memory::Hbm;
-  const bool scatter = inst.dst.memory == Memory::Hbm;
-  if (gather == scatter)
-    return fail("an indirect dma_copy needs exactly one HBM side (the rows "
-                "the indices select)");
-  const AccessPattern &tableAp = gather ? inst.srcs[0] : inst.dst;
-  const char *tableName = gather ? "src (srcs[0])" : "dst";
-  const char *tileName = gather ? "dst" : "src (srcs[0])";
-  TileView tile, indices, row;
-  if (!operand(gather ? inst.dst : inst.srcs[0], tileName, tile) ||
-      !operand(inst.indices, "indices", indices))
-    return false;
-  if (indices.memory != Memory::Sbuf ||
-      (indices.dtype != DType::I32 && indices.dtype != DType::I64))
-    return fail("indices must be an int32 or int64 SBUF tile");
-  const unsigned P = tile.partitions;
-  if (indices.partitions != P || indices.freeElements != 1)
-    return fail("indices must be a [" + std::to_string(P) +
-                ", 1] tile (one row index per partition)");
-  // The HBM pattern describes the whole table (numPartitions rows,
-  // partitionStride apart); the index picks the row for each partition.
-  TileView table;
-  if (!operand(tableAp, tableName, table, /*decoded=*/false))
-    return false;
-  AccessPattern rowAp = tableAp;
-  rowAp.numPartitions = 1;
-  if (!operand(rowAp, tableName, row))
-    return false;
-  if (row.freeElements != tile.freeElements)
-    return fail(std::string("rows of ") + tableName + " have " +
-                std::to_string(row.freeElements) + " elements but " + tileName +
-                " has " + std::to_string(tile.freeElements) + " per partition");
-  const int64_t rows = tableAp.numPartitions;
-  const int64_t rowPitch = table.partitionPitch;
-
-  const int64_t F = tile.freeElements;
-  // Timing only: the indices (never computed) are not read; the cost does
-  // not depend on which rows they pick.
-  const unsigned valueRows = options.timingOnly ? 0 : P;
-  ensureSize(intA, valueRows);
-  if (valueRows)
-    decodeTileInt(indices, intA.data());
-  ensureSize(bufA, int64_t(valueRows) * F);
-  ensureSize(bufB, F);
-  if (!gather && valueRows)
-    decodeTile(tile, bufA.data());
-  for (unsigned p = 0; p < valueRows; ++p) {
-    const int64_t index = intA[p];
-    if (index < 0 || index >= rows) {
-      const HbmTensor *tensor = findTensorAt(tableAp.byteOffset);
-      return fail(
-          "index " + std::to_string(index) + " at partition " +
-          std::to_string(p) + " is outside the " + std::to_string(rows) +
-          " rows of the table" +
-          (tensor ? " (HBM tensor '" + tensor->name + "')" : std::string()));
-    }
-    TileView rowView = row;
-    rowView.base = row.base + index * rowPitch;
-    float *values = bufA.data() + int64_t(p) * F;
-    if (gather) {
-      decodeTile(rowView, values);
-    } else if (inst.accumulate) {
-      // Scatter-add: read-modify-write in fp32, partitions in increasing
-      // order, so repeated indices all add.
-      decodeTile(rowView, bufB.data());
-      for (int64_t i = 0; i < F; ++i)
-        bufB[i] += values[i];
-      encodeTile(bufB.data(), rowView);
-    } else {
-      encodeTile(values, rowView);
-    }
-  }
-  if (gather && valueRows)
-    encodeTile(bufA.data(), tile);
-
-  // Costed like a direct copy of P rows, each row's runs one buffer.
-  TileView hbmSide = row;
-  hbmSide.partitions = P;
-  const TileView &from = gather ? hbmSide : tile;
-  const TileView &to = gather ? tile : hbmSide;
-  dmaShape(from, to, int64_t(P) * (F / std::max<int64_t>(1, row.runElements)),
-           result.shape);
-  noteDmaTraffic(from, to, result);
-  if (gather)
-    noteWrite(tile, result);
   return true;
 }
 

@@ -1,7 +1,8 @@
 //===- SimulatorImpl.h - Simulator internals --------------------*- C++ -*-===//
 //
-// Shared by Simulator.cpp (memories, scheduler, statistics),
-// SimulatorExecute.cpp (functional semantics of each opcode),
+// Shared by Simulator.cpp (memories, scheduler, statistics), the functional
+// semantics of the opcodes (SimulatorExecute.cpp: Vector, Scalar, GpSimd;
+// SimulatorTensorEngine.cpp: matmul, transpose; SimulatorDma.cpp: dma_copy),
 // SimulatorTiles.cpp (access patterns and dtype conversions) and
 // SimulatorCost.cpp (the timing model). Not installed.
 //
@@ -94,6 +95,12 @@ float bf16ToFloat(uint16_t bits);
 uint32_t encodeNarrowFloat(float value, DType dtype);
 /// Float to integer dtype: trunc toward zero, saturate, NaN -> 0.
 int64_t floatToInteger(float value, DType dtype);
+
+/// Grows a scratch buffer to at least `size` elements (never shrinks it).
+template <typename T> void ensureSize(std::vector<T> &buffer, int64_t size) {
+  if (buffer.size() < size_t(size))
+    buffer.resize(size_t(size));
+}
 
 //===----------------------------------------------------------------------===//
 // Cost model inputs
@@ -334,6 +341,10 @@ private:
   /// Bit-exact copy between views of one dtype (staged through a buffer
   /// only when they may overlap).
   void copySameDType(const TileView &src, const TileView &dst);
+  /// Copies src's values into dst's dtype: bit-exact within a dtype, in
+  /// int64 between integer dtypes when `exactIntegers`, else through fp32.
+  void copyConverting(const TileView &src, const TileView &dst,
+                      bool exactIntegers);
 };
 
 } // namespace sim
