@@ -35,30 +35,6 @@ std::string formatString(const char *format, ...) {
                      std::min<size_t>(size_t(length), sizeof(buffer) - 1));
 }
 
-uint32_t floatBits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float floatFromBits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-uint64_t doubleBits(double value) {
-  uint64_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-double doubleFromBits(uint64_t bits) {
-  double value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
 /// Prepends `context` to a problem found below it ("dst" + "dtype 9 ..." ->
 /// "dst: dtype 9 ..."). Always returns false so callers can `return` it.
 bool inContext(std::string &problem, const std::string &context) {

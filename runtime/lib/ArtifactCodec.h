@@ -31,10 +31,6 @@ constexpr size_t kMinInstructionBytes = 5;
 
 std::string formatString(const char *format, ...)
     __attribute__((format(printf, 1, 2)));
-uint32_t floatBits(float value);
-float floatFromBits(uint32_t bits);
-uint64_t doubleBits(double value);
-double doubleFromBits(uint64_t bits);
 
 /// Prepends `context` to a problem found below it ("dst" + "dtype 9 ..." ->
 /// "dst: dtype 9 ..."). Always returns false so callers can `return` it.

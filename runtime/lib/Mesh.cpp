@@ -261,67 +261,6 @@ void copyShard(const HbmTensor &tensor, const std::vector<MeshAxis> &bound,
   }
 }
 
-std::vector<uint8_t> encodeTensorValues(DType dtype, const double *values,
-                                        size_t count) {
-  const unsigned size = dtypeSizeInBytes(dtype);
-  std::vector<uint8_t> bytes(count * size);
-  for (size_t i = 0; i < count; ++i) {
-    const double value = values[i];
-    uint64_t bits;
-    switch (dtype) {
-    case DType::I1:
-      bits = value != 0.0 ? 1 : 0;
-      break;
-    case DType::I32:
-    case DType::I64: {
-      const bool narrow = dtype == DType::I32;
-      const double low = narrow ? -2147483648.0 : -9223372036854775808.0;
-      const double high = narrow ? 2147483647.0 : 9223372036854775807.0;
-      int64_t integer;
-      if (std::isnan(value))
-        integer = 0;
-      else if (value >= high)
-        integer = narrow ? int64_t(std::numeric_limits<int32_t>::max())
-                         : std::numeric_limits<int64_t>::max();
-      else
-        integer = int64_t(std::max(std::trunc(value), low));
-      bits = uint64_t(integer);
-      break;
-    }
-    default:
-      bits = encodeFloat(value, dtype);
-      break;
-    }
-    std::memcpy(bytes.data() + i * size, &bits, size);
-  }
-  return bytes;
-}
-
-std::vector<double> decodeTensorValues(DType dtype, const uint8_t *bytes,
-                                       size_t size) {
-  const unsigned elementBytes = dtypeSizeInBytes(dtype);
-  std::vector<double> values(size / elementBytes);
-  for (size_t i = 0; i < values.size(); ++i) {
-    uint64_t bits = 0;
-    std::memcpy(&bits, bytes + i * elementBytes, elementBytes);
-    switch (dtype) {
-    case DType::I1:
-      values[i] = bits != 0 ? 1.0 : 0.0;
-      break;
-    case DType::I32:
-      values[i] = double(int32_t(uint32_t(bits)));
-      break;
-    case DType::I64:
-      values[i] = double(int64_t(bits));
-      break;
-    default:
-      values[i] = decodeFloat(bits, dtype);
-      break;
-    }
-  }
-  return values;
-}
-
 bool runRank(const Target &target, const Program &program,
              const std::vector<MeshAxis> &bound,
              const std::vector<std::vector<uint8_t>> &globalInputs,

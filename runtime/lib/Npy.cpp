@@ -497,16 +497,9 @@ double NpyArray::getDouble(int64_t index) const {
   case 'f':
     if (itemSize == 2)
       return decodeFloat(bits, DType::F16);
-    if (itemSize == 4) {
-      uint32_t narrow = uint32_t(bits);
-      float value;
-      std::memcpy(&value, &narrow, sizeof(value));
-      return value;
-    } else {
-      double value;
-      std::memcpy(&value, &bits, sizeof(value));
-      return value;
-    }
+    if (itemSize == 4)
+      return floatFromBits(uint32_t(bits));
+    return doubleFromBits(bits);
   case 'i': {
     // Sign-extend from the item width.
     unsigned unusedBits = 64 - 8 * itemSize;
@@ -570,7 +563,7 @@ NpyArray NpyArray::fromDoubles(std::vector<int64_t> shape,
     else if (itemSize == 4)
       bits = encodeFloat(values[i], DType::F32);
     else
-      std::memcpy(&bits, &values[i], sizeof(bits));
+      bits = doubleBits(values[i]);
     storeLittleEndian(bits, itemSize, &array.data[i * itemSize]);
   }
   return array;

@@ -229,8 +229,7 @@ double decodeFloat(uint64_t bits, DType type) {
 }
 
 uint16_t floatToBf16Bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
+  uint32_t bits = floatBits(value);
   if (std::isnan(value))
     return uint16_t(((bits >> 16) & 0x8000) | 0x7FC0);
   // Adding 0x7FFF plus the lowest kept bit carries into the kept half exactly
@@ -247,6 +246,68 @@ float bf16BitsToFloat(uint16_t bits) {
   float value;
   std::memcpy(&value, &wide, sizeof(value));
   return value;
+}
+
+void encodeValues(DType dtype, const double *values, size_t count,
+                  uint8_t *out) {
+  const unsigned size = dtypeSizeInBytes(dtype);
+  for (size_t i = 0; i < count; ++i) {
+    const double value = values[i];
+    uint64_t bits;
+    switch (dtype) {
+    case DType::I1:
+      bits = value != 0.0 ? 1 : 0;
+      break;
+    case DType::I32:
+    case DType::I64: {
+      const bool narrow = dtype == DType::I32;
+      const double low = narrow ? -2147483648.0 : -9223372036854775808.0;
+      const double high = narrow ? 2147483647.0 : 9223372036854775807.0;
+      int64_t integer;
+      if (std::isnan(value))
+        integer = 0;
+      else if (value >= high)
+        integer = narrow ? int64_t(std::numeric_limits<int32_t>::max())
+                         : std::numeric_limits<int64_t>::max();
+      else
+        integer = int64_t(std::max(std::trunc(value), low));
+      bits = uint64_t(integer);
+      break;
+    }
+    case DType::F32:
+      // roundToDType(x, F32) is (double)(float)x (docs/numerics.md), the
+      // quick way; NaNs take encodeFloat's canonical form.
+      bits = std::isnan(value) ? encodeFloat(value, DType::F32)
+                               : floatBits(float(value));
+      break;
+    default:
+      bits = encodeFloat(value, dtype);
+      break;
+    }
+    std::memcpy(out + i * size, &bits, size); // little-endian host
+  }
+}
+
+void decodeValues(DType dtype, const uint8_t *in, size_t count, double *out) {
+  const unsigned size = dtypeSizeInBytes(dtype);
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, in + i * size, size);
+    switch (dtype) {
+    case DType::I1:
+      out[i] = bits != 0 ? 1.0 : 0.0;
+      break;
+    case DType::I32:
+      out[i] = double(int32_t(uint32_t(bits)));
+      break;
+    case DType::I64:
+      out[i] = double(int64_t(bits));
+      break;
+    default:
+      out[i] = decodeFloat(bits, dtype);
+      break;
+    }
+  }
 }
 
 } // namespace trnrt

@@ -818,50 +818,7 @@ bool Simulator::writeTensor(std::string_view name, const double *values,
             " elements, not " + std::to_string(count);
     return false;
   }
-  uint8_t *out = core->hbm.get() + tensor->offset;
-  for (size_t i = 0; i < count; ++i) {
-    const double value = values[i];
-    uint64_t bits;
-    switch (tensor->dtype) {
-    case DType::I1:
-      bits = value != 0.0 ? 1 : 0;
-      break;
-    case DType::I32:
-    case DType::I64: {
-      double low =
-          tensor->dtype == DType::I32 ? -2147483648.0 : -9223372036854775808.0;
-      double high =
-          tensor->dtype == DType::I32 ? 2147483647.0 : 9223372036854775807.0;
-      int64_t integer;
-      if (std::isnan(value))
-        integer = 0;
-      else if (value >= high)
-        integer = tensor->dtype == DType::I32
-                      ? int64_t(std::numeric_limits<int32_t>::max())
-                      : std::numeric_limits<int64_t>::max();
-      else
-        integer = int64_t(std::max(std::trunc(value), low));
-      bits = uint64_t(integer);
-      break;
-    }
-    case DType::F32:
-      // roundToDType(x, F32) is (double)(float)x (docs/numerics.md); NaNs
-      // take encodeFloat's canonical form.
-      if (!std::isnan(value)) {
-        const float narrowed = float(value);
-        uint32_t word;
-        std::memcpy(&word, &narrowed, 4);
-        bits = word;
-      } else {
-        bits = encodeFloat(value, DType::F32);
-      }
-      break;
-    default:
-      bits = encodeFloat(value, tensor->dtype);
-      break;
-    }
-    std::memcpy(out + i * size, &bits, size); // little-endian host
-  }
+  encodeValues(tensor->dtype, values, count, core->hbm.get() + tensor->offset);
   return true;
 }
 
@@ -883,26 +840,9 @@ bool Simulator::readTensor(std::string_view name, std::vector<double> &values,
     return false;
   const unsigned size = dtypeSizeInBytes(tensor->dtype);
   const uint64_t elements = core->tensorBytes(*tensor) / size;
-  const uint8_t *in = core->hbm.get() + tensor->offset;
   values.resize(elements);
-  for (uint64_t i = 0; i < elements; ++i) {
-    uint64_t bits = 0;
-    std::memcpy(&bits, in + i * size, size);
-    switch (tensor->dtype) {
-    case DType::I1:
-      values[i] = bits != 0 ? 1.0 : 0.0;
-      break;
-    case DType::I32:
-      values[i] = double(int32_t(uint32_t(bits)));
-      break;
-    case DType::I64:
-      values[i] = double(int64_t(bits));
-      break;
-    default:
-      values[i] = decodeFloat(bits, tensor->dtype);
-      break;
-    }
-  }
+  decodeValues(tensor->dtype, core->hbm.get() + tensor->offset, elements,
+               values.data());
   return true;
 }
 

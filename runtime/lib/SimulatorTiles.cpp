@@ -33,8 +33,7 @@ template <typename T> inline void storeAs(uint8_t *address, T value) {
 }
 
 inline uint16_t roundToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
+  uint32_t bits = floatBits(value);
   if ((bits & 0x7fffffffu) > 0x7f800000u)
     return uint16_t(((bits >> 16) & 0x8000u) | 0x7fc0u);
   // Round to nearest even on the 16 dropped bits; a carry into the exponent
@@ -44,10 +43,7 @@ inline uint16_t roundToBf16(float value) {
 }
 
 inline float widenBf16(uint16_t bits) {
-  uint32_t wide = uint32_t(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, 4);
-  return value;
+  return floatFromBits(uint32_t(bits) << 16);
 }
 
 /// Layout of the narrow formats for the fast encoder; agrees with
@@ -77,8 +73,7 @@ const NarrowFormat &narrowFormat(DType dtype) {
 }
 
 inline uint32_t encodeNarrow(float value, const NarrowFormat &format) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
+  uint32_t bits = floatBits(value);
   uint32_t sign = (bits >> 31) << format.signShift;
   uint32_t magnitude = bits & 0x7fffffffu;
   if (magnitude > 0x7f800000u)

@@ -29,30 +29,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double pow2(int exponent) { return std::ldexp(1.0, exponent); }
 
-uint32_t bitsOfFloat(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float floatFromBits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-uint64_t bitsOfDouble(double value) {
-  uint64_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-double doubleFromBits(uint64_t bits) {
-  double value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
 /// Equality that also tells -0 from +0 and treats all NaNs as equal.
 ::testing::AssertionResult sameValue(double expected, double actual) {
   if (std::isnan(expected) && std::isnan(actual))
@@ -234,7 +210,7 @@ TEST(Bf16Test, FastPathMatchesHandCases) {
   EXPECT_EQ(0x0002, floatToBf16Bits(floatFromBits(0x00018000)));
   EXPECT_EQ(0x0000, floatToBf16Bits(floatFromBits(0x00007FFF)));
   EXPECT_EQ(1.0f, bf16BitsToFloat(0x3F80));
-  EXPECT_EQ(0x80000000u, bitsOfFloat(bf16BitsToFloat(0x8000)));
+  EXPECT_EQ(0x80000000u, floatBits(bf16BitsToFloat(0x8000)));
   EXPECT_TRUE(std::isnan(bf16BitsToFloat(0x7FC1)));
 }
 
@@ -544,14 +520,14 @@ TEST(F32Test, AgreesWithHardwareConversion) {
       // f32 drops, keep only the highest.
       if (i % 3 == 2)
         value =
-            doubleFromBits((bitsOfDouble(value) & ~((uint64_t(1) << 29) - 1)) |
+            doubleFromBits((doubleBits(value) & ~((uint64_t(1) << 29) - 1)) |
                            (uint64_t(1) << 28));
     }
     double expected = double(float(value));
     ASSERT_TRUE(sameValue(expected, roundToDType(value, DType::F32)))
         << std::hexfloat << value;
     if (!std::isnan(value)) {
-      ASSERT_EQ(bitsOfFloat(float(value)), encodeFloat(value, DType::F32))
+      ASSERT_EQ(floatBits(float(value)), encodeFloat(value, DType::F32))
           << std::hexfloat << value;
     }
   }

@@ -44,13 +44,6 @@ std::string meshText(const std::vector<MeshAxis> &axes) {
   return text;
 }
 
-int64_t elementCount(const std::vector<int64_t> &shape) {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
-}
-
 /// Reads TRNRT_TEST_FAIL_RANK / TRNRT_TEST_STALL_RANK (tests only).
 int testRank(const char *name) {
   const char *value = std::getenv(name);
@@ -135,8 +128,9 @@ bool globalInputs(const MeshCommand &command,
       for (double &value : values)
         value = isFloatDType(spec.dtype) ? uniform(rng) : bits(rng);
     }
-    inputs.push_back(
-        encodeTensorValues(spec.dtype, values.data(), values.size()));
+    std::vector<uint8_t> &bytes =
+        inputs.emplace_back(values.size() * dtypeSizeInBytes(spec.dtype));
+    encodeValues(spec.dtype, values.data(), values.size(), bytes.data());
   }
   return true;
 }
@@ -156,8 +150,8 @@ bool writeOutputs(const std::string &path,
       std::memcpy(ints.data(), bytes.data(), ints.size() * 8);
       array = NpyArray::fromInt64s(shape, ints, 'i', 8);
     } else {
-      std::vector<double> values =
-          decodeTensorValues(spec.dtype, bytes.data(), bytes.size());
+      std::vector<double> values(bytes.size() / dtypeSizeInBytes(spec.dtype));
+      decodeValues(spec.dtype, bytes.data(), values.size(), values.data());
       if (spec.dtype == DType::I32 || spec.dtype == DType::I1) {
         std::vector<int64_t> ints(values.begin(), values.end());
         array = NpyArray::fromInt64s(shape, ints,
@@ -241,6 +235,13 @@ void printReport(const MeshCommand &command, const Program &program,
 }
 
 } // namespace
+
+int64_t elementCount(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
 
 int runMeshCommand(const MeshCommand &command, const Program &program,
                    const ArtifactInfo &info) {

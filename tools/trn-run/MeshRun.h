@@ -34,6 +34,9 @@ struct MeshCommand {
   double collectiveTimeoutSeconds = 60.0;
 };
 
+/// The number of elements of a tensor of `shape`.
+int64_t elementCount(const std::vector<int64_t> &shape);
+
 /// trn-run's exit status for the command.
 int runMeshCommand(const MeshCommand &command, const Program &program,
                    const ArtifactInfo &info);

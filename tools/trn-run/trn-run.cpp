@@ -285,13 +285,6 @@ std::string toleranceText(double tolerance) {
   return text;
 }
 
-int64_t elementCount(const std::vector<int64_t> &shape) {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
-}
-
 /// What a --mesh run (partitioned or pipelined) takes of the options.
 MeshCommand meshCommandOf(const Options &options) {
   MeshCommand command;

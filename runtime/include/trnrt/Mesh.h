@@ -74,13 +74,6 @@ std::vector<int64_t> globalShape(const HbmTensor &tensor,
 void copyShard(const HbmTensor &tensor, const std::vector<MeshAxis> &bound,
                int rank, uint8_t *global, uint8_t *local, bool toLocal);
 
-/// Bytes of `values` in `dtype`, rounded as Simulator::writeTensor does.
-std::vector<uint8_t> encodeTensorValues(DType dtype, const double *values,
-                                        size_t count);
-/// The values of `bytes` of `dtype` as doubles (Simulator::readTensor).
-std::vector<double> decodeTensorValues(DType dtype, const uint8_t *bytes,
-                                       size_t size);
-
 struct MeshRunOptions {
   SimulatorOptions simulator;
   double collectiveTimeoutSeconds = 60.0;

@@ -10,10 +10,34 @@
 #ifndef TRNRT_NUMERICS_H
 #define TRNRT_NUMERICS_H
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace trnrt {
+
+/// The bits of a float or a double, and back (std::bit_cast before C++20).
+inline uint32_t floatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+inline float floatFromBits(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+inline uint64_t doubleBits(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+inline double doubleFromBits(uint64_t bits) {
+  double value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
 
 /// Element types. Names follow MLIR's spelling of the builtin types.
 enum class DType : uint8_t { F32, BF16, F16, F8E4M3FN, F8E5M2, I1, I32, I64 };
@@ -79,6 +103,15 @@ uint16_t floatToBf16Bits(float value);
 
 /// Exact bf16 -> f32 (bf16 is the upper half of an f32).
 float bf16BitsToFloat(uint16_t bits);
+
+/// Stores `count` values as elements of `dtype` at `out` (host byte order,
+/// dtypeSizeInBytes each): floats rounded as encodeFloat does; integers
+/// truncated toward zero and saturated, NaN -> 0; i1 is nonzero -> 1.
+void encodeValues(DType dtype, const double *values, size_t count,
+                  uint8_t *out);
+/// The `count` elements of `dtype` at `in` as doubles (integers exactly
+/// where a double can hold them).
+void decodeValues(DType dtype, const uint8_t *in, size_t count, double *out);
 
 } // namespace trnrt
 
