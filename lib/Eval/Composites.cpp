@@ -125,34 +125,29 @@ void attentionScores(const Tensor &q, const Tensor &k, const AttentionShape &a,
 
 LogicalResult Interpreter::evalComposite(Operation *op) {
   using namespace trnops;
+  // softmax(x) = exp(x - lse(x)) and log_softmax(x) = x - lse(x) along `dim`.
+  auto softmaxAlong = [&](Value operand, int64_t dim, Value result, bool log) {
+    const Tensor &x = get(operand);
+    Tensor out = alongLines(
+        x, dim,
+        [&](int64_t base, int64_t stride, int64_t n, std::vector<double> &y) {
+          for (int64_t k = 0; k < n; ++k)
+            y[k] = x.floats[base + k * stride];
+          double lse = logSumExp(y.data(), n);
+          for (int64_t k = 0; k < n; ++k)
+            y[k] = log ? y[k] - lse : std::exp(y[k] - lse);
+        });
+    values[result] = std::move(out);
+    return success();
+  };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](SoftmaxOp o) {
-        const Tensor &x = get(o.getOperand());
-        Tensor out = alongLines(x, o.getDim(),
-                                [&](int64_t base, int64_t stride, int64_t n,
-                                    std::vector<double> &y) {
-                                  for (int64_t k = 0; k < n; ++k)
-                                    y[k] = x.floats[base + k * stride];
-                                  double lse = logSumExp(y.data(), n);
-                                  for (int64_t k = 0; k < n; ++k)
-                                    y[k] = std::exp(y[k] - lse);
-                                });
-        values[o.getResult()] = std::move(out);
-        return success();
+        return softmaxAlong(o.getOperand(), o.getDim(), o.getResult(),
+                            /*log=*/false);
       })
       .Case([&](LogSoftmaxOp o) {
-        const Tensor &x = get(o.getOperand());
-        Tensor out = alongLines(x, o.getDim(),
-                                [&](int64_t base, int64_t stride, int64_t n,
-                                    std::vector<double> &y) {
-                                  for (int64_t k = 0; k < n; ++k)
-                                    y[k] = x.floats[base + k * stride];
-                                  double lse = logSumExp(y.data(), n);
-                                  for (int64_t k = 0; k < n; ++k)
-                                    y[k] -= lse;
-                                });
-        values[o.getResult()] = std::move(out);
-        return success();
+        return softmaxAlong(o.getOperand(), o.getDim(), o.getResult(),
+                            /*log=*/true);
       })
       .Case([&](SoftmaxGradOp o) {
         const Tensor &y = get(o.getOutput());

@@ -923,6 +923,8 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
       in[0].form == Form::Full && resultType.isF32() &&
       elementTypeOf(op->getOperand(0)).isF32())
     return activation(ActivationFunc::square);
+  if (std::optional<AluOp> alu = binaryAluOpFor(op))
+    return binary(*alu);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](trn::ConstantOp constant) -> LogicalResult {
         auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
@@ -1001,17 +1003,6 @@ LogicalResult FusionLowering::emitOp(Operation *op) {
         scalarWork += 2;
         return define({Form::Full, dst, 0.0});
       })
-      .Case([&](trn::AddOp) { return binary(AluOp::add); })
-      .Case([&](trn::SubOp) { return binary(AluOp::subtract); })
-      .Case([&](trn::MulOp) { return binary(AluOp::multiply); })
-      .Case([&](trn::DivOp) { return binary(AluOp::divide); })
-      .Case([&](trn::MaxOp) { return binary(AluOp::max); })
-      .Case([&](trn::MinOp) { return binary(AluOp::min); })
-      .Case([&](trn::PowOp) { return binary(AluOp::pow); })
-      .Case([&](trn::AndOp) { return binary(AluOp::logical_and); })
-      .Case([&](trn::OrOp) { return binary(AluOp::logical_or); })
-      .Case(
-          [&](trn::CompareOp o) { return binary(aluOpFor(o.getPredicate())); })
       .Case([&](trn::NotOp) {
         // A boolean is 0 or 1 in a tile: not x is x == 0 (PyTorch's
         // cross_entropy with ignore_index and label smoothing negates its

@@ -34,6 +34,9 @@ AluOp aluOpFor(trn::ComparisonPredicate predicate);
 bool isLastTwoSwap(ArrayRef<int64_t> perm);
 /// The Scalar Engine function of a unary trn op, if it is one.
 std::optional<ActivationFunc> activationFor(Operation *op);
+/// The ALU op of a binary elementwise trn op (comparisons included), if it
+/// is one.
+std::optional<AluOp> binaryAluOpFor(Operation *op);
 
 /// One strided side of a copy: element `offset + sum(i_d * strides[d])` of
 /// `tensor` for an iteration index `i`.
