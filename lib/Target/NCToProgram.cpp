@@ -26,6 +26,7 @@ static_assert(getMaxEnumValForAluOp() + 1 == trnrt::kNumAluOps);
 static_assert(getMaxEnumValForActivationFunc() + 1 ==
               trnrt::kNumActivationFuncs);
 static_assert(getMaxEnumValForCompareOp() + 1 == trnrt::kNumCompareOps);
+static_assert(getMaxEnumValForMemorySpace() + 1 == trnrt::kNumMemories);
 
 std::optional<trnrt::DType> dtypeOf(Type type) {
   if (type.isF32())
@@ -52,15 +53,7 @@ int64_t elementBytes(trnrt::DType dtype) {
 }
 
 trnrt::Memory memoryOf(MemorySpace memory) {
-  switch (memory) {
-  case MemorySpace::hbm:
-    return trnrt::Memory::Hbm;
-  case MemorySpace::sbuf:
-    return trnrt::Memory::Sbuf;
-  case MemorySpace::psum:
-    return trnrt::Memory::Psum;
-  }
-  return trnrt::Memory::Sbuf;
+  return static_cast<trnrt::Memory>(memory);
 }
 
 class Exporter {

@@ -233,7 +233,8 @@ struct EngineInfo {
   const char *memoryRule;
 };
 constexpr EngineInfo kEngines[] = {
-#define TRN_ENGINE(Name, mnemonic, reads, writes, rule) {reads, writes, rule},
+#define TRN_ENGINE(Name, mnemonic, reads, writes, clock, rule)                 \
+  {reads, writes, rule},
 #include "trnrt/Isa.def"
 };
 

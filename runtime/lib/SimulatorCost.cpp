@@ -17,17 +17,10 @@ namespace sim {
 
 double engineClockGHz(const Target &target, Engine engine) {
   switch (engine) {
-  case Engine::Tensor:
-    return target.tensorClockGHz;
-  case Engine::Vector:
-    return target.vectorClockGHz;
-  case Engine::Scalar:
-    return target.scalarClockGHz;
-  case Engine::GpSimd:
-    return target.gpsimdClockGHz;
-  case Engine::Sync:
-  case Engine::Dma:
-    return target.syncClockGHz;
+#define TRN_ENGINE(Name, mnemonic, reads, writes, clock, rule)                 \
+  case Engine::Name:                                                           \
+    return target.clock;
+#include "trnrt/Isa.def"
   }
   return target.syncClockGHz;
 }

@@ -109,6 +109,10 @@ enum class CompareOp : uint8_t {
 
 /// How many values each enum has.
 #define TRN_COUNT(...) +1
+inline constexpr unsigned kNumMemories = 0
+#define TRN_MEMORY TRN_COUNT
+#include "trnrt/Isa.def"
+    ;
 inline constexpr unsigned kNumAluOps = 0
 #define TRN_ALU_OP TRN_COUNT
 #include "trnrt/Isa.def"
