@@ -77,7 +77,7 @@ class Program {
 public:
   explicit Program(const py::bytes &artifact) {
     std::string bytes = artifact;
-    check(trnrt_init(&runtime));
+    check(trnrt_init(nullptr, &runtime));
     trnrt_status status;
     {
       py::gil_scoped_release release;
@@ -134,6 +134,7 @@ public:
     }
     check(status);
     trnrt_stats stats;
+    trnrt_stats_default(&stats);
     check(trnrt_get_stats(model, &stats));
     py::dict result;
     result["device_time_ns"] = stats.device_time_ns;

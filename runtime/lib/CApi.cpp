@@ -14,6 +14,10 @@
 #include "trnrt/Simulator.h"
 #include "trnrt/Target.h"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -22,7 +26,7 @@
 using namespace trnrt;
 
 struct trnrt_runtime {
-  int unused = 0;
+  SimulatorOptions options;
 };
 
 struct trnrt_model {
@@ -48,7 +52,8 @@ trnrt_status ok() {
 }
 
 /// Validates, lays out and wraps a decoded program.
-trnrt_status finishLoad(trnrt_model *model, trnrt_model **out) {
+trnrt_status finishLoad(const trnrt_runtime &runtime, trnrt_model *model,
+                        trnrt_model **out) {
   std::unique_ptr<trnrt_model> owned(model);
   std::string error;
   const Target *target = lookupTarget(model->program.target);
@@ -65,13 +70,61 @@ trnrt_status finishLoad(trnrt_model *model, trnrt_model **out) {
   if (!validateProgram(model->program, *target, error) ||
       !checkSemaphoresCanComplete(model->program, error))
     return fail(TRNRT_INVALID_PROGRAM, error);
-  model->simulator = std::make_unique<Simulator>(*target);
+  model->simulator = std::make_unique<Simulator>(*target, runtime.options);
   if (!model->simulator->load(model->program, error))
     return fail(error.find("HBM") != std::string::npos ? TRNRT_OUT_OF_MEMORY
                                                        : TRNRT_INVALID_PROGRAM,
                 error);
   *out = owned.release();
   return ok();
+}
+
+std::string sizeError(const char *type, size_t size, size_t minimum) {
+  return std::string(type) + " struct_size " + std::to_string(size) +
+         " is below the minimum " + std::to_string(minimum) + " (set it with " +
+         type + "_default)";
+}
+
+// Every field is 8 bytes, so the struct has no padding and a newer header's
+// first new field starts right at sizeof(trnrt_init_options).
+static_assert(sizeof(trnrt_init_options) ==
+                  offsetof(trnrt_init_options, threads) + sizeof(uint64_t),
+              "trnrt_init_options has no tail padding");
+
+/// Reads the caller's options into `known` (which holds the defaults): each
+/// field only if the caller's struct_size covers it.
+trnrt_status readInitOptions(const trnrt_init_options *options,
+                             trnrt_init_options &known) {
+  if (!options)
+    return TRNRT_OK;
+  const size_t callerSize = options->struct_size;
+  if (callerSize < TRNRT_INIT_OPTIONS_MIN_SIZE)
+    return fail(TRNRT_INVALID_ARGUMENT,
+                sizeError("trnrt_init_options", callerSize,
+                          TRNRT_INIT_OPTIONS_MIN_SIZE));
+  // Fields of a newer header are fine while they hold their defaults (zero
+  // bytes); one that is set asks for something this runtime cannot do.
+  const auto *bytes = reinterpret_cast<const uint8_t *>(options);
+  for (size_t i = sizeof(known); i < callerSize; ++i)
+    if (bytes[i])
+      return fail(TRNRT_UNSUPPORTED,
+                  "trnrt_init_options sets a field at byte " +
+                      std::to_string(i) + " that this runtime (struct_size " +
+                      std::to_string(sizeof(known)) + ") does not know");
+  auto covers = [&](size_t offset, size_t size) {
+    return offset + size <= callerSize;
+  };
+  known.flags = options->flags;
+  if (covers(offsetof(trnrt_init_options, threads), sizeof(known.threads)))
+    known.threads = options->threads;
+  constexpr uint64_t knownFlags =
+      TRNRT_INIT_POISON_MEMORY | TRNRT_INIT_TIMING_ONLY;
+  if (known.flags & ~knownFlags)
+    return fail(TRNRT_UNSUPPORTED,
+                "trnrt_init_options flags " + std::to_string(known.flags) +
+                    " include bits this runtime does not know: " +
+                    std::to_string(known.flags & ~knownFlags));
+  return TRNRT_OK;
 }
 
 trnrt_status describe(const std::vector<ArtifactTensorInfo> &tensors,
@@ -103,12 +156,23 @@ extern "C" {
 
 const char *trnrt_last_error(void) { return lastError.c_str(); }
 
-trnrt_status trnrt_init(trnrt_runtime **runtime) {
+trnrt_status trnrt_init(const trnrt_init_options *options,
+                        trnrt_runtime **runtime) {
   if (!runtime)
     return fail(TRNRT_INVALID_ARGUMENT, "runtime is null");
+  *runtime = nullptr;
+  trnrt_init_options known;
+  trnrt_init_options_default(&known);
+  if (trnrt_status status = readInitOptions(options, known))
+    return status;
   *runtime = new (std::nothrow) trnrt_runtime();
   if (!*runtime)
     return fail(TRNRT_OUT_OF_MEMORY, "cannot allocate the runtime");
+  SimulatorOptions &simulator = (*runtime)->options;
+  simulator.poisonMemory = known.flags & TRNRT_INIT_POISON_MEMORY;
+  simulator.timingOnly = known.flags & TRNRT_INIT_TIMING_ONLY;
+  // The simulator clamps the count to the cores it sees (as an int).
+  simulator.threads = unsigned(std::min<uint64_t>(known.threads, INT32_MAX));
   return ok();
 }
 
@@ -127,7 +191,7 @@ trnrt_status trnrt_load_memory(trnrt_runtime *runtime, const void *data,
     delete loaded;
     return fail(TRNRT_BAD_ARTIFACT, error);
   }
-  return finishLoad(loaded, model);
+  return finishLoad(*runtime, loaded, model);
 }
 
 trnrt_status trnrt_load_file(trnrt_runtime *runtime, const char *path,
@@ -151,7 +215,7 @@ trnrt_status trnrt_load_file(trnrt_runtime *runtime, const char *path,
     delete loaded;
     return fail(TRNRT_BAD_ARTIFACT, std::string(path) + ": " + error);
   }
-  return finishLoad(loaded, model);
+  return finishLoad(*runtime, loaded, model);
 }
 
 void trnrt_unload(trnrt_model *model) { delete model; }
@@ -247,21 +311,33 @@ trnrt_status trnrt_execute(trnrt_model *model) {
 trnrt_status trnrt_get_stats(const trnrt_model *model, trnrt_stats *stats) {
   if (!model || !stats)
     return fail(TRNRT_INVALID_ARGUMENT, "model and stats are required");
+  const size_t callerSize = stats->struct_size;
+  if (callerSize < TRNRT_STATS_MIN_SIZE)
+    return fail(TRNRT_INVALID_ARGUMENT,
+                sizeError("trnrt_stats", callerSize, TRNRT_STATS_MIN_SIZE));
   if (!model->hasStats)
     return fail(TRNRT_INVALID_ARGUMENT,
                 "no statistics: the model has not run successfully");
+  // Everything is gathered in a whole struct of this runtime's layout, then
+  // copied up to the caller's struct_size: an older caller's struct ends
+  // sooner, a newer one's later fields stay as they were.
   const SimulationStats &s = model->stats;
-  stats->device_time_ns = s.deviceTimeNs;
-  stats->tensor_engine_utilisation = s.tensorEngineUtilisation;
-  stats->mfu = s.mfu;
+  trnrt_stats full;
+  trnrt_stats_default(&full);
+  full.struct_size = callerSize;
+  full.version = TRNRT_STATS_VERSION;
+  full.device_time_ns = s.deviceTimeNs;
+  full.tensor_engine_utilisation = s.tensorEngineUtilisation;
+  full.mfu = s.mfu;
   for (int e = 0; e < 4; ++e)
-    stats->engine_busy_percent[e] = s.engines[e].busyPercent;
-  stats->instructions = s.instructions;
-  stats->matmul_flops = s.matmulFlops;
-  stats->dma_count = s.dmaCount;
-  stats->hbm_to_sbuf_bytes = s.hbmToSbufBytes;
-  stats->sbuf_to_hbm_bytes = s.sbufToHbmBytes;
-  stats->spill_bytes = s.spillBytes();
+    full.engine_busy_percent[e] = s.engines[e].busyPercent;
+  full.instructions = s.instructions;
+  full.matmul_flops = s.matmulFlops;
+  full.dma_count = s.dmaCount;
+  full.hbm_to_sbuf_bytes = s.hbmToSbufBytes;
+  full.sbuf_to_hbm_bytes = s.sbufToHbmBytes;
+  full.spill_bytes = s.spillBytes();
+  std::memcpy(stats, &full, std::min(callerSize, sizeof(full)));
   return ok();
 }
 

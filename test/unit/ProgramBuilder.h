@@ -10,6 +10,7 @@
 #ifndef TRN_TEST_UNIT_PROGRAMBUILDER_H
 #define TRN_TEST_UNIT_PROGRAMBUILDER_H
 
+#include "trnrt/Artifact.h"
 #include "trnrt/Isa.h"
 #include "trnrt/Simulator.h"
 
@@ -139,6 +140,51 @@ struct Builder {
     add(kDmaStream, make(Opcode::DmaCopy, std::move(dst), {std::move(src)}));
   }
 };
+
+//===----------------------------------------------------------------------===//
+// Artifacts for the runtime API's tests
+//===----------------------------------------------------------------------===//
+
+/// The program as artifact bytes.
+inline std::vector<uint8_t> artifactOf(const Builder &builder) {
+  ArtifactInfo info;
+  info.compilerVersion = "trnrt-api-test";
+  std::vector<uint8_t> bytes;
+  std::string error;
+  EXPECT_TRUE(writeArtifact(builder.program, info, bytes, error)) << error;
+  return bytes;
+}
+
+/// y = exp(x) on a [4, 8] fp32 tensor: DMA in, one activation, DMA out.
+inline std::vector<uint8_t> expArtifact() {
+  Builder b;
+  b.tensor("x", DType::F32, {4, 8});
+  b.tensor("y", DType::F32, {4, 8}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::F32, 4, 8, 0), b.hbm("x"));
+  Instruction exp = make(Opcode::Activation, sbuf(DType::F32, 4, 8, 64),
+                         {sbuf(DType::F32, 4, 8, 0)});
+  exp.func = ActivationFunc::Exp;
+  b.add(kScalarStream, exp);
+  b.dma(b.hbm("y"), sbuf(DType::F32, 4, 8, 64));
+  return artifactOf(b);
+}
+
+/// rows = table[idx] for a [5, 3] fp32 table and 4 i32 indices: an indirect
+/// gather whose indices, data known only at run time, may be out of range.
+inline std::vector<uint8_t> gatherArtifact() {
+  Builder b;
+  b.tensor("table", DType::F32, {5, 3});
+  b.tensor("idx", DType::I32, {4, 1});
+  b.tensor("rows", DType::F32, {4, 3}, HbmTensor::Kind::Output);
+  b.dma(sbuf(DType::I32, 4, 1, 0), b.hbm("idx"));
+  Instruction gather =
+      make(Opcode::DmaCopy, sbuf(DType::F32, 4, 3, 64), {b.hbm("table")});
+  gather.indirect = true;
+  gather.indices = sbuf(DType::I32, 4, 1, 0);
+  b.add(kDmaStream, gather);
+  b.dma(b.hbm("rows"), sbuf(DType::F32, 4, 3, 64));
+  return artifactOf(b);
+}
 
 } // namespace trnrt::test_programs
 

@@ -1,17 +1,15 @@
 //===- TrnrtCppTest.cpp - The C++ wrapper over the runtime C API ----------===//
 //
 // trnrt.hpp over hand-built artifacts (ProgramBuilder.h): load from memory and
-// from a file, the signature, write/execute/read, statistics, handle lifetimes,
-// and every error path, each checked for the status code the C API gives and
-// its one-line message.
+// from a file, runtime options, the signature, write/execute/read, statistics,
+// handle lifetimes, and every error path, each checked for the status code the
+// C API gives and its one-line message.
 //
 //===----------------------------------------------------------------------===//
 
 #include "trnrt/trnrt.hpp"
 
 #include "ProgramBuilder.h"
-
-#include "trnrt/Artifact.h"
 
 #include <gtest/gtest.h>
 
@@ -25,30 +23,6 @@ using namespace trnrt;
 using namespace trnrt::test_programs;
 
 namespace {
-
-/// The program as artifact bytes.
-std::vector<uint8_t> artifactOf(const Builder &builder) {
-  ArtifactInfo info;
-  info.compilerVersion = "trnrt-cpp-test";
-  std::vector<uint8_t> bytes;
-  std::string error;
-  EXPECT_TRUE(writeArtifact(builder.program, info, bytes, error)) << error;
-  return bytes;
-}
-
-/// y = exp(x) on a [4, 8] fp32 tensor: DMA in, one activation, DMA out.
-std::vector<uint8_t> expArtifact() {
-  Builder b;
-  b.tensor("x", DType::F32, {4, 8});
-  b.tensor("y", DType::F32, {4, 8}, HbmTensor::Kind::Output);
-  b.dma(sbuf(DType::F32, 4, 8, 0), b.hbm("x"));
-  Instruction exp = make(Opcode::Activation, sbuf(DType::F32, 4, 8, 64),
-                         {sbuf(DType::F32, 4, 8, 0)});
-  exp.func = ActivationFunc::Exp;
-  b.add(kScalarStream, exp);
-  b.dma(b.hbm("y"), sbuf(DType::F32, 4, 8, 64));
-  return artifactOf(b);
-}
 
 std::vector<double> iota(size_t count, double scale) {
   std::vector<double> values(count);
@@ -105,6 +79,8 @@ void checkExpModel(Model &model) {
   EXPECT_EQ(stats.sbuf_to_hbm_bytes, 32u * 4u);
   EXPECT_GT(stats.device_time_ns, 0.0);
   EXPECT_GT(stats.engine_busy_percent[2], 0.0); // scalar engine
+  EXPECT_EQ(stats.struct_size, sizeof(trnrt_stats));
+  EXPECT_EQ(stats.version, uint32_t(TRNRT_STATS_VERSION));
 }
 
 TEST(TrnrtCppTest, LoadFromMemoryWriteExecuteRead) {
@@ -125,6 +101,30 @@ TEST(TrnrtCppTest, LoadFromFile) {
   Model model = runtime.loadFile(path);
   std::remove(path.c_str());
   checkExpModel(model);
+}
+
+TEST(TrnrtCppTest, RuntimeOptions) {
+  // Poisoned memory: the input nobody wrote reads as NaN, and so does its
+  // exponential.
+  trnrt_init_options options;
+  trnrt_init_options_default(&options);
+  options.flags = TRNRT_INIT_POISON_MEMORY;
+  options.threads = 1;
+  Runtime poisoned(options);
+  Model model = poisoned.loadMemory(expArtifact());
+  model.execute();
+  for (double y : model.read("y"))
+    EXPECT_TRUE(std::isnan(y));
+  EXPECT_EQ(model.stats().version, uint32_t(TRNRT_STATS_VERSION));
+
+  options.struct_size = 0;
+  Error small =
+      expectError(TRNRT_INVALID_ARGUMENT, [&] { (void)Runtime(options); });
+  EXPECT_NE(std::string(small.what()).find("struct_size 0"), std::string::npos)
+      << small.what();
+  trnrt_init_options_default(&options);
+  options.flags = uint64_t(1) << 40;
+  expectError(TRNRT_UNSUPPORTED, [&] { (void)Runtime(options); });
 }
 
 TEST(TrnrtCppTest, HandlesOutliveTheirOwners) {
@@ -218,20 +218,8 @@ TEST(TrnrtCppTest, TensorErrors) {
 TEST(TrnrtCppTest, ExecutionError) {
   // An indirect gather whose index (data, so only known at run time) is
   // outside the table.
-  Builder b;
-  b.tensor("table", DType::F32, {5, 3});
-  b.tensor("idx", DType::I32, {4, 1});
-  b.tensor("rows", DType::F32, {4, 3}, HbmTensor::Kind::Output);
-  b.dma(sbuf(DType::I32, 4, 1, 0), b.hbm("idx"));
-  Instruction gather =
-      make(Opcode::DmaCopy, sbuf(DType::F32, 4, 3, 64), {b.hbm("table")});
-  gather.indirect = true;
-  gather.indices = sbuf(DType::I32, 4, 1, 0);
-  b.add(kDmaStream, gather);
-  b.dma(b.hbm("rows"), sbuf(DType::F32, 4, 3, 64));
-
   Runtime runtime;
-  Model model = runtime.loadMemory(artifactOf(b));
+  Model model = runtime.loadMemory(gatherArtifact());
   model.write("table", iota(15, 1.0));
   model.write("idx", {4, 0, 2, 4});
   model.execute();

@@ -5,15 +5,35 @@
  * exceptions cross this boundary: every call returns a status and, on
  * failure, trnrt_last_error() describes the problem in one line.
  *
+ *   trnrt_init_options options;
+ *   trnrt_stats stats;
  *   trnrt_runtime *rt;
  *   trnrt_model *model;
- *   trnrt_init(&rt);
+ *   trnrt_init_options_default(&options);     (or pass NULL for defaults)
+ *   trnrt_init(&options, &rt);
  *   trnrt_load_file(rt, "step.trnart", &model);
  *   trnrt_write_tensor(model, "x", values, count);
  *   trnrt_execute(model);
  *   trnrt_read_tensor(model, "loss", &loss, 1);
+ *   trnrt_stats_default(&stats);
+ *   trnrt_get_stats(model, &stats);
  *   trnrt_unload(model);
  *   trnrt_close(rt);
+ *
+ * ABI rules. An embedder built against an older trnrt.h keeps working with a
+ * newer runtime library, and one built against a newer header gets a status,
+ * not undefined behaviour, from an older library:
+ *  - Structs the caller passes in or out that may grow (trnrt_init_options,
+ *    trnrt_stats) start with `size_t struct_size`, which the caller sets to
+ *    its own sizeof (the inline *_default functions below do, compiled into
+ *    the caller). The runtime touches only the bytes inside struct_size.
+ *  - Such a struct only grows at its end: a field is never removed,
+ *    reordered, resized or given a new meaning. A new field's default is
+ *    all-zero bytes, so a caller that never heard of it gets the default.
+ *  - Status and enum values are never renumbered; new ones may be added, so
+ *    treat any status but TRNRT_OK as a failure.
+ *  - trnrt_tensor_info is filled whole and does not grow; a new kind of
+ *    information gets a new call.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -22,6 +42,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,7 +55,8 @@ typedef enum trnrt_status {
   TRNRT_INVALID_PROGRAM = 3,  /* breaks a hardware rule or cannot complete */
   TRNRT_OUT_OF_MEMORY = 4,    /* the program does not fit in device HBM */
   TRNRT_EXECUTION_ERROR = 5,  /* out-of-bounds access, bad index, deadlock */
-  TRNRT_IO_ERROR = 6          /* the file cannot be read */
+  TRNRT_IO_ERROR = 6,         /* the file cannot be read */
+  TRNRT_UNSUPPORTED = 7       /* an option or flag newer than this runtime */
 } trnrt_status;
 
 typedef struct trnrt_runtime trnrt_runtime;
@@ -60,7 +82,15 @@ typedef struct trnrt_tensor_info {
   size_t elements;
 } trnrt_tensor_info;
 
+/* The layout of trnrt_stats this header declares. A statistic is added at
+ * the end of the struct, with its version noted beside it, and this number
+ * goes up by one. */
+#define TRNRT_STATS_VERSION 1
+
 typedef struct trnrt_stats {
+  size_t struct_size; /* the caller's sizeof(trnrt_stats) */
+  uint32_t version;   /* set by trnrt_get_stats: the runtime's version */
+  /* Version 1. */
   double device_time_ns;
   double tensor_engine_utilisation; /* 0..1 */
   double mfu;                       /* 0..1 */
@@ -73,10 +103,61 @@ typedef struct trnrt_stats {
   uint64_t spill_bytes;
 } trnrt_stats;
 
+/* The smallest struct_size trnrt_get_stats accepts: struct_size and
+ * version, for a caller that only asks which version the runtime has. */
+#define TRNRT_STATS_MIN_SIZE (offsetof(trnrt_stats, version) + sizeof(uint32_t))
+
+/* Zeroes *stats and sets struct_size to this header's sizeof(trnrt_stats).
+ * Inline, so the size is the caller's, never the library's. */
+static inline void trnrt_stats_default(trnrt_stats *stats) {
+  memset(stats, 0, sizeof(*stats));
+  stats->struct_size = sizeof(*stats);
+}
+
+/* Options of trnrt_init, one bit each in trnrt_init_options::flags. */
+typedef enum trnrt_init_flags {
+  /* Fill fresh memory (SBUF and PSUM before every run; inputs, outputs and
+   * scratch at load, outputs and scratch again before every run) with 0xFF:
+   * NaN in every float dtype, so reads of data nobody wrote show up. */
+  TRNRT_INIT_POISON_MEMORY = 1u << 0,
+  /* Time programs without computing values: statistics equal a full run's,
+   * tensor contents after a run are undefined (docs/simulator.md). */
+  TRNRT_INIT_TIMING_ONLY = 1u << 1
+} trnrt_init_flags;
+
+typedef struct trnrt_init_options {
+  size_t struct_size; /* the caller's sizeof(trnrt_init_options) */
+  uint64_t flags;     /* trnrt_init_flags bits; 0 by default */
+  /* Optional from here on: a field beyond the caller's struct_size takes
+   * its default. */
+  /* Host threads sharing one instruction's work: 0 (the default) = every
+   * core, 1 = the caller's thread only. Results do not depend on it. */
+  uint64_t threads;
+} trnrt_init_options;
+
+/* The smallest struct_size trnrt_init accepts: struct_size and flags. */
+#define TRNRT_INIT_OPTIONS_MIN_SIZE                                            \
+  (offsetof(trnrt_init_options, flags) + sizeof(uint64_t))
+
+/* Sets every option to its default and struct_size to this header's
+ * sizeof(trnrt_init_options). Inline, so the size is the caller's. */
+static inline void trnrt_init_options_default(trnrt_init_options *options) {
+  memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+}
+
 /* The message of the last failed call on this thread ("" if none). */
 const char *trnrt_last_error(void);
 
-trnrt_status trnrt_init(trnrt_runtime **runtime);
+/* Creates a runtime; its options apply to every model it loads. `options`
+ * may be NULL for the defaults. A struct_size below
+ * TRNRT_INIT_OPTIONS_MIN_SIZE is TRNRT_INVALID_ARGUMENT. Options from a newer
+ * header than the runtime's are accepted if they ask for nothing it lacks:
+ * a flag bit it does not know, or a nonzero byte beyond its own
+ * sizeof(trnrt_init_options) (a field it does not know, set), is
+ * TRNRT_UNSUPPORTED. */
+trnrt_status trnrt_init(const trnrt_init_options *options,
+                        trnrt_runtime **runtime);
 void trnrt_close(trnrt_runtime *runtime);
 
 /* Loads and validates an artifact (every hardware rule, and that its
@@ -114,7 +195,11 @@ trnrt_status trnrt_read_tensor_bytes(const trnrt_model *model, const char *name,
 
 /* Runs the program once. */
 trnrt_status trnrt_execute(trnrt_model *model);
-/* Statistics of the last successful execute. */
+/* Statistics of the last successful execute. Writes only the bytes inside
+ * stats->struct_size (at least TRNRT_STATS_MIN_SIZE, else
+ * TRNRT_INVALID_ARGUMENT) and sets stats->version to TRNRT_STATS_VERSION as
+ * the runtime knows it: a caller with a newer header finds the fields of
+ * later versions untouched. */
 trnrt_status trnrt_get_stats(const trnrt_model *model, trnrt_stats *stats);
 
 #ifdef __cplusplus

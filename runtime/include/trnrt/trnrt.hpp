@@ -6,7 +6,7 @@
 // runtime library itself never throws (it is built without exceptions), so
 // include this header from code compiled with exceptions enabled.
 //
-//   trnrt::Runtime runtime;
+//   trnrt::Runtime runtime;                   // or runtime(options)
 //   trnrt::Model model = runtime.loadFile("step.trnart");
 //   model.tensor("x").write(values);          // std::vector<double>
 //   model.execute();
@@ -159,7 +159,8 @@ public:
   void execute() { detail::check(trnrt_execute(raw())); }
   /// Statistics of the last successful execute().
   trnrt_stats stats() const {
-    trnrt_stats out{};
+    trnrt_stats out;
+    trnrt_stats_default(&out);
     detail::check(trnrt_get_stats(raw(), &out));
     return out;
   }
@@ -196,11 +197,13 @@ private:
 /// destroyed.
 class Runtime {
 public:
-  Runtime() {
-    trnrt_runtime *raw = nullptr;
-    detail::check(trnrt_init(&raw));
-    runtime.reset(raw, detail::RuntimeDeleter());
-  }
+  /// A runtime with the default options.
+  Runtime() : runtime(create(nullptr)) {}
+  /// A runtime with `options`, set up by trnrt_init_options_default (a
+  /// struct_size below TRNRT_INIT_OPTIONS_MIN_SIZE throws
+  /// TRNRT_INVALID_ARGUMENT, an unknown flag TRNRT_UNSUPPORTED).
+  explicit Runtime(const trnrt_init_options &options)
+      : runtime(create(&options)) {}
   Runtime(Runtime &&) noexcept = default;
   Runtime &operator=(Runtime &&) noexcept = default;
   Runtime(const Runtime &) = delete;
@@ -227,6 +230,13 @@ public:
   trnrt_runtime *get() const { return raw(); }
 
 private:
+  static std::shared_ptr<trnrt_runtime>
+  create(const trnrt_init_options *options) {
+    trnrt_runtime *raw = nullptr;
+    detail::check(trnrt_init(options, &raw));
+    return std::shared_ptr<trnrt_runtime>(raw, detail::RuntimeDeleter());
+  }
+
   trnrt_runtime *raw() const {
     if (!runtime)
       throw Error(TRNRT_INVALID_ARGUMENT, "the runtime was moved from");
