@@ -2,6 +2,7 @@
 
     from benchlib import ROOT, PYTHON, build_bin, make_graph
 """
+import json
 import os
 import pathlib
 import shutil
@@ -59,3 +60,14 @@ def extract_graph(command: list, work: pathlib.Path) -> pathlib.Path:
     if len(modules) != 1:
         sys.exit(f"bench: expected one traced graph in {graphs}, got {len(modules)}")
     return modules[0]
+
+
+def report(rows: list, result: dict, json_path: "str | None", title: "str | None" = None) -> None:
+    """Prints `rows` (name, value) as an aligned table under `title`, and writes `result` to `json_path`."""
+    if title:
+        print(title)
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+    if json_path:
+        pathlib.Path(json_path).write_text(json.dumps(result, indent=2) + "\n")

@@ -16,6 +16,8 @@ import subprocess
 import tempfile
 import time
 
+from benchlib import report
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -71,12 +73,7 @@ def main():
         ("simulator speed (GFLOP/s)", f"{result['simulator_gflops_per_second']:.1f}"),
         ("target utilisation", ">= 85%"),
     ]
-    width = max(len(r[0]) for r in rows)
-    print("bf16 matmul on the simulated trn1 NeuronCore")
-    for name, value in rows:
-        print(f"  {name:<{width}}  {value}")
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    report(rows, result, args.json, "bf16 matmul on the simulated trn1 NeuronCore")
 
 
 if __name__ == "__main__":

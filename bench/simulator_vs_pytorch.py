@@ -30,6 +30,8 @@ import time
 
 import torch
 
+from benchlib import report
+
 
 def graph(b, d, f):
     t = lambda *s: "tensor<" + "x".join(map(str, s)) + "xf32>"
@@ -163,11 +165,7 @@ def main():
         ("simulated TE utilisation", f"{100 * result['tensor_engine_utilisation']:.1f}%"),
         ("simulated MFU", f"{100 * result['mfu']:.1f}%"),
     ]
-    width = max(len(r[0]) for r in rows)
-    for name, value in rows:
-        print(f"  {name:<{width}}  {value}")
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    report(rows, result, args.json)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Writes `trn` graphs as MLIR text: the shared half of the graph generators.
 
-Used by test/e2e/Inputs/gen_gpt_block.py (the e2e GPT block tests) and
+Used by test/e2e/Inputs/gen_gpt_block.py (the e2e GPT block tests),
 utils/gen_transformer_step.py (BERT-large and GPT-3-shaped training steps for
-bench/compile_time.py). Plain Python 3, no torch or numpy.
+bench/compile_time.py) and, for its text helpers, test/Eval/Inputs/
+gen_transformer_block.py. Plain Python 3, no torch or numpy.
 
   Builder       emits one op per call (primitives and composites) and names
                 its SSA values; values are `Value`s (SSA name, shape, dtype).

@@ -261,6 +261,18 @@ void copyShard(const HbmTensor &tensor, const std::vector<MeshAxis> &bound,
   }
 }
 
+CollectiveContext
+MeshRunOptions::rankContext(const std::vector<MeshAxis> &bound,
+                            Communicator &communicator) const {
+  CollectiveContext context;
+  context.axes = bound;
+  context.rank = communicator.rank();
+  context.communicator = &communicator;
+  context.injectFailure = failRank == context.rank;
+  context.injectStall = stallRank == context.rank;
+  return context;
+}
+
 bool runRank(const Target &target, const Program &program,
              const std::vector<MeshAxis> &bound,
              const std::vector<std::vector<uint8_t>> &globalInputs,
@@ -272,12 +284,7 @@ bool runRank(const Target &target, const Program &program,
     communicator.abort(error);
     return false;
   };
-  CollectiveContext context;
-  context.axes = bound;
-  context.rank = rank;
-  context.communicator = &communicator;
-  context.injectFailure = options.failRank == rank;
-  context.injectStall = options.stallRank == rank;
+  CollectiveContext context = options.rankContext(bound, communicator);
   SimulatorOptions simulatorOptions = options.simulator;
   simulatorOptions.collectives = &context;
   Simulator simulator(target, simulatorOptions);

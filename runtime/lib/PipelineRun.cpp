@@ -170,12 +170,7 @@ bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
     communicator.abort(error);
     return false;
   };
-  CollectiveContext context;
-  context.axes = pipeline.bound;
-  context.rank = rank;
-  context.communicator = &communicator;
-  context.injectFailure = options.failRank == rank;
-  context.injectStall = options.stallRank == rank;
+  CollectiveContext context = options.rankContext(pipeline.bound, communicator);
   SimulatorOptions simulatorOptions = options.simulator;
   simulatorOptions.collectives = &context;
   std::vector<std::unique_ptr<Simulator>> simulators;

@@ -234,6 +234,20 @@ void printReport(const MeshCommand &command, const Program &program,
                 ranks[r].collectives);
 }
 
+/// The ranks' outputs assembled into global tensors, written to
+/// --outputs when asked for.
+bool writeGlobalOutputs(const MeshCommand &command, const Program &program,
+                        const std::vector<MeshAxis> &bound,
+                        const std::vector<RankRun> &runs, std::string &error) {
+  if (command.outputs.empty())
+    return true;
+  std::vector<std::vector<uint8_t>> outputs;
+  assembleOutputs(program, bound, runs, outputs);
+  return writeOutputs(command.outputs,
+                      globalValues(program, bound, HbmTensor::Kind::Output),
+                      outputs, error);
+}
+
 } // namespace
 
 int64_t elementCount(const std::vector<int64_t> &shape) {
@@ -346,12 +360,7 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
         offset += output.size();
       }
     }
-    std::vector<std::vector<uint8_t>> outputs;
-    assembleOutputs(program, bound, runs, outputs);
-    if (!command.outputs.empty() &&
-        !writeOutputs(command.outputs,
-                      globalValues(program, bound, HbmTensor::Kind::Output),
-                      outputs, error))
+    if (!writeGlobalOutputs(command, program, bound, runs, error))
       job->abortJob("rank 0: " + error, 1);
     printReport(command, program, bound, "one per MPI process", run.stats,
                 ranks);
@@ -366,12 +375,7 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
   std::vector<RankRun> runs;
   if (!runMeshInProcess(*target, program, bound, inputs, options, runs, error))
     return fail(error);
-  std::vector<std::vector<uint8_t>> outputs;
-  assembleOutputs(program, bound, runs, outputs);
-  if (!command.outputs.empty() &&
-      !writeOutputs(command.outputs,
-                    globalValues(program, bound, HbmTensor::Kind::Output),
-                    outputs, error))
+  if (!writeGlobalOutputs(command, program, bound, runs, error))
     return fail(error);
   if (!command.profile.empty() &&
       !writeProfile(command.profile, runs.front().stats, program, error))

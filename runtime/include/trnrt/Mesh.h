@@ -80,6 +80,11 @@ struct MeshRunOptions {
   long long iterations = 1;
   /// Test-only failure injection (TRNRT_TEST_FAIL_RANK/_STALL_RANK).
   int failRank = -1, stallRank = -1;
+
+  /// The collective context of the communicator's rank on the mesh `bound`
+  /// (with the failure injection meant for it).
+  CollectiveContext rankContext(const std::vector<MeshAxis> &bound,
+                                Communicator &communicator) const;
 };
 
 /// One rank's part of a run.

@@ -18,7 +18,12 @@ trn-eval uses. It needs numpy (Debian's
 
 import argparse
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "utils"))
+from trn_graph import fmt_float, ilist, ttype  # noqa: E402
 
 # Sizes: batch, sequence, hidden, heads, head size, MLP, vocabulary.
 B, S, H, NH = 2, 8, 16, 2
@@ -50,30 +55,13 @@ PARAMETERS = [
 ]
 
 
-def fmt_float(x):
-    """Shortest round-tripping form that MLIR parses as a float (1.0e-05)."""
-    text = repr(float(x))
-    mantissa, e, exponent = text.partition("e")
-    if "." not in mantissa:
-        mantissa += ".0"
-    return mantissa + e + exponent
-
-
-def tensor_type(shape, dtype):
-    return "tensor<" + "".join(f"{d}x" for d in shape) + dtype + ">"
-
-
-def ilist(values):
-    return "[" + ", ".join(str(v) for v in values) + "]"
-
-
 class Value:
     def __init__(self, name, shape, dtype="f32", val=None):
         self.name, self.shape, self.dtype, self.val = name, tuple(shape), dtype, val
 
     @property
     def type(self):
-        return tensor_type(self.shape, self.dtype)
+        return ttype(self.shape, self.dtype)
 
 
 class Builder:
@@ -116,7 +104,7 @@ class Builder:
     # -- ops ---------------------------------------------------------------
     def constant(self, hint, value, shape):
         np = self.np
-        text = f"trn.constant dense<{fmt_float(value)}> : {tensor_type(shape, 'f32')}"
+        text = f"trn.constant dense<{fmt_float(value)}> : {ttype(shape, 'f32')}"
         return self._emit(hint, text, [(shape, "f32", self._ev(
             lambda: np.full(shape, value, dtype=self.ftype)))])
 
@@ -157,14 +145,14 @@ class Builder:
     def reshape(self, hint, x, shape):
         assert math.prod(shape) == math.prod(x.shape)
         return self._emit(
-            hint, f"trn.reshape {x.name} : ({x.type}) -> {tensor_type(shape, x.dtype)}",
+            hint, f"trn.reshape {x.name} : ({x.type}) -> {ttype(shape, x.dtype)}",
             [(shape, x.dtype, self._ev(lambda: x.val.reshape(shape)))])
 
     def transpose(self, hint, x, perm):
         shape = tuple(x.shape[p] for p in perm)
         return self._emit(
             hint, f"trn.transpose {x.name}, perm = {ilist(perm)} : "
-                  f"({x.type}) -> {tensor_type(shape, x.dtype)}",
+                  f"({x.type}) -> {ttype(shape, x.dtype)}",
             [(shape, x.dtype, self._ev(lambda: x.val.transpose(perm)))])
 
     def slice(self, hint, x, start, limit):
@@ -173,14 +161,14 @@ class Builder:
         index = tuple(slice(s, l) for s, l in zip(start, limit))
         return self._emit(
             hint, f"trn.slice {x.name}, start = {ilist(start)}, limit = {ilist(limit)}, "
-                  f"strides = {ilist(strides)} : ({x.type}) -> {tensor_type(shape, x.dtype)}",
+                  f"strides = {ilist(strides)} : ({x.type}) -> {ttype(shape, x.dtype)}",
             [(shape, x.dtype, self._ev(lambda: x.val[index]))])
 
     def pad(self, hint, x, low, high):
         shape = tuple(d + l + h for d, l, h in zip(x.shape, low, high))
         return self._emit(
             hint, f"trn.pad {x.name}, low = {ilist(low)}, high = {ilist(high)}, "
-                  f"value = 0.0 : ({x.type}) -> {tensor_type(shape, x.dtype)}",
+                  f"value = 0.0 : ({x.type}) -> {ttype(shape, x.dtype)}",
             [(shape, x.dtype, self._ev(
                 lambda: self.np.pad(x.val, list(zip(low, high)))))])
 
@@ -194,14 +182,14 @@ class Builder:
             return np.broadcast_to(x.val.reshape(expanded), shape).copy()
         return self._emit(
             hint, f"trn.broadcast_in_dim {x.name}, dims = {ilist(dims)} : "
-                  f"({x.type}) -> {tensor_type(shape, x.dtype)}",
+                  f"({x.type}) -> {ttype(shape, x.dtype)}",
             [(tuple(shape), x.dtype, self._ev(ev))])
 
     def reduce_sum(self, hint, x, dims):
         shape = tuple(s for i, s in enumerate(x.shape) if i not in dims)
         return self._emit(
             hint, f"trn.reduce sum {x.name}, dims = {ilist(dims)} : "
-                  f"({x.type}) -> {tensor_type(shape, x.dtype)}",
+                  f"({x.type}) -> {ttype(shape, x.dtype)}",
             [(shape, x.dtype, self._ev(lambda: x.val.sum(axis=tuple(dims))))])
 
     def dot(self, hint, lhs, rhs, lb, rb, lc, rc):
@@ -223,14 +211,14 @@ class Builder:
         return self._emit(
             hint, f"trn.dot_general {lhs.name}, {rhs.name}, batching_dims = {ilist(lb)} x "
                   f"{ilist(rb)}, contracting_dims = {ilist(lc)} x {ilist(rc)} : "
-                  f"({lhs.type}, {rhs.type}) -> {tensor_type(shape, 'f32')}",
+                  f"({lhs.type}, {rhs.type}) -> {ttype(shape, 'f32')}",
             [(shape, "f32", self._ev(ev))])
 
     def gather(self, hint, table, ids):
         shape = tuple(ids.shape) + tuple(table.shape[1:])
         return self._emit(
             hint, f"trn.gather {table.name}[{ids.name}], axis = 0 : "
-                  f"({table.type}, {ids.type}) -> {tensor_type(shape, table.dtype)}",
+                  f"({table.type}, {ids.type}) -> {ttype(shape, table.dtype)}",
             [(shape, table.dtype, self._ev(lambda: self.np.take(table.val, ids.val, axis=0)))])
 
     def scatter_add(self, hint, operand, ids, updates):
@@ -254,7 +242,7 @@ class Builder:
             rstd = 1.0 / np.sqrt(var + eps)
             out = (x.val - mean) * rstd * w.val + b.val
             return [out, mean.reshape(stats), rstd.reshape(stats)][i]
-        st = tensor_type(stats, "f32")
+        st = ttype(stats, "f32")
         return self._emit(
             hint, f"trn.layer_norm {x.name}, {w.name}, {b.name}, axis = {axis}, "
                   f"eps = {fmt_float(eps)} : ({x.type}, {w.type}, {b.type}) -> "
@@ -304,7 +292,7 @@ class Builder:
         return self._emit(
             hint, f"trn.attention {q.name}, {k.name}, {v.name}, scale = {fmt_float(scale)} "
                   f"causal : ({q.type}, {k.type}, {v.type}) -> "
-                  f"({tensor_type(out_shape, 'f32')}, {tensor_type(lse_shape, 'f32')})",
+                  f"({ttype(out_shape, 'f32')}, {ttype(lse_shape, 'f32')})",
             [(out_shape, "f32", self._ev(lambda: ev(0))),
              (lse_shape, "f32", self._ev(lambda: ev(1)))])
 
@@ -506,7 +494,7 @@ def build(inputs=None, np=None, ftype=None):
     def splat(name, shape):
         if shape not in splats:
             tag = "x".join(str(d) for d in shape)
-            g.comment(f"Hyper-parameters broadcast to {tensor_type(shape, 'f32')}.")
+            g.comment(f"Hyper-parameters broadcast to {ttype(shape, 'f32')}.")
             splats[shape] = {h: g.broadcast(f"{h}_{tag}", scalars[h], shape, [])
                              for h, _ in hyper}
         return splats[shape][name]
