@@ -10,6 +10,8 @@
 #include "trnrt/IsaValidate.h"
 #include "trnrt/Target.h"
 
+#include "ProgramBuilder.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,31 +23,11 @@ namespace {
 const Target &trn1() { return trn1Target(); }
 const Target &trn2() { return *lookupTarget("trn2"); }
 
-AccessPattern onChip(Memory memory, DType dtype, uint32_t partitions,
-                     std::vector<ApDim> dims, int64_t byteOffset = 0,
-                     uint32_t start = 0) {
-  AccessPattern ap;
-  ap.memory = memory;
-  ap.dtype = dtype;
-  ap.numPartitions = partitions;
-  ap.startPartition = start;
-  ap.byteOffset = byteOffset;
-  ap.dims = std::move(dims);
-  return ap;
-}
-
-/// A contiguous [partitions, free] SBUF tile.
-AccessPattern sbuf(DType dtype, uint32_t partitions, int64_t free,
-                   int64_t byteOffset = 0, uint32_t start = 0) {
-  return onChip(Memory::Sbuf, dtype, partitions, {{free, 1}}, byteOffset,
-                start);
-}
-
-AccessPattern psum(DType dtype, uint32_t partitions, int64_t free,
-                   int64_t byteOffset = 0, uint32_t start = 0) {
-  return onChip(Memory::Psum, dtype, partitions, {{free, 1}}, byteOffset,
-                start);
-}
+using test_programs::column;
+using test_programs::make;
+using test_programs::onChip;
+using test_programs::psum;
+using test_programs::sbuf;
 
 /// `rows` rows of `free` contiguous elements in HBM.
 AccessPattern hbm(DType dtype, uint32_t rows, int64_t free,
@@ -65,22 +47,6 @@ AccessPattern whole(DType dtype, uint32_t elements, int64_t byteOffset = 0) {
   AccessPattern ap = hbm(dtype, elements, 1, byteOffset);
   ap.partitionStride = 1;
   return ap;
-}
-
-ScalarOperand column(AccessPattern ap) {
-  ScalarOperand s;
-  s.isImmediate = false;
-  s.column = std::move(ap);
-  return s;
-}
-
-Instruction make(Opcode opcode, AccessPattern dst,
-                 std::vector<AccessPattern> srcs = {}) {
-  Instruction inst;
-  inst.opcode = opcode;
-  inst.dst = std::move(dst);
-  inst.srcs = std::move(srcs);
-  return inst;
 }
 
 Instruction validMatmul() {

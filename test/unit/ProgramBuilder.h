@@ -47,8 +47,9 @@ inline AccessPattern sbuf(DType dtype, unsigned partitions, int64_t free,
 }
 
 inline AccessPattern psum(DType dtype, unsigned partitions, int64_t free,
-                          int64_t byteOffset = 0) {
-  return onChip(Memory::Psum, dtype, partitions, {{free, 1}}, byteOffset);
+                          int64_t byteOffset = 0, unsigned startPartition = 0) {
+  return onChip(Memory::Psum, dtype, partitions, {{free, 1}}, byteOffset,
+                startPartition);
 }
 
 inline ScalarOperand column(AccessPattern ap) {
