@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 namespace trnrt {
 namespace sim {
@@ -27,115 +28,78 @@ inline int32_t toInt32(float value) {
   return int32_t(floatToInteger(value, DType::I32));
 }
 
-/// The primitives the ALU ops are made of, per element type. fp32: IEEE, with
-/// Max and Min propagating NaN (a NaN operand gives NaN) so poisoned reads
-/// stay visible. Integers (GpSimd int32 math, bitwise ops): wrapping
-/// arithmetic, division truncating toward zero with x / 0 = 0.
-template <typename T> struct AluArith;
+/// The semantics of each ALU op of Isa.def, one static function per op named
+/// after it, per element type. Comparisons and logical ops give 1 or 0.
+template <typename T> struct AluCommon {
+  static T Bypass(T a, T) { return a; }
+  static T IsEqual(T a, T b) { return T(a == b); }
+  static T IsNotEqual(T a, T b) { return T(a != b); }
+  static T IsLess(T a, T b) { return T(a < b); }
+  static T IsLessEqual(T a, T b) { return T(a <= b); }
+  static T IsGreater(T a, T b) { return T(a > b); }
+  static T IsGreaterEqual(T a, T b) { return T(a >= b); }
+  static T LogicalAnd(T a, T b) { return T(a != T(0) && b != T(0)); }
+  static T LogicalOr(T a, T b) { return T(a != T(0) || b != T(0)); }
+};
 
-template <> struct AluArith<float> {
-  static float add(float a, float b) { return a + b; }
-  static float subtract(float a, float b) { return a - b; }
-  static float multiply(float a, float b) { return a * b; }
-  static float divide(float a, float b) { return a / b; }
-  static float max(float a, float b) { return (a > b || a != a) ? a : b; }
-  static float min(float a, float b) { return (a < b || a != a) ? a : b; }
-  static float pow(float a, float b) { return std::pow(a, b); }
-  static float bitwiseAnd(float a, float b) {
+/// fp32: IEEE, with Max and Min propagating NaN (a NaN operand gives NaN)
+/// so poisoned reads stay visible; bitwise ops on the int32 values.
+struct AluFloat : AluCommon<float> {
+  static float Add(float a, float b) { return a + b; }
+  static float Subtract(float a, float b) { return a - b; }
+  static float Multiply(float a, float b) { return a * b; }
+  static float Divide(float a, float b) { return a / b; }
+  static float Max(float a, float b) { return (a > b || a != a) ? a : b; }
+  static float Min(float a, float b) { return (a < b || a != a) ? a : b; }
+  static float Pow(float a, float b) { return std::pow(a, b); }
+  static float BitwiseAnd(float a, float b) {
     return float(toInt32(a) & toInt32(b));
   }
-  static float bitwiseOr(float a, float b) {
+  static float BitwiseOr(float a, float b) {
     return float(toInt32(a) | toInt32(b));
   }
 };
 
-template <> struct AluArith<int64_t> {
-  static int64_t add(int64_t a, int64_t b) {
+/// Integers (GpSimd int32 math, bitwise ops): wrapping arithmetic, division
+/// truncating toward zero with x / 0 = 0.
+struct AluInt : AluCommon<int64_t> {
+  static int64_t Add(int64_t a, int64_t b) {
     return int64_t(uint64_t(a) + uint64_t(b));
   }
-  static int64_t subtract(int64_t a, int64_t b) {
+  static int64_t Subtract(int64_t a, int64_t b) {
     return int64_t(uint64_t(a) - uint64_t(b));
   }
-  static int64_t multiply(int64_t a, int64_t b) {
+  static int64_t Multiply(int64_t a, int64_t b) {
     return int64_t(uint64_t(a) * uint64_t(b));
   }
-  static int64_t divide(int64_t a, int64_t b) {
+  static int64_t Divide(int64_t a, int64_t b) {
     if (b == 0)
       return 0;
     if (b == -1)
       return int64_t(0 - uint64_t(a));
     return a / b;
   }
-  static int64_t max(int64_t a, int64_t b) { return std::max(a, b); }
-  static int64_t min(int64_t a, int64_t b) { return std::min(a, b); }
-  static int64_t pow(int64_t a, int64_t b) {
+  static int64_t Max(int64_t a, int64_t b) { return std::max(a, b); }
+  static int64_t Min(int64_t a, int64_t b) { return std::min(a, b); }
+  static int64_t Pow(int64_t a, int64_t b) {
     return floatToInteger(float(std::pow(double(a), double(b))), DType::I64);
   }
-  static int64_t bitwiseAnd(int64_t a, int64_t b) { return a & b; }
-  static int64_t bitwiseOr(int64_t a, int64_t b) { return a | b; }
+  static int64_t BitwiseAnd(int64_t a, int64_t b) { return a & b; }
+  static int64_t BitwiseOr(int64_t a, int64_t b) { return a | b; }
 };
 
-/// Calls visit(f) with f(a, b) the semantics of `op` on T (float or int64_t;
-/// comparisons and logical ops give 1 or 0); returns false for an unknown
-/// op. The operator is chosen once, outside the element loop.
+/// Calls visit(f) with f(a, b) the semantics of `op` on T (float or
+/// int64_t); returns false for an unknown op. The operator is chosen once,
+/// outside the element loop.
 template <typename T, typename Visit>
 bool dispatchAlu(AluOp op, Visit &&visit) {
-  using A = AluArith<T>;
+  using A = std::conditional_t<std::is_same_v<T, float>, AluFloat, AluInt>;
   switch (op) {
-  case AluOp::Bypass:
-    visit([](T a, T) { return a; });
+#define TRN_ALU_OP(Name, ...)                                                  \
+  case AluOp::Name:                                                            \
+    visit([](T a, T b) { return A::Name(a, b); });                             \
     return true;
-  case AluOp::Add:
-    visit([](T a, T b) { return A::add(a, b); });
-    return true;
-  case AluOp::Subtract:
-    visit([](T a, T b) { return A::subtract(a, b); });
-    return true;
-  case AluOp::Multiply:
-    visit([](T a, T b) { return A::multiply(a, b); });
-    return true;
-  case AluOp::Divide:
-    visit([](T a, T b) { return A::divide(a, b); });
-    return true;
-  case AluOp::Max:
-    visit([](T a, T b) { return A::max(a, b); });
-    return true;
-  case AluOp::Min:
-    visit([](T a, T b) { return A::min(a, b); });
-    return true;
-  case AluOp::Pow:
-    visit([](T a, T b) { return A::pow(a, b); });
-    return true;
-  case AluOp::IsEqual:
-    visit([](T a, T b) { return T(a == b); });
-    return true;
-  case AluOp::IsNotEqual:
-    visit([](T a, T b) { return T(a != b); });
-    return true;
-  case AluOp::IsLess:
-    visit([](T a, T b) { return T(a < b); });
-    return true;
-  case AluOp::IsLessEqual:
-    visit([](T a, T b) { return T(a <= b); });
-    return true;
-  case AluOp::IsGreater:
-    visit([](T a, T b) { return T(a > b); });
-    return true;
-  case AluOp::IsGreaterEqual:
-    visit([](T a, T b) { return T(a >= b); });
-    return true;
-  case AluOp::LogicalAnd:
-    visit([](T a, T b) { return T(a != T(0) && b != T(0)); });
-    return true;
-  case AluOp::LogicalOr:
-    visit([](T a, T b) { return T(a != T(0) || b != T(0)); });
-    return true;
-  case AluOp::BitwiseAnd:
-    visit([](T a, T b) { return A::bitwiseAnd(a, b); });
-    return true;
-  case AluOp::BitwiseOr:
-    visit([](T a, T b) { return A::bitwiseOr(a, b); });
-    return true;
+#include "trnrt/Isa.def"
   }
   return false;
 }
