@@ -632,16 +632,6 @@ std::string formatDuration(double ns) {
   return text;
 }
 
-std::string formatSeconds(double seconds) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (seconds < 1.0)
-    os << llvm::format("%.1f ms", seconds * 1e3);
-  else
-    os << llvm::format("%.2f s", seconds);
-  return text;
-}
-
 std::string formatUse(uint64_t used, uint64_t capacity) {
   std::string text = formatBytes(used);
   if (capacity == 0)
@@ -861,7 +851,7 @@ CompileAttempt runCompile(ModuleOp module, const Options &options,
     ProgramSummary summary = summarize(*attempt.program, /*simulate=*/false);
     std::string line;
     llvm::raw_string_ostream os(line);
-    os << "compiled in " << formatSeconds(attempt.seconds) << ": "
+    os << "compiled in " << trn::formatSeconds(attempt.seconds) << ": "
        << totalInstructions(summary) << " instructions, " << summary.flops
        << " matmul FLOPs, SBUF peak " << summary.sbufPeakBytesPerPartition
        << " B and PSUM peak " << summary.psumPeakBytesPerPartition
@@ -1101,8 +1091,8 @@ int TrnCC::compile() {
     writeTiming.stop();
     report.cacheStatus = "off";
     report.compileSeconds = attempt.seconds;
-    status("compiled " + report.key + " in " + formatSeconds(attempt.seconds) +
-           " (cache off)");
+    status("compiled " + report.key + " in " +
+           trn::formatSeconds(attempt.seconds) + " (cache off)");
     return finish(*attempt.program, report);
   }
 
@@ -1169,7 +1159,7 @@ int TrnCC::compile() {
     report.cacheStatus = "miss";
     report.compileSeconds = attempt.seconds;
     statusLine =
-        "compiled " + report.key + " in " + formatSeconds(attempt.seconds);
+        "compiled " + report.key + " in " + trn::formatSeconds(attempt.seconds);
   } else {
     // A hit: copy the cached artifact out, after checking it decodes.
     cache::Result<std::vector<uint8_t>> cached =
@@ -1200,7 +1190,7 @@ int TrnCC::compile() {
     statusLine = "cache hit " + report.key;
     if (result.waitedSeconds > 0.05)
       statusLine += " (compiled by another process; waited " +
-                    formatSeconds(result.waitedSeconds) + ")";
+                    trn::formatSeconds(result.waitedSeconds) + ")";
   }
   if (!options.cacheOnly) {
     llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()),
