@@ -22,6 +22,7 @@
 #include "trn/Driver/CompileGraph.h"
 #include "trn/Driver/Diagnostics.h"
 #include "trn/Driver/Pipeline.h"
+#include "trn/Driver/Report.h"
 #include "trn/InitAll.h"
 #include "trn/Partition/Fit.h"
 #include "trn/Support/CommandLineValues.h"
@@ -469,301 +470,6 @@ std::optional<std::string> writeFileAtomically(const std::string &path,
 using mlir::trn::DiagnosticCollector;
 
 //===----------------------------------------------------------------------===//
-// Reports
-//===----------------------------------------------------------------------===//
-
-/// What trn-cc reports about a compiled program.
-struct ProgramSummary {
-  std::string target;
-  std::array<uint64_t, 5> engineInstructions{}; ///< Tensor..Sync
-  uint64_t dmaInstructions = 0;
-  uint64_t dmaQueues = 0; ///< queues with at least one transfer
-  uint64_t flops = 0;
-  uint64_t sbufPeakBytesPerPartition = 0;
-  uint64_t psumPeakBytesPerPartition = 0;
-  uint64_t hbmBytes = 0;
-  /// Tiles nc-allocate spilled to HBM (and reloaded), and their bytes.
-  uint64_t spilledTiles = 0, spilledBytes = 0;
-  // Capacities of the target, to show how much headroom is left.
-  uint64_t sbufUsableBytesPerPartition = 0;
-  uint64_t psumBytesPerPartition = 0;
-  uint64_t hbmBytesPerCore = 0;
-  std::optional<double> deviceTimeNs;
-  std::string deviceTimeError; ///< why there is no estimate
-};
-
-/// Runs `program` once on the simulator with zero inputs for its device
-/// time (the timing model does not depend on the values). A partitioned
-/// program runs every rank of its compiled mesh, in threads: its device
-/// time is the slowest rank's.
-void estimateDeviceTime(const trnrt::Program &program,
-                        const trnrt::Target &target, ProgramSummary &summary) {
-  std::string error;
-  if (!program.mesh.empty()) {
-    std::vector<std::vector<uint8_t>> inputs;
-    for (const trnrt::HbmTensor &tensor : program.tensors) {
-      if (tensor.kind != trnrt::HbmTensor::Kind::Input)
-        continue;
-      uint64_t elements = 1;
-      for (int64_t size : trnrt::globalShape(tensor, program.mesh))
-        elements *= uint64_t(size);
-      inputs.emplace_back(elements * trnrt::dtypeSizeInBytes(tensor.dtype), 0);
-    }
-    trnrt::MeshRunOptions options;
-    options.simulator.threads = 1;
-    std::vector<trnrt::RankRun> runs;
-    if (!trnrt::runMeshInProcess(target, program, program.mesh, inputs, options,
-                                 runs, error)) {
-      summary.deviceTimeError = error;
-      return;
-    }
-    double slowest = 0.0;
-    for (const trnrt::RankRun &run : runs)
-      slowest = std::max(slowest, run.stats.deviceTimeNs);
-    summary.deviceTimeNs = slowest;
-    return;
-  }
-  trnrt::Simulator simulator(target);
-  trnrt::SimulationStats stats;
-  if (!simulator.load(program, error) || !simulator.run(stats, error)) {
-    summary.deviceTimeError = error;
-    return;
-  }
-  summary.deviceTimeNs = stats.deviceTimeNs;
-}
-
-ProgramSummary summarize(const trnrt::Program &compiled, bool simulate) {
-  ProgramSummary summary;
-  summary.target = compiled.target;
-  // Counts are of the program that runs: every call expanded.
-  std::vector<uint64_t> sizes = trnrt::expandedStreamSizes(compiled);
-  for (size_t s = 0; s < sizes.size(); ++s) {
-    if (s < summary.engineInstructions.size()) {
-      summary.engineInstructions[s] = sizes[s];
-      continue;
-    }
-    summary.dmaInstructions += sizes[s];
-    summary.dmaQueues += sizes[s] == 0 ? 0 : 1;
-  }
-  summary.flops = compiled.flops;
-  summary.sbufPeakBytesPerPartition = compiled.sbufPeakBytesPerPartition;
-  summary.psumPeakBytesPerPartition = compiled.psumPeakBytesPerPartition;
-  summary.hbmBytes = trnrt::expandedHbmBytes(compiled);
-  auto countSpills = [&](const trnrt::Program &program) {
-    for (const trnrt::HbmTensor &tensor : program.tensors)
-      if (tensor.isSpill()) {
-        uint64_t bytes = 0;
-        trnrt::tensorBytes(tensor, bytes); // the reader validated the shape
-        ++summary.spilledTiles;
-        summary.spilledBytes += bytes;
-      }
-  };
-  countSpills(compiled);
-  for (const trnrt::Program &subroutine : compiled.subroutines)
-    countSpills(subroutine);
-  // The simulator runs the expanded program.
-  std::optional<trnrt::Program> expanded;
-  if (simulate && !compiled.calls.empty()) {
-    expanded = compiled;
-    std::string error;
-    if (!trnrt::expandCalls(*expanded, error)) {
-      summary.deviceTimeError = error;
-      return summary;
-    }
-  }
-  const trnrt::Program &program = expanded ? *expanded : compiled;
-  const trnrt::Target *target = trnrt::lookupTarget(program.target);
-  if (!target) {
-    summary.deviceTimeError = "unknown target '" + program.target + "'";
-    return summary;
-  }
-  summary.sbufUsableBytesPerPartition = target->sbufUsableBytesPerPartition;
-  summary.psumBytesPerPartition = target->psumBytesPerPartition;
-  summary.hbmBytesPerCore = target->hbmBytesPerCore;
-  if (program.pipeline.isFragment())
-    // A fragment's transfers need the other stages: trn-run runs them all.
-    summary.deviceTimeError =
-        "stage " + std::to_string(program.pipeline.stage) + "'s " +
-        program.pipeline.phase +
-        " fragment runs with the rest of its pipeline (trn-run every "
-        "stage's artifact with --mesh)";
-  else if (simulate)
-    estimateDeviceTime(program, *target, summary);
-  else
-    summary.deviceTimeError = "not estimated";
-  return summary;
-}
-
-uint64_t totalInstructions(const ProgramSummary &summary) {
-  uint64_t total = summary.dmaInstructions;
-  for (uint64_t count : summary.engineInstructions)
-    total += count;
-  return total;
-}
-
-std::string formatBytes(uint64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024.0 && unit < 4) {
-    value /= 1024.0;
-    ++unit;
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (unit == 0)
-    os << bytes << " B";
-  else
-    os << llvm::format("%.1f %s", value, units[unit]);
-  return text;
-}
-
-std::string formatDuration(double ns) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (ns < 1e3)
-    os << llvm::format("%.0f ns", ns);
-  else if (ns < 1e6)
-    os << llvm::format("%.2f us", ns / 1e3);
-  else if (ns < 1e9)
-    os << llvm::format("%.2f ms", ns / 1e6);
-  else
-    os << llvm::format("%.2f s", ns / 1e9);
-  return text;
-}
-
-std::string formatUse(uint64_t used, uint64_t capacity) {
-  std::string text = formatBytes(used);
-  if (capacity == 0)
-    return text;
-  llvm::raw_string_ostream os(text);
-  os << " of " << formatBytes(capacity)
-     << llvm::format(" (%.1f%%)", 100.0 * static_cast<double>(used) /
-                                      static_cast<double>(capacity));
-  return text;
-}
-
-/// The human-readable report (--analyze, and compile with -v).
-void printTable(llvm::raw_ostream &os, const std::string &graphName,
-                const std::string &key, const std::string &flags,
-                const ProgramSummary &summary) {
-  os << "graph          @" << graphName << "\n";
-  os << "key            " << key << "\n";
-  os << "target         " << summary.target << "\n";
-  os << "flags          " << flags << "\n";
-  os << "instructions   " << totalInstructions(summary) << " (";
-  for (size_t engine = 0; engine < summary.engineInstructions.size(); ++engine)
-    os << trnrt::engineName(static_cast<trnrt::Engine>(engine)) << " "
-       << summary.engineInstructions[engine] << ", ";
-  os << "dma " << summary.dmaInstructions << " on " << summary.dmaQueues
-     << (summary.dmaQueues == 1 ? " queue" : " queues") << ")\n";
-  os << "matmul FLOPs   " << summary.flops << "\n";
-  os << "SBUF peak      "
-     << formatUse(summary.sbufPeakBytesPerPartition,
-                  summary.sbufUsableBytesPerPartition)
-     << " per partition\n";
-  os << "PSUM peak      "
-     << formatUse(summary.psumPeakBytesPerPartition,
-                  summary.psumBytesPerPartition)
-     << " per partition\n";
-  os << "SBUF spills    ";
-  if (summary.spilledTiles == 0)
-    os << "none\n";
-  else
-    os << summary.spilledTiles
-       << (summary.spilledTiles == 1 ? " tile, " : " tiles, ")
-       << formatBytes(summary.spilledBytes) << " stored to HBM and reloaded\n";
-  os << "HBM            "
-     << formatUse(summary.hbmBytes, summary.hbmBytesPerCore) << "\n";
-  os << "device time    ";
-  if (summary.deviceTimeNs)
-    os << formatDuration(*summary.deviceTimeNs)
-       << " (estimated: simulated once with zero inputs)\n";
-  else
-    os << "unavailable: " << summary.deviceTimeError << "\n";
-}
-
-/// Fields of the JSON report that compile and --analyze share.
-void writeSummaryJson(llvm::json::OStream &json,
-                      const ProgramSummary &summary) {
-  json.attribute("target", summary.target);
-  json.attributeObject("instructions", [&] {
-    for (size_t engine = 0; engine < summary.engineInstructions.size();
-         ++engine)
-      json.attribute(trnrt::engineName(static_cast<trnrt::Engine>(engine)),
-                     static_cast<int64_t>(summary.engineInstructions[engine]));
-    json.attribute("dma", static_cast<int64_t>(summary.dmaInstructions));
-    json.attribute("total", static_cast<int64_t>(totalInstructions(summary)));
-  });
-  json.attribute("dma_queues", static_cast<int64_t>(summary.dmaQueues));
-  json.attribute("flops", static_cast<int64_t>(summary.flops));
-  json.attribute("sbuf_peak_bytes_per_partition",
-                 static_cast<int64_t>(summary.sbufPeakBytesPerPartition));
-  json.attribute("sbuf_usable_bytes_per_partition",
-                 static_cast<int64_t>(summary.sbufUsableBytesPerPartition));
-  json.attribute("psum_peak_bytes_per_partition",
-                 static_cast<int64_t>(summary.psumPeakBytesPerPartition));
-  json.attribute("psum_bytes_per_partition",
-                 static_cast<int64_t>(summary.psumBytesPerPartition));
-  json.attribute("spilled_tiles", static_cast<int64_t>(summary.spilledTiles));
-  json.attribute("spilled_bytes", static_cast<int64_t>(summary.spilledBytes));
-  json.attribute("hbm_bytes", static_cast<int64_t>(summary.hbmBytes));
-  json.attribute("hbm_bytes_per_core",
-                 static_cast<int64_t>(summary.hbmBytesPerCore));
-  if (summary.deviceTimeNs)
-    json.attribute("estimated_device_time_ns", *summary.deviceTimeNs);
-  else {
-    json.attribute("estimated_device_time_ns", nullptr);
-    json.attribute("estimated_device_time_error", summary.deviceTimeError);
-  }
-}
-
-/// Everything a report says besides the program summary.
-struct ReportContext {
-  std::string mode; ///< "compile" or "analyze"
-  std::string graphPath, graphName, outputPath, key, cacheStatus, cacheRoot,
-      entryPath;
-  std::vector<std::string> flags; ///< as given
-  std::string normalizedFlags;
-  double compileSeconds = 0;
-  double elapsedSeconds = 0;
-  int64_t peakMemoryBytes = 0;
-};
-
-std::string reportJson(const ReportContext &context,
-                       const ProgramSummary &summary) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  llvm::json::OStream json(os, /*IndentSize=*/2);
-  json.object([&] {
-    json.attribute("mode", context.mode);
-    json.attribute("graph", context.graphName);
-    json.attribute("input", context.graphPath);
-    if (!context.outputPath.empty())
-      json.attribute("output", context.outputPath);
-    json.attribute("key", context.key);
-    if (!context.cacheStatus.empty())
-      json.attribute("cache", context.cacheStatus);
-    if (!context.cacheRoot.empty())
-      json.attribute("cache_dir", context.cacheRoot);
-    if (!context.entryPath.empty())
-      json.attribute("cache_entry", context.entryPath);
-    json.attribute("compiler_version", cache::compilerVersion());
-    json.attributeArray("flags", [&] {
-      for (const std::string &flag : context.flags)
-        json.value(flag);
-    });
-    json.attribute("normalized_flags", context.normalizedFlags);
-    json.attribute("compile_seconds", context.compileSeconds);
-    json.attribute("elapsed_seconds", context.elapsedSeconds);
-    json.attribute("peak_memory_bytes", context.peakMemoryBytes);
-    writeSummaryJson(json, summary);
-  });
-  os << "\n";
-  return text;
-}
-
-//===----------------------------------------------------------------------===//
 // Compiling
 //===----------------------------------------------------------------------===//
 
@@ -835,29 +541,13 @@ CompileAttempt runCompile(ModuleOp module, const Options &options,
   compileOptions.stats = &stats;
   CompileAttempt attempt =
       mlir::trn::compileModule(module, key, options.flags, compileOptions);
-  if (options.timing && stats.exported) {
-    // With the timing report: what the time was spent on.
-    const auto &e = stats.engineInstructions;
-    uint64_t total = stats.dmaInstructions;
-    for (uint64_t count : e)
-      total += count;
-    llvm::errs() << "trn-cc: kernel of " << stats.kernelOps << " nc ops, "
-                 << total << " instructions (tensor " << e[0] << ", vector "
-                 << e[1] << ", scalar " << e[2] << ", gpsimd " << e[3]
-                 << ", sync " << e[4] << ", dma " << stats.dmaInstructions
-                 << "), HBM " << stats.hbmBytes << " B\n";
-  }
-  if (attempt.program) {
-    ProgramSummary summary = summarize(*attempt.program, /*simulate=*/false);
-    std::string line;
-    llvm::raw_string_ostream os(line);
-    os << "compiled in " << trn::formatSeconds(attempt.seconds) << ": "
-       << totalInstructions(summary) << " instructions, " << summary.flops
-       << " matmul FLOPs, SBUF peak " << summary.sbufPeakBytesPerPartition
-       << " B and PSUM peak " << summary.psumPeakBytesPerPartition
-       << " B per partition, HBM " << summary.hbmBytes << " B\n";
-    attempt.log += line;
-  }
+  // With the timing report: what the time was spent on.
+  if (options.timing && stats.exported)
+    llvm::errs() << "trn-cc: " << trn::kernelSizeLine(stats) << "\n";
+  if (attempt.program)
+    attempt.log += trn::compiledLogLine(
+        attempt.seconds, trn::summarizeProgram(*attempt.program,
+                                               /*estimateDeviceTime=*/false));
   return attempt;
 }
 
@@ -899,7 +589,7 @@ private:
   }
   int compile();
   int analyze();
-  int finish(const trnrt::Program &program, ReportContext &report);
+  int finish(const trnrt::Program &program, trn::CompileReport &report);
 
   Options options;
   /// --timing: phases and passes, printed to stderr when trn-cc ends. The
@@ -942,16 +632,6 @@ int TrnCC::run() {
   return options.mode == Options::Mode::Compile ? compile() : analyze();
 }
 
-/// "1.5 GiB", "300.0 MiB".
-static std::string bytesText(int64_t bytes) {
-  char text[32];
-  if (bytes >= (int64_t(1) << 30))
-    std::snprintf(text, sizeof(text), "%.1f GiB", double(bytes) / (1 << 30));
-  else
-    std::snprintf(text, sizeof(text), "%.1f MiB", double(bytes) / (1 << 20));
-  return text;
-}
-
 /// With --mesh: partitions the graph (milliseconds, no lowering) and checks
 /// that one rank (of every pipeline stage) fits its NeuronCore's HBM, before
 /// compiling. Returns a one-line error naming the first violated
@@ -973,41 +653,11 @@ checkMeshFit(ModuleOp module, const trn::cache::NormalizedFlags &flags,
   footprint = *measured;
   if (!footprint)
     return std::nullopt;
-  const trnrt::Target *target = trnrt::lookupTarget(flags.values.at("target"));
   if (footprint->pipelined)
-    for (size_t s = 0; s < footprint->stages.size(); ++s) {
-      const trn::partition::RankFootprint &f = footprint->stages[s];
-      llvm::outs() << "stage " << s << " per-rank HBM at " << footprint->mesh
-                   << ": " << bytesText(f.total()) << " (parameters "
-                   << bytesText(f.parameters) << ", optimizer state "
-                   << bytesText(f.optimizerStates) << ", gradient accumulators "
-                   << bytesText(f.gradients) << ", stashed activations "
-                   << bytesText(f.stash) << " for " << f.microbatchesInFlight
-                   << " microbatches in flight, peak intermediates "
-                   << bytesText(f.peakIntermediates) << ")\n";
-    }
-  for (size_t s = 0; s < footprint->stages.size(); ++s) {
-    const trn::partition::RankFootprint &f = footprint->stages[s];
-    if (!target || uint64_t(f.total()) <= target->hbmBytesPerCore)
-      continue;
-    std::string head = "mesh " + footprint->mesh + " does not fit: ";
-    std::string tail = " of HBM, more than the " +
-                       bytesText(int64_t(target->hbmBytesPerCore)) +
-                       " of a NeuronCore (parameters " +
-                       bytesText(f.parameters) + ", optimizer state " +
-                       bytesText(f.optimizerStates);
-    if (footprint->pipelined)
-      return head + "stage " + std::to_string(s) + "'s rank needs " +
-             bytesText(f.total()) + tail + ", gradient accumulators " +
-             bytesText(f.gradients) + ", stashed activations " +
-             bytesText(f.stash) + ", peak intermediates " +
-             bytesText(f.peakIntermediates) +
-             "); raise pp or tp, or use fewer microbatches in flight";
-    return head + "one rank needs " + bytesText(f.total()) + tail +
-           ", peak intermediates " + bytesText(f.peakIntermediates) +
-           "); raise tp, or shorten the sequence or the batch";
-  }
-  return std::nullopt;
+    for (const std::string &line : trn::meshFootprintLines(*footprint))
+      llvm::outs() << line << "\n";
+  return trn::meshFitProblem(*footprint,
+                             trnrt::lookupTarget(flags.values.at("target")));
 }
 
 int TrnCC::analyze() {
@@ -1018,17 +668,8 @@ int TrnCC::analyze() {
                                     options.codegenArgs, mesh))
       return fail(*problem);
   }
-  std::optional<trn::partition::RankFootprint> footprint;
-  if (mesh && !mesh->pipelined)
-    footprint = mesh->stages.front();
-  if (footprint && !options.json)
-    llvm::outs() << "per-rank HBM at " << mesh->mesh << ": "
-                 << bytesText(footprint->total()) << " (parameters "
-                 << bytesText(footprint->parameters) << ", optimizer state "
-                 << bytesText(footprint->optimizerStates) << ", gradients "
-                 << bytesText(footprint->gradients) << ", inputs "
-                 << bytesText(footprint->inputs) << ", peak intermediates "
-                 << bytesText(footprint->peakIntermediates) << ")\n";
+  if (mesh && !mesh->pipelined && !options.json)
+    llvm::outs() << trn::meshFootprintLines(*mesh).front() << "\n";
   // Shown at once: the compile and per-rank simulation that follow take
   // far longer than the check.
   llvm::outs().flush();
@@ -1039,11 +680,12 @@ int TrnCC::analyze() {
   printWarnings(attempt.warnings);
   if (!attempt.program)
     return fail(attempt.diagnostic);
-  ReportContext report;
+  trn::CompileReport report;
   report.mode = "analyze";
   report.compileSeconds = attempt.seconds;
   TimingScope simulateTiming = timing.nest("estimate device time (simulator)");
-  ProgramSummary summary = summarize(*attempt.program, /*simulate=*/true);
+  trn::ProgramSummary summary =
+      trn::summarizeProgram(*attempt.program, /*estimateDeviceTime=*/true);
   simulateTiming.stop();
   report.graphPath = options.graphPath;
   report.graphName = graph.name;
@@ -1052,20 +694,20 @@ int TrnCC::analyze() {
   report.normalizedFlags = options.flags.canonical();
   report.elapsedSeconds = secondsSince(start);
   report.peakMemoryBytes = peakMemoryBytes();
-  std::string json = reportJson(report, summary);
+  std::string json = trn::reportJson(report, summary);
   if (!options.reportPath.empty())
     if (auto problem = writeFileAtomically(options.reportPath, json))
       return fail(*problem);
   if (options.json)
     llvm::outs() << json;
   else
-    printTable(llvm::outs(), graph.name, report.key, report.normalizedFlags,
-               summary);
+    trn::printSummaryTable(llvm::outs(), graph.name, report.key,
+                           report.normalizedFlags, summary);
   return kExitOk;
 }
 
 int TrnCC::compile() {
-  ReportContext report;
+  trn::CompileReport report;
   report.mode = "compile";
   report.graphPath = options.graphPath;
   report.graphName = graph.name;
@@ -1206,7 +848,7 @@ int TrnCC::compile() {
 }
 
 /// Writes the --report JSON and, with -v, prints the table.
-int TrnCC::finish(const trnrt::Program &program, ReportContext &report) {
+int TrnCC::finish(const trnrt::Program &program, trn::CompileReport &report) {
   bool wantReport = !options.reportPath.empty() || options.verbose;
   if (!wantReport)
     return kExitOk;
@@ -1217,17 +859,17 @@ int TrnCC::finish(const trnrt::Program &program, ReportContext &report) {
   // estimate would cost more than the compile (74 s against 11 s for the
   // BERT-large step), so it is left out.
   TimingScope simulateTiming = timing.nest("estimate device time (simulator)");
-  ProgramSummary summary =
-      summarize(program, /*simulate=*/!options.cacheOnly || options.verbose);
+  trn::ProgramSummary summary = trn::summarizeProgram(
+      program, /*estimateDeviceTime=*/!options.cacheOnly || options.verbose);
   simulateTiming.stop();
   report.elapsedSeconds = secondsSince(start);
   report.peakMemoryBytes = peakMemoryBytes();
   if (options.verbose)
-    printTable(llvm::errs(), graph.name, report.key, report.normalizedFlags,
-               summary);
+    trn::printSummaryTable(llvm::errs(), graph.name, report.key,
+                           report.normalizedFlags, summary);
   if (!options.reportPath.empty())
     if (auto problem = writeFileAtomically(options.reportPath,
-                                           reportJson(report, summary)))
+                                           trn::reportJson(report, summary)))
       return fail(*problem);
   return kExitOk;
 }
