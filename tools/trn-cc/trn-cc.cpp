@@ -27,6 +27,7 @@
 #include "trn/Partition/Fit.h"
 #include "trn/Support/CommandLineValues.h"
 #include "trn/Support/InputFile.h"
+#include "trn/Support/OutputFile.h"
 
 #include "trnrt/Artifact.h"
 #include "trnrt/File.h"
@@ -88,24 +89,8 @@ instruction counts, FLOPs, memory peaks and estimated device time.
 codegen flags (normalised into the cache key; order and spelling do not matter):
 )";
 
-// After the codegen flags, which come from the shared table.
-const char *kUsageTail = R"(
-output and cache:
-  -o, --output FILE                the artifact (compile)
-  --cache-dir DIR                  cache root (default: $TRN_CACHE_DIR, else /var/tmp/trn-compile-cache)
-  --no-cache                       compile without reading or writing the cache
-  --cache-only                     compile into the cache, write no artifact (no -o)
-  --retry-failed                   recompile a graph whose cached compile failed
-  --lock-timeout DURATION          longest wait for another process compiling the same graph (default 1h)
-  --report FILE                    write the compile report as JSON
-  --json                           print the --analyze report as JSON
-  --mlir-print-ir-after-all        print the IR after every pass to stderr
-  --timing                         print the time of every phase and pass to stderr
-  -v, --verbose                    say more: key parts, cache entry, report table
-  -q, --quiet                      print nothing but errors
-  -h, --help                       this help
-  --version                        versions and targets
-
+// After the codegen flags (the shared table's) and trn-cc's own (kFlags).
+const char *kExitStatus = R"(
 exit status: 0 success, 1 compile error or cache/file error, 2 bad command line
 )";
 
@@ -113,99 +98,13 @@ exit status: 0 success, 1 compile error or cache/file error, 2 bad command line
 // Command line
 //===----------------------------------------------------------------------===//
 
-/// What a flag does in trn-cc. Codegen flags (trn/Driver/CompileFlags.h, the
-/// table every tool shares) go to normalizeFlags; trn-cc's own options are
-/// output-neutral and handled here.
-enum class FlagRole {
-  Codegen,
-  Output,
-  CacheDir,
-  NoCache,
-  CacheOnly,
-  RetryFailed,
-  LockTimeout,
-  Report,
-  PrintIR,
-  Timing,
-  Verbose,
-  Quiet,
-  Analyze,
-  Json,
-  Version,
-  Help,
-  NotForTrnCc, ///< a flag of the cache's vocabulary that trn-cc has no use for
-};
-
-struct FlagSpec {
-  llvm::StringRef name; ///< long name without dashes
-  bool takesValue;
-  FlagRole role;
-};
-
-const std::vector<FlagSpec> &flagSpecs() {
-  static const std::vector<FlagSpec> specs = {
-      {"output", true, FlagRole::Output},
-      {"cache-dir", true, FlagRole::CacheDir},
-      {"no-cache", false, FlagRole::NoCache},
-      {"cache-only", false, FlagRole::CacheOnly},
-      {"retry-failed", false, FlagRole::RetryFailed},
-      {"lock-timeout", true, FlagRole::LockTimeout},
-      {"report", true, FlagRole::Report},
-      {"mlir-print-ir-after-all", false, FlagRole::PrintIR},
-      {"timing", false, FlagRole::Timing},
-      {"verbose", false, FlagRole::Verbose},
-      {"quiet", false, FlagRole::Quiet},
-      {"analyze", false, FlagRole::Analyze},
-      {"json", false, FlagRole::Json},
-      {"version", false, FlagRole::Version},
-      {"help", false, FlagRole::Help},
-  };
-  return specs;
-}
-
-/// trn-cc's own options, then the shared table: its codegen flags, and its
-/// output-neutral flags trn-cc has no use for.
-const FlagSpec *findFlag(llvm::StringRef name) {
-  for (const FlagSpec &spec : flagSpecs())
-    if (spec.name == name)
-      return &spec;
-  static std::vector<FlagSpec> shared = [] {
-    std::vector<FlagSpec> specs;
-    for (const mlir::trn::CompileFlagSpec &flag : mlir::trn::compileFlagSpecs())
-      specs.push_back(
-          {llvm::StringRef(flag.name.data(), flag.name.size()),
-           flag.takesValue(),
-           flag.isCodegen() ? FlagRole::Codegen : FlagRole::NotForTrnCc});
-    return specs;
-  }();
-  for (const FlagSpec &spec : shared)
-    if (spec.name == name)
-      return &spec;
-  return nullptr;
-}
-
-/// Long name of a one-letter flag (-O is handled apart: its value is glued).
-llvm::StringRef longNameOfShort(char letter) {
-  switch (letter) {
-  case 'o':
-    return "output";
-  case 'v':
-    return "verbose";
-  case 'q':
-    return "quiet";
-  case 'h':
-    return "help";
-  default:
-    return {};
-  }
-}
-
 struct Options {
   enum class Mode { None, Compile, Analyze, Version, Help } mode = Mode::None;
   std::string graphPath;
   std::string outputPath;
   std::string cacheDir;
   std::string reportPath;
+  std::string lockTimeout;
   std::optional<double> lockTimeoutSeconds;
   bool noCache = false;
   bool cacheOnly = false;
@@ -215,165 +114,108 @@ struct Options {
   bool verbose = false;
   bool quiet = false;
   bool json = false;
+  bool analyze = false, version = false, help = false;
   /// Codegen flags exactly as given (tokens), for normalizeFlags and for the
   /// cache entry's metadata.
   std::vector<std::string> codegenArgs;
   cache::NormalizedFlags flags;
 };
 
-/// The message for a flag nobody knows: the cache library's (which suggests
-/// the closest codegen or output-neutral flag), else a trn-cc flag close to
-/// it.
-std::string unknownFlagMessage(const std::string &token, llvm::StringRef name) {
-  std::string message;
-  (void)mlir::trn::normalizeFlags({token}, message);
-  if (message.empty() || message.find("did you mean") != std::string::npos)
-    return message.empty() ? "unknown flag '" + token + "'" : message;
-  // Suggest only what looks like a typo (the cache library's threshold).
-  unsigned limit = std::max<unsigned>(
-      1, std::min<unsigned>(3, static_cast<unsigned>(name.size()) / 3));
-  llvm::StringRef best;
-  unsigned bestDistance = limit + 1;
-  for (const FlagSpec &spec : flagSpecs()) {
-    unsigned distance = name.edit_distance(spec.name);
-    if (distance < bestDistance) {
-      bestDistance = distance;
-      best = spec.name;
-    }
-  }
-  if (!best.empty())
-    message += "; did you mean '--" + best.str() + "'?";
-  return message;
+/// trn-cc's own flags, each setting one field of Options; the codegen flags
+/// are the shared table's (trn/Driver/CompileFlags.h).
+struct OwnFlag {
+  std::string_view name;
+  char letter;                ///< a one-letter alias, or 0
+  std::string Options::*text; ///< set to the flag's value
+  bool Options::*on;          ///< set by the switch
+  std::string_view help;
+};
+
+const OwnFlag kFlags[] = {
+    {"output", 'o', &Options::outputPath, nullptr,
+     "-o, --output FILE                the artifact (compile)"},
+    {"cache-dir", 0, &Options::cacheDir, nullptr,
+     "--cache-dir DIR                  cache root (default: $TRN_CACHE_DIR, "
+     "else /var/tmp/trn-compile-cache)"},
+    {"no-cache", 0, nullptr, &Options::noCache,
+     "--no-cache                       compile without reading or writing the "
+     "cache"},
+    {"cache-only", 0, nullptr, &Options::cacheOnly,
+     "--cache-only                     compile into the cache, write no "
+     "artifact (no -o)"},
+    {"retry-failed", 0, nullptr, &Options::retryFailed,
+     "--retry-failed                   recompile a graph whose cached compile "
+     "failed"},
+    {"lock-timeout", 0, &Options::lockTimeout, nullptr,
+     "--lock-timeout DURATION          longest wait for another process "
+     "compiling the same graph (default 1h)"},
+    {"report", 0, &Options::reportPath, nullptr,
+     "--report FILE                    write the compile report as JSON"},
+    {"json", 0, nullptr, &Options::json,
+     "--json                           print the --analyze report as JSON"},
+    {"mlir-print-ir-after-all", 0, nullptr, &Options::printIR,
+     "--mlir-print-ir-after-all        print the IR after every pass to "
+     "stderr"},
+    {"timing", 0, nullptr, &Options::timing,
+     "--timing                         print the time of every phase and pass "
+     "to stderr"},
+    {"verbose", 'v', nullptr, &Options::verbose,
+     "-v, --verbose                    say more: key parts, cache entry, "
+     "report table"},
+    {"quiet", 'q', nullptr, &Options::quiet,
+     "-q, --quiet                      print nothing but errors"},
+    {"help", 'h', nullptr, &Options::help,
+     "-h, --help                       this help"},
+    {"version", 0, nullptr, &Options::version,
+     "--version                        versions and targets"},
+    {"analyze", 0, nullptr, &Options::analyze, ""},
+};
+
+const trn::ToolCommandLine &commandLine() {
+  static const trn::ToolCommandLine line = [] {
+    trn::ToolCommandLine line;
+    line.tool = "trn-cc";
+    line.notOurs = "trn-cc compiles one graph in this process; "
+                   "trn-parallel-compile runs compiles in workers";
+    for (const OwnFlag &flag : kFlags)
+      line.flags.push_back({flag.name, flag.text != nullptr, flag.letter,
+                            int(&flag - kFlags), flag.help});
+    return line;
+  }();
+  return line;
 }
 
 /// Parses argv into `options`; returns a one-line message on a usage error.
 std::optional<std::string> parseCommandLine(int argc, char **argv,
                                             Options &options) {
   std::vector<std::string> positionals;
-  bool analyze = false, version = false, help = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string token = argv[i];
-    if (token.size() < 2 || token[0] != '-') {
-      positionals.push_back(token); // "-" alone is stdin
-      continue;
-    }
+  auto onFlag = [&](const trn::ToolFlagUse &use) -> std::optional<std::string> {
+    const OwnFlag &flag = kFlags[use.flag->id];
+    if (flag.on)
+      options.*flag.on = true;
+    else
+      options.*flag.text = *use.value;
+    if (flag.text == &Options::lockTimeout &&
+        !(options.lockTimeoutSeconds = trn::parseDuration(*use.value)))
+      return "flag '" + use.spelled + "': '" + *use.value +
+             "' is not a duration (e.g. 90s, 15m, 2h)";
+    return std::nullopt;
+  };
+  if (auto problem = trn::parseToolArgs(
+          std::vector<std::string>(argv + 1, argv + argc), commandLine(),
+          onFlag, positionals, options.codegenArgs))
+    return problem;
 
-    // Split into the flag, its spelling (for messages) and an inline value.
-    const FlagSpec *spec = nullptr;
-    std::string spelled;
-    std::optional<std::string> value;
-    bool oneDash = token[1] != '-';
-    llvm::StringRef body = llvm::StringRef(token).drop_front(oneDash ? 1 : 2);
-    auto [bodyName, bodyValue] = body.split('=');
-    if (oneDash && token[1] == 'O' && !findFlag(bodyName)) {
-      // -O2: the level is glued to the flag.
-      spec = findFlag("opt-level");
-      spelled = token;
-    } else if (oneDash && !findFlag(bodyName)) {
-      // -v, -q, -h, -o FILE, -oFILE, -o=FILE.
-      spec = findFlag(longNameOfShort(token[1]));
-      spelled = token.substr(0, 2);
-      llvm::StringRef rest = llvm::StringRef(token).drop_front(2);
-      rest.consume_front("=");
-      if (!rest.empty())
-        value = rest.str();
-      if (!spec)
-        return unknownFlagMessage(token, bodyName);
-    } else {
-      // --name, --name=value (and LLVM-style -name).
-      spec = findFlag(bodyName);
-      spelled = token.substr(0, oneDash ? 1 : 2) + bodyName.str();
-      if (body.contains('='))
-        value = bodyValue.str();
-      if (!spec)
-        return unknownFlagMessage(token, bodyName);
-    }
-
-    // The value: inline, else the next argument (which must not be a flag,
-    // the same rule normalizeFlags applies).
-    bool glued = spec->name == "opt-level" && oneDash && token[1] == 'O';
-    bool separateValue = false;
-    if (spec->takesValue && !value && !glued) {
-      if (i + 1 >= argc || llvm::StringRef(argv[i + 1]).starts_with("--"))
-        return "flag '" + spelled + "' needs a value";
-      value = argv[++i];
-      separateValue = true;
-    }
-    if (!spec->takesValue && value)
-      return "flag '" + spelled + "' takes no value";
-
-    switch (spec->role) {
-    case FlagRole::Codegen:
-      options.codegenArgs.push_back(token);
-      if (separateValue)
-        options.codegenArgs.push_back(*value);
-      break;
-    case FlagRole::Output:
-      options.outputPath = *value;
-      break;
-    case FlagRole::CacheDir:
-      options.cacheDir = *value;
-      break;
-    case FlagRole::Report:
-      options.reportPath = *value;
-      break;
-    case FlagRole::LockTimeout: {
-      options.lockTimeoutSeconds = mlir::trn::parseDuration(*value);
-      if (!options.lockTimeoutSeconds)
-        return "flag '" + spelled + "': '" + *value +
-               "' is not a duration (e.g. 90s, 15m, 2h)";
-      break;
-    }
-    case FlagRole::NoCache:
-      options.noCache = true;
-      break;
-    case FlagRole::CacheOnly:
-      options.cacheOnly = true;
-      break;
-    case FlagRole::RetryFailed:
-      options.retryFailed = true;
-      break;
-    case FlagRole::PrintIR:
-      options.printIR = true;
-      break;
-    case FlagRole::Timing:
-      options.timing = true;
-      break;
-    case FlagRole::Verbose:
-      options.verbose = true;
-      break;
-    case FlagRole::Quiet:
-      options.quiet = true;
-      break;
-    case FlagRole::Analyze:
-      analyze = true;
-      break;
-    case FlagRole::Json:
-      options.json = true;
-      break;
-    case FlagRole::Version:
-      version = true;
-      break;
-    case FlagRole::Help:
-      help = true;
-      break;
-    case FlagRole::NotForTrnCc:
-      return "flag '" + spelled +
-             "' is not a trn-cc option (trn-cc compiles one graph in this "
-             "process; trn-parallel-compile runs compiles in workers)";
-    }
-  }
-
-  if (help) {
+  if (options.help) {
     options.mode = Options::Mode::Help;
     return std::nullopt;
   }
-  if (version) {
+  if (options.version) {
     options.mode = Options::Mode::Version;
     return std::nullopt;
   }
 
-  if (analyze) {
+  if (options.analyze) {
     options.mode = Options::Mode::Analyze;
     if (positionals.empty())
       return std::string("--analyze needs a graph: trn-cc --analyze "
@@ -423,43 +265,10 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
 
   std::string error;
   std::optional<cache::NormalizedFlags> flags =
-      mlir::trn::normalizeFlags(options.codegenArgs, error);
+      trn::normalizeFlags(options.codegenArgs, error);
   if (!flags)
     return error;
   options.flags = std::move(*flags);
-  return std::nullopt;
-}
-
-/// Checks before compiling that `path` can be written, so that a compile is
-/// not wasted on an output that cannot be stored.
-std::optional<std::string> checkWritable(const std::string &path,
-                                         llvm::StringRef flag) {
-  if (path.empty())
-    return flag.str() + " needs a file name";
-  if (llvm::sys::fs::is_directory(path))
-    return "cannot write " + flag.str() + " '" + path + "': it is a directory";
-  std::string parent = llvm::sys::path::parent_path(path).str();
-  if (parent.empty())
-    parent = ".";
-  if (!llvm::sys::fs::exists(parent))
-    return "cannot write " + flag.str() + " '" + path + "': directory '" +
-           parent + "' does not exist";
-  if (!llvm::sys::fs::is_directory(parent))
-    return "cannot write " + flag.str() + " '" + path + "': '" + parent +
-           "' is not a directory";
-  if (::access(parent.c_str(), W_OK) != 0)
-    return "cannot write " + flag.str() + " '" + path + "': directory '" +
-           parent + "' is not writable";
-  return std::nullopt;
-}
-
-/// trnrt::writeFileAtomically: `path` is either untouched or complete (a
-/// device or a pipe is written in place).
-std::optional<std::string> writeFileAtomically(const std::string &path,
-                                               llvm::StringRef bytes) {
-  std::string error;
-  if (!trnrt::writeFileAtomically(path, bytes.data(), bytes.size(), error))
-    return "cannot write '" + path + "': " + error;
   return std::nullopt;
 }
 
@@ -610,10 +419,10 @@ int TrnCC::run() {
   }
   // Fail before any work on outputs that cannot be written.
   if (options.mode == Options::Mode::Compile && !options.cacheOnly)
-    if (auto problem = checkWritable(options.outputPath, "-o"))
+    if (auto problem = trn::checkOutputPath(options.outputPath, "-o"))
       return fail(*problem);
   if (!options.reportPath.empty())
-    if (auto problem = checkWritable(options.reportPath, "--report"))
+    if (auto problem = trn::checkOutputPath(options.reportPath, "--report"))
       return fail(*problem);
 
   mlir::trn::configureCompilerContext(context);
@@ -696,7 +505,7 @@ int TrnCC::analyze() {
   report.peakMemoryBytes = peakMemoryBytes();
   std::string json = trn::reportJson(report, summary);
   if (!options.reportPath.empty())
-    if (auto problem = writeFileAtomically(options.reportPath, json))
+    if (auto problem = trn::writeOutputFile(options.reportPath, json))
       return fail(*problem);
   if (options.json)
     llvm::outs() << json;
@@ -728,7 +537,7 @@ int TrnCC::compile() {
         reinterpret_cast<const char *>(attempt.artifact.data()),
         attempt.artifact.size());
     TimingScope writeTiming = timing.nest("write artifact");
-    if (auto problem = writeFileAtomically(options.outputPath, bytes))
+    if (auto problem = trn::writeOutputFile(options.outputPath, bytes))
       return fail(*problem);
     writeTiming.stop();
     report.cacheStatus = "off";
@@ -838,7 +647,7 @@ int TrnCC::compile() {
     llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()),
                          bytes.size());
     TimingScope writeTiming = timing.nest("write artifact");
-    if (auto problem = writeFileAtomically(options.outputPath, text))
+    if (auto problem = trn::writeOutputFile(options.outputPath, text))
       return fail(*problem);
     writeTiming.stop();
   }
@@ -868,8 +677,8 @@ int TrnCC::finish(const trnrt::Program &program, trn::CompileReport &report) {
     trn::printSummaryTable(llvm::errs(), graph.name, report.key,
                            report.normalizedFlags, summary);
   if (!options.reportPath.empty())
-    if (auto problem = writeFileAtomically(options.reportPath,
-                                           trn::reportJson(report, summary)))
+    if (auto problem = trn::writeOutputFile(options.reportPath,
+                                            trn::reportJson(report, summary)))
       return fail(*problem);
   return kExitOk;
 }
@@ -957,7 +766,8 @@ int main(int argc, char **argv) {
   }
   switch (options.mode) {
   case Options::Mode::Help:
-    llvm::outs() << kUsage << mlir::trn::codegenFlagsHelp() << kUsageTail;
+    llvm::outs() << kUsage << trn::codegenFlagsHelp() << "\noutput and cache:\n"
+                 << trn::toolFlagsHelp(commandLine()) << kExitStatus;
     return kExitOk;
   case Options::Mode::Version:
     return printVersion();
