@@ -7,59 +7,31 @@
 //          [--timing]
 //   trn-cc --version
 //
-// The codegen flags are normalised by the cache library (trn/Cache/Key.h), so
-// that spelling, order and defaults never change the cache key. Compiles run
-// in this process; crash isolation in worker processes is the job of
-// trn-parallel-compile. docs/cli.md is the reference.
+// A thin tool: the command line is split and the codegen flags normalised by
+// trn/Driver/CompileFlags.h (so that spelling, order and defaults never
+// change the cache key), the compile is compileGraph's
+// (trn/Driver/CompileGraph.h, the Python extension's too) and the report
+// Report.h's. Compiles run in this process; crash isolation in worker
+// processes is the job of trn-parallel-compile. docs/cli.md is the
+// reference.
 //
 //===----------------------------------------------------------------------===//
 
-#include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
-#include "trn/Dialect/Dist/IR/DistDialect.h"
-#include "trn/Dialect/Trn/Utils/GraphHash.h"
 #include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/CompileGraph.h"
-#include "trn/Driver/Diagnostics.h"
-#include "trn/Driver/Pipeline.h"
 #include "trn/Driver/Report.h"
-#include "trn/InitAll.h"
-#include "trn/Partition/Fit.h"
 #include "trn/Support/CommandLineValues.h"
-#include "trn/Support/InputFile.h"
 #include "trn/Support/OutputFile.h"
 
-#include "trnrt/Artifact.h"
-#include "trnrt/File.h"
-#include "trnrt/Mesh.h"
-#include "trnrt/Simulator.h"
-#include "trnrt/StageArtifact.h"
 #include "trnrt/Target.h"
 
-#include "mlir/Bytecode/BytecodeReader.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Config/llvm-config.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <array>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -273,96 +245,14 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
 }
 
 //===----------------------------------------------------------------------===//
-// Diagnostics
-//===----------------------------------------------------------------------===//
-
-using mlir::trn::DiagnosticCollector;
-
-//===----------------------------------------------------------------------===//
 // Compiling
 //===----------------------------------------------------------------------===//
 
-using mlir::trn::peakMemoryBytes;
-
-double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-/// A parsed, verified input graph.
-struct Graph {
-  OwningOpRef<ModuleOp> module;
-  std::string text;
-  std::string name; ///< the function's symbol name
-};
-
-/// Reads and parses the graph; on failure returns the one-line message.
-std::optional<std::string> loadGraph(const std::string &path,
-                                     MLIRContext &context, Graph &graph) {
-  // A directory, /dev/zero or a FIFO is refused unread; files and stdin stop
-  // at kMaxInputFileBytes.
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> file =
-      mlir::trn::readInputFile(path, error);
-  if (!file)
-    return error;
-  if (isBytecode(*file))
-    return "'" + path +
-           "' is MLIR bytecode, which trn does not read (LLVM 19's reader "
-           "does not validate it); pass the textual form";
-  graph.text = file->getBuffer().str();
-
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  DiagnosticCollector diagnostics(&context);
-  graph.module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!graph.module)
-    return diagnostics.firstError().empty() ? "cannot parse '" + path + "'"
-                                            : diagnostics.firstError();
-
-  llvm::SmallVector<func::FuncOp> functions(
-      graph.module->getOps<func::FuncOp>());
-  if (functions.empty())
-    return "'" + path + "' holds no function to compile";
-  if (functions.size() > 1)
-    return "'" + path + "' holds " + std::to_string(functions.size()) +
-           " functions; trn-cc compiles one graph (one func.func) per file";
-  graph.name = functions.front().getSymName().str();
-  return std::nullopt;
-}
-
-mlir::trn::CompileOptions compileOptionsOf(const Options &options) {
-  mlir::trn::CompileOptions compile =
-      mlir::trn::compileOptionsFromFlags(options.flags);
-  compile.dp = mlir::trn::dpDegreeOf(options.codegenArgs);
-  compile.printIRAfterAll = options.printIR;
-  return compile;
-}
-
-using mlir::trn::CompileAttempt;
-
-/// `timing` (--timing) gets the pipeline's phases and passes nested in it.
-CompileAttempt runCompile(ModuleOp module, const Options &options,
-                          const cache::CacheKey &key, TimingScope &timing) {
-  mlir::trn::CompileOptions compileOptions = compileOptionsOf(options);
-  compileOptions.timing = &timing;
-  mlir::trn::CompileStats stats;
-  compileOptions.stats = &stats;
-  CompileAttempt attempt =
-      mlir::trn::compileModule(module, key, options.flags, compileOptions);
-  // With the timing report: what the time was spent on.
-  if (options.timing && stats.exported)
-    llvm::errs() << "trn-cc: " << trn::kernelSizeLine(stats) << "\n";
-  if (attempt.program)
-    attempt.log += trn::compiledLogLine(
-        attempt.seconds, trn::summarizeProgram(*attempt.program,
-                                               /*estimateDeviceTime=*/false));
-  return attempt;
-}
-
 class TrnCC {
 public:
-  explicit TrnCC(Options options) : options(std::move(options)) {}
+  /// `freeIR`: false when the process ends right after.
+  TrnCC(Options options, bool freeIR)
+      : options(std::move(options)), freeIR(freeIR) {}
   int run();
   /// --timing: prints the report now (it is otherwise printed when the
   /// manager is destroyed, which a process ended by _Exit never does).
@@ -374,13 +264,17 @@ public:
   }
 
 private:
-  int fail(const std::string &message, int status = kExitFailure) {
+  int fail(const std::string &message) {
     llvm::errs() << "trn-cc: error: " << message << "\n";
-    return status;
+    return kExitFailure;
   }
   void note(const std::string &message) {
     if (options.verbose)
       llvm::errs() << "trn-cc: " << message << "\n";
+  }
+  void warn(const std::string &message) {
+    if (!options.quiet)
+      llvm::errs() << "trn-cc: warning: " << message << "\n";
   }
   /// The one line that says what happened (after the output is written).
   void status(const std::string &line) {
@@ -390,26 +284,48 @@ private:
     // Keep the order of stdout and stderr when both go to one pipe (-v).
     llvm::outs().flush();
   }
-  void printWarnings(const std::vector<std::string> &warnings) {
-    if (options.quiet)
-      return;
-    for (const std::string &warning : warnings)
-      llvm::errs() << "trn-cc: warning: " << warning << "\n";
-  }
-  int compile();
-  int analyze();
-  int finish(const trnrt::Program &program, trn::CompileReport &report);
+  trn::GraphCompileRequest request();
+  int report(const trnrt::Program &program, trn::CompileReport &report);
 
   Options options;
+  bool freeIR;
   /// --timing: phases and passes, printed to stderr when trn-cc ends. The
   /// manager outlives (is declared before) the root scope.
   DefaultTimingManager timingManager;
   TimingScope timing;
-  MLIRContext context;
-  Graph graph;
-  cache::CacheKey key;
   std::chrono::steady_clock::time_point start;
 };
+
+trn::GraphCompileRequest TrnCC::request() {
+  bool analyzing = options.mode == Options::Mode::Analyze;
+  trn::GraphCompileRequest request;
+  request.graphPath = options.graphPath;
+  request.codegenArgs = options.codegenArgs;
+  request.useCache = !analyzing && !options.noCache;
+  request.cacheDir = options.cacheDir;
+  request.retryFailed = options.retryFailed;
+  request.lockTimeoutSeconds = options.lockTimeoutSeconds;
+  request.checkMeshFit = analyzing;
+  request.wantProgram = true;
+  request.printIRAfterAll = options.printIR;
+  request.timing = &timing;
+  request.freeIR = freeIR;
+  request.warn = [this](const std::string &message) { warn(message); };
+  request.detail = [this](const std::string &message) { note(message); };
+  request.timingDetail = [](const std::string &message) {
+    llvm::errs() << "trn-cc: " << message << "\n";
+  };
+  request.meshFootprint = [this](const trn::MeshFootprint &footprint,
+                                 bool fits) {
+    if (footprint.pipelined || (fits && !options.json))
+      for (const std::string &line : trn::meshFootprintLines(footprint))
+        llvm::outs() << line << "\n";
+    // Shown at once: the compile and the estimate that follow take far
+    // longer than the check.
+    llvm::outs().flush();
+  };
+  return request;
+}
 
 int TrnCC::run() {
   start = std::chrono::steady_clock::now();
@@ -418,223 +334,50 @@ int TrnCC::run() {
     timing = timingManager.getRootScope();
   }
   // Fail before any work on outputs that cannot be written.
-  if (options.mode == Options::Mode::Compile && !options.cacheOnly)
+  bool compiling = options.mode == Options::Mode::Compile;
+  if (compiling && !options.cacheOnly)
     if (auto problem = trn::checkOutputPath(options.outputPath, "-o"))
       return fail(*problem);
   if (!options.reportPath.empty())
     if (auto problem = trn::checkOutputPath(options.reportPath, "--report"))
       return fail(*problem);
 
-  mlir::trn::configureCompilerContext(context);
-  TimingScope parseTiming = timing.nest("parse and verify graph");
-  if (auto problem = loadGraph(options.graphPath, context, graph))
-    return fail(*problem);
-  parseTiming.stop();
-
-  TimingScope hashTiming = timing.nest("hash graph");
-  key.graph = mlir::trn::hashGraph(*graph.module);
-  hashTiming.stop();
-  key.flags = cache::hashFlags(options.flags);
-  note("graph @" + graph.name + " from " + options.graphPath + ": hash " +
-       key.graph.hex());
-  note("flags " + options.flags.canonical() + ": hash " + key.flags.hex());
-  return options.mode == Options::Mode::Compile ? compile() : analyze();
-}
-
-/// With --mesh: partitions the graph (milliseconds, no lowering) and checks
-/// that one rank (of every pipeline stage) fits its NeuronCore's HBM, before
-/// compiling. Returns a one-line error naming the first violated
-/// constraint, or the footprint.
-static std::optional<std::string>
-checkMeshFit(ModuleOp module, const trn::cache::NormalizedFlags &flags,
-             const std::vector<std::string> &args,
-             std::optional<trn::MeshFootprint> &footprint) {
-  trn::CompileOptions options = trn::compileOptionsFromFlags(flags);
-  options.dp = trn::dpDegreeOf(args);
-  trn::DiagnosticCollector diagnostics(module.getContext());
-  FailureOr<std::optional<trn::MeshFootprint>> measured =
-      trn::measureMeshFootprint(module, options);
-  if (failed(measured))
-    return "mesh " + trn::meshTextOf(options) +
-           " does not partition this graph: " +
-           (diagnostics.firstError().empty() ? std::string("see above")
-                                             : diagnostics.firstError());
-  footprint = *measured;
-  if (!footprint)
-    return std::nullopt;
-  if (footprint->pipelined)
-    for (const std::string &line : trn::meshFootprintLines(*footprint))
-      llvm::outs() << line << "\n";
-  return trn::meshFitProblem(*footprint,
-                             trnrt::lookupTarget(flags.values.at("target")));
-}
-
-int TrnCC::analyze() {
-  std::optional<trn::MeshFootprint> mesh;
-  {
-    TimingScope fitTiming = timing.nest("mesh fit check");
-    if (auto problem = checkMeshFit(*graph.module, options.flags,
-                                    options.codegenArgs, mesh))
-      return fail(*problem);
-  }
-  if (mesh && !mesh->pipelined && !options.json)
-    llvm::outs() << trn::meshFootprintLines(*mesh).front() << "\n";
-  // Shown at once: the compile and per-rank simulation that follow take
-  // far longer than the check.
-  llvm::outs().flush();
-  TimingScope compileTiming = timing.nest("compile");
-  CompileAttempt attempt =
-      runCompile(*graph.module, options, key, compileTiming);
-  compileTiming.stop();
-  printWarnings(attempt.warnings);
-  if (!attempt.program)
-    return fail(attempt.diagnostic);
-  trn::CompileReport report;
-  report.mode = "analyze";
-  report.compileSeconds = attempt.seconds;
-  TimingScope simulateTiming = timing.nest("estimate device time (simulator)");
-  trn::ProgramSummary summary =
-      trn::summarizeProgram(*attempt.program, /*estimateDeviceTime=*/true);
-  simulateTiming.stop();
-  report.graphPath = options.graphPath;
-  report.graphName = graph.name;
-  report.key = key.dirName();
-  report.flags = options.codegenArgs;
-  report.normalizedFlags = options.flags.canonical();
-  report.elapsedSeconds = secondsSince(start);
-  report.peakMemoryBytes = peakMemoryBytes();
-  std::string json = trn::reportJson(report, summary);
-  if (!options.reportPath.empty())
-    if (auto problem = trn::writeOutputFile(options.reportPath, json))
-      return fail(*problem);
-  if (options.json)
-    llvm::outs() << json;
-  else
-    trn::printSummaryTable(llvm::outs(), graph.name, report.key,
-                           report.normalizedFlags, summary);
-  return kExitOk;
-}
-
-int TrnCC::compile() {
-  trn::CompileReport report;
-  report.mode = "compile";
-  report.graphPath = options.graphPath;
-  report.graphName = graph.name;
-  report.outputPath = options.outputPath;
-  report.key = key.dirName();
-  report.flags = options.codegenArgs;
-  report.normalizedFlags = options.flags.canonical();
-
-  if (options.noCache) {
-    TimingScope compileTiming = timing.nest("compile");
-    CompileAttempt attempt =
-        runCompile(*graph.module, options, key, compileTiming);
-    compileTiming.stop();
-    printWarnings(attempt.warnings);
-    if (!attempt.program)
-      return fail(attempt.diagnostic);
-    llvm::StringRef bytes(
-        reinterpret_cast<const char *>(attempt.artifact.data()),
-        attempt.artifact.size());
-    TimingScope writeTiming = timing.nest("write artifact");
-    if (auto problem = trn::writeOutputFile(options.outputPath, bytes))
-      return fail(*problem);
-    writeTiming.stop();
-    report.cacheStatus = "off";
-    report.compileSeconds = attempt.seconds;
-    status("compiled " + report.key + " in " +
-           trn::formatSeconds(attempt.seconds) + " (cache off)");
-    return finish(*attempt.program, report);
-  }
-
-  cache::CacheOptions cacheOptions;
-  cacheOptions.root = cache::resolveRoot(options.cacheDir);
-  cacheOptions.retryFailed = options.retryFailed;
-  if (options.lockTimeoutSeconds)
-    cacheOptions.lockWaitSeconds = *options.lockTimeoutSeconds;
-  cacheOptions.warn = [this](const std::string &message) {
-    if (!options.quiet)
-      llvm::errs() << "trn-cc: warning: " << message << "\n";
-  };
-  cache::Result<cache::Cache> store = cache::Cache::open(cacheOptions);
-  if (!store)
-    return fail(store.error + " (--no-cache compiles without the cache)");
-  report.cacheRoot = cacheOptions.root;
-  note("cache " + store->versionDir());
-
-  // The compile step: runs at most once, under the key's lock.
-  CompileAttempt attempt;
-  bool compiled = false;
-  auto compileStep = [&]() {
-    compiled = true;
-    TimingScope compileTiming = timing.nest("compile");
-    attempt = runCompile(*graph.module, options, key, compileTiming);
-    return mlir::trn::cacheOutputOf(attempt, options.codegenArgs, options.flags,
-                                    graph.name);
-  };
-  cache::CompileResult result =
-      store->getOrCompile(key, graph.text, compileStep);
-  if (result.entry)
-    report.entryPath = result.entry->path;
-  if (compiled)
-    printWarnings(attempt.warnings);
-
-  using Source = cache::CompileResult::Source;
-  switch (result.source) {
-  case Source::CachedFailure:
-    return fail(result.diagnostic +
-                " (cached failure; --retry-failed recompiles)");
-  case Source::Failed:
-    if (compiled && attempt.program) {
-      // Compiled but not stored (disk full, permissions): the artifact is
-      // still good, the cache just does not have it.
-      if (!options.quiet)
-        llvm::errs() << "trn-cc: warning: the artifact was not stored in the "
-                        "cache: "
-                     << result.diagnostic << "\n";
-      break;
-    }
-    return fail(result.diagnostic.empty() ? attempt.diagnostic
-                                          : result.diagnostic);
-  case Source::Hit:
-  case Source::Compiled:
+  trn::GraphCompileResult result = trn::compileGraph(request());
+  for (const std::string &warning : result.warnings)
+    warn(warning);
+  switch (result.failure) {
+  case trn::GraphCompileFailure::None:
     break;
+  case trn::GraphCompileFailure::Error:
+    return fail(result.error);
+  case trn::GraphCompileFailure::CacheUnavailable:
+    return fail(result.error + " (--no-cache compiles without the cache)");
+  case trn::GraphCompileFailure::CachedFailure:
+    return fail(result.error + " (cached failure; --retry-failed recompiles)");
+  case trn::GraphCompileFailure::UndecodableEntry:
+    return fail(result.error +
+                "; 'trn-cache clean' or --no-cache works around it");
   }
+  trn::CompileReport report;
+  report.mode = compiling ? "compile" : "analyze";
+  report.graphPath = options.graphPath;
+  report.graphName = result.graphName;
+  report.key = result.key;
+  report.flags = options.codegenArgs;
+  report.normalizedFlags = result.normalizedFlags;
+  report.compileSeconds = result.compileSeconds;
+  if (!compiling)
+    return this->report(*result.program, report);
 
-  trnrt::Program program;
-  std::vector<uint8_t> bytes;
-  std::string statusLine;
-  if (compiled && attempt.program) {
-    program = *attempt.program;
-    bytes = attempt.artifact;
-    report.cacheStatus = "miss";
-    report.compileSeconds = attempt.seconds;
-    statusLine =
-        "compiled " + report.key + " in " + trn::formatSeconds(attempt.seconds);
-  } else {
-    // A hit: copy the cached artifact out, after checking it decodes.
-    cache::Result<std::vector<uint8_t>> cached =
-        store->readArtifact(*result.entry);
-    if (!cached)
-      return fail(cached.error);
-    bytes = std::move(*cached);
-    trnrt::ArtifactInfo info;
-    std::string error;
-    // A pipeline stage's entry holds its fragments (the first reported).
-    trnrt::StageArtifact stage;
-    bool decoded =
-        trnrt::isStageArtifact(bytes.data(), bytes.size())
-            ? trnrt::readStageArtifact(bytes.data(), bytes.size(), stage, error)
-            : trnrt::readArtifact(bytes.data(), bytes.size(), program, info,
-                                  error);
-    if (decoded && !stage.fragments.empty())
-      program = std::move(stage.fragments.front());
-    if (!decoded)
-      return fail("the cached artifact of " + report.key +
-                  " does not decode (" + error +
-                  "); 'trn-cache clean' or --no-cache works around it");
-    report.cacheStatus = "hit";
-    report.compileSeconds = result.entry->metadata.compileSeconds;
+  report.outputPath = options.outputPath;
+  report.cacheStatus = result.cacheStatus;
+  report.cacheRoot = result.cacheRoot;
+  report.entryPath = result.entryPath;
+  std::string statusLine = "compiled " + report.key + " in " +
+                           trn::formatSeconds(report.compileSeconds);
+  if (result.cacheStatus == "off")
+    statusLine += " (cache off)";
+  if (result.cacheStatus == "hit") {
     if (options.printIR && !options.quiet)
       llvm::errs() << "trn-cc: note: cache hit, nothing was compiled; "
                       "--no-cache prints the IR of a fresh compile\n";
@@ -644,22 +387,22 @@ int TrnCC::compile() {
                     trn::formatSeconds(result.waitedSeconds) + ")";
   }
   if (!options.cacheOnly) {
-    llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()),
-                         bytes.size());
     TimingScope writeTiming = timing.nest("write artifact");
-    if (auto problem = trn::writeOutputFile(options.outputPath, text))
+    if (auto problem =
+            trn::writeOutputFile(options.outputPath, result.artifact))
       return fail(*problem);
-    writeTiming.stop();
   }
   status(statusLine);
-  note("entry " + report.entryPath);
-  return finish(program, report);
+  if (result.cacheStatus != "off")
+    note("entry " + report.entryPath);
+  return this->report(*result.program, report);
 }
 
-/// Writes the --report JSON and, with -v, prints the table.
-int TrnCC::finish(const trnrt::Program &program, trn::CompileReport &report) {
-  bool wantReport = !options.reportPath.empty() || options.verbose;
-  if (!wantReport)
+/// --analyze prints the report (the table, or with --json the JSON); a
+/// compile writes --report's JSON and, with -v, prints the table.
+int TrnCC::report(const trnrt::Program &program, trn::CompileReport &report) {
+  bool analyzing = options.mode == Options::Mode::Analyze;
+  if (!analyzing && options.reportPath.empty() && !options.verbose)
     return kExitOk;
   // The device-time estimate runs the simulator once; only reports pay for
   // it, and it is not stored in the artifact so that a key's bytes do not
@@ -668,20 +411,32 @@ int TrnCC::finish(const trnrt::Program &program, trn::CompileReport &report) {
   // estimate would cost more than the compile (74 s against 11 s for the
   // BERT-large step), so it is left out.
   TimingScope simulateTiming = timing.nest("estimate device time (simulator)");
-  trn::ProgramSummary summary = trn::summarizeProgram(
-      program, /*estimateDeviceTime=*/!options.cacheOnly || options.verbose);
+  trn::ProgramSummary summary =
+      trn::summarizeProgram(program, /*estimateDeviceTime=*/analyzing ||
+                                         !options.cacheOnly || options.verbose);
   simulateTiming.stop();
-  report.elapsedSeconds = secondsSince(start);
-  report.peakMemoryBytes = peakMemoryBytes();
-  if (options.verbose)
-    trn::printSummaryTable(llvm::errs(), graph.name, report.key,
+  report.elapsedSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  report.peakMemoryBytes = trn::peakMemoryBytes();
+  if (options.verbose && !analyzing)
+    trn::printSummaryTable(llvm::errs(), report.graphName, report.key,
                            report.normalizedFlags, summary);
+  std::string json = trn::reportJson(report, summary);
   if (!options.reportPath.empty())
-    if (auto problem = trn::writeOutputFile(options.reportPath,
-                                            trn::reportJson(report, summary)))
+    if (auto problem = trn::writeOutputFile(options.reportPath, json))
       return fail(*problem);
+  if (analyzing && options.json)
+    llvm::outs() << json;
+  else if (analyzing)
+    trn::printSummaryTable(llvm::outs(), report.graphName, report.key,
+                           report.normalizedFlags, summary);
   return kExitOk;
 }
+
+//===----------------------------------------------------------------------===//
+// Pipeline stages, version, main
+//===----------------------------------------------------------------------===//
 
 /// `path` with ".s<stage>" before its extension: step.trnart ->
 /// step.s1.trnart.
@@ -694,13 +449,10 @@ std::string stagePath(const std::string &path, int64_t stage) {
   return path.substr(0, dot) + suffix + path.substr(dot);
 }
 
-/// A pipelined step (--pp > 1) compiles to one artifact, and one cache
-/// entry, per stage: without --stage every stage is compiled in turn,
-/// into -o with the stage before the extension.
 /// Runs one compile and ends the process: a big step's IR (millions of
 /// ops) takes a second to free, which the OS does at once.
 [[noreturn]] int runAndExit(const Options &options) {
-  auto *compiler = new TrnCC(options); // NOLINT: freed by the process's exit
+  auto *compiler = new TrnCC(options, /*freeIR=*/false); // NOLINT: see above
   int status = compiler->run();
   compiler->printTiming();
   llvm::outs().flush();
@@ -709,6 +461,9 @@ std::string stagePath(const std::string &path, int64_t stage) {
   std::_Exit(status);
 }
 
+/// A pipelined step (--pp > 1) compiles to one artifact, and one cache
+/// entry, per stage: without --stage every stage is compiled in turn,
+/// into -o with the stage before the extension.
 int compileEveryStage(const Options &options) {
   const std::string &pp = options.flags.values.at("pp");
   bool stageGiven = false;
@@ -724,7 +479,7 @@ int compileEveryStage(const Options &options) {
     one.codegenArgs.push_back(std::to_string(stage));
     std::string error;
     std::optional<cache::NormalizedFlags> flags =
-        mlir::trn::normalizeFlags(one.codegenArgs, error);
+        trn::normalizeFlags(one.codegenArgs, error);
     if (!flags) {
       llvm::errs() << "trn-cc: error: " << error << "\n";
       return kExitUsage;
@@ -734,7 +489,7 @@ int compileEveryStage(const Options &options) {
       one.outputPath = stagePath(options.outputPath, stage);
     if (!one.reportPath.empty())
       one.reportPath = stagePath(options.reportPath, stage);
-    if (int status = TrnCC(std::move(one)).run())
+    if (int status = TrnCC(std::move(one), /*freeIR=*/true).run())
       return status;
   }
   return kExitOk;
@@ -775,10 +530,9 @@ int main(int argc, char **argv) {
     llvm::errs() << "trn-cc: error: no command given (see trn-cc --help)\n";
     return kExitUsage;
   case Options::Mode::Compile:
+    return compileEveryStage(options);
   case Options::Mode::Analyze:
-    break;
+    return TrnCC(std::move(options), /*freeIR=*/true).run();
   }
-  return options.mode == Options::Mode::Compile
-             ? compileEveryStage(options)
-             : TrnCC(std::move(options)).run();
+  return kExitUsage;
 }
