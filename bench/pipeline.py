@@ -100,10 +100,15 @@ def compile_stage(bin_dir: pathlib.Path, graph: pathlib.Path, case: dict,
            # ru_maxrss of all children so far: a lower bound for this one
            # only when it is the largest yet.
            "peak_rss_gib": round(max(peak, before) / (1 << 20), 2)}
-    match = re.search(r"compiled \S+ in ([0-9.]+) (ms|s)", proc.stdout + proc.stderr)
-    if match:
+    # trn-cc's times: "850.0 ms", "12.34 s", "4m05s", "2h03m".
+    match = re.search(r"compiled \S+ in (?:([0-9.]+) (ms|s)|(\d+)([mh])(\d+)[sm])",
+                      proc.stdout + proc.stderr)
+    if match and match.group(1):
         value = float(match.group(1))
         row["compile_s"] = round(value / 1000 if match.group(2) == "ms" else value, 2)
+    elif match:
+        unit = 60 if match.group(4) == "m" else 3600
+        row["compile_s"] = int(match.group(3)) * unit + int(match.group(5)) * unit / 60
     if proc.returncode != 0:
         row["error"] = proc.stderr.strip().splitlines()[-1][:300]
     elif out.exists():

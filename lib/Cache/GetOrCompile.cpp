@@ -41,7 +41,7 @@ static std::string describeHolder(const LockSnapshot &snapshot) {
   double age =
       nowUnixSeconds() - (static_cast<double>(snapshot.info.st_mtim.tv_sec) +
                           snapshot.info.st_mtim.tv_nsec * 1e-9);
-  return text + " (heartbeat " + formatSeconds(std::max(0.0, age)) + " s ago)";
+  return text + " (heartbeat " + formatSeconds(std::max(0.0, age)) + " ago)";
 }
 
 CompileResult
@@ -107,9 +107,8 @@ CacheAccess::getOrCompile(const CacheKey &key, const std::string &graphText,
         staleReason = ownerGoneReason(*snapshot.owner);
       double quiet = watch.quietSeconds(snapshot);
       if (!staleReason && quiet >= options.leaseSeconds)
-        staleReason = "no heartbeat for " + formatSeconds(quiet) +
-                      " s (lease " + formatSeconds(options.leaseSeconds) +
-                      " s)";
+        staleReason = "no heartbeat for " + formatSeconds(quiet) + " (lease " +
+                      formatSeconds(options.leaseSeconds) + ")";
       if (staleReason) {
         if (breakLock(lockFile, tmpDir, name, snapshot))
           warn("took over the stale lock on " + name + " held by " +
@@ -125,7 +124,7 @@ CacheAccess::getOrCompile(const CacheKey &key, const std::string &graphText,
       double waited = steadySeconds() - waitStart;
       if (waited >= options.lockWaitSeconds) {
         warn("gave up waiting for the lock on " + name + " after " +
-             formatSeconds(waited) + " s: it is held by " +
+             formatSeconds(waited) + ": it is held by " +
              describeHolder(snapshot) +
              "; compiling it anyway (raise the lock wait, or run trn-cache "
              "clear-locks if that process is gone)");
@@ -135,7 +134,7 @@ CacheAccess::getOrCompile(const CacheKey &key, const std::string &graphText,
         announced = true;
         warn("waiting for " + name + ": " + describeHolder(snapshot) +
              " is compiling it; waiting up to " +
-             formatSeconds(options.lockWaitSeconds) + " s");
+             formatSeconds(options.lockWaitSeconds));
       }
       // Jittered exponential backoff up to the poll interval, so that many
       // waiters do not hit the file server in lockstep.

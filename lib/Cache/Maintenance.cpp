@@ -110,8 +110,8 @@ LockInfo describeLock(const CacheKey &key, const std::string &path,
   if (lock.heartbeatAgeSeconds >= leaseSeconds) {
     lock.stale = true;
     lock.staleReason = "no heartbeat for " +
-                       formatSeconds(lock.heartbeatAgeSeconds) + " s (lease " +
-                       formatSeconds(leaseSeconds) + " s)";
+                       formatSeconds(lock.heartbeatAgeSeconds) + " (lease " +
+                       formatSeconds(leaseSeconds) + ")";
   } else if (!snapshot.owner) {
     lock.staleReason = "unreadable lock file";
   }

@@ -118,8 +118,8 @@ Result<Cache> Cache::open(CacheOptions options) {
     if (options.heartbeatSeconds >= options.leaseSeconds)
       return R::failure("cache options: the heartbeat (" +
                         formatSeconds(options.heartbeatSeconds) +
-                        " s) must be shorter than the lease (" +
-                        formatSeconds(options.leaseSeconds) + " s)");
+                        ") must be shorter than the lease (" +
+                        formatSeconds(options.leaseSeconds) + ")");
     if (!options.warn)
       options.warn = [](const std::string &message) {
         std::fprintf(stderr, "trn: warning: %s\n", message.c_str());

@@ -12,7 +12,6 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -59,12 +58,6 @@ double steadySeconds() {
 void sleepSeconds(double seconds) {
   if (seconds > 0)
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-}
-
-std::string formatSeconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof(text), seconds < 10 ? "%.1f" : "%.0f", seconds);
-  return text;
 }
 
 static std::string trimmed(std::string text) {

@@ -11,6 +11,8 @@
 #ifndef TRN_LIB_CACHE_SUPPORT_H
 #define TRN_LIB_CACHE_SUPPORT_H
 
+#include "trn/Support/CommandLineValues.h"
+
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -37,8 +39,6 @@ double nowUnixSeconds();
 /// Monotonic seconds: the only clock a waiter uses to judge a lease.
 double steadySeconds();
 void sleepSeconds(double seconds);
-/// Seconds in messages: one decimal below 10, whole seconds above.
-std::string formatSeconds(double seconds);
 
 /// This machine's host name, its boot id (/proc/sys/kernel/random/boot_id)
 /// and its pid namespace (/proc/self/ns/pid): together they tell whether a

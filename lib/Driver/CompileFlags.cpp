@@ -554,6 +554,141 @@ normalizeFlags(const std::vector<std::string> &args, std::string &error) {
   return FlagNormalizer(error).run(args);
 }
 
+//===----------------------------------------------------------------------===//
+// A tool's command line
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A flag a tool's command line may name: its own, or the table's.
+struct KnownFlag {
+  const ToolFlag *own = nullptr;
+  const CompileFlagSpec *shared = nullptr;
+  explicit operator bool() const { return own || shared; }
+  bool takesValue() const {
+    return own ? own->takesValue : shared->takesValue();
+  }
+};
+
+KnownFlag findToolFlag(const ToolCommandLine &tool, std::string_view name) {
+  for (const ToolFlag &flag : tool.flags)
+    if (flag.name == name)
+      return {&flag, nullptr};
+  return {nullptr, findCompileFlag(name)};
+}
+
+/// The table's message for a flag nobody knows (which suggests the closest
+/// flag of the table), else the tool's flag closest to it.
+std::string unknownToolFlag(const ToolCommandLine &tool,
+                            const std::string &token, std::string_view name) {
+  std::string message;
+  (void)normalizeFlags({token}, message);
+  if (message.empty() || message.find("did you mean") != std::string::npos)
+    return message.empty() ? "unknown flag '" + token + "'" : message;
+  // Suggest only what looks like a typo (the table's threshold).
+  size_t limit = std::max<size_t>(1, std::min<size_t>(3, name.size() / 3));
+  const ToolFlag *best = nullptr;
+  size_t bestDistance = limit + 1;
+  for (const ToolFlag &flag : tool.flags) {
+    size_t distance = editDistance(name, flag.name);
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = &flag;
+    }
+  }
+  if (best)
+    message += "; did you mean '--" + std::string(best->name) + "'?";
+  return message;
+}
+
+} // namespace
+
+std::string toolFlagsHelp(const ToolCommandLine &tool) {
+  std::string text;
+  for (const ToolFlag &flag : tool.flags)
+    if (!flag.help.empty())
+      text += "  " + std::string(flag.help) + "\n";
+  return text;
+}
+
+std::optional<std::string> parseToolArgs(
+    const std::vector<std::string> &args, const ToolCommandLine &tool,
+    const std::function<std::optional<std::string>(const ToolFlagUse &)>
+        &onFlag,
+    std::vector<std::string> &positionals,
+    std::vector<std::string> &codegenArgs) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &token = args[i];
+    if (token.size() < 2 || token[0] != '-') {
+      positionals.push_back(token); // "-" alone is stdin
+      continue;
+    }
+
+    // Split into the flag, its spelling (for messages) and an inline value.
+    KnownFlag known;
+    std::string spelled;
+    std::optional<std::string> value;
+    bool oneDash = token[1] != '-';
+    std::string_view body = std::string_view(token).substr(oneDash ? 1 : 2);
+    size_t equals = body.find('=');
+    std::string_view bodyName = body.substr(0, equals);
+    bool glued = false;
+    if (oneDash && token[1] == 'O' && !findToolFlag(tool, bodyName)) {
+      // -O2: the level is glued to the flag.
+      known.shared = findCompileFlag("opt-level");
+      spelled = token;
+      glued = true;
+    } else if (oneDash && !findToolFlag(tool, bodyName)) {
+      // The tool's one-letter aliases: -v, -o FILE, -oFILE, -o=FILE.
+      for (const ToolFlag &flag : tool.flags)
+        if (flag.letter && flag.letter == token[1])
+          known.own = &flag;
+      spelled = token.substr(0, 2);
+      std::string_view rest = std::string_view(token).substr(2);
+      if (!rest.empty() && rest[0] == '=')
+        rest.remove_prefix(1);
+      if (!rest.empty())
+        value = std::string(rest);
+      if (!known)
+        return unknownToolFlag(tool, token, bodyName);
+    } else {
+      // --name, --name=value (and LLVM-style -name).
+      known = findToolFlag(tool, bodyName);
+      spelled = token.substr(0, oneDash ? 1 : 2) + std::string(bodyName);
+      if (equals != std::string_view::npos)
+        value = std::string(body.substr(equals + 1));
+      if (!known)
+        return unknownToolFlag(tool, token, bodyName);
+    }
+
+    // The value: inline, else the next argument (which must not be a flag,
+    // the same rule normalizeFlags applies).
+    bool separateValue = false;
+    if (known.takesValue() && !value && !glued) {
+      if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0)
+        return "flag '" + spelled + "' needs a value";
+      value = args[++i];
+      separateValue = true;
+    }
+    if (!known.takesValue() && value)
+      return "flag '" + spelled + "' takes no value";
+
+    if (known.own) {
+      if (std::optional<std::string> problem =
+              onFlag({known.own, spelled, value}))
+        return problem;
+    } else if (known.shared->isCodegen()) {
+      codegenArgs.push_back(token);
+      if (separateValue)
+        codegenArgs.push_back(*value);
+    } else {
+      return "flag '" + spelled + "' is not a " + std::string(tool.tool) +
+             " option (" + std::string(tool.notOurs) + ")";
+    }
+  }
+  return std::nullopt;
+}
+
 } // namespace mlir::trn
 
 int64_t mlir::trn::dpDegreeOf(const std::vector<std::string> &args) {

@@ -8,14 +8,19 @@
 #include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/Diagnostics.h"
 #include "trn/Driver/Pipeline.h"
+#include "trn/Driver/Report.h"
 #include "trn/InitAll.h"
+#include "trn/Support/InputFile.h"
 #include "trnrt/Artifact.h"
 #include "trnrt/StageArtifact.h"
+#include "trnrt/Target.h"
 
+#include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Parallel.h"
 #include "llvm/Support/SourceMgr.h"
@@ -143,6 +148,10 @@ mlir::trn::compileModule(ModuleOp module, const cache::CacheKey &key,
           .count();
   attempt.log = diagnostics.log();
   attempt.warnings = diagnostics.warnings();
+  if (attempt.program)
+    attempt.log += compiledLogLine(
+        attempt.seconds,
+        summarizeProgram(*attempt.program, /*estimateDeviceTime=*/false));
   return attempt;
 }
 
@@ -176,26 +185,72 @@ struct CompilerContext {
   MLIRContext context;
 };
 
-/// Parses the graph text and checks it holds exactly one function.
-std::optional<std::string> parseGraph(const std::string &text,
-                                      const std::string &sourceName,
-                                      MLIRContext &context,
-                                      OwningOpRef<ModuleOp> &module,
-                                      std::string &functionName) {
+/// Parses the graph (`text`, else the file at `path`) and checks it holds
+/// exactly one function. `readText` receives a file's bytes.
+std::optional<std::string>
+loadGraph(const std::string &text, const std::string &path,
+          const std::string &sourceName, MLIRContext &context,
+          OwningOpRef<ModuleOp> &module, std::string &readText,
+          std::string &functionName) {
+  // A directory, /dev/zero or a FIFO is refused unread; files and stdin stop
+  // at kMaxInputFileBytes.
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  const std::string &name = path.empty() ? sourceName : path;
+  if (path.empty()) {
+    buffer = llvm::MemoryBuffer::getMemBufferCopy(text, sourceName);
+  } else {
+    std::string error;
+    buffer = mlir::trn::readInputFile(path, error);
+    if (!buffer)
+      return error;
+    readText = buffer->getBuffer().str();
+  }
+  if (isBytecode(*buffer))
+    return "'" + name +
+           "' is MLIR bytecode, which trn does not read (LLVM 19's reader "
+           "does not validate it); pass the textual form";
+
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(text, sourceName), llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   mlir::trn::DiagnosticCollector diagnostics(&context);
   module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
-    return diagnostics.firstError().empty() ? "cannot parse " + sourceName
+    return diagnostics.firstError().empty() ? "cannot parse '" + name + "'"
                                             : diagnostics.firstError();
   auto functions = llvm::to_vector(module->getOps<func::FuncOp>());
-  if (functions.size() != 1)
-    return sourceName + " holds " + std::to_string(functions.size()) +
-           " functions; a graph is one func.func";
+  if (functions.empty())
+    return "'" + name + "' holds no function to compile";
+  if (functions.size() > 1)
+    return "'" + name + "' holds " + std::to_string(functions.size()) +
+           (path.empty() ? " functions; a graph is one func.func"
+                         : " functions; trn-cc compiles one graph (one "
+                           "func.func) per file");
   functionName = functions.front().getSymName().str();
   return std::nullopt;
+}
+
+/// With --mesh: partitions the graph (milliseconds, no lowering) and checks
+/// that one rank (of every pipeline stage) fits its NeuronCore's HBM, before
+/// compiling. Returns a one-line error naming the first violated
+/// constraint.
+std::optional<std::string>
+checkMeshFit(ModuleOp module, const mlir::trn::CompileOptions &options,
+             const mlir::trn::GraphCompileRequest &request) {
+  mlir::trn::DiagnosticCollector diagnostics(module.getContext());
+  FailureOr<std::optional<mlir::trn::MeshFootprint>> measured =
+      mlir::trn::measureMeshFootprint(module, options);
+  if (failed(measured))
+    return "mesh " + mlir::trn::meshTextOf(options) +
+           " does not partition this graph: " +
+           (diagnostics.firstError().empty() ? std::string("see above")
+                                             : diagnostics.firstError());
+  if (!*measured)
+    return std::nullopt;
+  std::optional<std::string> problem = mlir::trn::meshFitProblem(
+      **measured, trnrt::lookupTarget(options.target));
+  if (request.meshFootprint)
+    request.meshFootprint(**measured, !problem);
+  return problem;
 }
 
 } // namespace
@@ -209,9 +264,9 @@ bool mlir::trn::graphCacheKey(const std::string &graphText,
     return false;
   CompilerContext compiler;
   OwningOpRef<ModuleOp> module;
-  std::string name;
-  if (auto problem =
-          parseGraph(graphText, "<graph>", compiler.context, module, name)) {
+  std::string readText, name;
+  if (auto problem = loadGraph(graphText, "", "<graph>", compiler.context,
+                               module, readText, name)) {
     error = *problem;
     return false;
   }
@@ -224,107 +279,168 @@ bool mlir::trn::graphCacheKey(const std::string &graphText,
 mlir::trn::GraphCompileResult
 mlir::trn::compileGraph(const mlir::trn::GraphCompileRequest &request) {
   GraphCompileResult result;
+  auto fail = [&](std::string message,
+                  GraphCompileFailure failure = GraphCompileFailure::Error) {
+    result.error = std::move(message);
+    result.failure = failure;
+    return result;
+  };
+  auto detail = [&](const std::string &message) {
+    if (request.detail)
+      request.detail(message);
+  };
   std::optional<cache::NormalizedFlags> flags =
       normalizeFlags(request.codegenArgs, result.error);
   if (!flags)
-    return result;
+    return fail(result.error);
   result.normalizedFlags = flags->canonical();
 
-  CompilerContext compiler;
+  TimingScope untimed;
+  TimingScope &timing = request.timing ? *request.timing : untimed;
+  auto compiler = std::make_unique<CompilerContext>();
   OwningOpRef<ModuleOp> module;
-  if (auto problem = parseGraph(request.graphText, request.sourceName,
-                                compiler.context, module, result.graphName)) {
-    result.error = *problem;
-    return result;
-  }
-  cache::CacheKey key{mlir::trn::hashGraph(*module), cache::hashFlags(*flags)};
+  // Declared last, so that it runs before the IR's destructors.
+  auto leaveIR = llvm::make_scope_exit([&] {
+    if (!request.freeIR) {
+      (void)module.release();
+      (void)compiler.release();
+    }
+  });
+
+  std::string readText;
+  TimingScope parseTiming = timing.nest("parse and verify graph");
+  if (auto problem =
+          loadGraph(request.graphText, request.graphPath, request.sourceName,
+                    compiler->context, module, readText, result.graphName))
+    return fail(*problem);
+  parseTiming.stop();
+  const std::string &graphText =
+      request.graphPath.empty() ? request.graphText : readText;
+
+  TimingScope hashTiming = timing.nest("hash graph");
+  cache::CacheKey key;
+  key.graph = mlir::trn::hashGraph(*module);
+  hashTiming.stop();
+  key.flags = cache::hashFlags(*flags);
   result.key = key.dirName();
+  detail("graph @" + result.graphName + " from " +
+         (request.graphPath.empty() ? request.sourceName : request.graphPath) +
+         ": hash " + key.graph.hex());
+  detail("flags " + result.normalizedFlags + ": hash " + key.flags.hex());
+
+  CompileOptions options = compileOptionsFromFlags(*flags);
+  options.dp = dpDegreeOf(request.codegenArgs);
+  options.printIRAfterAll = request.printIRAfterAll;
+  if (request.checkMeshFit) {
+    TimingScope fitTiming = timing.nest("mesh fit check");
+    if (auto problem = checkMeshFit(*module, options, request))
+      return fail(*problem);
+  }
 
   // The compile itself: runs at most once, under the key's lock.
-  bool compiled = false, succeeded = false;
-  std::string diagnostic;
+  CompileAttempt attempt;
+  bool compiled = false;
   auto compile = [&]() {
     compiled = true;
-    CompileOptions options = compileOptionsFromFlags(*flags);
-    options.dp = dpDegreeOf(request.codegenArgs);
-    CompileAttempt attempt = compileModule(*module, key, *flags, options);
-    succeeded = attempt.program.has_value();
-    diagnostic = attempt.diagnostic;
+    TimingScope compileTiming = timing.nest("compile");
+    CompileOptions timed = options;
+    timed.timing = &compileTiming;
+    CompileStats stats;
+    if (compileTiming)
+      timed.stats = &stats;
+    attempt = compileModule(*module, key, *flags, timed);
+    if (stats.exported && request.timingDetail)
+      request.timingDetail(kernelSizeLine(stats));
     result.warnings = attempt.warnings;
     result.compileSeconds = attempt.seconds;
-    return cacheOutputOf(attempt, request.codegenArgs, *flags,
-                         result.graphName);
+  };
+  auto takeCompiled = [&]() {
+    result.artifact = std::move(attempt.artifact);
+    if (request.wantProgram)
+      result.program = std::move(attempt.program);
   };
 
   if (!request.useCache) {
-    cache::CompileOutput output = compile();
+    compile();
     result.cacheStatus = "off";
-    if (!succeeded) {
-      result.error = output.diagnostic;
-      return result;
-    }
-    result.artifact = std::move(output.artifact);
+    if (!attempt.program)
+      return fail(attempt.diagnostic);
+    takeCompiled();
     result.ok = true;
     return result;
   }
 
-  cache::CacheOptions options;
-  options.root = cache::resolveRoot(request.cacheDir);
-  options.retryFailed = request.retryFailed;
+  cache::CacheOptions cacheOptions;
+  cacheOptions.root = cache::resolveRoot(request.cacheDir);
+  cacheOptions.retryFailed = request.retryFailed;
+  if (request.lockTimeoutSeconds)
+    cacheOptions.lockWaitSeconds = *request.lockTimeoutSeconds;
   if (request.warn)
-    options.warn = request.warn;
-  cache::Result<cache::Cache> store = cache::Cache::open(options);
-  if (!store) {
-    result.error = store.error;
-    return result;
-  }
-  std::vector<uint8_t> fresh;
-  auto compileAndKeep = [&]() {
-    cache::CompileOutput output = compile();
-    if (succeeded)
-      fresh = output.artifact;
-    return output;
-  };
-  cache::CompileResult outcome =
-      store->getOrCompile(key, request.graphText, compileAndKeep);
+    cacheOptions.warn = request.warn;
+  cache::Result<cache::Cache> store = cache::Cache::open(cacheOptions);
+  if (!store)
+    return fail(store.error, GraphCompileFailure::CacheUnavailable);
+  result.cacheRoot = cacheOptions.root;
+  detail("cache " + store->versionDir());
+
+  cache::CompileResult outcome = store->getOrCompile(key, graphText, [&]() {
+    compile();
+    return cacheOutputOf(attempt, request.codegenArgs, *flags,
+                         result.graphName);
+  });
   if (outcome.entry)
     result.entryPath = outcome.entry->path;
+  result.waitedSeconds = outcome.waitedSeconds;
   using Source = cache::CompileResult::Source;
   switch (outcome.source) {
   case Source::CachedFailure:
-    result.error = outcome.diagnostic +
-                   " (a cached failure; retry_failed=True recompiles)";
-    return result;
+    return fail(outcome.diagnostic, GraphCompileFailure::CachedFailure);
   case Source::Failed:
-    if (compiled && succeeded) {
+    if (compiled && attempt.program) {
       // Compiled but not stored (disk full, permissions): still usable.
       result.warnings.push_back("the artifact was not stored in the cache: " +
                                 outcome.diagnostic);
-      result.artifact = std::move(fresh);
-      result.cacheStatus = "miss";
-      result.ok = true;
-      return result;
+      break;
     }
-    result.error = outcome.diagnostic.empty() ? diagnostic : outcome.diagnostic;
-    return result;
+    return fail(outcome.diagnostic.empty() ? attempt.diagnostic
+                                           : outcome.diagnostic);
   case Source::Hit:
   case Source::Compiled:
     break;
   }
-  if (compiled && succeeded) {
-    result.artifact = std::move(fresh);
+  if (compiled && attempt.program) {
+    takeCompiled();
     result.cacheStatus = "miss";
-  } else {
-    cache::Result<std::vector<uint8_t>> cached =
-        store->readArtifact(*outcome.entry);
-    if (!cached) {
-      result.error = cached.error;
-      return result;
-    }
-    result.artifact = std::move(*cached);
-    result.cacheStatus = "hit";
-    result.compileSeconds = outcome.entry->metadata.compileSeconds;
+    result.ok = true;
+    return result;
   }
+  cache::Result<std::vector<uint8_t>> cached =
+      store->readArtifact(*outcome.entry);
+  if (!cached)
+    return fail(cached.error);
+  result.artifact = std::move(*cached);
+  if (request.wantProgram) {
+    // A pipeline stage's entry holds its fragments (the first reported).
+    const std::vector<uint8_t> &bytes = result.artifact;
+    trnrt::Program program;
+    trnrt::ArtifactInfo info;
+    trnrt::StageArtifact stage;
+    std::string error;
+    bool decoded =
+        trnrt::isStageArtifact(bytes.data(), bytes.size())
+            ? trnrt::readStageArtifact(bytes.data(), bytes.size(), stage, error)
+            : trnrt::readArtifact(bytes.data(), bytes.size(), program, info,
+                                  error);
+    if (!decoded)
+      return fail("the cached artifact of " + result.key +
+                      " does not decode (" + error + ")",
+                  GraphCompileFailure::UndecodableEntry);
+    if (!stage.fragments.empty())
+      program = std::move(stage.fragments.front());
+    result.program = std::move(program);
+  }
+  result.cacheStatus = "hit";
+  result.compileSeconds = outcome.entry->metadata.compileSeconds;
   result.ok = true;
   return result;
 }

@@ -18,6 +18,7 @@
 #include "trn/ParallelCompile/Cluster.h"
 #include "trn/ParallelCompile/Manifest.h"
 #include "trn/ParallelCompile/Process.h"
+#include "trn/Support/CommandLineValues.h"
 #include "trnrt/Target.h"
 
 #include <nlohmann/json.hpp>
@@ -57,21 +58,6 @@ constexpr double kPollSeconds = 0.02;
 
 void say(const std::string &message) {
   std::cerr << kTool << ": " << message << "\n";
-}
-
-std::string formatSeconds(double seconds) {
-  char text[32];
-  if (seconds < 10)
-    std::snprintf(text, sizeof(text), "%.2f s", seconds);
-  else if (seconds < 60)
-    std::snprintf(text, sizeof(text), "%.1f s", seconds);
-  else if (seconds < 3600)
-    std::snprintf(text, sizeof(text), "%dm%02ds", int(seconds) / 60,
-                  int(seconds) % 60);
-  else
-    std::snprintf(text, sizeof(text), "%dh%02dm", int(seconds) / 3600,
-                  int(seconds) % 3600 / 60);
-  return text;
 }
 
 bool makeDirectories(const std::string &path, std::string &error) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -84,6 +85,21 @@ std::optional<double> parseDuration(const std::string &text) {
   if (found == units.end())
     return std::nullopt;
   return number * found->second;
+}
+
+std::string formatSeconds(double seconds) {
+  char text[32];
+  if (seconds < 1.0)
+    std::snprintf(text, sizeof(text), "%.1f ms", seconds * 1e3);
+  else if (seconds < 60)
+    std::snprintf(text, sizeof(text), "%.2f s", seconds);
+  else if (seconds < 3600)
+    std::snprintf(text, sizeof(text), "%dm%02ds", int(seconds) / 60,
+                  int(seconds) % 60);
+  else
+    std::snprintf(text, sizeof(text), "%dh%02dm", int(seconds) / 3600,
+                  int(seconds) % 3600 / 60);
+  return text;
 }
 
 } // namespace mlir::trn

@@ -664,6 +664,8 @@ py::dict compile(const std::string &graph,
     py::gil_scoped_release release;
     result = mlir::trn::compileGraph(request);
   }
+  if (result.failure == mlir::trn::GraphCompileFailure::CachedFailure)
+    result.error += " (a cached failure; retry_failed=True recompiles)";
   notes.insert(notes.end(), result.warnings.begin(), result.warnings.end());
   py::dict out;
   out["ok"] = result.ok;

@@ -7,57 +7,31 @@
 //          [--timing]
 //   trn-cc --version
 //
-// The codegen flags are normalised by the cache library (trn/Cache/Key.h), so
-// that spelling, order and defaults never change the cache key. Compiles run
-// in this process; crash isolation in worker processes is the job of
-// trn-parallel-compile. docs/cli.md is the reference.
+// A thin tool: the command line is split and the codegen flags normalised by
+// trn/Driver/CompileFlags.h (so that spelling, order and defaults never
+// change the cache key), the compile is compileGraph's
+// (trn/Driver/CompileGraph.h, the Python extension's too) and the report
+// Report.h's. Compiles run in this process; crash isolation in worker
+// processes is the job of trn-parallel-compile. docs/cli.md is the
+// reference.
 //
 //===----------------------------------------------------------------------===//
 
-#include "trn/Cache/Cache.h"
 #include "trn/Cache/Key.h"
-#include "trn/Dialect/Dist/IR/DistDialect.h"
-#include "trn/Dialect/Trn/Utils/GraphHash.h"
 #include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/CompileGraph.h"
-#include "trn/Driver/Diagnostics.h"
-#include "trn/Driver/Pipeline.h"
-#include "trn/InitAll.h"
-#include "trn/Partition/Fit.h"
+#include "trn/Driver/Report.h"
 #include "trn/Support/CommandLineValues.h"
-#include "trn/Support/InputFile.h"
+#include "trn/Support/OutputFile.h"
 
-#include "trnrt/Artifact.h"
-#include "trnrt/File.h"
-#include "trnrt/Mesh.h"
-#include "trnrt/Simulator.h"
-#include "trnrt/StageArtifact.h"
 #include "trnrt/Target.h"
 
-#include "mlir/Bytecode/BytecodeReader.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Config/llvm-config.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <array>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -87,24 +61,8 @@ instruction counts, FLOPs, memory peaks and estimated device time.
 codegen flags (normalised into the cache key; order and spelling do not matter):
 )";
 
-// After the codegen flags, which come from the shared table.
-const char *kUsageTail = R"(
-output and cache:
-  -o, --output FILE                the artifact (compile)
-  --cache-dir DIR                  cache root (default: $TRN_CACHE_DIR, else /var/tmp/trn-compile-cache)
-  --no-cache                       compile without reading or writing the cache
-  --cache-only                     compile into the cache, write no artifact (no -o)
-  --retry-failed                   recompile a graph whose cached compile failed
-  --lock-timeout DURATION          longest wait for another process compiling the same graph (default 1h)
-  --report FILE                    write the compile report as JSON
-  --json                           print the --analyze report as JSON
-  --mlir-print-ir-after-all        print the IR after every pass to stderr
-  --timing                         print the time of every phase and pass to stderr
-  -v, --verbose                    say more: key parts, cache entry, report table
-  -q, --quiet                      print nothing but errors
-  -h, --help                       this help
-  --version                        versions and targets
-
+// After the codegen flags (the shared table's) and trn-cc's own (kFlags).
+const char *kExitStatus = R"(
 exit status: 0 success, 1 compile error or cache/file error, 2 bad command line
 )";
 
@@ -112,99 +70,13 @@ exit status: 0 success, 1 compile error or cache/file error, 2 bad command line
 // Command line
 //===----------------------------------------------------------------------===//
 
-/// What a flag does in trn-cc. Codegen flags (trn/Driver/CompileFlags.h, the
-/// table every tool shares) go to normalizeFlags; trn-cc's own options are
-/// output-neutral and handled here.
-enum class FlagRole {
-  Codegen,
-  Output,
-  CacheDir,
-  NoCache,
-  CacheOnly,
-  RetryFailed,
-  LockTimeout,
-  Report,
-  PrintIR,
-  Timing,
-  Verbose,
-  Quiet,
-  Analyze,
-  Json,
-  Version,
-  Help,
-  NotForTrnCc, ///< a flag of the cache's vocabulary that trn-cc has no use for
-};
-
-struct FlagSpec {
-  llvm::StringRef name; ///< long name without dashes
-  bool takesValue;
-  FlagRole role;
-};
-
-const std::vector<FlagSpec> &flagSpecs() {
-  static const std::vector<FlagSpec> specs = {
-      {"output", true, FlagRole::Output},
-      {"cache-dir", true, FlagRole::CacheDir},
-      {"no-cache", false, FlagRole::NoCache},
-      {"cache-only", false, FlagRole::CacheOnly},
-      {"retry-failed", false, FlagRole::RetryFailed},
-      {"lock-timeout", true, FlagRole::LockTimeout},
-      {"report", true, FlagRole::Report},
-      {"mlir-print-ir-after-all", false, FlagRole::PrintIR},
-      {"timing", false, FlagRole::Timing},
-      {"verbose", false, FlagRole::Verbose},
-      {"quiet", false, FlagRole::Quiet},
-      {"analyze", false, FlagRole::Analyze},
-      {"json", false, FlagRole::Json},
-      {"version", false, FlagRole::Version},
-      {"help", false, FlagRole::Help},
-  };
-  return specs;
-}
-
-/// trn-cc's own options, then the shared table: its codegen flags, and its
-/// output-neutral flags trn-cc has no use for.
-const FlagSpec *findFlag(llvm::StringRef name) {
-  for (const FlagSpec &spec : flagSpecs())
-    if (spec.name == name)
-      return &spec;
-  static std::vector<FlagSpec> shared = [] {
-    std::vector<FlagSpec> specs;
-    for (const mlir::trn::CompileFlagSpec &flag : mlir::trn::compileFlagSpecs())
-      specs.push_back(
-          {llvm::StringRef(flag.name.data(), flag.name.size()),
-           flag.takesValue(),
-           flag.isCodegen() ? FlagRole::Codegen : FlagRole::NotForTrnCc});
-    return specs;
-  }();
-  for (const FlagSpec &spec : shared)
-    if (spec.name == name)
-      return &spec;
-  return nullptr;
-}
-
-/// Long name of a one-letter flag (-O is handled apart: its value is glued).
-llvm::StringRef longNameOfShort(char letter) {
-  switch (letter) {
-  case 'o':
-    return "output";
-  case 'v':
-    return "verbose";
-  case 'q':
-    return "quiet";
-  case 'h':
-    return "help";
-  default:
-    return {};
-  }
-}
-
 struct Options {
   enum class Mode { None, Compile, Analyze, Version, Help } mode = Mode::None;
   std::string graphPath;
   std::string outputPath;
   std::string cacheDir;
   std::string reportPath;
+  std::string lockTimeout;
   std::optional<double> lockTimeoutSeconds;
   bool noCache = false;
   bool cacheOnly = false;
@@ -214,165 +86,108 @@ struct Options {
   bool verbose = false;
   bool quiet = false;
   bool json = false;
+  bool analyze = false, version = false, help = false;
   /// Codegen flags exactly as given (tokens), for normalizeFlags and for the
   /// cache entry's metadata.
   std::vector<std::string> codegenArgs;
   cache::NormalizedFlags flags;
 };
 
-/// The message for a flag nobody knows: the cache library's (which suggests
-/// the closest codegen or output-neutral flag), else a trn-cc flag close to
-/// it.
-std::string unknownFlagMessage(const std::string &token, llvm::StringRef name) {
-  std::string message;
-  (void)mlir::trn::normalizeFlags({token}, message);
-  if (message.empty() || message.find("did you mean") != std::string::npos)
-    return message.empty() ? "unknown flag '" + token + "'" : message;
-  // Suggest only what looks like a typo (the cache library's threshold).
-  unsigned limit = std::max<unsigned>(
-      1, std::min<unsigned>(3, static_cast<unsigned>(name.size()) / 3));
-  llvm::StringRef best;
-  unsigned bestDistance = limit + 1;
-  for (const FlagSpec &spec : flagSpecs()) {
-    unsigned distance = name.edit_distance(spec.name);
-    if (distance < bestDistance) {
-      bestDistance = distance;
-      best = spec.name;
-    }
-  }
-  if (!best.empty())
-    message += "; did you mean '--" + best.str() + "'?";
-  return message;
+/// trn-cc's own flags, each setting one field of Options; the codegen flags
+/// are the shared table's (trn/Driver/CompileFlags.h).
+struct OwnFlag {
+  std::string_view name;
+  char letter;                ///< a one-letter alias, or 0
+  std::string Options::*text; ///< set to the flag's value
+  bool Options::*on;          ///< set by the switch
+  std::string_view help;
+};
+
+const OwnFlag kFlags[] = {
+    {"output", 'o', &Options::outputPath, nullptr,
+     "-o, --output FILE                the artifact (compile)"},
+    {"cache-dir", 0, &Options::cacheDir, nullptr,
+     "--cache-dir DIR                  cache root (default: $TRN_CACHE_DIR, "
+     "else /var/tmp/trn-compile-cache)"},
+    {"no-cache", 0, nullptr, &Options::noCache,
+     "--no-cache                       compile without reading or writing the "
+     "cache"},
+    {"cache-only", 0, nullptr, &Options::cacheOnly,
+     "--cache-only                     compile into the cache, write no "
+     "artifact (no -o)"},
+    {"retry-failed", 0, nullptr, &Options::retryFailed,
+     "--retry-failed                   recompile a graph whose cached compile "
+     "failed"},
+    {"lock-timeout", 0, &Options::lockTimeout, nullptr,
+     "--lock-timeout DURATION          longest wait for another process "
+     "compiling the same graph (default 1h)"},
+    {"report", 0, &Options::reportPath, nullptr,
+     "--report FILE                    write the compile report as JSON"},
+    {"json", 0, nullptr, &Options::json,
+     "--json                           print the --analyze report as JSON"},
+    {"mlir-print-ir-after-all", 0, nullptr, &Options::printIR,
+     "--mlir-print-ir-after-all        print the IR after every pass to "
+     "stderr"},
+    {"timing", 0, nullptr, &Options::timing,
+     "--timing                         print the time of every phase and pass "
+     "to stderr"},
+    {"verbose", 'v', nullptr, &Options::verbose,
+     "-v, --verbose                    say more: key parts, cache entry, "
+     "report table"},
+    {"quiet", 'q', nullptr, &Options::quiet,
+     "-q, --quiet                      print nothing but errors"},
+    {"help", 'h', nullptr, &Options::help,
+     "-h, --help                       this help"},
+    {"version", 0, nullptr, &Options::version,
+     "--version                        versions and targets"},
+    {"analyze", 0, nullptr, &Options::analyze, ""},
+};
+
+const trn::ToolCommandLine &commandLine() {
+  static const trn::ToolCommandLine line = [] {
+    trn::ToolCommandLine line;
+    line.tool = "trn-cc";
+    line.notOurs = "trn-cc compiles one graph in this process; "
+                   "trn-parallel-compile runs compiles in workers";
+    for (const OwnFlag &flag : kFlags)
+      line.flags.push_back({flag.name, flag.text != nullptr, flag.letter,
+                            int(&flag - kFlags), flag.help});
+    return line;
+  }();
+  return line;
 }
 
 /// Parses argv into `options`; returns a one-line message on a usage error.
 std::optional<std::string> parseCommandLine(int argc, char **argv,
                                             Options &options) {
   std::vector<std::string> positionals;
-  bool analyze = false, version = false, help = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string token = argv[i];
-    if (token.size() < 2 || token[0] != '-') {
-      positionals.push_back(token); // "-" alone is stdin
-      continue;
-    }
+  auto onFlag = [&](const trn::ToolFlagUse &use) -> std::optional<std::string> {
+    const OwnFlag &flag = kFlags[use.flag->id];
+    if (flag.on)
+      options.*flag.on = true;
+    else
+      options.*flag.text = *use.value;
+    if (flag.text == &Options::lockTimeout &&
+        !(options.lockTimeoutSeconds = trn::parseDuration(*use.value)))
+      return "flag '" + use.spelled + "': '" + *use.value +
+             "' is not a duration (e.g. 90s, 15m, 2h)";
+    return std::nullopt;
+  };
+  if (auto problem = trn::parseToolArgs(
+          std::vector<std::string>(argv + 1, argv + argc), commandLine(),
+          onFlag, positionals, options.codegenArgs))
+    return problem;
 
-    // Split into the flag, its spelling (for messages) and an inline value.
-    const FlagSpec *spec = nullptr;
-    std::string spelled;
-    std::optional<std::string> value;
-    bool oneDash = token[1] != '-';
-    llvm::StringRef body = llvm::StringRef(token).drop_front(oneDash ? 1 : 2);
-    auto [bodyName, bodyValue] = body.split('=');
-    if (oneDash && token[1] == 'O' && !findFlag(bodyName)) {
-      // -O2: the level is glued to the flag.
-      spec = findFlag("opt-level");
-      spelled = token;
-    } else if (oneDash && !findFlag(bodyName)) {
-      // -v, -q, -h, -o FILE, -oFILE, -o=FILE.
-      spec = findFlag(longNameOfShort(token[1]));
-      spelled = token.substr(0, 2);
-      llvm::StringRef rest = llvm::StringRef(token).drop_front(2);
-      rest.consume_front("=");
-      if (!rest.empty())
-        value = rest.str();
-      if (!spec)
-        return unknownFlagMessage(token, bodyName);
-    } else {
-      // --name, --name=value (and LLVM-style -name).
-      spec = findFlag(bodyName);
-      spelled = token.substr(0, oneDash ? 1 : 2) + bodyName.str();
-      if (body.contains('='))
-        value = bodyValue.str();
-      if (!spec)
-        return unknownFlagMessage(token, bodyName);
-    }
-
-    // The value: inline, else the next argument (which must not be a flag,
-    // the same rule normalizeFlags applies).
-    bool glued = spec->name == "opt-level" && oneDash && token[1] == 'O';
-    bool separateValue = false;
-    if (spec->takesValue && !value && !glued) {
-      if (i + 1 >= argc || llvm::StringRef(argv[i + 1]).starts_with("--"))
-        return "flag '" + spelled + "' needs a value";
-      value = argv[++i];
-      separateValue = true;
-    }
-    if (!spec->takesValue && value)
-      return "flag '" + spelled + "' takes no value";
-
-    switch (spec->role) {
-    case FlagRole::Codegen:
-      options.codegenArgs.push_back(token);
-      if (separateValue)
-        options.codegenArgs.push_back(*value);
-      break;
-    case FlagRole::Output:
-      options.outputPath = *value;
-      break;
-    case FlagRole::CacheDir:
-      options.cacheDir = *value;
-      break;
-    case FlagRole::Report:
-      options.reportPath = *value;
-      break;
-    case FlagRole::LockTimeout: {
-      options.lockTimeoutSeconds = mlir::trn::parseDuration(*value);
-      if (!options.lockTimeoutSeconds)
-        return "flag '" + spelled + "': '" + *value +
-               "' is not a duration (e.g. 90s, 15m, 2h)";
-      break;
-    }
-    case FlagRole::NoCache:
-      options.noCache = true;
-      break;
-    case FlagRole::CacheOnly:
-      options.cacheOnly = true;
-      break;
-    case FlagRole::RetryFailed:
-      options.retryFailed = true;
-      break;
-    case FlagRole::PrintIR:
-      options.printIR = true;
-      break;
-    case FlagRole::Timing:
-      options.timing = true;
-      break;
-    case FlagRole::Verbose:
-      options.verbose = true;
-      break;
-    case FlagRole::Quiet:
-      options.quiet = true;
-      break;
-    case FlagRole::Analyze:
-      analyze = true;
-      break;
-    case FlagRole::Json:
-      options.json = true;
-      break;
-    case FlagRole::Version:
-      version = true;
-      break;
-    case FlagRole::Help:
-      help = true;
-      break;
-    case FlagRole::NotForTrnCc:
-      return "flag '" + spelled +
-             "' is not a trn-cc option (trn-cc compiles one graph in this "
-             "process; trn-parallel-compile runs compiles in workers)";
-    }
-  }
-
-  if (help) {
+  if (options.help) {
     options.mode = Options::Mode::Help;
     return std::nullopt;
   }
-  if (version) {
+  if (options.version) {
     options.mode = Options::Mode::Version;
     return std::nullopt;
   }
 
-  if (analyze) {
+  if (options.analyze) {
     options.mode = Options::Mode::Analyze;
     if (positionals.empty())
       return std::string("--analyze needs a graph: trn-cc --analyze "
@@ -422,458 +237,22 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
 
   std::string error;
   std::optional<cache::NormalizedFlags> flags =
-      mlir::trn::normalizeFlags(options.codegenArgs, error);
+      trn::normalizeFlags(options.codegenArgs, error);
   if (!flags)
     return error;
   options.flags = std::move(*flags);
   return std::nullopt;
 }
 
-/// Checks before compiling that `path` can be written, so that a compile is
-/// not wasted on an output that cannot be stored.
-std::optional<std::string> checkWritable(const std::string &path,
-                                         llvm::StringRef flag) {
-  if (path.empty())
-    return flag.str() + " needs a file name";
-  if (llvm::sys::fs::is_directory(path))
-    return "cannot write " + flag.str() + " '" + path + "': it is a directory";
-  std::string parent = llvm::sys::path::parent_path(path).str();
-  if (parent.empty())
-    parent = ".";
-  if (!llvm::sys::fs::exists(parent))
-    return "cannot write " + flag.str() + " '" + path + "': directory '" +
-           parent + "' does not exist";
-  if (!llvm::sys::fs::is_directory(parent))
-    return "cannot write " + flag.str() + " '" + path + "': '" + parent +
-           "' is not a directory";
-  if (::access(parent.c_str(), W_OK) != 0)
-    return "cannot write " + flag.str() + " '" + path + "': directory '" +
-           parent + "' is not writable";
-  return std::nullopt;
-}
-
-/// trnrt::writeFileAtomically: `path` is either untouched or complete (a
-/// device or a pipe is written in place).
-std::optional<std::string> writeFileAtomically(const std::string &path,
-                                               llvm::StringRef bytes) {
-  std::string error;
-  if (!trnrt::writeFileAtomically(path, bytes.data(), bytes.size(), error))
-    return "cannot write '" + path + "': " + error;
-  return std::nullopt;
-}
-
-//===----------------------------------------------------------------------===//
-// Diagnostics
-//===----------------------------------------------------------------------===//
-
-using mlir::trn::DiagnosticCollector;
-
-//===----------------------------------------------------------------------===//
-// Reports
-//===----------------------------------------------------------------------===//
-
-/// What trn-cc reports about a compiled program.
-struct ProgramSummary {
-  std::string target;
-  std::array<uint64_t, 5> engineInstructions{}; ///< Tensor..Sync
-  uint64_t dmaInstructions = 0;
-  uint64_t dmaQueues = 0; ///< queues with at least one transfer
-  uint64_t flops = 0;
-  uint64_t sbufPeakBytesPerPartition = 0;
-  uint64_t psumPeakBytesPerPartition = 0;
-  uint64_t hbmBytes = 0;
-  /// Tiles nc-allocate spilled to HBM (and reloaded), and their bytes.
-  uint64_t spilledTiles = 0, spilledBytes = 0;
-  // Capacities of the target, to show how much headroom is left.
-  uint64_t sbufUsableBytesPerPartition = 0;
-  uint64_t psumBytesPerPartition = 0;
-  uint64_t hbmBytesPerCore = 0;
-  std::optional<double> deviceTimeNs;
-  std::string deviceTimeError; ///< why there is no estimate
-};
-
-/// Runs `program` once on the simulator with zero inputs for its device
-/// time (the timing model does not depend on the values). A partitioned
-/// program runs every rank of its compiled mesh, in threads: its device
-/// time is the slowest rank's.
-void estimateDeviceTime(const trnrt::Program &program,
-                        const trnrt::Target &target, ProgramSummary &summary) {
-  std::string error;
-  if (!program.mesh.empty()) {
-    std::vector<std::vector<uint8_t>> inputs;
-    for (const trnrt::HbmTensor &tensor : program.tensors) {
-      if (tensor.kind != trnrt::HbmTensor::Kind::Input)
-        continue;
-      uint64_t elements = 1;
-      for (int64_t size : trnrt::globalShape(tensor, program.mesh))
-        elements *= uint64_t(size);
-      inputs.emplace_back(elements * trnrt::dtypeSizeInBytes(tensor.dtype), 0);
-    }
-    trnrt::MeshRunOptions options;
-    options.simulator.threads = 1;
-    std::vector<trnrt::RankRun> runs;
-    if (!trnrt::runMeshInProcess(target, program, program.mesh, inputs, options,
-                                 runs, error)) {
-      summary.deviceTimeError = error;
-      return;
-    }
-    double slowest = 0.0;
-    for (const trnrt::RankRun &run : runs)
-      slowest = std::max(slowest, run.stats.deviceTimeNs);
-    summary.deviceTimeNs = slowest;
-    return;
-  }
-  trnrt::Simulator simulator(target);
-  trnrt::SimulationStats stats;
-  if (!simulator.load(program, error) || !simulator.run(stats, error)) {
-    summary.deviceTimeError = error;
-    return;
-  }
-  summary.deviceTimeNs = stats.deviceTimeNs;
-}
-
-ProgramSummary summarize(const trnrt::Program &compiled, bool simulate) {
-  ProgramSummary summary;
-  summary.target = compiled.target;
-  // Counts are of the program that runs: every call expanded.
-  std::vector<uint64_t> sizes = trnrt::expandedStreamSizes(compiled);
-  for (size_t s = 0; s < sizes.size(); ++s) {
-    if (s < summary.engineInstructions.size()) {
-      summary.engineInstructions[s] = sizes[s];
-      continue;
-    }
-    summary.dmaInstructions += sizes[s];
-    summary.dmaQueues += sizes[s] == 0 ? 0 : 1;
-  }
-  summary.flops = compiled.flops;
-  summary.sbufPeakBytesPerPartition = compiled.sbufPeakBytesPerPartition;
-  summary.psumPeakBytesPerPartition = compiled.psumPeakBytesPerPartition;
-  summary.hbmBytes = trnrt::expandedHbmBytes(compiled);
-  auto countSpills = [&](const trnrt::Program &program) {
-    for (const trnrt::HbmTensor &tensor : program.tensors)
-      if (tensor.isSpill()) {
-        uint64_t bytes = 0;
-        trnrt::tensorBytes(tensor, bytes); // the reader validated the shape
-        ++summary.spilledTiles;
-        summary.spilledBytes += bytes;
-      }
-  };
-  countSpills(compiled);
-  for (const trnrt::Program &subroutine : compiled.subroutines)
-    countSpills(subroutine);
-  // The simulator runs the expanded program.
-  std::optional<trnrt::Program> expanded;
-  if (simulate && !compiled.calls.empty()) {
-    expanded = compiled;
-    std::string error;
-    if (!trnrt::expandCalls(*expanded, error)) {
-      summary.deviceTimeError = error;
-      return summary;
-    }
-  }
-  const trnrt::Program &program = expanded ? *expanded : compiled;
-  const trnrt::Target *target = trnrt::lookupTarget(program.target);
-  if (!target) {
-    summary.deviceTimeError = "unknown target '" + program.target + "'";
-    return summary;
-  }
-  summary.sbufUsableBytesPerPartition = target->sbufUsableBytesPerPartition;
-  summary.psumBytesPerPartition = target->psumBytesPerPartition;
-  summary.hbmBytesPerCore = target->hbmBytesPerCore;
-  if (program.pipeline.isFragment())
-    // A fragment's transfers need the other stages: trn-run runs them all.
-    summary.deviceTimeError =
-        "stage " + std::to_string(program.pipeline.stage) + "'s " +
-        program.pipeline.phase +
-        " fragment runs with the rest of its pipeline (trn-run every "
-        "stage's artifact with --mesh)";
-  else if (simulate)
-    estimateDeviceTime(program, *target, summary);
-  else
-    summary.deviceTimeError = "not estimated";
-  return summary;
-}
-
-uint64_t totalInstructions(const ProgramSummary &summary) {
-  uint64_t total = summary.dmaInstructions;
-  for (uint64_t count : summary.engineInstructions)
-    total += count;
-  return total;
-}
-
-std::string formatBytes(uint64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024.0 && unit < 4) {
-    value /= 1024.0;
-    ++unit;
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (unit == 0)
-    os << bytes << " B";
-  else
-    os << llvm::format("%.1f %s", value, units[unit]);
-  return text;
-}
-
-std::string formatDuration(double ns) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (ns < 1e3)
-    os << llvm::format("%.0f ns", ns);
-  else if (ns < 1e6)
-    os << llvm::format("%.2f us", ns / 1e3);
-  else if (ns < 1e9)
-    os << llvm::format("%.2f ms", ns / 1e6);
-  else
-    os << llvm::format("%.2f s", ns / 1e9);
-  return text;
-}
-
-std::string formatSeconds(double seconds) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (seconds < 1.0)
-    os << llvm::format("%.1f ms", seconds * 1e3);
-  else
-    os << llvm::format("%.2f s", seconds);
-  return text;
-}
-
-std::string formatUse(uint64_t used, uint64_t capacity) {
-  std::string text = formatBytes(used);
-  if (capacity == 0)
-    return text;
-  llvm::raw_string_ostream os(text);
-  os << " of " << formatBytes(capacity)
-     << llvm::format(" (%.1f%%)", 100.0 * static_cast<double>(used) /
-                                      static_cast<double>(capacity));
-  return text;
-}
-
-/// The human-readable report (--analyze, and compile with -v).
-void printTable(llvm::raw_ostream &os, const std::string &graphName,
-                const std::string &key, const std::string &flags,
-                const ProgramSummary &summary) {
-  os << "graph          @" << graphName << "\n";
-  os << "key            " << key << "\n";
-  os << "target         " << summary.target << "\n";
-  os << "flags          " << flags << "\n";
-  os << "instructions   " << totalInstructions(summary) << " (";
-  for (size_t engine = 0; engine < summary.engineInstructions.size(); ++engine)
-    os << trnrt::engineName(static_cast<trnrt::Engine>(engine)) << " "
-       << summary.engineInstructions[engine] << ", ";
-  os << "dma " << summary.dmaInstructions << " on " << summary.dmaQueues
-     << (summary.dmaQueues == 1 ? " queue" : " queues") << ")\n";
-  os << "matmul FLOPs   " << summary.flops << "\n";
-  os << "SBUF peak      "
-     << formatUse(summary.sbufPeakBytesPerPartition,
-                  summary.sbufUsableBytesPerPartition)
-     << " per partition\n";
-  os << "PSUM peak      "
-     << formatUse(summary.psumPeakBytesPerPartition,
-                  summary.psumBytesPerPartition)
-     << " per partition\n";
-  os << "SBUF spills    ";
-  if (summary.spilledTiles == 0)
-    os << "none\n";
-  else
-    os << summary.spilledTiles
-       << (summary.spilledTiles == 1 ? " tile, " : " tiles, ")
-       << formatBytes(summary.spilledBytes) << " stored to HBM and reloaded\n";
-  os << "HBM            "
-     << formatUse(summary.hbmBytes, summary.hbmBytesPerCore) << "\n";
-  os << "device time    ";
-  if (summary.deviceTimeNs)
-    os << formatDuration(*summary.deviceTimeNs)
-       << " (estimated: simulated once with zero inputs)\n";
-  else
-    os << "unavailable: " << summary.deviceTimeError << "\n";
-}
-
-/// Fields of the JSON report that compile and --analyze share.
-void writeSummaryJson(llvm::json::OStream &json,
-                      const ProgramSummary &summary) {
-  json.attribute("target", summary.target);
-  json.attributeObject("instructions", [&] {
-    for (size_t engine = 0; engine < summary.engineInstructions.size();
-         ++engine)
-      json.attribute(trnrt::engineName(static_cast<trnrt::Engine>(engine)),
-                     static_cast<int64_t>(summary.engineInstructions[engine]));
-    json.attribute("dma", static_cast<int64_t>(summary.dmaInstructions));
-    json.attribute("total", static_cast<int64_t>(totalInstructions(summary)));
-  });
-  json.attribute("dma_queues", static_cast<int64_t>(summary.dmaQueues));
-  json.attribute("flops", static_cast<int64_t>(summary.flops));
-  json.attribute("sbuf_peak_bytes_per_partition",
-                 static_cast<int64_t>(summary.sbufPeakBytesPerPartition));
-  json.attribute("sbuf_usable_bytes_per_partition",
-                 static_cast<int64_t>(summary.sbufUsableBytesPerPartition));
-  json.attribute("psum_peak_bytes_per_partition",
-                 static_cast<int64_t>(summary.psumPeakBytesPerPartition));
-  json.attribute("psum_bytes_per_partition",
-                 static_cast<int64_t>(summary.psumBytesPerPartition));
-  json.attribute("spilled_tiles", static_cast<int64_t>(summary.spilledTiles));
-  json.attribute("spilled_bytes", static_cast<int64_t>(summary.spilledBytes));
-  json.attribute("hbm_bytes", static_cast<int64_t>(summary.hbmBytes));
-  json.attribute("hbm_bytes_per_core",
-                 static_cast<int64_t>(summary.hbmBytesPerCore));
-  if (summary.deviceTimeNs)
-    json.attribute("estimated_device_time_ns", *summary.deviceTimeNs);
-  else {
-    json.attribute("estimated_device_time_ns", nullptr);
-    json.attribute("estimated_device_time_error", summary.deviceTimeError);
-  }
-}
-
-/// Everything a report says besides the program summary.
-struct ReportContext {
-  std::string mode; ///< "compile" or "analyze"
-  std::string graphPath, graphName, outputPath, key, cacheStatus, cacheRoot,
-      entryPath;
-  std::vector<std::string> flags; ///< as given
-  std::string normalizedFlags;
-  double compileSeconds = 0;
-  double elapsedSeconds = 0;
-  int64_t peakMemoryBytes = 0;
-};
-
-std::string reportJson(const ReportContext &context,
-                       const ProgramSummary &summary) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  llvm::json::OStream json(os, /*IndentSize=*/2);
-  json.object([&] {
-    json.attribute("mode", context.mode);
-    json.attribute("graph", context.graphName);
-    json.attribute("input", context.graphPath);
-    if (!context.outputPath.empty())
-      json.attribute("output", context.outputPath);
-    json.attribute("key", context.key);
-    if (!context.cacheStatus.empty())
-      json.attribute("cache", context.cacheStatus);
-    if (!context.cacheRoot.empty())
-      json.attribute("cache_dir", context.cacheRoot);
-    if (!context.entryPath.empty())
-      json.attribute("cache_entry", context.entryPath);
-    json.attribute("compiler_version", cache::compilerVersion());
-    json.attributeArray("flags", [&] {
-      for (const std::string &flag : context.flags)
-        json.value(flag);
-    });
-    json.attribute("normalized_flags", context.normalizedFlags);
-    json.attribute("compile_seconds", context.compileSeconds);
-    json.attribute("elapsed_seconds", context.elapsedSeconds);
-    json.attribute("peak_memory_bytes", context.peakMemoryBytes);
-    writeSummaryJson(json, summary);
-  });
-  os << "\n";
-  return text;
-}
-
 //===----------------------------------------------------------------------===//
 // Compiling
 //===----------------------------------------------------------------------===//
 
-using mlir::trn::peakMemoryBytes;
-
-double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-/// A parsed, verified input graph.
-struct Graph {
-  OwningOpRef<ModuleOp> module;
-  std::string text;
-  std::string name; ///< the function's symbol name
-};
-
-/// Reads and parses the graph; on failure returns the one-line message.
-std::optional<std::string> loadGraph(const std::string &path,
-                                     MLIRContext &context, Graph &graph) {
-  // A directory, /dev/zero or a FIFO is refused unread; files and stdin stop
-  // at kMaxInputFileBytes.
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> file =
-      mlir::trn::readInputFile(path, error);
-  if (!file)
-    return error;
-  if (isBytecode(*file))
-    return "'" + path +
-           "' is MLIR bytecode, which trn does not read (LLVM 19's reader "
-           "does not validate it); pass the textual form";
-  graph.text = file->getBuffer().str();
-
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  DiagnosticCollector diagnostics(&context);
-  graph.module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!graph.module)
-    return diagnostics.firstError().empty() ? "cannot parse '" + path + "'"
-                                            : diagnostics.firstError();
-
-  llvm::SmallVector<func::FuncOp> functions(
-      graph.module->getOps<func::FuncOp>());
-  if (functions.empty())
-    return "'" + path + "' holds no function to compile";
-  if (functions.size() > 1)
-    return "'" + path + "' holds " + std::to_string(functions.size()) +
-           " functions; trn-cc compiles one graph (one func.func) per file";
-  graph.name = functions.front().getSymName().str();
-  return std::nullopt;
-}
-
-mlir::trn::CompileOptions compileOptionsOf(const Options &options) {
-  mlir::trn::CompileOptions compile =
-      mlir::trn::compileOptionsFromFlags(options.flags);
-  compile.dp = mlir::trn::dpDegreeOf(options.codegenArgs);
-  compile.printIRAfterAll = options.printIR;
-  return compile;
-}
-
-using mlir::trn::CompileAttempt;
-
-/// `timing` (--timing) gets the pipeline's phases and passes nested in it.
-CompileAttempt runCompile(ModuleOp module, const Options &options,
-                          const cache::CacheKey &key, TimingScope &timing) {
-  mlir::trn::CompileOptions compileOptions = compileOptionsOf(options);
-  compileOptions.timing = &timing;
-  mlir::trn::CompileStats stats;
-  compileOptions.stats = &stats;
-  CompileAttempt attempt =
-      mlir::trn::compileModule(module, key, options.flags, compileOptions);
-  if (options.timing && stats.exported) {
-    // With the timing report: what the time was spent on.
-    const auto &e = stats.engineInstructions;
-    uint64_t total = stats.dmaInstructions;
-    for (uint64_t count : e)
-      total += count;
-    llvm::errs() << "trn-cc: kernel of " << stats.kernelOps << " nc ops, "
-                 << total << " instructions (tensor " << e[0] << ", vector "
-                 << e[1] << ", scalar " << e[2] << ", gpsimd " << e[3]
-                 << ", sync " << e[4] << ", dma " << stats.dmaInstructions
-                 << "), HBM " << stats.hbmBytes << " B\n";
-  }
-  if (attempt.program) {
-    ProgramSummary summary = summarize(*attempt.program, /*simulate=*/false);
-    std::string line;
-    llvm::raw_string_ostream os(line);
-    os << "compiled in " << formatSeconds(attempt.seconds) << ": "
-       << totalInstructions(summary) << " instructions, " << summary.flops
-       << " matmul FLOPs, SBUF peak " << summary.sbufPeakBytesPerPartition
-       << " B and PSUM peak " << summary.psumPeakBytesPerPartition
-       << " B per partition, HBM " << summary.hbmBytes << " B\n";
-    attempt.log += line;
-  }
-  return attempt;
-}
-
 class TrnCC {
 public:
-  explicit TrnCC(Options options) : options(std::move(options)) {}
+  /// `freeIR`: false when the process ends right after.
+  TrnCC(Options options, bool freeIR)
+      : options(std::move(options)), freeIR(freeIR) {}
   int run();
   /// --timing: prints the report now (it is otherwise printed when the
   /// manager is destroyed, which a process ended by _Exit never does).
@@ -885,13 +264,17 @@ public:
   }
 
 private:
-  int fail(const std::string &message, int status = kExitFailure) {
+  int fail(const std::string &message) {
     llvm::errs() << "trn-cc: error: " << message << "\n";
-    return status;
+    return kExitFailure;
   }
   void note(const std::string &message) {
     if (options.verbose)
       llvm::errs() << "trn-cc: " << message << "\n";
+  }
+  void warn(const std::string &message) {
+    if (!options.quiet)
+      llvm::errs() << "trn-cc: warning: " << message << "\n";
   }
   /// The one line that says what happened (after the output is written).
   void status(const std::string &line) {
@@ -901,26 +284,48 @@ private:
     // Keep the order of stdout and stderr when both go to one pipe (-v).
     llvm::outs().flush();
   }
-  void printWarnings(const std::vector<std::string> &warnings) {
-    if (options.quiet)
-      return;
-    for (const std::string &warning : warnings)
-      llvm::errs() << "trn-cc: warning: " << warning << "\n";
-  }
-  int compile();
-  int analyze();
-  int finish(const trnrt::Program &program, ReportContext &report);
+  trn::GraphCompileRequest request();
+  int report(const trnrt::Program &program, trn::CompileReport &report);
 
   Options options;
+  bool freeIR;
   /// --timing: phases and passes, printed to stderr when trn-cc ends. The
   /// manager outlives (is declared before) the root scope.
   DefaultTimingManager timingManager;
   TimingScope timing;
-  MLIRContext context;
-  Graph graph;
-  cache::CacheKey key;
   std::chrono::steady_clock::time_point start;
 };
+
+trn::GraphCompileRequest TrnCC::request() {
+  bool analyzing = options.mode == Options::Mode::Analyze;
+  trn::GraphCompileRequest request;
+  request.graphPath = options.graphPath;
+  request.codegenArgs = options.codegenArgs;
+  request.useCache = !analyzing && !options.noCache;
+  request.cacheDir = options.cacheDir;
+  request.retryFailed = options.retryFailed;
+  request.lockTimeoutSeconds = options.lockTimeoutSeconds;
+  request.checkMeshFit = analyzing;
+  request.wantProgram = true;
+  request.printIRAfterAll = options.printIR;
+  request.timing = &timing;
+  request.freeIR = freeIR;
+  request.warn = [this](const std::string &message) { warn(message); };
+  request.detail = [this](const std::string &message) { note(message); };
+  request.timingDetail = [](const std::string &message) {
+    llvm::errs() << "trn-cc: " << message << "\n";
+  };
+  request.meshFootprint = [this](const trn::MeshFootprint &footprint,
+                                 bool fits) {
+    if (footprint.pipelined || (fits && !options.json))
+      for (const std::string &line : trn::meshFootprintLines(footprint))
+        llvm::outs() << line << "\n";
+    // Shown at once: the compile and the estimate that follow take far
+    // longer than the check.
+    llvm::outs().flush();
+  };
+  return request;
+}
 
 int TrnCC::run() {
   start = std::chrono::steady_clock::now();
@@ -929,296 +334,75 @@ int TrnCC::run() {
     timing = timingManager.getRootScope();
   }
   // Fail before any work on outputs that cannot be written.
-  if (options.mode == Options::Mode::Compile && !options.cacheOnly)
-    if (auto problem = checkWritable(options.outputPath, "-o"))
+  bool compiling = options.mode == Options::Mode::Compile;
+  if (compiling && !options.cacheOnly)
+    if (auto problem = trn::checkOutputPath(options.outputPath, "-o"))
       return fail(*problem);
   if (!options.reportPath.empty())
-    if (auto problem = checkWritable(options.reportPath, "--report"))
+    if (auto problem = trn::checkOutputPath(options.reportPath, "--report"))
       return fail(*problem);
 
-  mlir::trn::configureCompilerContext(context);
-  TimingScope parseTiming = timing.nest("parse and verify graph");
-  if (auto problem = loadGraph(options.graphPath, context, graph))
-    return fail(*problem);
-  parseTiming.stop();
-
-  TimingScope hashTiming = timing.nest("hash graph");
-  key.graph = mlir::trn::hashGraph(*graph.module);
-  hashTiming.stop();
-  key.flags = cache::hashFlags(options.flags);
-  note("graph @" + graph.name + " from " + options.graphPath + ": hash " +
-       key.graph.hex());
-  note("flags " + options.flags.canonical() + ": hash " + key.flags.hex());
-  return options.mode == Options::Mode::Compile ? compile() : analyze();
-}
-
-/// "1.5 GiB", "300.0 MiB".
-static std::string bytesText(int64_t bytes) {
-  char text[32];
-  if (bytes >= (int64_t(1) << 30))
-    std::snprintf(text, sizeof(text), "%.1f GiB", double(bytes) / (1 << 30));
-  else
-    std::snprintf(text, sizeof(text), "%.1f MiB", double(bytes) / (1 << 20));
-  return text;
-}
-
-/// With --mesh: partitions the graph (milliseconds, no lowering) and checks
-/// that one rank (of every pipeline stage) fits its NeuronCore's HBM, before
-/// compiling. Returns a one-line error naming the first violated
-/// constraint, or the footprint.
-static std::optional<std::string>
-checkMeshFit(ModuleOp module, const trn::cache::NormalizedFlags &flags,
-             const std::vector<std::string> &args,
-             std::optional<trn::MeshFootprint> &footprint) {
-  trn::CompileOptions options = trn::compileOptionsFromFlags(flags);
-  options.dp = trn::dpDegreeOf(args);
-  trn::DiagnosticCollector diagnostics(module.getContext());
-  FailureOr<std::optional<trn::MeshFootprint>> measured =
-      trn::measureMeshFootprint(module, options);
-  if (failed(measured))
-    return "mesh " + trn::meshTextOf(options) +
-           " does not partition this graph: " +
-           (diagnostics.firstError().empty() ? std::string("see above")
-                                             : diagnostics.firstError());
-  footprint = *measured;
-  if (!footprint)
-    return std::nullopt;
-  const trnrt::Target *target = trnrt::lookupTarget(flags.values.at("target"));
-  if (footprint->pipelined)
-    for (size_t s = 0; s < footprint->stages.size(); ++s) {
-      const trn::partition::RankFootprint &f = footprint->stages[s];
-      llvm::outs() << "stage " << s << " per-rank HBM at " << footprint->mesh
-                   << ": " << bytesText(f.total()) << " (parameters "
-                   << bytesText(f.parameters) << ", optimizer state "
-                   << bytesText(f.optimizerStates) << ", gradient accumulators "
-                   << bytesText(f.gradients) << ", stashed activations "
-                   << bytesText(f.stash) << " for " << f.microbatchesInFlight
-                   << " microbatches in flight, peak intermediates "
-                   << bytesText(f.peakIntermediates) << ")\n";
-    }
-  for (size_t s = 0; s < footprint->stages.size(); ++s) {
-    const trn::partition::RankFootprint &f = footprint->stages[s];
-    if (!target || uint64_t(f.total()) <= target->hbmBytesPerCore)
-      continue;
-    std::string head = "mesh " + footprint->mesh + " does not fit: ";
-    std::string tail = " of HBM, more than the " +
-                       bytesText(int64_t(target->hbmBytesPerCore)) +
-                       " of a NeuronCore (parameters " +
-                       bytesText(f.parameters) + ", optimizer state " +
-                       bytesText(f.optimizerStates);
-    if (footprint->pipelined)
-      return head + "stage " + std::to_string(s) + "'s rank needs " +
-             bytesText(f.total()) + tail + ", gradient accumulators " +
-             bytesText(f.gradients) + ", stashed activations " +
-             bytesText(f.stash) + ", peak intermediates " +
-             bytesText(f.peakIntermediates) +
-             "); raise pp or tp, or use fewer microbatches in flight";
-    return head + "one rank needs " + bytesText(f.total()) + tail +
-           ", peak intermediates " + bytesText(f.peakIntermediates) +
-           "); raise tp, or shorten the sequence or the batch";
-  }
-  return std::nullopt;
-}
-
-int TrnCC::analyze() {
-  std::optional<trn::MeshFootprint> mesh;
-  {
-    TimingScope fitTiming = timing.nest("mesh fit check");
-    if (auto problem = checkMeshFit(*graph.module, options.flags,
-                                    options.codegenArgs, mesh))
-      return fail(*problem);
-  }
-  std::optional<trn::partition::RankFootprint> footprint;
-  if (mesh && !mesh->pipelined)
-    footprint = mesh->stages.front();
-  if (footprint && !options.json)
-    llvm::outs() << "per-rank HBM at " << mesh->mesh << ": "
-                 << bytesText(footprint->total()) << " (parameters "
-                 << bytesText(footprint->parameters) << ", optimizer state "
-                 << bytesText(footprint->optimizerStates) << ", gradients "
-                 << bytesText(footprint->gradients) << ", inputs "
-                 << bytesText(footprint->inputs) << ", peak intermediates "
-                 << bytesText(footprint->peakIntermediates) << ")\n";
-  // Shown at once: the compile and per-rank simulation that follow take
-  // far longer than the check.
-  llvm::outs().flush();
-  TimingScope compileTiming = timing.nest("compile");
-  CompileAttempt attempt =
-      runCompile(*graph.module, options, key, compileTiming);
-  compileTiming.stop();
-  printWarnings(attempt.warnings);
-  if (!attempt.program)
-    return fail(attempt.diagnostic);
-  ReportContext report;
-  report.mode = "analyze";
-  report.compileSeconds = attempt.seconds;
-  TimingScope simulateTiming = timing.nest("estimate device time (simulator)");
-  ProgramSummary summary = summarize(*attempt.program, /*simulate=*/true);
-  simulateTiming.stop();
-  report.graphPath = options.graphPath;
-  report.graphName = graph.name;
-  report.key = key.dirName();
-  report.flags = options.codegenArgs;
-  report.normalizedFlags = options.flags.canonical();
-  report.elapsedSeconds = secondsSince(start);
-  report.peakMemoryBytes = peakMemoryBytes();
-  std::string json = reportJson(report, summary);
-  if (!options.reportPath.empty())
-    if (auto problem = writeFileAtomically(options.reportPath, json))
-      return fail(*problem);
-  if (options.json)
-    llvm::outs() << json;
-  else
-    printTable(llvm::outs(), graph.name, report.key, report.normalizedFlags,
-               summary);
-  return kExitOk;
-}
-
-int TrnCC::compile() {
-  ReportContext report;
-  report.mode = "compile";
-  report.graphPath = options.graphPath;
-  report.graphName = graph.name;
-  report.outputPath = options.outputPath;
-  report.key = key.dirName();
-  report.flags = options.codegenArgs;
-  report.normalizedFlags = options.flags.canonical();
-
-  if (options.noCache) {
-    TimingScope compileTiming = timing.nest("compile");
-    CompileAttempt attempt =
-        runCompile(*graph.module, options, key, compileTiming);
-    compileTiming.stop();
-    printWarnings(attempt.warnings);
-    if (!attempt.program)
-      return fail(attempt.diagnostic);
-    llvm::StringRef bytes(
-        reinterpret_cast<const char *>(attempt.artifact.data()),
-        attempt.artifact.size());
-    TimingScope writeTiming = timing.nest("write artifact");
-    if (auto problem = writeFileAtomically(options.outputPath, bytes))
-      return fail(*problem);
-    writeTiming.stop();
-    report.cacheStatus = "off";
-    report.compileSeconds = attempt.seconds;
-    status("compiled " + report.key + " in " + formatSeconds(attempt.seconds) +
-           " (cache off)");
-    return finish(*attempt.program, report);
-  }
-
-  cache::CacheOptions cacheOptions;
-  cacheOptions.root = cache::resolveRoot(options.cacheDir);
-  cacheOptions.retryFailed = options.retryFailed;
-  if (options.lockTimeoutSeconds)
-    cacheOptions.lockWaitSeconds = *options.lockTimeoutSeconds;
-  cacheOptions.warn = [this](const std::string &message) {
-    if (!options.quiet)
-      llvm::errs() << "trn-cc: warning: " << message << "\n";
-  };
-  cache::Result<cache::Cache> store = cache::Cache::open(cacheOptions);
-  if (!store)
-    return fail(store.error + " (--no-cache compiles without the cache)");
-  report.cacheRoot = cacheOptions.root;
-  note("cache " + store->versionDir());
-
-  // The compile step: runs at most once, under the key's lock.
-  CompileAttempt attempt;
-  bool compiled = false;
-  auto compileStep = [&]() {
-    compiled = true;
-    TimingScope compileTiming = timing.nest("compile");
-    attempt = runCompile(*graph.module, options, key, compileTiming);
-    return mlir::trn::cacheOutputOf(attempt, options.codegenArgs, options.flags,
-                                    graph.name);
-  };
-  cache::CompileResult result =
-      store->getOrCompile(key, graph.text, compileStep);
-  if (result.entry)
-    report.entryPath = result.entry->path;
-  if (compiled)
-    printWarnings(attempt.warnings);
-
-  using Source = cache::CompileResult::Source;
-  switch (result.source) {
-  case Source::CachedFailure:
-    return fail(result.diagnostic +
-                " (cached failure; --retry-failed recompiles)");
-  case Source::Failed:
-    if (compiled && attempt.program) {
-      // Compiled but not stored (disk full, permissions): the artifact is
-      // still good, the cache just does not have it.
-      if (!options.quiet)
-        llvm::errs() << "trn-cc: warning: the artifact was not stored in the "
-                        "cache: "
-                     << result.diagnostic << "\n";
-      break;
-    }
-    return fail(result.diagnostic.empty() ? attempt.diagnostic
-                                          : result.diagnostic);
-  case Source::Hit:
-  case Source::Compiled:
+  trn::GraphCompileResult result = trn::compileGraph(request());
+  for (const std::string &warning : result.warnings)
+    warn(warning);
+  switch (result.failure) {
+  case trn::GraphCompileFailure::None:
     break;
+  case trn::GraphCompileFailure::Error:
+    return fail(result.error);
+  case trn::GraphCompileFailure::CacheUnavailable:
+    return fail(result.error + " (--no-cache compiles without the cache)");
+  case trn::GraphCompileFailure::CachedFailure:
+    return fail(result.error + " (cached failure; --retry-failed recompiles)");
+  case trn::GraphCompileFailure::UndecodableEntry:
+    return fail(result.error +
+                "; 'trn-cache clean' or --no-cache works around it");
   }
+  trn::CompileReport report;
+  report.mode = compiling ? "compile" : "analyze";
+  report.graphPath = options.graphPath;
+  report.graphName = result.graphName;
+  report.key = result.key;
+  report.flags = options.codegenArgs;
+  report.normalizedFlags = result.normalizedFlags;
+  report.compileSeconds = result.compileSeconds;
+  if (!compiling)
+    return this->report(*result.program, report);
 
-  trnrt::Program program;
-  std::vector<uint8_t> bytes;
-  std::string statusLine;
-  if (compiled && attempt.program) {
-    program = *attempt.program;
-    bytes = attempt.artifact;
-    report.cacheStatus = "miss";
-    report.compileSeconds = attempt.seconds;
-    statusLine =
-        "compiled " + report.key + " in " + formatSeconds(attempt.seconds);
-  } else {
-    // A hit: copy the cached artifact out, after checking it decodes.
-    cache::Result<std::vector<uint8_t>> cached =
-        store->readArtifact(*result.entry);
-    if (!cached)
-      return fail(cached.error);
-    bytes = std::move(*cached);
-    trnrt::ArtifactInfo info;
-    std::string error;
-    // A pipeline stage's entry holds its fragments (the first reported).
-    trnrt::StageArtifact stage;
-    bool decoded =
-        trnrt::isStageArtifact(bytes.data(), bytes.size())
-            ? trnrt::readStageArtifact(bytes.data(), bytes.size(), stage, error)
-            : trnrt::readArtifact(bytes.data(), bytes.size(), program, info,
-                                  error);
-    if (decoded && !stage.fragments.empty())
-      program = std::move(stage.fragments.front());
-    if (!decoded)
-      return fail("the cached artifact of " + report.key +
-                  " does not decode (" + error +
-                  "); 'trn-cache clean' or --no-cache works around it");
-    report.cacheStatus = "hit";
-    report.compileSeconds = result.entry->metadata.compileSeconds;
+  report.outputPath = options.outputPath;
+  report.cacheStatus = result.cacheStatus;
+  report.cacheRoot = result.cacheRoot;
+  report.entryPath = result.entryPath;
+  std::string statusLine = "compiled " + report.key + " in " +
+                           trn::formatSeconds(report.compileSeconds);
+  if (result.cacheStatus == "off")
+    statusLine += " (cache off)";
+  if (result.cacheStatus == "hit") {
     if (options.printIR && !options.quiet)
       llvm::errs() << "trn-cc: note: cache hit, nothing was compiled; "
                       "--no-cache prints the IR of a fresh compile\n";
     statusLine = "cache hit " + report.key;
     if (result.waitedSeconds > 0.05)
       statusLine += " (compiled by another process; waited " +
-                    formatSeconds(result.waitedSeconds) + ")";
+                    trn::formatSeconds(result.waitedSeconds) + ")";
   }
   if (!options.cacheOnly) {
-    llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()),
-                         bytes.size());
     TimingScope writeTiming = timing.nest("write artifact");
-    if (auto problem = writeFileAtomically(options.outputPath, text))
+    if (auto problem =
+            trn::writeOutputFile(options.outputPath, result.artifact))
       return fail(*problem);
-    writeTiming.stop();
   }
   status(statusLine);
-  note("entry " + report.entryPath);
-  return finish(program, report);
+  if (result.cacheStatus != "off")
+    note("entry " + report.entryPath);
+  return this->report(*result.program, report);
 }
 
-/// Writes the --report JSON and, with -v, prints the table.
-int TrnCC::finish(const trnrt::Program &program, ReportContext &report) {
-  bool wantReport = !options.reportPath.empty() || options.verbose;
-  if (!wantReport)
+/// --analyze prints the report (the table, or with --json the JSON); a
+/// compile writes --report's JSON and, with -v, prints the table.
+int TrnCC::report(const trnrt::Program &program, trn::CompileReport &report) {
+  bool analyzing = options.mode == Options::Mode::Analyze;
+  if (!analyzing && options.reportPath.empty() && !options.verbose)
     return kExitOk;
   // The device-time estimate runs the simulator once; only reports pay for
   // it, and it is not stored in the artifact so that a key's bytes do not
@@ -1227,20 +411,32 @@ int TrnCC::finish(const trnrt::Program &program, ReportContext &report) {
   // estimate would cost more than the compile (74 s against 11 s for the
   // BERT-large step), so it is left out.
   TimingScope simulateTiming = timing.nest("estimate device time (simulator)");
-  ProgramSummary summary =
-      summarize(program, /*simulate=*/!options.cacheOnly || options.verbose);
+  trn::ProgramSummary summary =
+      trn::summarizeProgram(program, /*estimateDeviceTime=*/analyzing ||
+                                         !options.cacheOnly || options.verbose);
   simulateTiming.stop();
-  report.elapsedSeconds = secondsSince(start);
-  report.peakMemoryBytes = peakMemoryBytes();
-  if (options.verbose)
-    printTable(llvm::errs(), graph.name, report.key, report.normalizedFlags,
-               summary);
+  report.elapsedSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  report.peakMemoryBytes = trn::peakMemoryBytes();
+  if (options.verbose && !analyzing)
+    trn::printSummaryTable(llvm::errs(), report.graphName, report.key,
+                           report.normalizedFlags, summary);
+  std::string json = trn::reportJson(report, summary);
   if (!options.reportPath.empty())
-    if (auto problem = writeFileAtomically(options.reportPath,
-                                           reportJson(report, summary)))
+    if (auto problem = trn::writeOutputFile(options.reportPath, json))
       return fail(*problem);
+  if (analyzing && options.json)
+    llvm::outs() << json;
+  else if (analyzing)
+    trn::printSummaryTable(llvm::outs(), report.graphName, report.key,
+                           report.normalizedFlags, summary);
   return kExitOk;
 }
+
+//===----------------------------------------------------------------------===//
+// Pipeline stages, version, main
+//===----------------------------------------------------------------------===//
 
 /// `path` with ".s<stage>" before its extension: step.trnart ->
 /// step.s1.trnart.
@@ -1253,13 +449,10 @@ std::string stagePath(const std::string &path, int64_t stage) {
   return path.substr(0, dot) + suffix + path.substr(dot);
 }
 
-/// A pipelined step (--pp > 1) compiles to one artifact, and one cache
-/// entry, per stage: without --stage every stage is compiled in turn,
-/// into -o with the stage before the extension.
 /// Runs one compile and ends the process: a big step's IR (millions of
 /// ops) takes a second to free, which the OS does at once.
 [[noreturn]] int runAndExit(const Options &options) {
-  auto *compiler = new TrnCC(options); // NOLINT: freed by the process's exit
+  auto *compiler = new TrnCC(options, /*freeIR=*/false); // NOLINT: see above
   int status = compiler->run();
   compiler->printTiming();
   llvm::outs().flush();
@@ -1268,6 +461,9 @@ std::string stagePath(const std::string &path, int64_t stage) {
   std::_Exit(status);
 }
 
+/// A pipelined step (--pp > 1) compiles to one artifact, and one cache
+/// entry, per stage: without --stage every stage is compiled in turn,
+/// into -o with the stage before the extension.
 int compileEveryStage(const Options &options) {
   const std::string &pp = options.flags.values.at("pp");
   bool stageGiven = false;
@@ -1283,7 +479,7 @@ int compileEveryStage(const Options &options) {
     one.codegenArgs.push_back(std::to_string(stage));
     std::string error;
     std::optional<cache::NormalizedFlags> flags =
-        mlir::trn::normalizeFlags(one.codegenArgs, error);
+        trn::normalizeFlags(one.codegenArgs, error);
     if (!flags) {
       llvm::errs() << "trn-cc: error: " << error << "\n";
       return kExitUsage;
@@ -1293,7 +489,7 @@ int compileEveryStage(const Options &options) {
       one.outputPath = stagePath(options.outputPath, stage);
     if (!one.reportPath.empty())
       one.reportPath = stagePath(options.reportPath, stage);
-    if (int status = TrnCC(std::move(one)).run())
+    if (int status = TrnCC(std::move(one), /*freeIR=*/true).run())
       return status;
   }
   return kExitOk;
@@ -1325,7 +521,8 @@ int main(int argc, char **argv) {
   }
   switch (options.mode) {
   case Options::Mode::Help:
-    llvm::outs() << kUsage << mlir::trn::codegenFlagsHelp() << kUsageTail;
+    llvm::outs() << kUsage << trn::codegenFlagsHelp() << "\noutput and cache:\n"
+                 << trn::toolFlagsHelp(commandLine()) << kExitStatus;
     return kExitOk;
   case Options::Mode::Version:
     return printVersion();
@@ -1333,10 +530,9 @@ int main(int argc, char **argv) {
     llvm::errs() << "trn-cc: error: no command given (see trn-cc --help)\n";
     return kExitUsage;
   case Options::Mode::Compile:
+    return compileEveryStage(options);
   case Options::Mode::Analyze:
-    break;
+    return TrnCC(std::move(options), /*freeIR=*/true).run();
   }
-  return options.mode == Options::Mode::Compile
-             ? compileEveryStage(options)
-             : TrnCC(std::move(options)).run();
+  return kExitUsage;
 }

@@ -1,9 +1,10 @@
 //===- CompileGraph.h - compile one trn graph through the cache -*- C++ -*-===//
 //
-// What trn-cc's `compile` does, as a library call for the Python extension
-// (and, later, trn-parallel-compile's workers): parse and verify a graph
-// given as text, compute its cache key, and return the artifact from the
-// compile cache, compiling it under the key's lock on a miss.
+// One graph through the compiler, as trn-cc (and trn-parallel-compile's
+// workers, which are trn-cc processes) and the Python extension compile it:
+// read, parse and verify the graph, compute its cache key, and return the
+// artifact from the compile cache, compiling it under the key's lock on a
+// miss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,9 +68,22 @@ int64_t peakMemoryBytes();
 /// The host name recorded in cache metadata.
 std::string hostName();
 
+/// Why a compile gave no artifact, so that a caller can add the hint in its
+/// own terms (trn-cc's flags, the Python package's keyword arguments).
+enum class GraphCompileFailure {
+  None,
+  Error,            ///< bad flags, an unreadable graph, a compile error
+  CacheUnavailable, ///< the cache cannot be opened
+  CachedFailure,    ///< the cache holds this key's failed compile
+  UndecodableEntry, ///< a cache hit whose artifact does not decode
+};
+
 struct GraphCompileRequest {
+  /// The graph as MLIR text, or else the file (or "-": standard input) that
+  /// holds it, read with trn's bounded reader (trn/Support/InputFile.h).
   std::string graphText;
-  /// Names the graph in messages (a file path, "<python>").
+  std::string graphPath;
+  /// Names graphText in messages (a file path, "<python>").
   std::string sourceName = "<graph>";
   /// Codegen flags as a user types them ("--auto-cast", "matmul", "-O2").
   std::vector<std::string> codegenArgs;
@@ -77,8 +91,35 @@ struct GraphCompileRequest {
   /// "" means TRN_CACHE_DIR, else the default root.
   std::string cacheDir;
   bool retryFailed = false;
-  /// Non-error messages (waiting for a lock, a corrupt entry quarantined).
+  /// The longest wait for another process compiling the same key (else the
+  /// cache's default).
+  std::optional<double> lockTimeoutSeconds;
+  /// Before compiling, partition the graph for the flags' mesh (no
+  /// lowering) and fail when one rank does not fit its core's HBM.
+  bool checkMeshFit = false;
+  /// Return the program (a pipeline stage's first fragment), decoding the
+  /// artifact of a cache hit.
+  bool wantProgram = false;
+  bool printIRAfterAll = false;
+  /// When set, the phases and passes are timed in scopes nested here.
+  TimingScope *timing = nullptr;
+  /// False when the process ends right after (trn-cc): the IR is then left
+  /// to the OS, which frees it at once, where destroying a big step's
+  /// millions of ops takes a second.
+  bool freeIR = true;
+
+  /// Messages as they happen, one line each, so that a tool prints them in
+  /// order with the compiler's own output.
+  /// What the user should know (waiting for a lock, a corrupt entry
+  /// quarantined).
   std::function<void(const std::string &)> warn;
+  /// What a verbose tool adds: the graph's and the flags' hashes, the cache.
+  std::function<void(const std::string &)> detail;
+  /// After a compile timed by `timing`: the kernel's size.
+  std::function<void(const std::string &)> timingDetail;
+  /// With checkMeshFit, a mesh's footprint once measured, and whether every
+  /// rank fits (when not, compileGraph fails with meshFitProblem's line).
+  std::function<void(const MeshFootprint &, bool fits)> meshFootprint;
 };
 
 struct GraphCompileResult {
@@ -86,17 +127,23 @@ struct GraphCompileResult {
   /// One line when !ok: the compiler's first diagnostic, a bad flag, a cache
   /// that cannot be opened.
   std::string error;
+  GraphCompileFailure failure = GraphCompileFailure::None;
   std::vector<std::string> warnings;
   std::vector<uint8_t> artifact;
-  std::string key;             ///< MODULE_<graph>+<flags>
-  std::string graphName;       ///< the function's symbol
-  std::string normalizedFlags; ///< the flags as the key sees them
-  std::string cacheStatus;     ///< "hit", "miss" or "off"
-  std::string entryPath;       ///< the cache entry, when there is one
-  double compileSeconds = 0;   ///< this compile's, or the cached entry's
+  std::optional<trnrt::Program> program; ///< with wantProgram
+  std::string key;                       ///< MODULE_<graph>+<flags>
+  std::string graphName;                 ///< the function's symbol
+  std::string normalizedFlags;           ///< the flags as the key sees them
+  std::string cacheStatus;               ///< "hit", "miss" or "off"
+  std::string cacheRoot;                 ///< the cache used, when there is one
+  std::string entryPath;                 ///< the cache entry, when there is one
+  double compileSeconds = 0; ///< this compile's, or the cached entry's
+  double waitedSeconds = 0;  ///< for another process compiling the key
 };
 
-/// Parses, verifies, keys and compiles (or finds) `request.graphText`.
+/// Reads, parses, verifies, keys and compiles (or finds) the graph of
+/// `request`: the one compile path of trn-cc (and so of
+/// trn-parallel-compile's workers) and of the Python extension.
 GraphCompileResult compileGraph(const GraphCompileRequest &request);
 
 /// The cache key of a graph under `codegenArgs`, without compiling; false

@@ -2,8 +2,9 @@
 //
 // The values people type for a size or a duration, shared by trn-cc
 // (--lock-timeout), trn-cache (--older-than, --max-size) and
-// trn-parallel-compile (--timeout-per-graph). Plain C++17, no MLIR or LLVM:
-// the MLIR-free tools link it too.
+// trn-parallel-compile (--timeout-per-graph), and the one way durations are
+// printed back (trn-cc, trn-parallel-compile, the cache's messages). Plain
+// C++17, no MLIR or LLVM: the MLIR-free tools and the cache link it too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,10 @@ namespace mlir::trn {
 /// of 1024) and durations like `30s`, `15m`, `2h`, `7d`.
 std::optional<int64_t> parseSize(const std::string &text);
 std::optional<double> parseDuration(const std::string &text);
+
+/// A duration in messages: "12.5 ms" below a second, "2.35 s" below a
+/// minute, then "4m05s" and "2h03m".
+std::string formatSeconds(double seconds);
 
 } // namespace mlir::trn
 
