@@ -60,6 +60,22 @@ template <typename T> void freeShared(T *objects, size_t count = 1) {
   munmap(objects, sizeof(T) * count);
 }
 
+/// Forks `count` children, each exiting with what `work` returns; stops at
+/// the first fork that fails (the caller checks how many started).
+template <typename Work>
+std::vector<pid_t> forkChildren(int count, const Work &work) {
+  std::vector<pid_t> children;
+  for (int p = 0; p < count; ++p) {
+    pid_t child = fork();
+    if (child < 0)
+      break;
+    if (child == 0)
+      _exit(work());
+    children.push_back(child);
+  }
+  return children;
+}
+
 struct Counters {
   std::atomic<int64_t> requests{0}, hits{0}, compiled{0}, cachedFailures{0},
       freshFailures{0}, corruptReads{0}, vanishedReads{0}, errors{0},
@@ -199,15 +215,10 @@ TEST(CacheStressTest, EightProcessesCompileEveryKeyExactlyOnce) {
   ASSERT_NE(counters, nullptr);
 
   double start = now();
-  std::vector<pid_t> children;
-  for (int p = 0; p < processes; ++p) {
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0)
-      _exit(
-          runWorker(root, countsDir, requests, keys, artifactSize, *counters));
-    children.push_back(child);
-  }
+  std::vector<pid_t> children = forkChildren(processes, [&] {
+    return runWorker(root, countsDir, requests, keys, artifactSize, *counters);
+  });
+  ASSERT_EQ(int(children.size()), processes);
   for (pid_t child : children) {
     int status = 0;
     ASSERT_EQ(waitpid(child, &status, 0), child);
@@ -506,15 +517,10 @@ TEST(CacheStressTest, MaintenanceWhileOthersCompileIsSafe) {
   std::atomic<bool> *stop = sharedMemory<std::atomic<bool>>();
   ASSERT_TRUE(counters && maintenance && stop);
 
-  std::vector<pid_t> children;
-  for (int p = 0; p < workers; ++p) {
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0)
-      _exit(
-          runWorker(root, countsDir, requests, keys, artifactSize, *counters));
-    children.push_back(child);
-  }
+  std::vector<pid_t> children = forkChildren(workers, [&] {
+    return runWorker(root, countsDir, requests, keys, artifactSize, *counters);
+  });
+  ASSERT_EQ(int(children.size()), workers);
   pid_t maintainer = fork();
   ASSERT_GE(maintainer, 0);
   if (maintainer == 0) {
