@@ -691,6 +691,18 @@ std::optional<std::string> parseToolArgs(
 
 } // namespace mlir::trn
 
+int64_t mlir::trn::stagesToCompile(const std::vector<std::string> &args) {
+  std::string error;
+  std::optional<cache::NormalizedFlags> flags = normalizeFlags(args, error);
+  if (!flags)
+    return 0;
+  for (const std::string &arg : args)
+    if (arg == "--stage" || arg.rfind("--stage=", 0) == 0)
+      return 0;
+  int64_t pp = std::strtoll(flags->values["pp"].c_str(), nullptr, 10);
+  return pp > 1 ? pp : 0;
+}
+
 int64_t mlir::trn::dpDegreeOf(const std::vector<std::string> &args) {
   int64_t degree = 1;
   auto parse = [&](const std::string &text) {

@@ -3,7 +3,9 @@
 // The pass pipeline behind trn-cc and the checks around it: the exported
 // program must satisfy every hardware rule and its semaphores must let every
 // stream finish. A program that does not is a compiler bug, reported as such
-// before anything could run it.
+// before anything could run it. The passes are built here only, and
+// registered as trn-opt's trn-compile pipeline, so that trn-opt replays what
+// trn-cc runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,8 @@
 #include "trn/Dialect/NC/Transforms/Passes.h"
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Transforms/Passes.h"
+#include "trn/Driver/CompileFlags.h"
+#include "trn/Driver/CompileGraph.h"
 #include "trn/Partition/Passes.h"
 #include "trn/Target/NCToProgram.h"
 
@@ -24,6 +28,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Threading.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -31,6 +36,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
+#include <sstream>
 
 using namespace mlir;
 
@@ -140,6 +146,15 @@ void mlir::trn::buildTrnGraphPipeline(OpPassManager &pm,
     }
     graph.addPass(createTrnOverlapCollectives(overlap));
   }
+  // A run of repeated layers compiles once: its blocks become calls of one
+  // function (a subroutine of the program).
+  graph.addPass(createTrnMarkOptimizer());
+  if (options.layerReuse)
+    pm.addPass(createTrnOutlineLayers());
+}
+
+void mlir::trn::buildLoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertTrnToNC());
 }
 
 void mlir::trn::buildNCKernelPipeline(OpPassManager &pm, bool insertSync) {
@@ -149,41 +164,34 @@ void mlir::trn::buildNCKernelPipeline(OpPassManager &pm, bool insertSync) {
     kernel.addPass(nc::createNCInsertSync());
 }
 
-/// Partitions `module` for --mesh dp=D,tp=T. The cache key records whether
-/// the program is data-parallel (D > 1), not the degree, so the program must
-/// not depend on D: with D > 1 the graph is one data-parallel replica's step
-/// (dist-spmd dp-replicas: dp splits no shape, gradients are averaged over
-/// dp, the degree is bound at load time), partitioned at a nominal dp = 2
-/// whatever D is, so every degree gives the same artifact bytes. With D = 1
-/// the program is partitioned for tp alone (no replica axis: it runs at
-/// dp = 1 only).
-static LogicalResult
-partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
-  // ZeRO-1 splits the optimizer states by the degree: partitioned at it
-  // (the key keeps the degree then).
-  // A pipeline finds the end of a microbatch's work at the dp collectives:
-  // it is partitioned as one replica's step even at dp = 1.
-  const bool pipelined = options.pp > 1;
-  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+void mlir::trn::buildPartitionPipeline(OpPassManager &pm,
+                                       const CompileOptions &options) {
   trn::partition::addPartitionPasses(pm, partitionOptionsFor(options));
-  if (pipelined) {
+  if (options.pp > 1) {
     trn::partition::DistPipelineStagesOptions stages;
     stages.pp = options.pp;
     pm.addPass(trn::partition::createDistPipelineStages(stages));
     pm.addPass(trn::partition::createDistPipelineSplit(
         pipelineSplitOptionsFor(options)));
   }
-  std::optional<TimingScope> timing;
-  if (options.timing) {
-    timing.emplace(options.timing->nest("partition"));
-    pm.enableTiming(*timing);
-  }
-  if (failed(pm.run(module)))
-    return failure(); // a failing pass has emitted the diagnostic
-  if (!pipelined)
-    return success();
-  // One stage is compiled (one artifact per stage): the others' fragments
-  // go.
+}
+
+/// A graph that is already the program every rank runs (dist.spmd)
+/// compiles as is; otherwise a mesh partitions it first.
+static bool needsPartitioning(ModuleOp module,
+                              const mlir::trn::CompileOptions &options) {
+  if (options.tp <= 1 && options.dp <= 1 && options.pp <= 1)
+    return false;
+  return llvm::none_of(module.getOps<func::FuncOp>(), [](func::FuncOp f) {
+    return f->hasAttr(dist::DistDialect::getSpmdAttrName());
+  });
+}
+
+/// One stage is compiled (one artifact per stage): the others' fragments go.
+static void keepStage(ModuleOp module,
+                      const mlir::trn::CompileOptions &options) {
+  if (options.pp <= 1)
+    return;
   for (func::FuncOp function :
        llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
     auto stage = function->getAttrOfType<IntegerAttr>(
@@ -191,6 +199,31 @@ partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
     if (stage && stage.getInt() != options.stage)
       function.erase();
   }
+}
+
+/// Partitions `module` for --mesh dp=D,tp=T. The cache key records whether
+/// the program is data-parallel (D > 1), not the degree, so the program must
+/// not depend on D: with D > 1 the graph is one data-parallel replica's step
+/// (dist-spmd dp-replicas: dp splits no shape, gradients are averaged over
+/// dp, the degree is bound at load time), partitioned at a nominal dp = 2
+/// whatever D is, so every degree gives the same artifact bytes. With D = 1
+/// the program is partitioned for tp alone (no replica axis: it runs at
+/// dp = 1 only). ZeRO-1 splits the optimizer states by the degree: then it
+/// is partitioned at it (the key keeps the degree). A pipeline finds the end
+/// of a microbatch's work at the dp collectives: it is partitioned as one
+/// replica's step even at dp = 1.
+static LogicalResult
+partitionForMesh(ModuleOp module, const mlir::trn::CompileOptions &options) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  mlir::trn::buildPartitionPipeline(pm, options);
+  std::optional<TimingScope> timing;
+  if (options.timing) {
+    timing.emplace(options.timing->nest("partition"));
+    pm.enableTiming(*timing);
+  }
+  if (failed(pm.run(module)))
+    return failure(); // a failing pass has emitted the diagnostic
+  keepStage(module, options);
   return success();
 }
 
@@ -347,12 +380,7 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
   // dist-pipeline-stages, which removes them.
   if (options.pp <= 1)
     dropPipelineStageMarkers(module);
-  // A graph that is already the program every rank runs compiles as is;
-  // otherwise --mesh partitions it first.
-  bool spmd = false;
-  for (func::FuncOp function : module.getOps<func::FuncOp>())
-    spmd |= function->hasAttr(dist::DistDialect::getSpmdAttrName());
-  if (!spmd && (options.tp > 1 || options.dp > 1 || options.pp > 1) &&
+  if (needsPartitioning(module, options) &&
       failed(partitionForMesh(module, options)))
     return failure();
 
@@ -389,12 +417,7 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
           /*printAfterOnlyOnFailure=*/false, llvm::errs());
   }
   buildTrnGraphPipeline(graphPasses, options);
-  // A run of repeated layers compiles once: its blocks become calls of one
-  // function (a subroutine of the program).
-  graphPasses.addNestedPass<func::FuncOp>(createTrnMarkOptimizer());
-  if (options.layerReuse)
-    graphPasses.addPass(createTrnOutlineLayers());
-  lowering.addPass(createConvertTrnToNC());
+  buildLoweringPipeline(lowering);
   // nc-insert-sync's analysis runs inside the export unless the IR is
   // printed: its semaphores as attributes cost a large kernel (a BERT-large
   // step: a million instructions) several seconds of attribute uniquing.
@@ -571,4 +594,99 @@ mlir::trn::measureMeshFootprint(ModuleOp module,
     footprint.stages.push_back(*one);
   }
   return std::optional<MeshFootprint>(std::move(footprint));
+}
+
+//===----------------------------------------------------------------------===//
+// The trn-compile pipeline
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// What compileToPrograms does to a module before its pass managers, as a
+/// pass: drops pipeline cuts (without --pp), partitions for the mesh (a
+/// dynamic pipeline: a dist.spmd graph is not partitioned again), keeps one
+/// stage's fragments and sets the target.
+struct CompileSetupPass
+    : public PassWrapper<CompileSetupPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CompileSetupPass)
+
+  explicit CompileSetupPass(const mlir::trn::CompileOptions &options)
+      : options(options), partition(ModuleOp::getOperationName()) {
+    mlir::trn::buildPartitionPipeline(partition, options);
+  }
+  StringRef getArgument() const final { return "trn-compile-setup"; }
+  StringRef getDescription() const final {
+    return "what trn-cc does before its passes: partition for the mesh, "
+           "keep one pipeline stage, set nc.target";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    partition.getDependentDialects(registry);
+  }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (options.pp <= 1)
+      mlir::trn::dropPipelineStageMarkers(module);
+    if (needsPartitioning(module, options)) {
+      if (failed(runPipeline(partition, module)))
+        return signalPassFailure();
+      keepStage(module, options);
+    }
+    module->setAttr("nc.target",
+                    StringAttr::get(module.getContext(), options.target));
+  }
+
+  mlir::trn::CompileOptions options;
+  OpPassManager partition;
+};
+
+struct CompilePipelineOptions
+    : public PassPipelineOptions<CompilePipelineOptions> {
+  Option<std::string> flags{
+      *this, "flags",
+      llvm::cl::desc("codegen flags as trn-cc takes them (\"--tp 2 -O1\")"),
+      llvm::cl::init("")};
+};
+
+} // namespace
+
+void mlir::trn::buildCompilePipeline(OpPassManager &pm,
+                                     const CompileOptions &options) {
+  pm.addPass(std::make_unique<CompileSetupPass>(options));
+  buildTrnGraphPipeline(pm, options);
+  buildLoweringPipeline(pm);
+  buildNCKernelPipeline(pm, /*insertSync=*/true);
+}
+
+void mlir::trn::registerCompilePipeline() {
+  registerPassPipeline(
+      "trn-compile",
+      "the passes trn-cc runs on a graph (as with --mlir-print-ir-after-all: "
+      "nc-insert-sync stores its semaphores), for the codegen flags in "
+      "`flags`",
+      [](OpPassManager &pm, StringRef optionsText,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        CompilePipelineOptions pipelineOptions;
+        if (failed(pipelineOptions.parseFromString(optionsText)))
+          return failure();
+        // MLIR 19 keeps the quotes of an empty quoted value (flags="").
+        std::string text = pipelineOptions.flags;
+        if (text == "\"\"" || text == "''")
+          text.clear();
+        std::vector<std::string> args;
+        std::istringstream words(text);
+        for (std::string word; words >> word;)
+          args.push_back(word);
+        std::string error;
+        std::optional<cache::NormalizedFlags> flags =
+            normalizeFlags(args, error);
+        if (!flags)
+          return errorHandler("trn-compile: " + error);
+        CompileOptions options = compileOptionsFromFlags(*flags);
+        options.dp = dpDegreeOf(args);
+        buildCompilePipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optionsHandler) {
+        optionsHandler(CompilePipelineOptions());
+      });
 }

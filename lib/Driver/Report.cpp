@@ -250,6 +250,35 @@ static void writeSummaryJson(llvm::json::OStream &json,
   }
 }
 
+mlir::trn::CompileReport
+mlir::trn::compileReportOf(const GraphCompileResult &result,
+                           const std::string &mode) {
+  CompileReport report;
+  report.mode = mode;
+  report.graphName = result.graphName;
+  report.key = result.key;
+  report.normalizedFlags = result.normalizedFlags;
+  report.compileSeconds = result.compileSeconds;
+  if (mode != "analyze") {
+    report.cacheStatus = result.cacheStatus;
+    report.cacheRoot = result.cacheRoot;
+    report.entryPath = result.entryPath;
+  }
+  return report;
+}
+
+std::string mlir::trn::compileStatusLine(const GraphCompileResult &result) {
+  if (result.cacheStatus != "hit")
+    return "compiled " + result.key + " in " +
+           formatSeconds(result.compileSeconds) +
+           (result.cacheStatus == "off" ? " (cache off)" : "");
+  std::string line = "cache hit " + result.key;
+  if (result.waitedSeconds > 0.05)
+    line += " (compiled by another process; waited " +
+            formatSeconds(result.waitedSeconds) + ")";
+  return line;
+}
+
 std::string mlir::trn::reportJson(const CompileReport &report,
                                   const ProgramSummary &summary) {
   std::string text;

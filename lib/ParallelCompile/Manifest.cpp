@@ -178,15 +178,9 @@ std::vector<GraphRecord> expandPipelineStages(std::vector<GraphRecord> graphs) {
   std::vector<GraphRecord> expanded;
   for (GraphRecord &record : graphs) {
     std::string error;
-    std::optional<cache::NormalizedFlags> flags =
-        normalizeFlags(record.flags, error);
     std::optional<cache::CacheKey> key = cache::CacheKey::parse(record.key);
-    const int64_t stages =
-        flags ? std::strtoll(flags->values["pp"].c_str(), nullptr, 10) : 1;
-    bool stageGiven = false;
-    for (const std::string &flag : record.flags)
-      stageGiven |= flag == "--stage" || flag.rfind("--stage=", 0) == 0;
-    if (!flags || !key || stages <= 1 || stageGiven) {
+    const int64_t stages = stagesToCompile(record.flags);
+    if (!key || stages == 0) {
       expanded.push_back(std::move(record));
       continue;
     }

@@ -674,6 +674,61 @@ TEST(CacheFlagsTest, MeshErrors) {
             "axes dp, pp, tp");
 }
 
+TEST(CacheFlagsTest, StagesToCompile) {
+  EXPECT_EQ(stagesToCompile({}), 0);
+  EXPECT_EQ(stagesToCompile({"--tp", "2"}), 0);
+  EXPECT_EQ(stagesToCompile({"--pp", "4"}), 4);
+  EXPECT_EQ(stagesToCompile({"--mesh", "dp=2,pp=3"}), 3);
+  EXPECT_EQ(stagesToCompile({"--pp", "4", "--stage", "1"}), 0);
+  EXPECT_EQ(stagesToCompile({"--pp=4", "--stage=1"}), 0);
+  EXPECT_EQ(stagesToCompile({"--pp", "4", "--frobnicate"}), 0);
+}
+
+/// parseToolArgs with a tool that has two flags of its own: the uses it
+/// reports, or its error.
+std::string toolArgs(const std::vector<std::string> &args,
+                     std::vector<std::string> *codegen = nullptr) {
+  ToolCommandLine tool;
+  tool.tool = "tool";
+  tool.notOurs = "it runs no workers";
+  tool.flags = {{"output", true, 'o', 0, ""}, {"analyze", false, 0, 1, ""}};
+  std::string uses;
+  std::vector<std::string> positionals, codegenArgs;
+  auto onFlag = [&](const ToolFlagUse &use) -> std::optional<std::string> {
+    uses += std::string(use.flag->name) + "(" + use.spelled + "=" +
+            use.value.value_or("-") + ") ";
+    return std::nullopt;
+  };
+  if (auto error = parseToolArgs(args, tool, onFlag, positionals, codegenArgs))
+    return *error;
+  for (const std::string &positional : positionals)
+    uses += "[" + positional + "] ";
+  if (codegen)
+    *codegen = codegenArgs;
+  return uses;
+}
+
+TEST(CacheFlagsTest, ToolCommandLines) {
+  std::vector<std::string> codegen;
+  EXPECT_EQ(toolArgs({"compile", "g.mlir", "-o", "a", "--target", "trn2", "-O1",
+                      "--analyze", "-"},
+                     &codegen),
+            "output(-o=a) analyze(--analyze=-) [compile] [g.mlir] [-] ");
+  EXPECT_EQ(codegen, (std::vector<std::string>{"--target", "trn2", "-O1"}));
+  EXPECT_EQ(toolArgs({"-oa", "-o=b", "--output=c", "-output", "d"}),
+            "output(-o=a) output(-o=b) output(--output=c) output(-output=d) ");
+  EXPECT_EQ(toolArgs({"--anlyze"}),
+            "unknown flag '--anlyze'; did you mean '--analyze'?");
+  EXPECT_EQ(toolArgs({"--auto-cats", "all"}),
+            "unknown flag '--auto-cats'; did you mean '--auto-cast'?");
+  EXPECT_EQ(toolArgs({"-x"}), "unknown flag '-x'");
+  EXPECT_EQ(toolArgs({"--output"}), "flag '--output' needs a value");
+  EXPECT_EQ(toolArgs({"-o", "--analyze"}), "flag '-o' needs a value");
+  EXPECT_EQ(toolArgs({"--analyze=yes"}), "flag '--analyze' takes no value");
+  EXPECT_EQ(toolArgs({"--jobs", "4"}),
+            "flag '--jobs' is not a tool option (it runs no workers)");
+}
+
 TEST(CacheFlagsTest, HashCoversAVersionedRecord) {
   std::string error;
   auto flags = trn::normalizeFlags({}, error);

@@ -39,4 +39,15 @@ TEST(CommandLineValuesTest, Durations) {
     EXPECT_FALSE(parseDuration(bad)) << bad;
 }
 
+TEST(CommandLineValuesTest, FormattedSeconds) {
+  EXPECT_EQ(formatSeconds(0), "0.0 ms");
+  EXPECT_EQ(formatSeconds(0.0008), "0.8 ms");
+  EXPECT_EQ(formatSeconds(0.85), "850.0 ms");
+  EXPECT_EQ(formatSeconds(2.345), "2.35 s");
+  EXPECT_EQ(formatSeconds(59.5), "59.50 s");
+  EXPECT_EQ(formatSeconds(245), "4m05s");
+  EXPECT_EQ(formatSeconds(3600), "1h00m");
+  EXPECT_EQ(formatSeconds(7385), "2h03m");
+}
+
 } // namespace

@@ -1,19 +1,13 @@
 //===- trn-cc.cpp - compile one trn graph to a NeuronCore artifact -------===//
 //
-//   trn-cc compile GRAPH.mlir -o OUT [codegen flags] [--cache-dir DIR |
-//          --no-cache] [--retry-failed] [--report FILE]
-//          [--mlir-print-ir-after-all] [--timing] [-v | -q]
-//   trn-cc --analyze GRAPH.mlir [codegen flags] [--json] [--report FILE]
-//          [--timing]
-//   trn-cc --version
-//
-// A thin tool: the command line is split and the codegen flags normalised by
+// trn-cc compile GRAPH.mlir -o OUT, trn-cc --analyze GRAPH.mlir, and the
+// options in kUsage and kFlags (docs/cli.md is the reference). A thin tool:
+// the command line is split and the codegen flags normalised by
 // trn/Driver/CompileFlags.h (so that spelling, order and defaults never
 // change the cache key), the compile is compileGraph's
 // (trn/Driver/CompileGraph.h, the Python extension's too) and the report
 // Report.h's. Compiles run in this process; crash isolation in worker
-// processes is the job of trn-parallel-compile. docs/cli.md is the
-// reference.
+// processes is the job of trn-parallel-compile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,26 +65,18 @@ exit status: 0 success, 1 compile error or cache/file error, 2 bad command line
 //===----------------------------------------------------------------------===//
 
 struct Options {
-  enum class Mode { None, Compile, Analyze, Version, Help } mode = Mode::None;
   std::string graphPath;
   std::string outputPath;
   std::string cacheDir;
   std::string reportPath;
   std::string lockTimeout;
   std::optional<double> lockTimeoutSeconds;
-  bool noCache = false;
-  bool cacheOnly = false;
-  bool retryFailed = false;
-  bool printIR = false;
-  bool timing = false;
-  bool verbose = false;
-  bool quiet = false;
-  bool json = false;
-  bool analyze = false, version = false, help = false;
+  bool noCache = false, cacheOnly = false, retryFailed = false;
+  bool printIR = false, timing = false, verbose = false, quiet = false;
+  bool json = false, analyze = false, version = false, help = false;
   /// Codegen flags exactly as given (tokens), for normalizeFlags and for the
   /// cache entry's metadata.
   std::vector<std::string> codegenArgs;
-  cache::NormalizedFlags flags;
 };
 
 /// trn-cc's own flags, each setting one field of Options; the codegen flags
@@ -178,17 +164,9 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
           onFlag, positionals, options.codegenArgs))
     return problem;
 
-  if (options.help) {
-    options.mode = Options::Mode::Help;
+  if (options.help || options.version)
     return std::nullopt;
-  }
-  if (options.version) {
-    options.mode = Options::Mode::Version;
-    return std::nullopt;
-  }
-
   if (options.analyze) {
-    options.mode = Options::Mode::Analyze;
     if (positionals.empty())
       return std::string("--analyze needs a graph: trn-cc --analyze "
                          "GRAPH.mlir");
@@ -212,7 +190,6 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
         message += "; expected 'compile', --analyze or --version";
       return message;
     }
-    options.mode = Options::Mode::Compile;
     if (positionals.size() < 2)
       return std::string("compile needs a graph: trn-cc compile GRAPH.mlir "
                          "-o OUT");
@@ -236,11 +213,8 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
   }
 
   std::string error;
-  std::optional<cache::NormalizedFlags> flags =
-      trn::normalizeFlags(options.codegenArgs, error);
-  if (!flags)
+  if (!trn::normalizeFlags(options.codegenArgs, error))
     return error;
-  options.flags = std::move(*flags);
   return std::nullopt;
 }
 
@@ -297,15 +271,14 @@ private:
 };
 
 trn::GraphCompileRequest TrnCC::request() {
-  bool analyzing = options.mode == Options::Mode::Analyze;
   trn::GraphCompileRequest request;
   request.graphPath = options.graphPath;
   request.codegenArgs = options.codegenArgs;
-  request.useCache = !analyzing && !options.noCache;
+  request.useCache = !options.analyze && !options.noCache;
   request.cacheDir = options.cacheDir;
   request.retryFailed = options.retryFailed;
   request.lockTimeoutSeconds = options.lockTimeoutSeconds;
-  request.checkMeshFit = analyzing;
+  request.checkMeshFit = options.analyze;
   request.wantProgram = true;
   request.printIRAfterAll = options.printIR;
   request.timing = &timing;
@@ -334,8 +307,7 @@ int TrnCC::run() {
     timing = timingManager.getRootScope();
   }
   // Fail before any work on outputs that cannot be written.
-  bool compiling = options.mode == Options::Mode::Compile;
-  if (compiling && !options.cacheOnly)
+  if (!options.analyze && !options.cacheOnly)
     if (auto problem = trn::checkOutputPath(options.outputPath, "-o"))
       return fail(*problem);
   if (!options.reportPath.empty())
@@ -358,50 +330,33 @@ int TrnCC::run() {
     return fail(result.error +
                 "; 'trn-cache clean' or --no-cache works around it");
   }
-  trn::CompileReport report;
-  report.mode = compiling ? "compile" : "analyze";
+  trn::CompileReport report =
+      trn::compileReportOf(result, options.analyze ? "analyze" : "compile");
   report.graphPath = options.graphPath;
-  report.graphName = result.graphName;
-  report.key = result.key;
   report.flags = options.codegenArgs;
-  report.normalizedFlags = result.normalizedFlags;
-  report.compileSeconds = result.compileSeconds;
-  if (!compiling)
+  if (options.analyze)
     return this->report(*result.program, report);
 
   report.outputPath = options.outputPath;
-  report.cacheStatus = result.cacheStatus;
-  report.cacheRoot = result.cacheRoot;
-  report.entryPath = result.entryPath;
-  std::string statusLine = "compiled " + report.key + " in " +
-                           trn::formatSeconds(report.compileSeconds);
-  if (result.cacheStatus == "off")
-    statusLine += " (cache off)";
-  if (result.cacheStatus == "hit") {
-    if (options.printIR && !options.quiet)
-      llvm::errs() << "trn-cc: note: cache hit, nothing was compiled; "
-                      "--no-cache prints the IR of a fresh compile\n";
-    statusLine = "cache hit " + report.key;
-    if (result.waitedSeconds > 0.05)
-      statusLine += " (compiled by another process; waited " +
-                    trn::formatSeconds(result.waitedSeconds) + ")";
-  }
+  if (result.cacheStatus == "hit" && options.printIR && !options.quiet)
+    llvm::errs() << "trn-cc: note: cache hit, nothing was compiled; "
+                    "--no-cache prints the IR of a fresh compile\n";
   if (!options.cacheOnly) {
     TimingScope writeTiming = timing.nest("write artifact");
     if (auto problem =
             trn::writeOutputFile(options.outputPath, result.artifact))
       return fail(*problem);
   }
-  status(statusLine);
+  status(trn::compileStatusLine(result));
   if (result.cacheStatus != "off")
-    note("entry " + report.entryPath);
+    note("entry " + result.entryPath);
   return this->report(*result.program, report);
 }
 
 /// --analyze prints the report (the table, or with --json the JSON); a
 /// compile writes --report's JSON and, with -v, prints the table.
 int TrnCC::report(const trnrt::Program &program, trn::CompileReport &report) {
-  bool analyzing = options.mode == Options::Mode::Analyze;
+  bool analyzing = options.analyze;
   if (!analyzing && options.reportPath.empty() && !options.verbose)
     return kExitOk;
   // The device-time estimate runs the simulator once; only reports pay for
@@ -465,26 +420,13 @@ std::string stagePath(const std::string &path, int64_t stage) {
 /// entry, per stage: without --stage every stage is compiled in turn,
 /// into -o with the stage before the extension.
 int compileEveryStage(const Options &options) {
-  const std::string &pp = options.flags.values.at("pp");
-  bool stageGiven = false;
-  for (const std::string &arg : options.codegenArgs)
-    stageGiven |=
-        arg == "--stage" || llvm::StringRef(arg).starts_with("--stage=");
-  if (pp == "1" || stageGiven)
+  const int64_t stages = trn::stagesToCompile(options.codegenArgs);
+  if (stages == 0)
     return runAndExit(options);
-  const int64_t stages = std::strtoll(pp.c_str(), nullptr, 10);
   for (int64_t stage = 0; stage < stages; ++stage) {
     Options one = options;
     one.codegenArgs.push_back("--stage");
     one.codegenArgs.push_back(std::to_string(stage));
-    std::string error;
-    std::optional<cache::NormalizedFlags> flags =
-        trn::normalizeFlags(one.codegenArgs, error);
-    if (!flags) {
-      llvm::errs() << "trn-cc: error: " << error << "\n";
-      return kExitUsage;
-    }
-    one.flags = std::move(*flags);
     if (!one.outputPath.empty())
       one.outputPath = stagePath(options.outputPath, stage);
     if (!one.reportPath.empty())
@@ -519,20 +461,14 @@ int main(int argc, char **argv) {
     llvm::errs() << "trn-cc: error: " << *problem << "\n";
     return kExitUsage;
   }
-  switch (options.mode) {
-  case Options::Mode::Help:
+  if (options.help) {
     llvm::outs() << kUsage << trn::codegenFlagsHelp() << "\noutput and cache:\n"
                  << trn::toolFlagsHelp(commandLine()) << kExitStatus;
     return kExitOk;
-  case Options::Mode::Version:
-    return printVersion();
-  case Options::Mode::None:
-    llvm::errs() << "trn-cc: error: no command given (see trn-cc --help)\n";
-    return kExitUsage;
-  case Options::Mode::Compile:
-    return compileEveryStage(options);
-  case Options::Mode::Analyze:
-    return TrnCC(std::move(options), /*freeIR=*/true).run();
   }
-  return kExitUsage;
+  if (options.version)
+    return printVersion();
+  if (options.analyze)
+    return TrnCC(std::move(options), /*freeIR=*/true).run();
+  return compileEveryStage(options);
 }

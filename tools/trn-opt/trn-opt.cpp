@@ -1,7 +1,8 @@
 //===- trn-opt.cpp - MLIR driver for trn dialects and passes -------------===//
 //
 // The MlirOptMain driver with every trn dialect and pass registered, plus the
-// upstream dialects trn graphs use. It is the tool lit tests run.
+// upstream dialects trn graphs use, and trn-cc's whole pipeline as
+// trn-compile (trn/Driver/Pipeline.h). It is the tool lit tests run.
 //
 // Bytecode input is refused: LLVM 19's bytecode reader does not validate what
 // it reads (its checks are assertions, compiled out in Debian's build), so a
@@ -10,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "trn/Driver/Pipeline.h"
 #include "trn/InitAll.h"
 #include "trn/Support/InputFile.h"
 
@@ -26,6 +28,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::trn::registerAllDialects(registry);
   mlir::trn::registerAllPasses();
+  mlir::trn::registerCompilePipeline();
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "trn optimizer driver\n", registry);
   mlir::MlirOptMainConfig config =

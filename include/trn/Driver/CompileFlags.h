@@ -109,6 +109,12 @@ std::optional<std::string> parseToolArgs(
     std::vector<std::string> &positionals,
     std::vector<std::string> &codegenArgs);
 
+/// The pipeline stages a compile of `args` stands for, each compiled on its
+/// own (`args` then `--stage K`, one artifact and cache entry per stage):
+/// pp when `args` give --pp above 1 and no --stage, else 0 (one compile of
+/// `args` as they are, also when normalizeFlags rejects them).
+int64_t stagesToCompile(const std::vector<std::string> &args);
+
 /// The data-parallel degree `args` give (--dp N, --dp=N, or dp=N in
 /// --mesh), else 1. It is not part of the normalised flags (one artifact
 /// serves every DP degree) but the partitioner needs it. Expects `args` that

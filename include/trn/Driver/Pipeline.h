@@ -1,9 +1,10 @@
 //===- Pipeline.h - trn graph to NeuronCore program -------------*- C++ -*-===//
 //
-// The compiler pipeline behind trn-cc: a verified `trn` step graph is lowered
-// to an `nc` kernel (convert-trn-to-nc), its tiles are given addresses
-// (nc-allocate) and its streams ordered (nc-insert-sync), then exported as a
-// trnrt::Program that the artifact writer serialises.
+// The compiler pipeline behind trn-cc: a verified `trn` step graph is
+// partitioned for its mesh, lowered to an `nc` kernel (convert-trn-to-nc),
+// its tiles are given addresses (nc-allocate) and its streams ordered
+// (nc-insert-sync), then exported as a trnrt::Program that the artifact
+// writer serialises.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,13 +74,37 @@ struct CompileOptions {
   CompileStats *stats = nullptr;
 };
 
-/// The graph passes, before convert-trn-to-nc.
+// The passes, in the order compileToPrograms runs them (each part in a pass
+// manager of its own), built here only:
+
+/// With a mesh: the partitioner's passes, then with --pp the stage cut and
+/// split (dist-pipeline-stages, dist-pipeline-split).
+void buildPartitionPipeline(OpPassManager &pm, const CompileOptions &options);
+
+/// The graph passes, before convert-trn-to-nc, ending with
+/// trn-mark-optimizer and trn-outline-layers.
 void buildTrnGraphPipeline(OpPassManager &pm, const CompileOptions &options);
+
+/// convert-trn-to-nc.
+void buildLoweringPipeline(OpPassManager &pm);
 
 /// nc-allocate and (with `insertSync`) nc-insert-sync on every kernel of the
 /// module. compileToProgram leaves the semaphores to the exporter (the same
 /// analysis, without storing them as attributes) unless it prints the IR.
 void buildNCKernelPipeline(OpPassManager &pm, bool insertSync = true);
+
+/// All of them in one pass manager, after a pass that does what
+/// compileToPrograms does around them (drops pipeline cuts without --pp,
+/// partitions a graph that is not yet dist.spmd, keeps stage
+/// options.stage's fragments, sets nc.target), with nc-insert-sync: the IR
+/// trn-cc's --mlir-print-ir-after-all shows last.
+void buildCompilePipeline(OpPassManager &pm, const CompileOptions &options);
+
+/// Registers buildCompilePipeline as the pass pipeline "trn-compile", its
+/// option `flags` the codegen flags as trn-cc takes them:
+///   trn-opt --pass-pipeline='builtin.module(trn-compile{flags="--tp 2"})'
+/// replays `trn-cc compile GRAPH --tp 2` up to the export.
+void registerCompilePipeline();
 
 /// Runs the pipeline on `module` in place and exports the kernel. Errors
 /// (an op the backend cannot lower yet, a kernel that does not fit) are

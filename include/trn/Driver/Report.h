@@ -11,6 +11,7 @@
 #ifndef TRN_DRIVER_REPORT_H
 #define TRN_DRIVER_REPORT_H
 
+#include "trn/Driver/CompileGraph.h"
 #include "trn/Driver/Pipeline.h"
 #include "trnrt/Isa.h"
 #include "trnrt/Target.h"
@@ -70,6 +71,17 @@ struct CompileReport {
   double elapsedSeconds = 0;
   int64_t peakMemoryBytes = 0;
 };
+
+/// The report of a compile in `mode` ("compile", or "analyze", which uses no
+/// cache) with what its result says; the caller adds the paths and the flags
+/// as given.
+CompileReport compileReportOf(const GraphCompileResult &result,
+                              const std::string &mode);
+
+/// What a compile did, in one line: "compiled MODULE_…+… in 1.20 s" (with
+/// " (cache off)"), or "cache hit MODULE_…+…" (with "(compiled by another
+/// process; waited 4.00 s)").
+std::string compileStatusLine(const GraphCompileResult &result);
 
 /// The JSON report (trn-cc --report, --analyze --json), newline-terminated.
 std::string reportJson(const CompileReport &report,
