@@ -16,17 +16,26 @@ namespace trnrt {
 
 namespace {
 
+/// One row per dtype: its name and size and, for floats, its layout
+/// (exponentBits 0 for integers).
 struct DTypeInfo {
   DType type;
   const char *name;
   unsigned sizeInBytes;
+  unsigned exponentBits, mantissaBits;
+  int bias;
+  bool hasInfinity;
 };
 
 constexpr DTypeInfo kDTypes[] = {
-    {DType::F32, "f32", 4},       {DType::BF16, "bf16", 2},
-    {DType::F16, "f16", 2},       {DType::F8E4M3FN, "f8E4M3FN", 1},
-    {DType::F8E5M2, "f8E5M2", 1}, {DType::I1, "i1", 1},
-    {DType::I32, "i32", 4},       {DType::I64, "i64", 8},
+    {DType::F32, "f32", 4, 8, 23, 127, true},
+    {DType::BF16, "bf16", 2, 8, 7, 127, true},
+    {DType::F16, "f16", 2, 5, 10, 15, true},
+    {DType::F8E4M3FN, "f8E4M3FN", 1, 4, 3, 7, false},
+    {DType::F8E5M2, "f8E5M2", 1, 5, 2, 15, true},
+    {DType::I1, "i1", 1, 0, 0, 0, false},
+    {DType::I32, "i32", 4, 0, 0, 0, false},
+    {DType::I64, "i64", 8, 0, 0, 0, false},
 };
 
 const DTypeInfo *findInfo(DType type) {
@@ -121,33 +130,19 @@ unsigned dtypeSizeInBytes(DType type) {
 }
 
 bool isFloatDType(DType type) {
-  FloatFormat format;
-  return getFloatFormat(type, format);
+  const DTypeInfo *info = findInfo(type);
+  return info && info->exponentBits != 0;
 }
 
 bool getFloatFormat(DType type, FloatFormat &out) {
-  switch (type) {
-  case DType::F32:
-    out = {8, 23, 127, true, ieeeMaxFinite(8, 23, 127)};
-    return true;
-  case DType::BF16:
-    out = {8, 7, 127, true, ieeeMaxFinite(8, 7, 127)};
-    return true;
-  case DType::F16:
-    out = {5, 10, 15, true, ieeeMaxFinite(5, 10, 15)};
-    return true;
-  case DType::F8E4M3FN:
-    out = {4, 3, 7, false, finiteOnlyMaxFinite(4, 3, 7)};
-    return true;
-  case DType::F8E5M2:
-    out = {5, 2, 15, true, ieeeMaxFinite(5, 2, 15)};
-    return true;
-  case DType::I1:
-  case DType::I32:
-  case DType::I64:
+  const DTypeInfo *info = findInfo(type);
+  if (!info || info->exponentBits == 0)
     return false;
-  }
-  return false;
+  const unsigned e = info->exponentBits, m = info->mantissaBits;
+  out = {e, m, info->bias, info->hasInfinity,
+         info->hasInfinity ? ieeeMaxFinite(e, m, info->bias)
+                           : finiteOnlyMaxFinite(e, m, info->bias)};
+  return true;
 }
 
 double roundToDType(double value, DType type) {
