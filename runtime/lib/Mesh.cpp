@@ -14,10 +14,8 @@
 #include "trnrt/Numerics.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <thread>
 
 namespace trnrt {

@@ -544,3 +544,66 @@ TEST(F32Test, TiesAndSpecials) {
 }
 
 } // namespace
+
+// Tensors as doubles (Simulator::writeTensor/readTensor, trn-run's meshes):
+// integers truncate toward zero and saturate, NaN becomes 0, i1 is nonzero,
+// floats round as encodeFloat does.
+TEST(TensorValuesTest, EncodeSaturatesIntegersAndRoundsFloats) {
+  const double in[] = {2.9, -2.9, 3e9, -3e9, kNaN};
+  uint8_t i32[sizeof(int32_t) * 5];
+  encodeValues(DType::I32, in, 5, i32);
+  int32_t ints[5];
+  std::memcpy(ints, i32, sizeof(ints));
+  EXPECT_EQ(ints[0], 2);
+  EXPECT_EQ(ints[1], -2);
+  EXPECT_EQ(ints[2], std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(ints[3], std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(ints[4], 0);
+
+  const double big[] = {1e300, -1e300};
+  uint8_t i64[sizeof(int64_t) * 2];
+  encodeValues(DType::I64, big, 2, i64);
+  int64_t longs[2];
+  std::memcpy(longs, i64, sizeof(longs));
+  EXPECT_EQ(longs[0], std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(longs[1], std::numeric_limits<int64_t>::min());
+
+  const double flags[] = {0.0, -0.5, 7.0};
+  uint8_t i1[3];
+  encodeValues(DType::I1, flags, 3, i1);
+  EXPECT_EQ(i1[0], 0);
+  EXPECT_EQ(i1[1], 1);
+  EXPECT_EQ(i1[2], 1);
+
+  const double floats[] = {1.0 + 0x1p-30, -kNaN, kInf};
+  for (DType type : {DType::F32, DType::BF16, DType::F8E4M3FN}) {
+    const unsigned size = dtypeSizeInBytes(type);
+    std::vector<uint8_t> bytes(3 * size);
+    encodeValues(type, floats, 3, bytes.data());
+    for (int i = 0; i < 3; ++i) {
+      uint64_t bits = 0;
+      std::memcpy(&bits, bytes.data() + i * size, size);
+      EXPECT_EQ(bits, encodeFloat(floats[i], type))
+          << dtypeName(type) << " value " << i;
+    }
+  }
+}
+
+TEST(TensorValuesTest, DecodeIsTheInverseWhereValuesFit) {
+  const double values[] = {-3.0, 0.0, 5.0, 1024.0};
+  for (DType type :
+       {DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64}) {
+    std::vector<uint8_t> bytes(4 * dtypeSizeInBytes(type));
+    encodeValues(type, values, 4, bytes.data());
+    double back[4];
+    decodeValues(type, bytes.data(), 4, back);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(back[i], values[i]) << dtypeName(type) << " value " << i;
+  }
+  const uint8_t flags[] = {0, 1, 2};
+  double back[3];
+  decodeValues(DType::I1, flags, 3, back);
+  EXPECT_EQ(back[0], 0.0);
+  EXPECT_EQ(back[1], 1.0);
+  EXPECT_EQ(back[2], 1.0);
+}
