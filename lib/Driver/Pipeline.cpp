@@ -23,6 +23,7 @@
 #include "trn/Target/NCToProgram.h"
 
 #include "trnrt/IsaValidate.h"
+#include "trnrt/Subroutines.h"
 #include "trnrt/Target.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -8,6 +8,7 @@
 
 #include "trnrt/Mesh.h"
 #include "trnrt/Simulator.h"
+#include "trnrt/Subroutines.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -93,17 +94,17 @@ ProgramSummary mlir::trn::summarizeProgram(const trnrt::Program &compiled,
   countSpills(compiled);
   for (const trnrt::Program &subroutine : compiled.subroutines)
     countSpills(subroutine);
-  // The simulator runs the expanded program.
-  std::optional<trnrt::Program> expanded;
+  // The simulator runs calls resolved (the tables of the expanded program).
+  std::optional<trnrt::Program> resolved;
   if (estimateTime && !compiled.calls.empty()) {
-    expanded = compiled;
+    resolved = compiled;
     std::string error;
-    if (!trnrt::expandCalls(*expanded, error)) {
+    if (!trnrt::resolveCalls(*resolved, error)) {
       summary.deviceTimeError = error;
       return summary;
     }
   }
-  const trnrt::Program &program = expanded ? *expanded : compiled;
+  const trnrt::Program &program = resolved ? *resolved : compiled;
   const trnrt::Target *target = trnrt::lookupTarget(program.target);
   if (!target) {
     summary.deviceTimeError = "unknown target '" + program.target + "'";

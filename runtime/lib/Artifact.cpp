@@ -15,6 +15,7 @@
 
 #include "trnrt/Artifact.h"
 #include "trnrt/File.h"
+#include "trnrt/Subroutines.h"
 #include "trnrt/Target.h"
 
 #include <oneapi/tbb/parallel_for.h>
@@ -555,6 +556,12 @@ std::vector<uint8_t> encodeConstants(const Program &program) {
 /// Every check the reader applies to a decoded program, run before writing.
 bool checkProgramForWriting(const Program &program, const ArtifactInfo &info,
                             std::string &error) {
+  if (program.resolvedCalls) {
+    // Its tables hold the expanded program's tensors and origins.
+    error = "the program's calls are resolved for running; write the "
+            "program as compiled (a trn bug, please report it)";
+    return false;
+  }
   std::string problem;
   if (!checkTarget(program.target, problem)) {
     error = "metadata: " + problem;
@@ -1292,10 +1299,20 @@ bool readArtifact(const uint8_t *data, size_t size, Program &program,
       error = "section 'calls': " + problem;
       return false;
     }
-    // Expanding checks the calls first.
-    if (options.expandCalls
-            ? !expandCalls(program, problem, options.maxInstructions)
-            : !checkCalls(program, problem)) {
+    // Resolving and expanding check the calls first.
+    ok = false;
+    switch (options.calls) {
+    case ArtifactReadOptions::Calls::Resolve:
+      ok = resolveCalls(program, problem);
+      break;
+    case ArtifactReadOptions::Calls::Expand:
+      ok = expandCalls(program, problem, options.maxInstructions);
+      break;
+    case ArtifactReadOptions::Calls::Keep:
+      ok = checkCalls(program, problem);
+      break;
+    }
+    if (!ok) {
       error = "section 'calls': " + problem;
       return false;
     }

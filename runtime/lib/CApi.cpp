@@ -12,6 +12,7 @@
 #include "trnrt/File.h"
 #include "trnrt/IsaValidate.h"
 #include "trnrt/Simulator.h"
+#include "trnrt/Subroutines.h"
 #include "trnrt/Target.h"
 
 #include <algorithm>
@@ -52,6 +53,14 @@ trnrt_status ok() {
 }
 
 /// Validates, lays out and wraps a decoded program.
+/// Models are read as written, validated, then their calls resolved
+/// (finishLoad).
+const ArtifactReadOptions kValidatedFirst = [] {
+  ArtifactReadOptions options;
+  options.calls = ArtifactReadOptions::Calls::Keep;
+  return options;
+}();
+
 trnrt_status finishLoad(const trnrt_runtime &runtime, trnrt_model *model,
                         trnrt_model **out) {
   std::unique_ptr<trnrt_model> owned(model);
@@ -62,13 +71,16 @@ trnrt_status finishLoad(const trnrt_runtime &runtime, trnrt_model *model,
                 "unknown target '" + model->program.target + "'");
   // A program larger than the core's HBM is out of memory (the simulator's
   // message names the first tensor that does not fit), not invalid.
-  if (model->program.hbmBytes > target->hbmBytesPerCore) {
+  if (expandedHbmBytes(model->program) > target->hbmBytesPerCore) {
+    if (!resolveCalls(model->program, error))
+      return fail(TRNRT_INVALID_PROGRAM, error);
     Simulator probe(*target);
     if (!probe.load(model->program, error))
       return fail(TRNRT_OUT_OF_MEMORY, error);
   }
   if (!validateProgram(model->program, *target, error) ||
-      !checkSemaphoresCanComplete(model->program, error))
+      !checkSemaphoresCanComplete(model->program, error) ||
+      !resolveCalls(model->program, error))
     return fail(TRNRT_INVALID_PROGRAM, error);
   model->simulator = std::make_unique<Simulator>(*target, runtime.options);
   if (!model->simulator->load(model->program, error))
@@ -187,7 +199,7 @@ trnrt_status trnrt_load_memory(trnrt_runtime *runtime, const void *data,
     return fail(TRNRT_OUT_OF_MEMORY, "cannot allocate the model");
   std::string error;
   if (!readArtifact(static_cast<const uint8_t *>(data), size, loaded->program,
-                    loaded->info, error)) {
+                    loaded->info, error, kValidatedFirst)) {
     delete loaded;
     return fail(TRNRT_BAD_ARTIFACT, error);
   }
@@ -211,7 +223,8 @@ trnrt_status trnrt_load_file(trnrt_runtime *runtime, const char *path,
   if (!loaded)
     return fail(TRNRT_OUT_OF_MEMORY, "cannot allocate the model");
   if (!readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
-                    bytes.size(), loaded->program, loaded->info, error)) {
+                    bytes.size(), loaded->program, loaded->info, error,
+                    kValidatedFirst)) {
     delete loaded;
     return fail(TRNRT_BAD_ARTIFACT, std::string(path) + ": " + error);
   }

@@ -65,12 +65,17 @@ bool isElasticAxis(const Program &program, size_t axis) {
   // for dp = 1 lacks the gradient reductions a larger degree needs.
   if (axis >= program.mesh.size() || !program.mesh[axis].replica)
     return false;
-  for (const Instruction &inst : program.engineStreams[size_t(Engine::Sync)]) {
-    if (!isCollectiveOpcode(inst.opcode) || !((inst.meshAxes >> axis) & 1))
-      continue;
-    if (inst.opcode != Opcode::AllReduce || inst.op0 != AluOp::Add)
-      return false;
-  }
+  // The collectives of the program and of the subroutines it calls.
+  std::vector<const Program *> bodies = {&program};
+  for (const Program &callee : program.subroutines)
+    bodies.push_back(&callee);
+  for (const Program *body : bodies)
+    for (const Instruction &inst : body->engineStreams[size_t(Engine::Sync)]) {
+      if (!isCollectiveOpcode(inst.opcode) || !((inst.meshAxes >> axis) & 1))
+        continue;
+      if (inst.opcode != Opcode::AllReduce || inst.op0 != AluOp::Add)
+        return false;
+    }
   for (const HbmTensor &tensor : program.tensors)
     if (tensor.kind != HbmTensor::Kind::Input &&
         tensor.kind != HbmTensor::Kind::Output && !tensor.sharding.empty())

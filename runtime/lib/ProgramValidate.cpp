@@ -9,6 +9,7 @@
 
 #include "trnrt/Isa.h"
 #include "trnrt/IsaValidate.h"
+#include "trnrt/Subroutines.h"
 
 #include <algorithm>
 #include <limits>

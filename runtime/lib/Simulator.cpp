@@ -13,6 +13,7 @@
 #include "SimulatorImpl.h"
 
 #include "trnrt/IsaValidate.h"
+#include "trnrt/Subroutines.h"
 
 #include <algorithm>
 #include <cmath>
@@ -221,18 +222,20 @@ uint8_t portsOf(const Target &target, Engine engine, const Instruction &inst) {
 }
 
 struct StreamState {
-  const std::vector<Instruction> *instructions = nullptr;
+  /// The stream as the expanded program has it (subroutine calls walked in
+  /// place, trnrt/Subroutines.h).
+  StreamCursor cursor;
   Engine engine = Engine::Sync;
-  std::vector<uint8_t> ports; ///< per instruction
-  size_t pc = 0;
+  uint8_t headPorts = 0; ///< the ports head() holds
   double freeAt = 0.0;
   bool ready = false;
   double readyAt = 0.0;
   Extent lastWrite;
   StreamStats stats;
 
-  bool done() const { return pc >= instructions->size(); }
-  const Instruction &head() const { return (*instructions)[pc]; }
+  bool done() const { return cursor.done(); }
+  const Instruction &head() const { return cursor.instruction(); }
+  uint64_t pc() const { return cursor.position(); }
 };
 
 struct Completion {
@@ -278,47 +281,74 @@ private:
   uint64_t dmaBytes = 0;
 };
 
+/// Why `inst` cannot run on `engine` in `program`, or empty.
+std::string problemOf(const Instruction &inst, Engine engine,
+                      const Program &program, bool meshBound) {
+  if (isCollectiveOpcode(inst.opcode) && !meshBound)
+    return "the program is partitioned and needs its mesh bound: run it "
+           "with trn-run --mesh (or the multi-rank runtime API)";
+  if (unsigned(inst.opcode) > unsigned(kLastOpcode))
+    return "unknown opcode";
+  if (!opcodeRunsOn(inst.opcode, engine))
+    return std::string("cannot run on the ") + engineName(engine) + " engine";
+  for (const SemaphoreWait &wait : inst.waits)
+    if (wait.semaphore >= program.numSemaphores)
+      return "waits for semaphore " + std::to_string(wait.semaphore) +
+             " but the program has " + std::to_string(program.numSemaphores);
+  if (inst.signal >= 0 && uint32_t(inst.signal) >= program.numSemaphores)
+    return "signals semaphore " + std::to_string(inst.signal) +
+           " but the program has " + std::to_string(program.numSemaphores);
+  if (inst.signal < -1)
+    return "has an invalid signal " + std::to_string(inst.signal);
+  return {};
+}
+
 bool Scheduler::prepare() {
-  streams.resize(kNumEngineStreams + program.dmaQueues.size());
+  // Every instruction is checked once here, a callee's once for all its
+  // calls (relocation changes only addresses and semaphore counts).
+  const bool meshBound = core.options.collectives != nullptr;
+  auto streamOf = [](const Program &of, size_t s) -> const auto & {
+    return s < kNumEngineStreams ? of.engineStreams[s]
+                                 : of.dmaQueues[s - kNumEngineStreams];
+  };
+  const size_t numStreams = kNumEngineStreams + program.dmaQueues.size();
+  for (size_t s = 0; s < numStreams; ++s) {
+    const Engine engine = s < kNumEngineStreams ? Engine(s) : Engine::Dma;
+    const std::vector<Instruction> &instructions = streamOf(program, s);
+    for (uint32_t i = 0; i < instructions.size(); ++i) {
+      std::string problem =
+          problemOf(instructions[i], engine, program, meshBound);
+      if (problem.empty())
+        continue;
+      core.currentStream = unsigned(s);
+      core.currentIndex = i;
+      core.currentInst = &instructions[i];
+      return core.fail(problem);
+    }
+    for (size_t k = 0; k < program.subroutines.size(); ++k) {
+      const Program &callee = program.subroutines[k];
+      if (s >= kNumEngineStreams + callee.dmaQueues.size())
+        continue;
+      const std::vector<Instruction> &body = streamOf(callee, s);
+      for (size_t i = 0; i < body.size(); ++i) {
+        std::string problem = problemOf(body[i], engine, program, meshBound);
+        if (problem.empty())
+          continue;
+        core.currentInst = nullptr;
+        return core.fail("subroutine " + std::to_string(k) + ": " +
+                         streamName(unsigned(s)) + " #" + std::to_string(i) +
+                         " " + opcodeName(body[i].opcode) + ": " + problem);
+      }
+    }
+  }
+  streams.clear();
+  streams.resize(numStreams);
   for (unsigned s = 0; s < streams.size(); ++s) {
     StreamState &stream = streams[s];
-    if (s < kNumEngineStreams) {
-      stream.engine = Engine(s);
-      stream.instructions = &program.engineStreams[s];
-    } else {
-      stream.engine = Engine::Dma;
-      stream.instructions = &program.dmaQueues[s - kNumEngineStreams];
-    }
-    const std::vector<Instruction> &instructions = *stream.instructions;
-    stream.ports.resize(instructions.size());
-    for (uint32_t i = 0; i < instructions.size(); ++i) {
-      const Instruction &inst = instructions[i];
-      core.currentStream = s;
-      core.currentIndex = i;
-      core.currentInst = &inst;
-      if (isCollectiveOpcode(inst.opcode) && !core.options.collectives)
-        return core.fail(
-            "the program is partitioned and needs its mesh bound: run it "
-            "with trn-run --mesh (or the multi-rank runtime API)");
-      if (unsigned(inst.opcode) > unsigned(kLastOpcode))
-        return core.fail("unknown opcode");
-      if (!opcodeRunsOn(inst.opcode, stream.engine))
-        return core.fail(std::string("cannot run on the ") +
-                         engineName(stream.engine) + " engine");
-      for (const SemaphoreWait &wait : inst.waits)
-        if (wait.semaphore >= program.numSemaphores)
-          return core.fail(
-              "waits for semaphore " + std::to_string(wait.semaphore) +
-              " but the program has " + std::to_string(program.numSemaphores));
-      if (inst.signal >= 0 && uint32_t(inst.signal) >= program.numSemaphores)
-        return core.fail("signals semaphore " + std::to_string(inst.signal) +
-                         " but the program has " +
-                         std::to_string(program.numSemaphores));
-      if (inst.signal < -1)
-        return core.fail("has an invalid signal " +
-                         std::to_string(inst.signal));
-      stream.ports[i] = portsOf(target, stream.engine, inst);
-    }
+    stream.engine = s < kNumEngineStreams ? Engine(s) : Engine::Dma;
+    stream.cursor = StreamCursor(program, s);
+    if (!stream.done())
+      stream.headPorts = portsOf(target, stream.engine, stream.head());
   }
   core.currentInst = nullptr;
   semaphores.assign(program.numSemaphores, 0);
@@ -338,7 +368,7 @@ bool Scheduler::waitsSatisfied(const Instruction &inst) const {
 
 double Scheduler::candidateStart(const StreamState &stream) const {
   double start = std::max(stream.freeAt, stream.readyAt);
-  uint8_t ports = stream.ports[stream.pc];
+  uint8_t ports = stream.headPorts;
   if (ports & kSbufPort)
     start = std::max(start, sbufPortFree);
   if (ports & kPsumPort)
@@ -398,7 +428,7 @@ bool Scheduler::run() {
 
 bool Scheduler::issue(unsigned streamIndex, double start) {
   StreamState &stream = streams[streamIndex];
-  const uint32_t index = uint32_t(stream.pc);
+  const uint32_t index = uint32_t(stream.pc());
   const Instruction &inst = stream.head();
   core.currentStream = streamIndex;
   core.currentIndex = index;
@@ -454,7 +484,7 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
     if (stream.engine == Engine::Vector || stream.engine == Engine::Scalar) {
       // The access overhead is hidden only when the instruction streams
       // right behind its predecessor and does not read what it wrote.
-      bool dependent = stream.pc == 0 || start > stream.freeAt;
+      bool dependent = index == 0 || start > stream.freeAt;
       if (!dependent && stream.lastWrite.valid)
         for (const AccessPattern &src : inst.srcs)
           if (overlaps(stream.lastWrite, extentOf(src))) {
@@ -470,14 +500,13 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
   }
   const double end = start + duration;
 
-  const uint8_t ports = stream.ports[index];
+  const uint8_t ports = stream.headPorts;
   if (ports & kSbufPort)
     sbufPortFree = end;
   if (ports & kPsumPort)
     psumPortFree = end;
   stream.freeAt = end;
   stream.lastWrite = result.written;
-  ++stream.pc;
   stream.ready = false;
   if (inst.signal >= 0)
     completions.push({end, uint32_t(inst.signal)});
@@ -527,7 +556,13 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
       busy.push_back({start, end});
   }
   if (core.options.recordInstructions)
-    stats.records.push_back({streamIndex, index, inst.opcode, start, end});
+    stats.records.push_back(
+        {streamIndex, index, inst.opcode, inst.origin, start, end});
+  // Last: the cursor's next instruction may take the place of `inst`.
+  stream.cursor.advance();
+  core.currentInst = nullptr;
+  if (!stream.done())
+    stream.headPorts = portsOf(target, stream.engine, stream.head());
   return true;
 }
 
@@ -536,12 +571,12 @@ bool Scheduler::reportDeadlock() {
   std::string details;
   for (unsigned s = 0; s < streams.size(); ++s) {
     const StreamState &stream = streams[s];
-    used += !stream.instructions->empty();
+    used += stream.cursor.size() != 0;
     if (stream.done())
       continue;
     const Instruction &inst = stream.head();
     details += blocked++ ? "; " : " ";
-    details += streamName(s) + " #" + std::to_string(stream.pc) + " " +
+    details += streamName(s) + " #" + std::to_string(stream.pc()) + " " +
                opcodeName(inst.opcode) + " waits for";
     bool firstWait = true;
     for (const SemaphoreWait &wait : inst.waits) {
@@ -660,6 +695,11 @@ bool Simulator::load(const Program &program, std::string &error) {
   c.tensorByName.clear();
   c.tensorsByOffset.clear();
   const Target &target = c.target;
+  if (!program.calls.empty() && !program.resolvedCalls) {
+    error = "the program's subroutine calls are not resolved: call "
+            "trnrt::resolveCalls (or expandCalls) before loading it";
+    return false;
+  }
   if (program.target != target.name) {
     error = "the program is compiled for '" + program.target +
             "' but the simulator models a " + target.name + " NeuronCore";

@@ -2,18 +2,19 @@
 //
 // A program may hold subroutines (a transformer layer the compiler found
 // repeated and compiled once) and call sites into them (docs/isa.md,
-// "Subroutines"). The hardware would run a call with sequencer branches and
-// base registers; the simulator runs the expanded program, which this file
-// builds: every call's instructions are inlined into the streams with their
-// semaphore counts offset, the call's barrier made of semaphore waits and
-// the callee's HBM addresses relocated.
+// "Subroutines"). resolveCalls computes what each call changes (the
+// semaphore counts at its entry and exit, its HBM relocation, its tensors
+// and origins); StreamCursor walks a stream as the expanded program has it,
+// one relocated instruction at a time; expandCalls drains the cursors.
 //
 //===----------------------------------------------------------------------===//
 
-#include "trnrt/Isa.h"
+#include "trnrt/Subroutines.h"
 #include "trnrt/IsaValidate.h"
 
 #include <algorithm>
+#include <iterator>
+#include <memory>
 #include <string>
 
 namespace trnrt {
@@ -40,40 +41,6 @@ bool isArgument(const HbmTensor &tensor) {
           tensor.kind == HbmTensor::Kind::Output) &&
          tensor.aliasesInput < 0;
 }
-
-/// Where the callee's HBM goes in the caller: its arguments to the call's
-/// bindings; its constants (laid out after the arguments) to a region of
-/// their own after the caller's HBM; its scratch (after the constants) to
-/// the call's scratch address.
-struct Relocation {
-  struct Range {
-    uint64_t begin, end, target;
-  };
-  std::vector<Range> arguments; ///< sorted by begin
-  uint64_t localStart = 0;      ///< the callee's first non-argument byte
-  uint64_t scratchStart = 0;    ///< the callee's first scratch byte
-  uint64_t constantBase = 0, scratchBase = 0;
-
-  bool relocate(int64_t &address) const {
-    uint64_t a = static_cast<uint64_t>(address);
-    auto it = std::upper_bound(
-        arguments.begin(), arguments.end(), a,
-        [](uint64_t value, const Range &range) { return value < range.begin; });
-    if (it != arguments.begin()) {
-      const Range &range = *std::prev(it);
-      if (a < range.end) {
-        address = static_cast<int64_t>(range.target + (a - range.begin));
-        return true;
-      }
-    }
-    if (a < localStart)
-      return false;
-    address = static_cast<int64_t>(a < scratchStart
-                                       ? constantBase + (a - localStart)
-                                       : scratchBase + (a - scratchStart));
-    return true;
-  }
-};
 
 /// The callee's bytes that are not arguments: [localStart, hbmBytes).
 uint64_t localStartOf(const Program &callee) {
@@ -113,22 +80,6 @@ Layout layoutOf(const Program &program) {
   return layout;
 }
 
-template <typename Fn> void forEachHbmPattern(Instruction &inst, Fn fn) {
-  auto visit = [&](AccessPattern &pattern) {
-    if (pattern.memory == Memory::Hbm)
-      fn(pattern);
-  };
-  visit(inst.dst);
-  for (AccessPattern &src : inst.srcs)
-    visit(src);
-  visit(inst.reduceDst);
-  visit(inst.indices);
-  for (ScalarOperand *scalar :
-       {&inst.scale, &inst.bias, &inst.scalar0, &inst.scalar1})
-    if (!scalar->isImmediate)
-      visit(scalar->column);
-}
-
 /// Raises (or adds) the wait of `inst` on `semaphore` to `value`.
 void waitAtLeast(Instruction &inst, uint32_t semaphore, int64_t value) {
   if (value <= 0)
@@ -139,6 +90,30 @@ void waitAtLeast(Instruction &inst, uint32_t semaphore, int64_t value) {
       return;
     }
   inst.waits.push_back({semaphore, value});
+}
+
+/// Calls `fn` on every HBM access pattern of `inst` (an Instruction, const
+/// or not).
+template <typename Inst, typename Fn>
+void forEachHbmPattern(Inst &inst, Fn fn) {
+  auto visit = [&](auto &pattern) {
+    if (pattern.memory == Memory::Hbm)
+      fn(pattern);
+  };
+  visit(inst.dst);
+  for (auto &src : inst.srcs)
+    visit(src);
+  visit(inst.reduceDst);
+  visit(inst.indices);
+  for (auto *scalar : {&inst.scale, &inst.bias, &inst.scalar0, &inst.scalar1})
+    if (!scalar->isImmediate)
+      visit(scalar->column);
+}
+
+/// The exit or entry barrier of a call on one instruction.
+void waitForCounts(Instruction &inst, const std::vector<int64_t> &counts) {
+  for (uint32_t sem = 0; sem < counts.size(); ++sem)
+    waitAtLeast(inst, sem, counts[sem]);
 }
 
 } // namespace
@@ -264,158 +239,249 @@ std::vector<uint64_t> expandedStreamSizes(const Program &program) {
   return sizes;
 }
 
-bool expandCalls(Program &program, std::string &error,
-                 uint64_t maxInstructions) {
-  if (program.calls.empty() && program.subroutines.empty())
+bool CallRelocation::relocate(int64_t &address) const {
+  uint64_t a = static_cast<uint64_t>(address);
+  auto it = std::upper_bound(
+      arguments.begin(), arguments.end(), a,
+      [](uint64_t value, const Range &range) { return value < range.begin; });
+  if (it != arguments.begin()) {
+    const Range &range = *std::prev(it);
+    if (a < range.end) {
+      address = static_cast<int64_t>(range.target + (a - range.begin));
+      return true;
+    }
+  }
+  if (a < localStart)
+    return false;
+  address =
+      static_cast<int64_t>(a < scratchStart ? constantBase + (a - localStart)
+                                            : scratchBase + (a - scratchStart));
+  return true;
+}
+
+bool resolveCalls(Program &program, std::string &error) {
+  if ((program.calls.empty() && program.subroutines.empty()) ||
+      program.resolvedCalls)
     return true;
   if (!checkCalls(program, error))
     return false;
-  const std::vector<uint64_t> sizes = expandedStreamSizes(program);
-  uint64_t total = 0;
-  for (uint64_t size : sizes)
-    total += size;
-  if (total > maxInstructions) {
-    error = cat("the program expands to ", total, " instructions (limit ",
-                maxInstructions, ")");
-    return false;
-  }
-  size_t streams = numStreams(program);
+  auto plan = std::make_shared<CallPlan>();
+  plan->streamSizes = expandedStreamSizes(program);
+  const size_t streams = numStreams(program);
   uint32_t numSemaphores = program.numSemaphores;
   for (const Program &callee : program.subroutines)
     numSemaphores = std::max(numSemaphores, callee.numSemaphores);
 
-  // The callees' constants and scratch go after the caller's HBM.
+  // Per subroutine: where its constants go (after the caller's HBM, where
+  // the loader writes them once), its origins, its signals per semaphore;
+  // and every instruction must address HBM inside its tensors, which no
+  // call's bindings change.
   const Layout layout = layoutOf(program);
-  std::vector<Relocation> relocations(program.subroutines.size());
+  std::vector<CallRelocation> bases(program.subroutines.size());
+  std::vector<uint32_t> originBase(program.subroutines.size());
+  std::vector<std::vector<int64_t>> calleeSignals(program.subroutines.size());
   for (size_t k = 0; k < program.subroutines.size(); ++k) {
-    Program &callee = program.subroutines[k];
-    Relocation &relocation = relocations[k];
-    relocation.localStart = localStartOf(callee);
-    relocation.scratchStart = scratchStartOf(callee);
-    relocation.constantBase = layout.constantBases[k];
-    // Constants once (the loader writes them); scratch per call below (the
-    // statistics tell spill and intermediate traffic by address).
-    for (HbmTensor &tensor : callee.tensors) {
+    const Program &callee = program.subroutines[k];
+    CallRelocation &base = bases[k];
+    base.localStart = localStartOf(callee);
+    base.scratchStart = scratchStartOf(callee);
+    base.constantBase = layout.constantBases[k];
+    std::vector<CallRelocation::Range> &arguments = base.arguments;
+    for (const HbmTensor &tensor : callee.tensors) {
+      if (!isArgument(tensor))
+        continue;
+      uint64_t bytes = 0;
+      tensorBytes(tensor, bytes);
+      arguments.push_back({tensor.offset, tensor.offset + bytes, 0});
+    }
+    std::vector<int64_t> &signals = calleeSignals[k];
+    signals.assign(numSemaphores, 0);
+    for (size_t s = 0; s < numStreams(callee); ++s) {
+      const std::vector<Instruction> &from = streamAt(callee, s);
+      for (size_t i = 0; i < from.size(); ++i) {
+        bool inside = true;
+        forEachHbmPattern(from[i], [&](const AccessPattern &pattern) {
+          int64_t address = pattern.byteOffset;
+          // Argument ranges in tensor order: any target will do here.
+          inside &= std::any_of(arguments.begin(), arguments.end(),
+                                [&](const CallRelocation::Range &range) {
+                                  return uint64_t(address) >= range.begin &&
+                                         uint64_t(address) < range.end;
+                                }) ||
+                    uint64_t(address) >= base.localStart;
+        });
+        if (!inside) {
+          error = cat("subroutine ", k, ": ", streamName(s), " #", i,
+                      " addresses HBM outside its tensors");
+          return false;
+        }
+        if (from[i].signal >= 0 && uint32_t(from[i].signal) < numSemaphores)
+          ++signals[from[i].signal];
+      }
+    }
+    for (const HbmTensor &tensor : callee.tensors) {
       if (tensor.kind != HbmTensor::Kind::Constant)
         continue;
-      HbmTensor moved = std::move(tensor);
+      HbmTensor moved = tensor;
       int64_t offset = static_cast<int64_t>(moved.offset);
-      relocation.relocate(offset);
+      base.relocate(offset);
       moved.offset = static_cast<uint64_t>(offset);
       moved.name += "@sub" + std::to_string(k);
       program.tensors.push_back(std::move(moved));
     }
-  }
-
-  // The callees' origins join the caller's table.
-  std::vector<uint32_t> originBase(program.subroutines.size());
-  for (size_t k = 0; k < program.subroutines.size(); ++k) {
     originBase[k] = uint32_t(program.origins.size());
-    for (std::string &origin : program.subroutines[k].origins)
-      program.origins.push_back(std::move(origin));
+    program.origins.insert(program.origins.end(), callee.origins.begin(),
+                           callee.origins.end());
   }
 
-  std::vector<std::vector<Instruction>> expanded(streams);
-  for (size_t s = 0; s < streams; ++s)
-    expanded[s].reserve(sizes[s]);
-  std::vector<size_t> next(streams, 0); ///< caller instructions copied
+  // Per call: its bindings and scratch, and the semaphore counts around it
+  // (every stream's caller instructions before it, every earlier call).
   std::vector<int64_t> count(numSemaphores, 0);
-  auto copyCaller = [&](size_t s, size_t end) {
-    std::vector<Instruction> &from = streamAt(program, s);
-    for (; next[s] < end; ++next[s]) {
-      if (from[next[s]].signal >= 0 &&
-          uint32_t(from[next[s]].signal) < numSemaphores)
-        ++count[from[next[s]].signal];
-      expanded[s].push_back(std::move(from[next[s]]));
-    }
-  };
-  // The exit barrier of the latest call, for each stream's next caller
-  // instruction.
-  std::vector<int64_t> exitCounts;
-  std::vector<bool> exitPending(streams, false);
-  auto applyExit = [&](size_t s) {
-    if (!exitPending[s] || next[s] >= streamAt(program, s).size())
-      return;
-    Instruction &first = streamAt(program, s)[next[s]];
-    for (uint32_t sem = 0; sem < numSemaphores; ++sem)
-      waitAtLeast(first, sem, exitCounts[sem]);
-    exitPending[s] = false;
-  };
-
-  for (const CallSite &call : program.calls) {
-    for (size_t s = 0; s < streams; ++s) {
-      if (next[s] < call.positions[s])
-        applyExit(s);
-      copyCaller(s, call.positions[s]);
-    }
+  std::vector<uint64_t> counted(streams, 0);
+  for (size_t c = 0; c < program.calls.size(); ++c) {
+    const CallSite &call = program.calls[c];
     const Program &callee = program.subroutines[call.callee];
-    const Relocation &base = relocations[call.callee];
-    Relocation relocation = base;
+    ResolvedCall resolved;
+    resolved.originBase = originBase[call.callee];
+    CallRelocation &relocation = resolved.relocation;
+    relocation = bases[call.callee];
     relocation.scratchBase = call.scratch;
+    for (size_t a = 0; a < relocation.arguments.size(); ++a)
+      relocation.arguments[a].target = call.arguments[a];
+    std::sort(relocation.arguments.begin(), relocation.arguments.end(),
+              [](const CallRelocation::Range &a,
+                 const CallRelocation::Range &b) { return a.begin < b.begin; });
+    // The statistics tell spill and intermediate traffic by address: each
+    // call's scratch is a tensor of its own.
     for (const HbmTensor &tensor : callee.tensors)
       if (tensor.kind == HbmTensor::Kind::Scratch) {
         HbmTensor scratch = tensor;
         int64_t offset = static_cast<int64_t>(scratch.offset);
         relocation.relocate(offset);
         scratch.offset = static_cast<uint64_t>(offset);
-        scratch.name += "@sub" + std::to_string(call.callee) + ".call" +
-                        std::to_string(&call - program.calls.data());
+        scratch.name +=
+            "@sub" + std::to_string(call.callee) + ".call" + std::to_string(c);
         program.tensors.push_back(std::move(scratch));
       }
-    size_t argument = 0;
-    for (const HbmTensor &tensor : callee.tensors) {
-      if (!isArgument(tensor))
-        continue;
-      uint64_t bytes = 0;
-      tensorBytes(tensor, bytes);
-      relocation.arguments.push_back(
-          {tensor.offset, tensor.offset + bytes, call.arguments[argument++]});
-    }
-    std::sort(relocation.arguments.begin(), relocation.arguments.end(),
-              [](const Relocation::Range &a, const Relocation::Range &b) {
-                return a.begin < b.begin;
-              });
-    std::vector<int64_t> entry = count;
-    for (size_t s = 0; s < numStreams(callee); ++s) {
-      const std::vector<Instruction> &from = streamAt(callee, s);
-      for (size_t i = 0; i < from.size(); ++i) {
-        Instruction inst = from[i];
-        for (SemaphoreWait &wait : inst.waits)
-          if (wait.semaphore < numSemaphores)
-            wait.value += entry[wait.semaphore];
-        if (inst.origin > 0)
-          inst.origin += originBase[call.callee];
-        if (i == 0) {
-          // The entry barrier (and the exit of a call just before).
-          for (uint32_t sem = 0; sem < numSemaphores; ++sem)
-            waitAtLeast(inst, sem, entry[sem]);
-        }
-        bool inside = true;
-        forEachHbmPattern(inst, [&](AccessPattern &pattern) {
-          inside &= relocation.relocate(pattern.byteOffset);
-        });
-        if (!inside) {
-          error = cat("subroutine ", call.callee, ": ", streamName(s), " #", i,
-                      " addresses HBM outside its tensors");
-          return false;
-        }
-        if (inst.signal >= 0 && uint32_t(inst.signal) < numSemaphores)
-          ++count[inst.signal];
-        expanded[s].push_back(std::move(inst));
+    for (size_t s = 0; s < streams; ++s) {
+      const std::vector<Instruction> &from = streamAt(program, s);
+      for (; counted[s] < call.positions[s]; ++counted[s]) {
+        int32_t signal = from[counted[s]].signal;
+        if (signal >= 0 && uint32_t(signal) < numSemaphores)
+          ++count[signal];
       }
     }
-    exitCounts = count;
-    std::fill(exitPending.begin(), exitPending.end(), true);
-  }
-  for (size_t s = 0; s < streams; ++s) {
-    applyExit(s);
-    copyCaller(s, streamAt(program, s).size());
-    streamAt(program, s) = std::move(expanded[s]);
+    resolved.entry = count;
+    for (uint32_t sem = 0; sem < numSemaphores; ++sem)
+      count[sem] += calleeSignals[call.callee][sem];
+    resolved.exit = count;
+    plan->calls.push_back(std::move(resolved));
   }
   program.numSemaphores = numSemaphores;
   program.hbmBytes = layout.end;
+  program.resolvedCalls = std::move(plan);
+  return true;
+}
+
+StreamCursor::StreamCursor(const Program &program, size_t stream)
+    : program(&program), plan(program.resolvedCalls.get()), stream(stream) {
+  length = plan ? plan->streamSizes[stream] : streamAt(program, stream).size();
+  settle();
+}
+
+void StreamCursor::advance() {
+  ++index;
+  if (inCallee) {
+    ++calleeIndex;
+  } else {
+    ++callerIndex;
+    afterCall = false;
+  }
+  settle();
+}
+
+void StreamCursor::settle() {
+  const std::vector<Instruction> &caller = streamAt(*program, stream);
+  const size_t numCalls = plan ? program->calls.size() : 0;
+  current = nullptr;
+  isRelocated = false;
+  for (;;) {
+    if (!inCallee) {
+      size_t end = nextCall < numCalls
+                       ? size_t(program->calls[nextCall].positions[stream])
+                       : caller.size();
+      if (callerIndex < end) {
+        if (!afterCall) {
+          current = &caller[callerIndex];
+          return;
+        }
+        relocated = caller[callerIndex];
+        waitForCounts(relocated, plan->calls[nextCall - 1].exit);
+        isRelocated = true;
+        return;
+      }
+      if (nextCall >= numCalls)
+        return;
+      inCallee = true;
+      calleeIndex = 0;
+    }
+    const CallSite &call = program->calls[nextCall];
+    const Program &callee = program->subroutines[call.callee];
+    if (stream < numStreams(callee) &&
+        calleeIndex < streamAt(callee, stream).size()) {
+      const ResolvedCall &resolved = plan->calls[nextCall];
+      relocated = streamAt(callee, stream)[calleeIndex];
+      for (SemaphoreWait &wait : relocated.waits)
+        if (wait.semaphore < resolved.entry.size())
+          wait.value += resolved.entry[wait.semaphore];
+      if (relocated.origin > 0)
+        relocated.origin += resolved.originBase;
+      // The entry barrier (and the exit of a call just before).
+      if (calleeIndex == 0)
+        waitForCounts(relocated, resolved.entry);
+      forEachHbmPattern(relocated, [&](AccessPattern &pattern) {
+        resolved.relocation.relocate(pattern.byteOffset);
+      });
+      isRelocated = true;
+      return;
+    }
+    inCallee = false;
+    afterCall = true;
+    ++nextCall;
+  }
+}
+
+bool expandCalls(Program &program, std::string &error,
+                 uint64_t maxInstructions) {
+  if (program.calls.empty() && program.subroutines.empty())
+    return true;
+  if (!program.resolvedCalls) {
+    if (!checkCalls(program, error))
+      return false;
+    uint64_t total = 0;
+    for (uint64_t size : expandedStreamSizes(program))
+      total += size;
+    if (total > maxInstructions) {
+      error = cat("the program expands to ", total, " instructions (limit ",
+                  maxInstructions, ")");
+      return false;
+    }
+    if (!resolveCalls(program, error))
+      return false;
+  }
+  const size_t streams = numStreams(program);
+  std::vector<std::vector<Instruction>> expanded(streams);
+  for (size_t s = 0; s < streams; ++s) {
+    StreamCursor cursor(program, s);
+    expanded[s].reserve(cursor.size());
+    for (; !cursor.done(); cursor.advance())
+      expanded[s].push_back(cursor.instruction());
+  }
+  for (size_t s = 0; s < streams; ++s)
+    streamAt(program, s) = std::move(expanded[s]);
   program.subroutines.clear();
   program.calls.clear();
+  program.resolvedCalls.reset();
   return true;
 }
 

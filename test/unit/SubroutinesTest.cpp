@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "trnrt/Subroutines.h"
 #include "trnrt/Artifact.h"
 #include "trnrt/IsaValidate.h"
 #include "trnrt/Simulator.h"
@@ -114,6 +115,29 @@ Program caller() {
   return program;
 }
 
+/// caller() with work of its own around the calls: a load of x before the
+/// first call (queue 0) and, after the second, a store of it to w (queue 1),
+/// whose waits the second call's exit barrier raises.
+Program callerWithOwnWork() {
+  Program program = caller();
+  program.tensors.push_back(tensor("w", HbmTensor::Kind::Output, 4 * kBytes));
+  program.hbmBytes = 5 * kBytes;
+  Instruction load;
+  load.opcode = Opcode::DmaCopy;
+  load.dst = sbufTile(2 * kCols * 4);
+  load.srcs = {hbmRows(0)};
+  load.signal = 5;
+  Instruction store = load;
+  store.dst = hbmRows(4 * kBytes);
+  store.srcs = {sbufTile(2 * kCols * 4)};
+  store.waits = {{5, 1}};
+  store.signal = 6;
+  program.dmaQueues = {{load}, {store}};
+  for (CallSite &call : program.calls)
+    call.positions[5] = 1;
+  return program;
+}
+
 std::vector<double> runProgram(const Program &program) {
   Simulator sim(trn1Target());
   std::string error;
@@ -169,7 +193,7 @@ TEST(Subroutines, ExpandedProgramComputesBothCalls) {
     ASSERT_EQ(y[i], 4.0 * double(i + 1)) << "element " << i;
 }
 
-TEST(Subroutines, ArtifactKeepsCallsAndReadsThemExpanded) {
+TEST(Subroutines, ArtifactKeepsCallsAndReadsThemResolved) {
   Program program = caller();
   ArtifactInfo info;
   std::vector<uint8_t> bytes;
@@ -177,18 +201,28 @@ TEST(Subroutines, ArtifactKeepsCallsAndReadsThemExpanded) {
   ASSERT_TRUE(writeArtifact(program, info, bytes, error)) << error;
   Program compact;
   ArtifactReadOptions keep;
-  keep.expandCalls = false;
+  keep.calls = ArtifactReadOptions::Calls::Keep;
   ASSERT_TRUE(
       readArtifact(bytes.data(), bytes.size(), compact, info, error, keep))
       << error;
   std::string difference;
   EXPECT_TRUE(programsEqual(program, compact, &difference)) << difference;
   Program expanded;
-  ASSERT_TRUE(readArtifact(bytes.data(), bytes.size(), expanded, info, error))
+  ArtifactReadOptions expand;
+  expand.calls = ArtifactReadOptions::Calls::Expand;
+  ASSERT_TRUE(
+      readArtifact(bytes.data(), bytes.size(), expanded, info, error, expand))
       << error;
   Program reference = caller();
   ASSERT_TRUE(expandCalls(reference, error)) << error;
   EXPECT_TRUE(programsEqual(reference, expanded, &difference)) << difference;
+  // By default the reader resolves the calls, for the simulator.
+  Program resolved;
+  ASSERT_TRUE(readArtifact(bytes.data(), bytes.size(), resolved, info, error))
+      << error;
+  EXPECT_TRUE(resolved.resolvedCalls != nullptr);
+  EXPECT_EQ(resolved.calls.size(), 2u);
+  EXPECT_EQ(resolved.dmaQueues[0].size(), 0u);
 }
 
 TEST(Subroutines, BrokenCallSitesAreRefused) {
@@ -261,4 +295,116 @@ TEST(TimeByKind, PartsAddUpToTheDeviceTime) {
   // The two multiplies run alone: their whole busy time is elementwise.
   EXPECT_NEAR(stats.kindNs[size_t(InstructionKind::Elementwise)],
               stats.engines[2].busyNs, 1e-9);
+}
+
+TEST(Subroutines, CallerWorkGetsTheBarriers) {
+  Program program = callerWithOwnWork();
+  std::string error;
+  ASSERT_TRUE(validateProgram(program, trn1Target(), error)) << error;
+  ASSERT_TRUE(checkSemaphoresCanComplete(program, error)) << error;
+  ASSERT_TRUE(expandCalls(program, error)) << error;
+  ASSERT_EQ(program.dmaQueues[0].size(), 5u);
+  ASSERT_EQ(program.dmaQueues[1].size(), 3u);
+  auto waitOn = [](const Instruction &inst, uint32_t semaphore) -> int64_t {
+    for (const SemaphoreWait &wait : inst.waits)
+      if (wait.semaphore == semaphore)
+        return wait.value;
+    return 0;
+  };
+  // The first call's load waits for the caller's load (its entry barrier),
+  // its spill for its own load on top of that.
+  EXPECT_EQ(waitOn(program.dmaQueues[0][1], 5), 1);
+  EXPECT_EQ(waitOn(program.dmaQueues[0][2], 5), 2);
+  // The caller's store after both calls: the second call's exit barrier
+  // (one caller load and two per call on semaphore 5, a multiply and a
+  // store per call on 2 and 6).
+  const Instruction &store = program.dmaQueues[1][2];
+  EXPECT_EQ(waitOn(store, 5), 5);
+  EXPECT_EQ(waitOn(store, 2), 2);
+  EXPECT_EQ(waitOn(store, 6), 2);
+  EXPECT_EQ(store.dst.byteOffset, int64_t(4 * kBytes));
+}
+
+// The simulator runs a resolved program (calls walked in place) exactly as
+// the expanded one: the same results, the same statistics, the same
+// timeline, while the resolved program holds each callee once.
+TEST(Subroutines, ResolvedRunEqualsExpandedRun) {
+  for (bool ownWork : {false, true}) {
+    SCOPED_TRACE(ownWork ? "caller with work of its own" : "calls only");
+    Program resolved = ownWork ? callerWithOwnWork() : caller();
+    Program expanded = resolved;
+    std::string error;
+    ASSERT_TRUE(resolveCalls(resolved, error)) << error;
+    ASSERT_TRUE(expandCalls(expanded, error)) << error;
+    EXPECT_EQ(resolved.dmaQueues[0].size(), ownWork ? 1u : 0u);
+    EXPECT_EQ(resolved.hbmBytes, expanded.hbmBytes);
+    EXPECT_EQ(resolved.numSemaphores, expanded.numSemaphores);
+    ASSERT_EQ(resolved.tensors.size(), expanded.tensors.size());
+    for (size_t i = 0; i < resolved.tensors.size(); ++i) {
+      EXPECT_EQ(resolved.tensors[i].name, expanded.tensors[i].name);
+      EXPECT_EQ(resolved.tensors[i].offset, expanded.tensors[i].offset);
+    }
+    for (size_t s = 0; s < 7; ++s) {
+      const std::vector<Instruction> &flat =
+          s < 5 ? expanded.engineStreams[s] : expanded.dmaQueues[s - 5];
+      StreamCursor cursor(resolved, s);
+      EXPECT_EQ(cursor.size(), flat.size());
+      size_t i = 0;
+      for (; !cursor.done(); cursor.advance(), ++i) {
+        ASSERT_LT(i, flat.size());
+        EXPECT_EQ(cursor.position(), i);
+        Program one, other;
+        one.engineStreams[0] = {cursor.instruction()};
+        other.engineStreams[0] = {flat[i]};
+        std::string difference;
+        EXPECT_TRUE(programsEqual(one, other, &difference))
+            << streamName(s) << " #" << i << ": " << difference;
+      }
+      EXPECT_EQ(i, flat.size());
+    }
+
+    SimulationStats stats[2];
+    std::vector<double> y[2], w[2];
+    const Program *programs[2] = {&resolved, &expanded};
+    for (int k = 0; k < 2; ++k) {
+      Simulator sim(trn1Target(), {false, true});
+      ASSERT_TRUE(sim.load(*programs[k], error)) << error;
+      std::vector<double> x(kRows * kCols);
+      std::iota(x.begin(), x.end(), 1.0);
+      ASSERT_TRUE(sim.writeTensor("x", x.data(), x.size(), error)) << error;
+      ASSERT_TRUE(sim.run(stats[k], error)) << error;
+      ASSERT_TRUE(sim.readTensor("y", y[k], error)) << error;
+      if (ownWork)
+        ASSERT_TRUE(sim.readTensor("w", w[k], error)) << error;
+    }
+    EXPECT_EQ(y[0], y[1]);
+    EXPECT_EQ(w[0], w[1]);
+    if (ownWork)
+      EXPECT_EQ(w[0][7], 8.0);
+    EXPECT_EQ(y[0][7], 32.0);
+    EXPECT_EQ(stats[0].deviceTimeNs, stats[1].deviceTimeNs);
+    EXPECT_EQ(stats[0].instructions, stats[1].instructions);
+    EXPECT_EQ(stats[0].scratchSaveBytes, stats[1].scratchSaveBytes);
+    EXPECT_EQ(stats[0].hbmToSbufBytes, stats[1].hbmToSbufBytes);
+    for (size_t s = 0; s < 5; ++s)
+      EXPECT_EQ(stats[0].engines[s].busyNs, stats[1].engines[s].busyNs);
+    ASSERT_EQ(stats[0].records.size(), stats[1].records.size());
+    for (size_t r = 0; r < stats[0].records.size(); ++r) {
+      EXPECT_EQ(stats[0].records[r].stream, stats[1].records[r].stream);
+      EXPECT_EQ(stats[0].records[r].index, stats[1].records[r].index);
+      EXPECT_EQ(stats[0].records[r].startNs, stats[1].records[r].startNs);
+    }
+  }
+}
+
+TEST(Subroutines, UnresolvedCallsAreRefusedByTheSimulator) {
+  Program program = caller();
+  Simulator sim(trn1Target());
+  std::string error;
+  EXPECT_FALSE(sim.load(program, error));
+  EXPECT_NE(error.find("calls are not resolved"), std::string::npos) << error;
+  ASSERT_TRUE(resolveCalls(program, error)) << error;
+  std::vector<uint8_t> bytes;
+  EXPECT_FALSE(writeArtifact(program, {}, bytes, error));
+  EXPECT_NE(error.find("resolved"), std::string::npos) << error;
 }

@@ -283,16 +283,7 @@ bool writeProfile(const std::string &path, const SimulationStats &stats,
   nlohmann::json events = nlohmann::json::array();
   std::map<uint32_t, bool> streams;
   auto originOf = [&](const InstructionRecord &record) -> const std::string * {
-    const std::vector<Instruction> *stream =
-        record.stream < program.engineStreams.size()
-            ? &program.engineStreams[record.stream]
-        : record.stream - program.engineStreams.size() <
-                program.dmaQueues.size()
-            ? &program.dmaQueues[record.stream - program.engineStreams.size()]
-            : nullptr;
-    if (!stream || record.index >= stream->size())
-      return nullptr;
-    uint32_t origin = (*stream)[record.index].origin;
+    uint32_t origin = record.origin;
     if (origin == 0 || origin > program.origins.size())
       return nullptr;
     return &program.origins[origin - 1];

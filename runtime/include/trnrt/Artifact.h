@@ -100,9 +100,12 @@ struct ArtifactReadOptions {
   /// Only fuzzers and forensic tools turn this off: corrupt sections then
   /// reach the decoders (which still bounds-check everything).
   bool verifyChecksums = true;
-  /// Inline every subroutine call (expandCalls), as the simulator runs a
-  /// program; off keeps the compact form (inspection, tests).
-  bool expandCalls = true;
+  /// What becomes of subroutine calls (trnrt/Subroutines.h): Resolve, the
+  /// default, keeps the compact streams with the tables the simulator needs
+  /// to run them; Expand inlines every call (more memory: a call's
+  /// instructions once per call); Keep is the form written (validation,
+  /// inspection, tests).
+  enum class Calls : uint8_t { Resolve, Expand, Keep } calls = Calls::Resolve;
 };
 
 struct ArtifactWriteOptions {

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -359,6 +360,7 @@ struct PipelineFragment {
 };
 
 struct Program;
+struct CallPlan;
 
 /// One call of a subroutine (format 6; docs/isa.md "Subroutines"): a layer
 /// the compiler found repeated and compiled once. A call is a barrier: the
@@ -400,39 +402,17 @@ struct Program {
   PipelineFragment pipeline;
   /// Subroutines and their calls, in program order (format 6). Semaphore
   /// counts are those of the expanded program: a wait after a call counts
-  /// the callee's signals too. readArtifact expands calls (expandCalls).
+  /// the callee's signals too. The simulator runs calls without expanding
+  /// them once they are resolved (trnrt/Subroutines.h).
   std::vector<Program> subroutines;
   std::vector<CallSite> calls;
+  /// Set by resolveCalls: tensors, origins, hbmBytes and numSemaphores are
+  /// the expanded program's; streams and subroutines are not expanded.
+  std::shared_ptr<const CallPlan> resolvedCalls;
   /// The trn ops instructions come from ("train_step: trn.dot_general #12"),
   /// for profiles: Instruction::origin indexes it from 1.
   std::vector<std::string> origins;
 };
-
-/// Inlines every call of `program` (trnrt/Subroutines.cpp): the callee's
-/// instructions join each stream at the call's position, their semaphore
-/// waits offset by the counts at the call, the barrier made of waits, HBM
-/// addresses relocated. The result has no subroutines and runs anywhere a
-/// program without calls does. False with a one-line `error` on an
-/// inconsistent call (checkCalls) or more than `maxInstructions`.
-bool expandCalls(Program &program, std::string &error,
-                 uint64_t maxInstructions = uint64_t(1) << 26);
-
-/// The structural checks of a program's calls: callee indices, stream
-/// positions in range and non-decreasing, one argument per callee input or
-/// output and the callee's scratch inside the caller's HBM, callees without
-/// calls of their own and on the caller's target and mesh.
-bool checkCalls(const Program &program, std::string &error);
-
-/// The HBM `program` lays out once its calls are expanded: its own, then
-/// each subroutine's constants.
-uint64_t expandedHbmBytes(const Program &program);
-
-/// The bytes of scratch a subroutine needs per call (CallSite::scratch).
-uint64_t subroutineScratchBytes(const Program &callee);
-
-/// Instructions of `program` with every call expanded, per engine stream
-/// then DMA queue (the numbering of checkSemaphoresCanComplete).
-std::vector<uint64_t> expandedStreamSizes(const Program &program);
 
 } // namespace trnrt
 

@@ -69,6 +69,7 @@ struct InstructionRecord {
   uint32_t stream = 0;
   uint32_t index = 0; ///< position in its stream
   Opcode opcode = Opcode::Nop;
+  uint32_t origin = 0; ///< Instruction::origin
   double startNs = 0.0;
   double endNs = 0.0;
 };
