@@ -226,7 +226,10 @@ struct StreamState {
   /// place, trnrt/Subroutines.h).
   StreamCursor cursor;
   Engine engine = Engine::Sync;
-  uint8_t headPorts = 0; ///< the ports head() holds
+  uint8_t headPorts = 0;   ///< the ports head() holds
+  bool headChanged = true; ///< since its waits were last checked
+  /// How many of head()'s waits are known to hold (semaphores only rise).
+  size_t waitsHeld = 0;
   double freeAt = 0.0;
   bool ready = false;
   double readyAt = 0.0;
@@ -253,8 +256,9 @@ public:
   bool run();
 
 private:
+  bool checkInstructions();
   bool prepare();
-  bool waitsSatisfied(const Instruction &inst) const;
+  bool waitsSatisfied(StreamState &stream) const;
   double candidateStart(const StreamState &stream) const;
   bool issue(unsigned streamIndex, double start);
   bool reportDeadlock();
@@ -275,8 +279,12 @@ private:
   double dmaDataFree = 0.0;
   double dmaActiveUntil = 0.0;
   /// Per InstructionKind, disjoint busy intervals in time order.
-  std::array<std::vector<std::pair<double, double>>, kNumInstructionKinds>
-      kindBusy;
+  std::array<SimulatorCoreBase::Intervals, kNumInstructionKinds> &kindBusy =
+      core.kindBusy;
+  /// Set when a semaphore rose: only then, or when its head changed, may a
+  /// stream that was not ready become ready.
+  bool semaphoresRose = true;
+  int lastIssued = -1; ///< the stream issue() advanced last
   double matmulWorkCycles = 0.0;
   uint64_t dmaBytes = 0;
 };
@@ -303,15 +311,13 @@ std::string problemOf(const Instruction &inst, Engine engine,
   return {};
 }
 
-bool Scheduler::prepare() {
-  // Every instruction is checked once here, a callee's once for all its
-  // calls (relocation changes only addresses and semaphore counts).
+bool Scheduler::checkInstructions() {
   const bool meshBound = core.options.collectives != nullptr;
+  const size_t numStreams = kNumEngineStreams + program.dmaQueues.size();
   auto streamOf = [](const Program &of, size_t s) -> const auto & {
     return s < kNumEngineStreams ? of.engineStreams[s]
                                  : of.dmaQueues[s - kNumEngineStreams];
   };
-  const size_t numStreams = kNumEngineStreams + program.dmaQueues.size();
   for (size_t s = 0; s < numStreams; ++s) {
     const Engine engine = s < kNumEngineStreams ? Engine(s) : Engine::Dma;
     const std::vector<Instruction> &instructions = streamOf(program, s);
@@ -341,6 +347,17 @@ bool Scheduler::prepare() {
       }
     }
   }
+  return true;
+}
+
+bool Scheduler::prepare() {
+  // Every instruction is checked once per load, before the first run; a
+  // callee's once for all its calls (relocation changes only addresses and
+  // semaphore counts).
+  if (!core.instructionsChecked && !checkInstructions())
+    return false;
+  core.instructionsChecked = true;
+  const size_t numStreams = kNumEngineStreams + program.dmaQueues.size();
   streams.clear();
   streams.resize(numStreams);
   for (unsigned s = 0; s < streams.size(); ++s) {
@@ -351,6 +368,8 @@ bool Scheduler::prepare() {
       stream.headPorts = portsOf(target, stream.engine, stream.head());
   }
   core.currentInst = nullptr;
+  for (SimulatorCoreBase::Intervals &busy : kindBusy)
+    busy.clear();
   semaphores.assign(program.numSemaphores, 0);
   stats = SimulationStats();
   stats.dmaQueues.resize(program.dmaQueues.size());
@@ -359,10 +378,13 @@ bool Scheduler::prepare() {
   return true;
 }
 
-bool Scheduler::waitsSatisfied(const Instruction &inst) const {
-  for (const SemaphoreWait &wait : inst.waits)
+bool Scheduler::waitsSatisfied(StreamState &stream) const {
+  const std::vector<SemaphoreWait> &waits = stream.head().waits;
+  for (; stream.waitsHeld < waits.size(); ++stream.waitsHeld) {
+    const SemaphoreWait &wait = waits[stream.waitsHeld];
     if (semaphores[wait.semaphore] < wait.value)
       return false;
+  }
   return true;
 }
 
@@ -380,13 +402,29 @@ bool Scheduler::run() {
   if (!prepare())
     return false;
   const double infinity = std::numeric_limits<double>::infinity();
-  for (;;) {
-    for (StreamState &stream : streams) {
-      if (!stream.ready && !stream.done() && waitsSatisfied(stream.head())) {
-        stream.ready = true;
-        stream.readyAt = now;
-      }
+  auto checkReady = [&](StreamState &stream) {
+    if (stream.ready)
+      return;
+    if (stream.headChanged) {
+      stream.headChanged = false;
+      stream.waitsHeld = 0;
     }
+    if (!stream.done() && waitsSatisfied(stream)) {
+      stream.ready = true;
+      stream.readyAt = now;
+    }
+  };
+  for (;;) {
+    // A stream's readiness changes only when a semaphore rose or its head
+    // changed (the stream that issued last).
+    if (semaphoresRose) {
+      for (StreamState &stream : streams)
+        checkReady(stream);
+    } else if (lastIssued >= 0) {
+      checkReady(streams[size_t(lastIssued)]);
+    }
+    semaphoresRose = false;
+    lastIssued = -1;
     int best = -1;
     double bestStart = infinity;
     for (unsigned s = 0; s < streams.size(); ++s) {
@@ -414,6 +452,7 @@ bool Scheduler::run() {
         ++semaphores[completions.top().semaphore];
         completions.pop();
       }
+      semaphoresRose = true;
       continue;
     }
     bool allDone = std::all_of(streams.begin(), streams.end(),
@@ -560,6 +599,8 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
         {streamIndex, index, inst.opcode, inst.origin, start, end});
   // Last: the cursor's next instruction may take the place of `inst`.
   stream.cursor.advance();
+  stream.headChanged = true;
+  lastIssued = int(streamIndex);
   core.currentInst = nullptr;
   if (!stream.done())
     stream.headPorts = portsOf(target, stream.engine, stream.head());
@@ -612,7 +653,7 @@ void Scheduler::finish() {
   stats.dmaActivePercent = percent(stats.dmaActiveNs);
   // The time split: each instant goes to the first kind in this order with
   // an instruction running then; none is idle.
-  using Intervals = std::vector<std::pair<double, double>>;
+  using Intervals = SimulatorCoreBase::Intervals;
   auto measure = [](const Intervals &list) {
     double total = 0.0;
     for (auto [begin, end] : list)
@@ -629,21 +670,22 @@ void Scheduler::finish() {
     }
     return total;
   };
-  auto unite = [](const Intervals &a, const Intervals &b) {
-    Intervals merged;
-    merged.reserve(a.size() + b.size());
+  Intervals &merged = core.mergedScratch;
+  auto unite = [&merged](const Intervals &a, const Intervals &b,
+                         Intervals &out) {
+    merged.clear();
     std::merge(a.begin(), a.end(), b.begin(), b.end(),
                std::back_inserter(merged));
-    Intervals out;
+    out.clear();
     for (auto [begin, end] : merged) {
       if (!out.empty() && begin <= out.back().second)
         out.back().second = std::max(out.back().second, end);
       else
         out.push_back({begin, end});
     }
-    return out;
   };
-  Intervals covered;
+  Intervals &covered = core.coveredScratch;
+  covered.clear();
   for (InstructionKind kind :
        {InstructionKind::Attention, InstructionKind::Matmul,
         InstructionKind::Optimizer, InstructionKind::Elementwise,
@@ -651,7 +693,8 @@ void Scheduler::finish() {
         InstructionKind::Other}) {
     const Intervals &busy = kindBusy[size_t(kind)];
     stats.kindNs[size_t(kind)] = measure(busy) - overlap(busy, covered);
-    covered = unite(covered, busy);
+    unite(covered, busy, core.unitedScratch);
+    covered.swap(core.unitedScratch);
   }
   stats.idleNs = std::max(0.0, time - measure(covered));
   stats.averageDmaBytes =
@@ -809,6 +852,7 @@ bool Simulator::load(const Program &program, std::string &error) {
   c.sbuf.assign(size_t(target.partitions) * target.sbufBytesPerPartition, 0);
   c.psum.assign(size_t(target.partitions) * target.psumBytesPerPartition, 0);
   c.program = &program;
+  c.instructionsChecked = false;
   return true;
 }
 

@@ -274,6 +274,15 @@ public:
   // Scratch buffers reused across instructions (no allocation per
   // instruction once warm).
   std::vector<float> bufA, bufB, bufC, bufD;
+  /// The scheduler's per-run lists (Simulator.cpp), kept across runs so
+  /// that a pipeline rank's thousands of fragment runs reuse their memory:
+  /// per InstructionKind, disjoint busy intervals in time order, and the
+  /// time split's working lists.
+  using Intervals = std::vector<std::pair<double, double>>;
+  std::array<Intervals, kNumInstructionKinds> kindBusy;
+  Intervals coveredScratch, mergedScratch, unitedScratch;
+  /// The loaded program's instructions passed the scheduler's checks.
+  bool instructionsChecked = false;
   std::vector<int64_t> intA, intB, intC;
   std::vector<uint8_t> rawA;
 
