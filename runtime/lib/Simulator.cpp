@@ -485,6 +485,8 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
     stats.communicationNs += timing.durationNs;
     stats.collectiveWaitNs += timing.waitNs;
     stats.collectiveBytes += timing.bytes;
+    if (timing.transfer)
+      stats.transfers.push_back(timing.record);
   } else if (!core.execute(stream.engine, inst, result)) {
     return false;
   }

@@ -68,15 +68,19 @@ bool SimulatorCoreBase::executeCollective(const Instruction &inst,
 
   std::vector<std::vector<uint8_t>> members;
   std::vector<double> starts;
+  // Members meet on the transfer clock (onTransferClock): exact sums with
+  // the clock offset, so the wait does not depend on where a pipeline
+  // rank's clock stands, and mirrors wait exactly zero.
+  const double arrivedNs = onTransferClock(startNs);
   const bool local = inst.opcode == Opcode::AllSlice ||
                      inst.opcode == Opcode::AxisIndex || call.group.size() < 2;
   std::string error;
   if (local) {
     members.push_back(std::move(mine));
-    starts.push_back(startNs);
-  } else if (!context->communicator->exchange(call, mine,
-                                              startNs + context->clockOffsetNs,
-                                              members, starts, error)) {
+    starts.push_back(arrivedNs);
+  } else if (!context->communicator->exchange(
+                 call, mine, arrivedNs + context->clockOffsetNs, members,
+                 starts, error)) {
     return fail(error);
   } else {
     // The others' times on this run's clock.
@@ -98,7 +102,7 @@ bool SimulatorCoreBase::executeCollective(const Instruction &inst,
   }
 
   const double lastArrival = *std::max_element(starts.begin(), starts.end());
-  timing.waitNs = lastArrival - startNs;
+  timing.waitNs = lastArrival - arrivedNs;
   timing.durationNs = timing.waitNs + collectiveTimeNs(target, inst, call.group,
                                                        context->worldSize(),
                                                        timing.bytes, dstBytes);
@@ -143,12 +147,20 @@ bool SimulatorCoreBase::executeTransfer(const Instruction &inst, double startNs,
   const double linkNs = collectiveTimeNs(target, permute, pair,
                                          context->worldSize(), bytes, bytes);
   std::string error;
+  timing.transfer = true;
+  timing.record.send = send;
+  timing.record.peer = peer;
+  timing.record.tag = inst.tag;
+  timing.record.startNs = startNs;
+  timing.record.linkNs = linkNs;
   if (send) {
     std::vector<uint8_t> data(values ? bytes : 0);
     if (values)
       gatherBytes(view, data.data());
+    timing.record.sentNs = onTransferClock(startNs);
     if (!context->communicator->send(
-            peer, key, data, startNs + context->clockOffsetNs, what, error))
+            peer, key, data, timing.record.sentNs + context->clockOffsetNs,
+            what, error))
       return fail(error);
     timing.durationNs = linkNs;
     return true;
@@ -163,7 +175,8 @@ bool SimulatorCoreBase::executeTransfer(const Instruction &inst, double startNs,
                 " (the stages' programs do not match)");
   if (values)
     scatterBytes(data.data(), view);
-  const double arrival = sentNs - context->clockOffsetNs + linkNs;
+  timing.record.sentNs = sentNs - context->clockOffsetNs;
+  const double arrival = timing.record.sentNs + linkNs;
   timing.waitNs = std::max(0.0, arrival - linkNs - startNs);
   timing.durationNs = std::max(arrival - startNs, 0.0);
   return true;

@@ -187,6 +187,9 @@ struct CollectiveTiming {
   double durationNs = 0.0; ///< from its start here to the group's finish
   double waitNs = 0.0;     ///< waiting for the group's last member
   uint64_t bytes = 0;      ///< of the source
+  /// Send and Recv: what the run's TransferRecord says.
+  bool transfer = false;
+  TransferRecord record;
 };
 
 class SimulatorCoreBase {

@@ -465,6 +465,7 @@ int runPipelineCommand(const MeshCommand &command,
   options.collectiveTimeoutSeconds = command.collectiveTimeoutSeconds;
   options.failRank = testRank("TRNRT_TEST_FAIL_RANK");
   options.stallRank = testRank("TRNRT_TEST_STALL_RANK");
+  options.reuseTimelines = command.reuseTimelines;
   std::vector<std::vector<uint8_t>> inputs;
   std::vector<PipelineRankRun> runs;
   const char *where = "threads of one process";
@@ -532,10 +533,13 @@ int runPipelineCommand(const MeshCommand &command,
   // Mirrored ranks are copies of the simulated ones: the shares are the
   // same over the simulated ranks as over the whole mesh.
   double step = 0, compute = 0, flops = 0;
+  uint64_t fragments = 0, replayed = 0;
   for (const PipelineRankRun &run : runs) {
     step = std::max(step, run.stepNs);
     compute += run.computeNs;
     flops += double(run.matmulFlops);
+    fragments += run.fragmentsRun;
+    replayed += run.fragmentsReplayed;
   }
   const double bubble =
       step > 0 ? 1.0 - compute / (step * double(runs.size())) : 0.0;
@@ -556,7 +560,9 @@ int runPipelineCommand(const MeshCommand &command,
         {"step_time_ns", step},
         {"idle_fraction", bubble},
         {"matmul_flops_per_rank", flops / double(runs.size())},
-        {"mfu", mfu}};
+        {"mfu", mfu},
+        {"fragment_runs", fragments},
+        {"fragment_runs_replayed", replayed}};
     out["ranks"] = nlohmann::json::array();
     for (const PipelineRankRun &run : runs)
       out["ranks"].push_back({{"rank", run.rank},
@@ -580,6 +586,10 @@ int runPipelineCommand(const MeshCommand &command,
               "peak %.1f TFLOP/s)\n",
               100.0 * mfu, flops / double(runs.size()) / 1e12,
               target->peakBf16Tflops());
+  if (replayed)
+    std::printf("fragment runs    %llu, of which %llu repeated a recorded "
+                "timeline\n",
+                (unsigned long long)fragments, (unsigned long long)replayed);
   return 0;
 }
 

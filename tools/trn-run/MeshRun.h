@@ -29,6 +29,9 @@ struct MeshCommand {
   /// --timing-only: no values (SimulatorOptions::timingOnly); --mirror-ranks:
   /// one simulated rank per pipeline stage, the others mirrored.
   bool timingOnly = false, mirrorRanks = false;
+  /// --no-timeline-reuse: simulate every fragment run of a mirrored
+  /// pipeline (MeshRunOptions::reuseTimelines).
+  bool reuseTimelines = true;
   long long profileTop = 10;
   long long iterations = 1;
   double collectiveTimeoutSeconds = 60.0;

@@ -58,7 +58,8 @@ const char *kUsage =
                [--outputs out.npz] [--profile trace.json] [--iterations N]
                [--threads N] [--profile-summary] [--profile-top N]
                [--check-against GRAPH.mlir [--rtol X]] [--poison] [--json]
-               [--timing-only] [--mesh AXIS=N,... [--mirror-ranks]
+               [--timing-only] [--mesh AXIS=N,... [--mirror-ranks
+               [--no-timeline-reuse]]
                [--collective-timeout SECONDS]]
 
 Runs a trn artifact on the simulated NeuronCore and reports device time,
@@ -104,7 +105,11 @@ per stage (trn-cc --pp writes them): give them all, with --mesh.
   --mirror-ranks     with --mesh, timing only: simulate one rank per pipeline
                      stage (rank 0 of a partitioned program) and mirror the
                      others, which run the same program at the same times;
-                     the step time, bubbles and MFU are the whole mesh's
+                     the step time, bubbles and MFU are the whole mesh's.
+                     A fragment whose transfers arrive as in its last
+                     simulated run repeats that run's timeline (exact: a
+                     1F1B steady state costs one simulation per stage)
+  --no-timeline-reuse  with --mirror-ranks: simulate every fragment run
   --collective-timeout S  with --mesh: seconds a collective waits for the
                      other ranks before the job stops naming the missing
                      ones (default 60)
@@ -117,7 +122,7 @@ struct Options {
   std::optional<double> rtol;
   long long randomSeed = -1;
   bool zeros = false, poison = false, json = false, profileSummary = false;
-  bool timingOnly = false, mirrorRanks = false;
+  bool timingOnly = false, mirrorRanks = false, reuseTimelines = true;
   long long profileTop = 10;
   long long iterations = 1;
   long long threads = 0;
@@ -198,6 +203,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       options.timingOnly = true;
     else if (arg == "--mirror-ranks")
       options.mirrorRanks = true;
+    else if (arg == "--no-timeline-reuse")
+      options.reuseTimelines = false;
     else if (arg == "--json")
       options.json = true;
     else if (!arg.empty() && arg[0] == '-')
@@ -228,6 +235,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
     return "give at most one of --inputs, --random and --zeros";
   if (options.mirrorRanks && options.mesh.empty())
     return "--mirror-ranks needs --mesh";
+  if (!options.reuseTimelines && !options.mirrorRanks)
+    return "--no-timeline-reuse needs --mirror-ranks";
   if (options.timingOnly || options.mirrorRanks) {
     const char *flag =
         options.timingOnly ? "--timing-only" : "--mirror-ranks (timing only)";
@@ -297,6 +306,7 @@ MeshCommand meshCommandOf(const Options &options) {
   command.poison = options.poison;
   command.timingOnly = options.timingOnly;
   command.mirrorRanks = options.mirrorRanks;
+  command.reuseTimelines = options.reuseTimelines;
   command.json = options.json;
   command.profileSummary = options.profileSummary;
   command.profileTop = options.profileTop;

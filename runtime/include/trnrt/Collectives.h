@@ -22,6 +22,7 @@
 #include "trnrt/Target.h"
 
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -77,6 +78,10 @@ public:
   /// Test-only: blocks until the job stops, like a rank that never reaches
   /// its next collective (so the others' timeouts can be tested).
   virtual void stall() = 0;
+  /// True when exchange() never waits for another thread or process (the
+  /// other members are mirrors): a run's timing then depends on other ranks
+  /// through transfers alone.
+  virtual bool mirrorsCollectives() const { return false; }
 };
 
 /// Every rank of a job in one process, one thread per rank: the exchanges
@@ -141,6 +146,7 @@ public:
                std::string &error) override;
   void abort(const std::string &message) override;
   void stall() override;
+  bool mirrorsCollectives() const override { return true; }
 
 private:
   /// The simulated peer of a transfer, or an error naming it.
@@ -184,6 +190,15 @@ struct CollectiveContext {
   /// its other coordinates this rank's; -1 if `peer` is outside the axis.
   int peerRank(uint32_t meshAxes, int64_t peer) const;
 };
+
+/// Times that pass between a pipeline rank's fragments and other ranks (a
+/// rank's clock, a send's time) are multiples of 2^-10 ns: sums and
+/// differences of them are then exact in double arithmetic, so a periodic
+/// schedule repeats its times to the bit (and a fragment's recorded
+/// timeline can be reused: trnrt/PipelineRun.cpp). Under a picosecond.
+inline double onTransferClock(double ns) {
+  return std::nearbyint(ns * 1024.0) / 1024.0;
+}
 
 /// The result of collective `inst` for the member at `position` of a group
 /// whose source buffers are `members` (group order; only the own buffer for

@@ -80,6 +80,10 @@ struct MeshRunOptions {
   long long iterations = 1;
   /// Test-only failure injection (TRNRT_TEST_FAIL_RANK/_STALL_RANK).
   int failRank = -1, stallRank = -1;
+  /// Mirrored (timing-only) pipeline runs: a fragment whose receives arrive
+  /// as in its last simulated run reuses that run's timeline (exact; off
+  /// only to check that).
+  bool reuseTimelines = true;
 
   /// The collective context of the communicator's rank on the mesh `bound`
   /// (with the failure injection meant for it).

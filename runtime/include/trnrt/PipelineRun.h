@@ -79,6 +79,9 @@ struct PipelineRankRun {
   double stepNs = 0;    ///< this rank's clock at the end of its update
   double computeNs = 0; ///< its fragments' time outside transfers and waits
   uint64_t fragmentsRun = 0;
+  /// Of which timing-only runs that repeated a recorded timeline
+  /// (MeshRunOptions::reuseTimelines).
+  uint64_t fragmentsReplayed = 0;
   /// 2*M*N*K of its fragments' matmuls (SimulationStats::matmulFlops).
   uint64_t matmulFlops = 0;
 };

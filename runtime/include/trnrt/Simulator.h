@@ -74,6 +74,20 @@ struct InstructionRecord {
   double endNs = 0.0;
 };
 
+/// A pipeline transfer (send or recv) of a run, with what its timing
+/// depends on. A fragment whose receives arrive as a recorded run's did
+/// repeats that run's timeline exactly (trnrt/PipelineRun.cpp reuses it).
+struct TransferRecord {
+  bool send = false;
+  int peer = 0;    ///< world rank
+  int64_t tag = 0; ///< Instruction::tag
+  double startNs = 0;
+  /// A send: when it posted (its start on the transfer clock); a receive:
+  /// when its peer sent, on this run's clock.
+  double sentNs = 0;
+  double linkNs = 0; ///< the time the bytes take over the link
+};
+
 struct StreamStats {
   double busyNs = 0.0;      ///< sum of the instructions' durations
   double busyPercent = 0.0; ///< busyNs / deviceTimeNs * 100
@@ -163,6 +177,8 @@ struct SimulationStats {
 
   /// Filled when SimulatorOptions::recordInstructions is set, in start order.
   std::vector<InstructionRecord> records;
+  /// Every send and recv, in issue order.
+  std::vector<TransferRecord> transfers;
 };
 
 class SimulatorCore;
