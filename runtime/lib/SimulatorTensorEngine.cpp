@@ -8,6 +8,8 @@
 #include "SimulatorImpl.h"
 
 #include <cblas.h>
+#include <cfloat>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 
@@ -15,6 +17,48 @@ namespace trnrt {
 namespace sim {
 
 namespace {
+
+/// Whether the [rows, columns] block at `data` (row pitch `pitch`) holds a
+/// subnormal.
+bool hasSubnormal(const float *data, int64_t rows, int64_t columns,
+                  int64_t pitch) {
+  bool found = false;
+  for (int64_t r = 0; r < rows && !found; ++r) {
+    const float *row = data + r * pitch;
+    for (int64_t c = 0; c < columns; ++c)
+      found |= row[c] != 0.0f && std::fabs(row[c]) < FLT_MIN;
+  }
+  return found;
+}
+
+/// c[M,N] (+)= a[K,M]^T b[K,N] in double, rounded once to fp32. For blocks
+/// with subnormal operands: fp32 BLAS kernels take a microcode assist for
+/// each of them on Intel cores (about 140 times slower), while in double
+/// they are normal numbers. As sgemm, an fp32-accumulating matmul (more
+/// precise: each output is rounded once).
+void matmulInDouble(int64_t M, int64_t N, int64_t K, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, bool accumulate,
+                    float *c, int64_t ldc) {
+  thread_local std::vector<double> da, db, dc;
+  da.resize(size_t(K * M));
+  db.resize(size_t(K * N));
+  dc.resize(size_t(M * N));
+  for (int64_t k = 0; k < K; ++k) {
+    for (int64_t m = 0; m < M; ++m)
+      da[size_t(k * M + m)] = a[k * lda + m];
+    for (int64_t n = 0; n < N; ++n)
+      db[size_t(k * N + n)] = b[k * ldb + n];
+  }
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      dc[size_t(m * N + n)] = accumulate ? double(c[m * ldc + n]) : 0.0;
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M), int(N), int(K),
+              1.0, da.data(), int(M), db.data(), int(N), 1.0, dc.data(),
+              int(N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      c[m * ldc + n] = float(dc[size_t(m * N + n)]);
+}
 
 template <typename T>
 void transposeTyped(const uint8_t *in, int64_t inPitch, int64_t inStride,
@@ -200,6 +244,7 @@ void SimulatorCoreBase::matmulValues(const Instruction &inst,
   // Wide matmuls are two GEMMs over column halves (cut at a multiple of 16,
   // by the shape alone), which run on two threads when there are.
   const int64_t pieces = N >= 256 ? 2 : 1;
+  const bool stationarySubnormal = hasSubnormal(a, K, M, lda);
   forEachPiece(pieces, [&](int64_t i) {
     const int64_t first = i == 0 ? 0 : (N / pieces) / 16 * 16;
     const int64_t end = i + 1 == pieces ? N : (N / pieces) / 16 * 16;
@@ -210,9 +255,13 @@ void SimulatorCoreBase::matmulValues(const Instruction &inst,
       columns.freeElements = end - first;
       stageRows(columns, b + first, ldb);
     }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M),
-                int(end - first), int(K), 1.0f, a, lda, b + first, ldb,
-                inst.accumulate ? 1.0f : 0.0f, c + first, ldc);
+    if (stationarySubnormal || hasSubnormal(b + first, K, end - first, ldb))
+      matmulInDouble(M, end - first, K, a, lda, b + first, ldb, inst.accumulate,
+                     c + first, ldc);
+    else
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M),
+                  int(end - first), int(K), 1.0f, a, lda, b + first, ldb,
+                  inst.accumulate ? 1.0f : 0.0f, c + first, ldc);
   });
   if (!inPlace)
     encodeTile(c, dst);
