@@ -275,21 +275,45 @@ TEST(SimulatorTest, MultiDimPatternAndBroadcast) {
 // Tensor Engine
 //===----------------------------------------------------------------------===//
 
-TEST(SimulatorTest, MatmulBf16) {
-  // dst[M=3, N=5] = stationary[K=4, M=3]^T moving[K=4, N=5].
-  const int K = 4, M = 3, N = 5;
+/// out[M, N] = `times` matmuls of s[K, M]^T m[K, N], their inputs loaded
+/// into SBUF as `dtype`: the first overwrites the PSUM tile, the others
+/// accumulate into it.
+Builder matmulProgram(int K, int M, int N, DType dtype, int times = 1) {
   Builder b;
   b.tensor("s", DType::F32, {K, M});
   b.tensor("m", DType::F32, {K, N});
   b.tensor("out", DType::F32, {M, N}, HbmTensor::Kind::Output);
-  b.dma(sbuf(DType::BF16, K, M, 0), b.hbm("s"));
-  b.dma(sbuf(DType::BF16, K, N, 1024), b.hbm("m"));
-  b.add(kTensorStream,
-        make(Opcode::Matmul, psum(DType::F32, M, N),
-             {sbuf(DType::BF16, K, M, 0), sbuf(DType::BF16, K, N, 1024)}));
+  b.dma(sbuf(dtype, K, M, 0), b.hbm("s"));
+  b.dma(sbuf(dtype, K, N, 1024), b.hbm("m"));
+  for (int i = 0; i < times; ++i) {
+    Instruction mm = make(Opcode::Matmul, psum(DType::F32, M, N, 2048),
+                          {sbuf(dtype, K, M, 0), sbuf(dtype, K, N, 1024)});
+    mm.accumulate = i > 0;
+    b.add(kTensorStream, mm);
+  }
   b.add(kVectorStream, make(Opcode::TensorCopy, sbuf(DType::F32, M, N, 4096),
-                            {psum(DType::F32, M, N)}));
+                            {psum(DType::F32, M, N, 2048)}));
   b.dma(b.hbm("out"), sbuf(DType::F32, M, N, 4096));
+  return b;
+}
+
+/// s[K, M]^T m[K, N] in double.
+std::vector<double> matmulReference(const std::vector<double> &s,
+                                    const std::vector<double> &m, int K, int M,
+                                    int N) {
+  std::vector<double> product(size_t(M) * N, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k)
+        product[size_t(i) * N + j] +=
+            s[size_t(k) * M + i] * m[size_t(k) * N + j];
+  return product;
+}
+
+TEST(SimulatorTest, MatmulBf16) {
+  // dst[M=3, N=5] = stationary[K=4, M=3]^T moving[K=4, N=5].
+  const int K = 4, M = 3, N = 5;
+  Builder b = matmulProgram(K, M, N, DType::BF16);
   std::vector<double> s(K * M), m(K * N);
   for (int i = 0; i < K * M; ++i)
     s[i] = (i % 5) - 2 + 0.5;
@@ -297,11 +321,7 @@ TEST(SimulatorTest, MatmulBf16) {
     m[i] = (i % 7) * 0.25 - 1;
   Outcome o = run(b, {{"s", s}, {"m", m}});
   ASSERT_TRUE(o.ok) << o.error;
-  std::vector<double> expected(M * N, 0.0);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      for (int k = 0; k < K; ++k)
-        expected[i * N + j] += s[k * M + i] * m[k * N + j];
+  std::vector<double> expected = matmulReference(s, m, K, M, N);
   expectValues(o.outputs["out"], expected);
   EXPECT_EQ(o.stats.matmulFlops, uint64_t(2 * M * N * K));
 }
@@ -345,18 +365,7 @@ TEST(SimulatorTest, MatmulFp32OverwritesPoisonedPsum) {
   // fp32 inputs, dense layouts (BLAS in place); the PSUM tile starts as NaN
   // (poison) and the non-accumulating matmul overwrites it.
   const int K = 128, M = 64, N = 96;
-  Builder b;
-  b.tensor("s", DType::F32, {K, M});
-  b.tensor("m", DType::F32, {K, N});
-  b.tensor("out", DType::F32, {M, N}, HbmTensor::Kind::Output);
-  b.dma(sbuf(DType::F32, K, M, 0), b.hbm("s"));
-  b.dma(sbuf(DType::F32, K, N, 1024), b.hbm("m"));
-  b.add(kTensorStream,
-        make(Opcode::Matmul, psum(DType::F32, M, N, 2048),
-             {sbuf(DType::F32, K, M, 0), sbuf(DType::F32, K, N, 1024)}));
-  b.add(kVectorStream, make(Opcode::TensorCopy, sbuf(DType::F32, M, N, 4096),
-                            {psum(DType::F32, M, N, 2048)}));
-  b.dma(b.hbm("out"), sbuf(DType::F32, M, N, 4096));
+  Builder b = matmulProgram(K, M, N, DType::F32);
   std::vector<double> s(K * M), m(K * N);
   for (int i = 0; i < K * M; ++i)
     s[i] = ((i * 37) % 17) * 0.125 - 1;
@@ -364,11 +373,7 @@ TEST(SimulatorTest, MatmulFp32OverwritesPoisonedPsum) {
     m[i] = ((i * 11) % 13) * 0.0625 - 0.375;
   Outcome o = run(b, {{"s", s}, {"m", m}}, SimulatorOptions{true, false});
   ASSERT_TRUE(o.ok) << o.error;
-  std::vector<double> expected(M * N, 0.0);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      for (int k = 0; k < K; ++k)
-        expected[i * N + j] += s[k * M + i] * m[k * N + j];
+  std::vector<double> expected = matmulReference(s, m, K, M, N);
   // Products and sums of these dyadic values are exact in fp32.
   expectValues(o.outputs["out"], expected);
   EXPECT_EQ(o.stats.fp32MatmulFlops, o.stats.matmulFlops);
@@ -381,22 +386,7 @@ TEST(SimulatorTest, MatmulKeepsSubnormals) {
   // microcode assist per subnormal on Intel cores.) Accumulating into the
   // PSUM keeps them too.
   const int K = 128, M = 64, N = 96;
-  Builder b;
-  b.tensor("s", DType::F32, {K, M});
-  b.tensor("m", DType::F32, {K, N});
-  b.tensor("out", DType::F32, {M, N}, HbmTensor::Kind::Output);
-  b.dma(sbuf(DType::F32, K, M, 0), b.hbm("s"));
-  b.dma(sbuf(DType::F32, K, N, 1024), b.hbm("m"));
-  for (int i = 0; i < 2; ++i) {
-    Instruction mm =
-        make(Opcode::Matmul, psum(DType::F32, M, N, 2048),
-             {sbuf(DType::F32, K, M, 0), sbuf(DType::F32, K, N, 1024)});
-    mm.accumulate = i > 0;
-    b.add(kTensorStream, mm);
-  }
-  b.add(kVectorStream, make(Opcode::TensorCopy, sbuf(DType::F32, M, N, 4096),
-                            {psum(DType::F32, M, N, 2048)}));
-  b.dma(b.hbm("out"), sbuf(DType::F32, M, N, 4096));
+  Builder b = matmulProgram(K, M, N, DType::F32, /*times=*/2);
   const double tiny = std::ldexp(1.0, -140);
   std::vector<double> s(K * M), m(K * N);
   for (int i = 0; i < K * M; ++i)
@@ -405,15 +395,12 @@ TEST(SimulatorTest, MatmulKeepsSubnormals) {
     m[i] = ((i * 11) % 13) - 6;
   Outcome o = run(b, {{"s", s}, {"m", m}}, SimulatorOptions{true, false});
   ASSERT_TRUE(o.ok) << o.error;
-  std::vector<double> expected(M * N, 0.0);
+  std::vector<double> expected = matmulReference(s, m, K, M, N);
   size_t subnormal = 0;
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      for (int k = 0; k < K; ++k)
-        expected[i * N + j] += 2 * s[k * M + i] * m[k * N + j];
-      subnormal += expected[i * N + j] != 0 &&
-                   std::fabs(expected[i * N + j]) < std::ldexp(1.0, -126);
-    }
+  for (double &value : expected) {
+    value *= 2; // two matmuls into one PSUM tile
+    subnormal += value != 0 && std::fabs(value) < std::ldexp(1.0, -126);
+  }
   EXPECT_GT(subnormal, size_t(M * N / 2));
   expectValues(o.outputs["out"], expected);
 }
