@@ -16,7 +16,9 @@ data-parallel gradient reduction over EFA and the optimizer. The 1F1B steady
 state repeats recorded timelines (docs/simulator.md, "Reused timelines").
 
 Per configuration it prints the step time, the cluster's sequences/s, the
-MFU as AWS counts it (model FLOPs: 6 N per token plus causal attention,
+split of a rank's step by what runs (matmul, attention, elementwise,
+optimizer, data movement, collectives and transfers with their waits, idle),
+the MFU as AWS counts it (model FLOPs: 6 N per token plus causal attention,
 6 L S h, no recomputation; over the published 95 bf16 TFLOPS a core for the
 step) and as trn-run counts it (every matmul the ranks ran, recomputation
 included, over the simulated 91.8 TFLOPS), AWS's figure
@@ -197,6 +199,8 @@ def run_config(bin_dir: pathlib.Path, name: str, config: dict, work: pathlib.Pat
         "idle_fraction": round(report["idle_fraction"], 4),
         "ideal_1f1b_bubble": round((degrees["pp"] - 1)
                                    / (config["microbatches"] + degrees["pp"] - 1), 4),
+        "time_by_kind": {kind: round(share, 4)
+                         for kind, share in report.get("time_by_kind", {}).items()},
         "fragment_runs": report.get("fragment_runs"),
         "fragment_runs_replayed": report.get("fragment_runs_replayed"),
         "max_stage_hbm_gib": max(row["hbm_gib"] for row in stages),
@@ -239,6 +243,13 @@ def main() -> None:
               f"{100 * r['executed_mfu']:>5.1f}% {100 * r['idle_fraction']:>5.1f}% "
               f"{r['max_stage_hbm_gib']:>7.2f} {r['max_stage_compile_s']:>5.1f} "
               f"{r['simulation_wall_s']:>6.1f} {r['simulation_peak_gib']:>7.2f}")
+    print("\nwhere a rank's step goes (every simulated rank's time, by what runs; the collective "
+          "kind includes transfers between stages and their waits; idle: between instructions)")
+    for r in results:
+        if "time_by_kind" in r:
+            split = ", ".join(f"{kind} {100 * share:.1f}%"
+                              for kind, share in r["time_by_kind"].items() if share >= 0.0005)
+            print(f"  {r['config']:<17} {split}")
     pathlib.Path(options.json).write_text(json.dumps(
         {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count(),
          "results": results}, indent=2) + "\n")

@@ -5,6 +5,8 @@
 #include "trnrt/Collectives.h"
 #include "trnrt/Simulator.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <set>
 #include <string_view>
@@ -57,7 +59,8 @@ bool note(std::vector<PipelineValue> &values, int64_t index,
 /// What a timing-only fragment run did, as the rank's schedule uses it: its
 /// figures and its transfers.
 struct FragmentTimeline {
-  double deviceTimeNs = 0, collectiveWaitNs = 0;
+  double deviceTimeNs = 0, collectiveWaitNs = 0, idleNs = 0;
+  std::array<double, kNumInstructionKinds> kindNs{};
   uint64_t matmulFlops = 0, collectives = 0;
   std::vector<TransferRecord> transfers;
   bool recorded = false;
@@ -392,6 +395,8 @@ bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
         return failWith(where + ": " + problem);
       timeline.deviceTimeNs = stats.deviceTimeNs;
       timeline.collectiveWaitNs = stats.collectiveWaitNs;
+      timeline.kindNs = stats.kindNs;
+      timeline.idleNs = stats.idleNs;
       timeline.matmulFlops = stats.matmulFlops;
       timeline.collectives = stats.collectives;
       timeline.transfers = std::move(stats.transfers);
@@ -405,6 +410,9 @@ bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
         std::max(0.0, timeline.deviceTimeNs - timeline.collectiveWaitNs);
     ++run.fragmentsRun;
     run.matmulFlops += timeline.matmulFlops;
+    for (size_t kind = 0; kind < kNumInstructionKinds; ++kind)
+      run.kindNs[kind] += timeline.kindNs[kind];
+    run.idleNs += timeline.idleNs;
     for (const HbmTensor &tensor : program.tensors) {
       if (tensor.kind != HbmTensor::Kind::Output || !values)
         continue;
@@ -476,7 +484,7 @@ struct Reader {
   bool done() const { return at == bytes.size(); }
 };
 
-constexpr uint32_t kRankRunFormat = 0x50524e32; // "PRN2"
+constexpr uint32_t kRankRunFormat = 0x50524e33; // "PRN3"
 } // namespace
 
 std::vector<uint8_t> encodePipelineRankRun(const PipelineRankRun &run) {
@@ -487,6 +495,9 @@ std::vector<uint8_t> encodePipelineRankRun(const PipelineRankRun &run) {
   fields.put(run.computeNs);
   fields.put<uint64_t>(run.fragmentsRun);
   fields.put<uint64_t>(run.fragmentsReplayed);
+  for (double ns : run.kindNs)
+    fields.put(ns);
+  fields.put(run.idleNs);
   fields.put<uint64_t>(run.matmulFlops);
   fields.put<uint64_t>(run.spans.size());
   for (const PipelineSpan &span : run.spans) {
@@ -515,7 +526,10 @@ bool decodePipelineRankRun(const std::vector<uint8_t> &bytes,
             fields.take(rank) && fields.take(run.stepNs) &&
             fields.take(run.computeNs) && fields.take(run.fragmentsRun) &&
             fields.take(run.fragmentsReplayed) &&
-            fields.take(run.matmulFlops) && fields.take(spans);
+            std::all_of(run.kindNs.begin(), run.kindNs.end(),
+                        [&](double &ns) { return fields.take(ns); }) &&
+            fields.take(run.idleNs) && fields.take(run.matmulFlops) &&
+            fields.take(spans);
   run.rank = int(rank);
   for (uint64_t s = 0; ok && s < spans; ++s) {
     PipelineSpan span;

@@ -564,11 +564,35 @@ int runPipelineCommand(const MeshCommand &command,
         {"fragment_runs", fragments},
         {"fragment_runs_replayed", replayed}};
     out["ranks"] = nlohmann::json::array();
+    // Each rank's step split by what runs (the fragments' time by kind)
+    // and idle inside fragments; the shares of the ranks' summed time.
+    nlohmann::json shares = nlohmann::json::object();
+    double total = 0;
     for (const PipelineRankRun &run : runs)
+      total += run.stepNs;
+    for (size_t kind = 0; kind < kNumInstructionKinds; ++kind) {
+      double ns = 0;
+      for (const PipelineRankRun &run : runs)
+        ns += run.kindNs[kind];
+      shares[instructionKindName(InstructionKind(kind))] =
+          total > 0 ? ns / total : 0.0;
+    }
+    double idle = 0;
+    for (const PipelineRankRun &run : runs)
+      idle += run.idleNs;
+    shares["idle"] = total > 0 ? idle / total : 0.0;
+    out["time_by_kind"] = shares;
+    for (const PipelineRankRun &run : runs) {
+      nlohmann::json kinds = nlohmann::json::object();
+      for (size_t kind = 0; kind < kNumInstructionKinds; ++kind)
+        kinds[instructionKindName(InstructionKind(kind))] = run.kindNs[kind];
       out["ranks"].push_back({{"rank", run.rank},
                               {"step_time_ns", run.stepNs},
                               {"compute_ns", run.computeNs},
-                              {"matmul_flops", run.matmulFlops}});
+                              {"matmul_flops", run.matmulFlops},
+                              {"time_by_kind_ns", kinds},
+                              {"idle_ns", run.idleNs}});
+    }
     std::cout << out.dump(2) << "\n";
     return 0;
   }

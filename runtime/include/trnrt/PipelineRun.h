@@ -23,6 +23,7 @@
 #include "trnrt/PipelineSchedule.h"
 #include "trnrt/StageArtifact.h"
 
+#include <array>
 #include <map>
 
 namespace trnrt {
@@ -84,6 +85,11 @@ struct PipelineRankRun {
   uint64_t fragmentsReplayed = 0;
   /// 2*M*N*K of its fragments' matmuls (SimulationStats::matmulFlops).
   uint64_t matmulFlops = 0;
+  /// Its fragments' time split by what runs (SimulationStats::kindNs; the
+  /// collective kind holds transfers and their waits), and the time none
+  /// runs: together its step time.
+  std::array<double, kNumInstructionKinds> kindNs{};
+  double idleNs = 0;
 };
 
 /// Runs rank `communicator.rank()` (global inputs by argument index). With
