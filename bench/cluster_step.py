@@ -39,6 +39,9 @@ microbatches a replica:
   (dp 16: 64 microbatches);
 - gpt3-175b-dp1 / -dp4: 96 layers at hidden 12288, tp 32, pp 8; AWS 12.7
   seq/s, 33.14% at dp 4 (32 nodes; 256 microbatches);
+- gpt3-*-sp: the AWS rows with --sequence-parallel (AWS's table does not
+  say whether its runs split the layer norms and residuals along the
+  sequence);
 - llama3-70b-dp2 / -dp4: tp 32, pp 8, seq 8192, ZeRO-1, selective
   recomputation, sequence parallelism, 1024 sequences a step; AWS (Llama
   3.1 70B, 32 nodes) 7.94 seq/s;
@@ -72,16 +75,31 @@ CONFIGS = {
     "gpt3-23b-dp32": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
                       "mesh": "dp=32,tp=8,pp=4", "microbatches": 32,
                       "aws": {"seq_per_s": 100.0, "mfu": 0.2965}},
+    # The AWS rows again with sequence parallelism (--sequence-parallel:
+    # the layer norms, dropout and residuals split over tp along the
+    # sequence; AWS's table does not say whether its GPT-3 runs used it).
+    "gpt3-23b-dp32-sp": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
+                         "mesh": "dp=32,tp=8,pp=4", "microbatches": 32,
+                         "flags": ["--sequence-parallel"],
+                         "aws": {"seq_per_s": 100.0, "mfu": 0.2965}},
     "gpt3-46b-dp4": {"script": "gpt.py", "args": ["--config", "gpt3-23b", "--layers", "56"],
                      "mesh": "dp=4,tp=8,pp=8", "microbatches": 32},
     "gpt3-46b-dp16": {"script": "gpt.py", "args": ["--config", "gpt3-23b", "--layers", "56"],
                       "mesh": "dp=16,tp=8,pp=8", "microbatches": 64,
                       "aws": {"seq_per_s": 47.2, "mfu": 0.277}},
+    "gpt3-46b-dp16-sp": {"script": "gpt.py", "args": ["--config", "gpt3-23b", "--layers", "56"],
+                         "mesh": "dp=16,tp=8,pp=8", "microbatches": 64,
+                         "flags": ["--sequence-parallel"],
+                         "aws": {"seq_per_s": 47.2, "mfu": 0.277}},
     "gpt3-175b-dp1": {"script": "gpt.py", "args": GPT3_175B,
                       "mesh": "dp=1,tp=32,pp=8", "microbatches": 32},
     "gpt3-175b-dp4": {"script": "gpt.py", "args": GPT3_175B,
                       "mesh": "dp=4,tp=32,pp=8", "microbatches": 256,
                       "aws": {"seq_per_s": 12.7, "mfu": 0.3314}},
+    "gpt3-175b-dp4-sp": {"script": "gpt.py", "args": GPT3_175B,
+                         "mesh": "dp=4,tp=32,pp=8", "microbatches": 256,
+                         "flags": ["--sequence-parallel"],
+                         "aws": {"seq_per_s": 12.7, "mfu": 0.3314}},
     "llama3-70b-dp2": {"script": "llama.py", "args": ["--config", "llama3-70b"],
                        "mesh": "dp=2,tp=32,pp=8", "microbatches": 512, "flags": LLAMA_FLAGS},
     "llama3-70b-dp4": {"script": "llama.py", "args": ["--config", "llama3-70b"],
