@@ -290,12 +290,15 @@ trn::GraphCompileRequest TrnCC::request() {
   };
   request.meshFootprint = [this](const trn::MeshFootprint &footprint,
                                  bool fits) {
+    // With --json, stdout is the JSON alone: a pipeline's per-stage lines
+    // go to stderr.
+    llvm::raw_ostream &out = options.json ? llvm::errs() : llvm::outs();
     if (footprint.pipelined || (fits && !options.json))
       for (const std::string &line : trn::meshFootprintLines(footprint))
-        llvm::outs() << line << "\n";
+        out << line << "\n";
     // Shown at once: the compile and the estimate that follow take far
     // longer than the check.
-    llvm::outs().flush();
+    out.flush();
   };
   return request;
 }
