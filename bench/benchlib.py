@@ -8,6 +8,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: The project's Python environment (utils/setup.sh makes .venv), the one
@@ -60,6 +61,14 @@ def extract_graph(command: list, work: pathlib.Path) -> pathlib.Path:
     if len(modules) != 1:
         sys.exit(f"bench: expected one traced graph in {graphs}, got {len(modules)}")
     return modules[0]
+
+
+def write_results(path: str, results: list) -> None:
+    """Writes a benchmark's `results` to `path` as JSON, with the date and the host's CPU count."""
+    pathlib.Path(path).write_text(json.dumps(
+        {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count(),
+         "results": results}, indent=2) + "\n")
+    print(f"wrote {path}")
 
 
 def report(rows: list, result: dict, json_path: "str | None", title: "str | None" = None) -> None:

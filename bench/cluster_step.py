@@ -51,14 +51,13 @@ microbatches a replica:
 """
 import argparse
 import json
-import os
 import pathlib
 import subprocess
 import sys
 import tempfile
 import time
 
-from benchlib import PYTHON, ROOT, build_bin, extract_graph
+from benchlib import PYTHON, ROOT, build_bin, extract_graph, write_results
 
 CORES_PER_NODE = 32
 #: AWS's MFU is over the published peak: 3,040 bf16 TFLOPS per trn1.32xlarge
@@ -268,10 +267,7 @@ def main() -> None:
             split = ", ".join(f"{kind} {100 * share:.1f}%"
                               for kind, share in r["time_by_kind"].items() if share >= 0.0005)
             print(f"  {r['config']:<17} {split}")
-    pathlib.Path(options.json).write_text(json.dumps(
-        {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count(),
-         "results": results}, indent=2) + "\n")
-    print(f"wrote {options.json}")
+    write_results(options.json, results)
 
 
 if __name__ == "__main__":

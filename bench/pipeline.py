@@ -39,7 +39,6 @@ reported with trn-cc's one-line error.
 """
 import argparse
 import json
-import os
 import pathlib
 import re
 import resource
@@ -48,7 +47,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import PYTHON, ROOT, build_bin, extract_graph
+from benchlib import PYTHON, ROOT, build_bin, extract_graph, write_results
 
 CASES = {
     "gpt3-23b": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
@@ -205,10 +204,7 @@ def main() -> None:
               + (f" ({100 * sim['model_mfu']:.1f}% of the model's FLOPs)"
                  if "model_mfu" in sim else "") + "; "
               f"{sim['ranks_simulated']} ranks simulated in {sim['simulation_wall_s']} s")
-    pathlib.Path(options.json).write_text(json.dumps(
-        {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count(),
-         "results": results}, indent=2) + "\n")
-    print(f"wrote {options.json}")
+    write_results(options.json, results)
 
 
 if __name__ == "__main__":

@@ -322,10 +322,9 @@ bool resolveCalls(Program &program, std::string &error) {
     for (const HbmTensor &tensor : callee.tensors) {
       if (tensor.kind != HbmTensor::Kind::Constant)
         continue;
+      // Constants lie in [localStart, scratchStart), never in an argument.
       HbmTensor moved = tensor;
-      int64_t offset = static_cast<int64_t>(moved.offset);
-      base.relocate(offset);
-      moved.offset = static_cast<uint64_t>(offset);
+      moved.offset = base.constantBase + (moved.offset - base.localStart);
       moved.name += "@sub" + std::to_string(k);
       program.tensors.push_back(std::move(moved));
     }
