@@ -90,8 +90,9 @@ const std::vector<CompileFlagSpec> &compileFlagSpecs() {
        "microbatches",
        {},
        "1",
-       "--microbatches M                 pipeline: microbatches per step, "
-       "each the traced batch (default 1)"},
+       "--microbatches M                 microbatches per step, each the "
+       "traced batch: a pipeline's, or without --pp gradient accumulation "
+       "in the step (default 1)"},
       {"pipeline-schedule",
        FlagKind::Choice,
        "pipeline-schedule",
@@ -104,8 +105,9 @@ const std::vector<CompileFlagSpec> &compileFlagSpecs() {
        "recompute-activations",
        {},
        "",
-       "--recompute-activations          pipeline: recompute each stage's "
-       "forward in its backward instead of stashing its activations"},
+       "--recompute-activations          with --pp or --microbatches: "
+       "recompute each stage's forward in its backward instead of stashing "
+       "its activations"},
       {"no-layer-reuse",
        FlagKind::Switch,
        "no-layer-reuse",
@@ -521,19 +523,20 @@ FlagNormalizer::run(const std::vector<std::string> &args) {
     }
     flags.values[key] = value;
   }
-  // Pipeline flags mean something only with stages to cut.
+  // Stages mean something only with stages to cut; microbatches without
+  // them are gradient accumulation in the step (a pipeline of one stage),
+  // and recomputation needs microbatches or stages to cut the step into
+  // a forward and a backward.
   if (flags.values["pp"] == "1") {
     if (values.count("stage")) {
       error = "--stage applies to pipeline parallelism (--pp > 1)";
       return std::nullopt;
     }
-    if (flags.values["microbatches"] != "1") {
-      error = "--microbatches applies to pipeline parallelism (--pp > 1)";
-      return std::nullopt;
-    }
-    if (flags.values.count("recompute-activations")) {
-      error = "--recompute-activations applies to pipeline parallelism "
-              "(--pp > 1)";
+    if (flags.values["microbatches"] == "1" &&
+        flags.values.count("recompute-activations")) {
+      error = "--recompute-activations applies to a step cut into "
+              "microbatches or pipeline stages (--microbatches > 1 or "
+              "--pp > 1)";
       return std::nullopt;
     }
     flags.values.erase("stage");

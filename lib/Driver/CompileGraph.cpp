@@ -126,7 +126,7 @@ mlir::trn::compileModule(ModuleOp module, const cache::CacheKey &key,
         ok = false;
         error = errors[i];
       }
-    if (ok && options.pp > 1)
+    if (ok && options.pipelined())
       ok = trnrt::writeStageArtifact(fragments, attempt.artifact, error);
     else if (ok)
       attempt.artifact = std::move(fragments.front());

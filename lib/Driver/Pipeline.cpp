@@ -168,7 +168,7 @@ void mlir::trn::buildNCKernelPipeline(OpPassManager &pm, bool insertSync) {
 void mlir::trn::buildPartitionPipeline(OpPassManager &pm,
                                        const CompileOptions &options) {
   trn::partition::addPartitionPasses(pm, partitionOptionsFor(options));
-  if (options.pp > 1) {
+  if (options.pipelined()) {
     trn::partition::DistPipelineStagesOptions stages;
     stages.pp = options.pp;
     pm.addPass(trn::partition::createDistPipelineStages(stages));
@@ -181,7 +181,7 @@ void mlir::trn::buildPartitionPipeline(OpPassManager &pm,
 /// compiles as is; otherwise a mesh partitions it first.
 static bool needsPartitioning(ModuleOp module,
                               const mlir::trn::CompileOptions &options) {
-  if (options.tp <= 1 && options.dp <= 1 && options.pp <= 1)
+  if (options.tp <= 1 && options.dp <= 1 && !options.pipelined())
     return false;
   return llvm::none_of(module.getOps<func::FuncOp>(), [](func::FuncOp f) {
     return f->hasAttr(dist::DistDialect::getSpmdAttrName());
@@ -369,10 +369,11 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
     return module.emitError("mesh degrees must be positive (dp=")
            << options.dp << ", pp=" << options.pp << ", tp=" << options.tp
            << ")";
-  if (options.pp > 1 && (options.stage < 0 || options.stage >= options.pp ||
-                         options.microbatches < 1 ||
-                         (options.pipelineSchedule != "gpipe" &&
-                          options.pipelineSchedule != "1f1b")))
+  if (options.pipelined() &&
+      (options.stage < 0 || options.stage >= options.pp ||
+       options.microbatches < 1 ||
+       (options.pipelineSchedule != "gpipe" &&
+        options.pipelineSchedule != "1f1b")))
     return module.emitError("pipeline options: stage ")
            << options.stage << " of pp=" << options.pp << ", "
            << options.microbatches << " microbatches, schedule '"
@@ -405,7 +406,7 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
   nc.enableVerifier(false);
   // A pipeline stage's forward, backward and update are independent kernels:
   // lowered, allocated and exported on the host's cores side by side.
-  if (options.pp > 1 && !options.printIRAfterAll)
+  if (options.pipelined() && !options.printIRAfterAll)
     module.getContext()->enableMultithreading();
   if (options.printIRAfterAll) {
     // Printing per pass from several threads would interleave the dumps.
@@ -441,7 +442,7 @@ mlir::trn::compileToPrograms(ModuleOp module, const CompileOptions &options) {
                                                                  : kernels)
           .push_back(function);
   // One kernel, or a pipeline stage's forward, backward and update.
-  const size_t expected = options.pp > 1 ? 3 : 1;
+  const size_t expected = options.pipelined() ? 3 : 1;
   if (kernels.size() != expected)
     return module.emitError("internal compiler error: the pipeline produced ")
            << kernels.size() << " nc kernel functions, expected " << expected
@@ -542,7 +543,7 @@ mlir::trn::partitionOptionsFor(const CompileOptions &options) {
   // over dp; otherwise the graph is one replica's step.
   const bool wholeBatch =
       (options.zero1 || options.dpWholeBatch) && options.dp > 1;
-  const bool replicas = (options.dp > 1 || options.pp > 1) && !wholeBatch;
+  const bool replicas = (options.dp > 1 || options.pipelined()) && !wholeBatch;
   trn::partition::PartitionOptions partitionOptions;
   partitionOptions.mesh = {{"dp", replicas ? 2 : options.dp},
                            {"tp", options.tp}};
@@ -570,14 +571,14 @@ size_t mlir::trn::MeshFootprint::worstStage() const {
 FailureOr<std::optional<mlir::trn::MeshFootprint>>
 mlir::trn::measureMeshFootprint(ModuleOp module,
                                 const CompileOptions &options) {
-  if (options.tp <= 1 && options.dp <= 1 && options.pp <= 1)
+  if (options.tp <= 1 && options.dp <= 1 && !options.pipelined())
     return std::optional<MeshFootprint>();
   for (auto function : module.getOps<func::FuncOp>())
     if (function->hasAttr(dist::DistDialect::getSpmdAttrName()))
       return std::optional<MeshFootprint>(); // already one rank's program
   MeshFootprint footprint;
   footprint.mesh = meshTextOf(options);
-  footprint.pipelined = options.pp > 1;
+  footprint.pipelined = options.pipelined();
   if (footprint.pipelined) {
     FailureOr<std::vector<trn::partition::RankFootprint>> stages =
         trn::partition::partitionedPipelineFootprints(

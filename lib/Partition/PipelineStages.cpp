@@ -265,8 +265,9 @@ LogicalResult StageAssigner::findForward() {
   if (worklist.empty())
     return mlir::emitError(
         function.getLoc(),
-        "cannot tell the forward pass from the backward for pipeline "
-        "stages: no result is the loss (trn.role = \"loss\")");
+        "cannot tell the forward pass from the backward to cut the step "
+        "into pipeline stages or microbatches: no result is the loss "
+        "(trn.role = \"loss\")");
   llvm::DenseSet<Operation *> seen;
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val().getDefiningOp();

@@ -81,9 +81,11 @@ def compile_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
             such as "blocks.3.", cut into equal runs), or where the model
             calls `trn.pipeline_stage(x)`; one compiled artifact per stage.
             docs/partitioning.md.
-        microbatches: with pp > 1, the microbatches each data-parallel
-            replica's share of the batch is cut into (default: pp); the
-            gradients are averaged over them, as gradient accumulation does.
+        microbatches: the microbatches each data-parallel replica's share of
+            the batch is cut into (default: pp); the gradients are averaged
+            over them, as gradient accumulation does. Without pp the step
+            is compiled at one microbatch and accumulates inside one call
+            (one launch, unlike grad_accum's one call per micro-step).
         pipeline_schedule: with pp > 1, "1f1b" (default) or "gpipe".
 
     Returns:

@@ -126,20 +126,19 @@ class CompiledStep:
         if self.mesh_spec:
             self.flags += ["--mesh", self.mesh_spec]
         # Pipeline parallelism: the batch of each replica is cut into
-        # microbatches, each the traced step's batch.
+        # microbatches, each the traced step's batch; without pp they
+        # accumulate their gradients in the step (a pipeline of one stage).
         self.stages = self.mesh.get("pp", 1)
         if microbatches is not None and (not isinstance(microbatches, int)
                                          or isinstance(microbatches, bool)
                                          or microbatches < 1):
             raise TrnError(f"microbatches must be a positive integer, got {microbatches!r}")
-        if microbatches is not None and self.stages == 1:
-            raise TrnError("microbatches applies to pipeline parallelism: give the mesh "
-                           "a pp above 1 (e.g. mesh='pp=2')")
         if pipeline_schedule not in ("1f1b", "gpipe"):
             raise TrnError(f"pipeline_schedule must be '1f1b' or 'gpipe', got "
                            f"{pipeline_schedule!r}")
         self.microbatches = microbatches or self.stages
-        if self.stages > 1:
+        self.pipelined = self.stages > 1 or self.microbatches > 1
+        if self.pipelined:
             self.flags += ["--microbatches", str(self.microbatches),
                            "--pipeline-schedule", pipeline_schedule]
         self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else ""
@@ -325,14 +324,14 @@ class CompiledStep:
         # example of every replica and dp splits it.
         dp = self.mesh.get("dp", 1)
         flags = list(self.flags)
-        one_example_each = dp * (self.microbatches if self.stages > 1 else 1)
+        one_example_each = dp * self.microbatches
         if dp > 1 and "--zero1" not in flags and (whole_batch or any(
                 t.dim() and t.shape[0] == one_example_each for t in batch)):
             flags.append("--dp-whole-batch")
         if "--zero1" in flags or "--dp-whole-batch" in flags:
             dp = 1
         # A pipelined step is traced at one microbatch of one replica.
-        parts = dp * (self.microbatches if self.stages > 1 else 1)
+        parts = dp * self.microbatches
         for i, t in enumerate(batch):
             label = self.batch_names[i] if i < len(self.batch_names) else f"input{i}"
             role = "label" if ("label" in label or "target" in label) else "data"
@@ -343,7 +342,7 @@ class CompiledStep:
                 if t.dim() == 0 or t.shape[0] % parts:
                     rows = t.shape[0] if t.dim() else "no"
                     what = (f"dp={dp} x {self.microbatches} microbatches"
-                            if self.stages > 1 else f"dp={dp}")
+                            if self.pipelined else f"dp={dp}")
                     raise TrnError(f"step input '{label}' has {rows} rows, which "
                                    f"{what} does not divide; give every "
                                    "data-parallel replica (and microbatch) the same "
@@ -445,8 +444,9 @@ class CompiledStep:
             exe.compile_seconds += more["compile_seconds"]
             artifacts.append(more["artifact"])
         try:
-            if self.stages > 1:
-                exe.program = _native().PipelineProgram(artifacts, self.mesh_spec)
+            if self.pipelined:
+                # Microbatches alone run on one core: a mesh of one rank.
+                exe.program = _native().PipelineProgram(artifacts, self.mesh_spec or "dp=1")
             elif self.mesh_spec:
                 exe.program = _native().MeshProgram(result["artifact"], self.mesh_spec)
             else:
@@ -484,12 +484,12 @@ class CompiledStep:
         if dp == 1 or "--zero1" in self.flags or not str(error).startswith(
                 "tracing the step failed"):
             raise error
-        if self.stages > 1:
+        if self.pipelined:
             raise UnsupportedOpError(
-                f"{error}; under pp the step is traced at one microbatch of one "
-                "data-parallel replica, so model code that fixes the batch size (a view "
-                "to a configured batch) cannot be pipelined yet: take the size from the "
-                "input's shape") from None
+                f"{error}; with pp or microbatches the step is traced at one microbatch "
+                "of one data-parallel replica, so model code that fixes the batch size (a "
+                "view to a configured batch) cannot be cut into microbatches yet: take "
+                "the size from the input's shape") from None
         try:
             exe = self._build(signature, batch, kind, whole_batch=True)
         except UnsupportedOpError:

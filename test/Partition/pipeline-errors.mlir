@@ -34,7 +34,7 @@ func.func @oneLayer(%w: tensor<4xf32> {trn.name = "layers.0.weight", trn.role = 
 // -----
 
 dist.mesh @mesh <dp = 2>
-// expected-error@+1 {{cannot tell the forward pass from the backward for pipeline stages: no result is the loss (trn.role = "loss")}}
+// expected-error@+1 {{cannot tell the forward pass from the backward to cut the step into pipeline stages or microbatches: no result is the loss (trn.role = "loss")}}
 func.func @noLoss(%w: tensor<4xf32> {trn.name = "layers.0.weight", trn.role = "parameter"},
                   %x: tensor<2x4xf32> {trn.name = "x", trn.role = "data"})
     -> tensor<4xf32> {

@@ -363,3 +363,19 @@ def test_masked_assignment_of_selected_values_is_refused(cache_dir):
                             lambda m, x: m(x).sum(), cache_dir=cache_dir)
     with pytest.raises(trn.UnsupportedOpError, match="depends on tensor values|data-dependent"):
         step(torch.randn(3, 4))
+
+
+@pytest.mark.parametrize("per_replica", [1, 2, 3])
+@pytest.mark.parametrize("mesh", [None, "dp=2", "tp=2", "dp=2,tp=2"])
+@pytest.mark.parametrize("name", ["bert", "gpt"])
+def test_microbatches_without_pipeline_stages(name, mesh, per_replica, cache_dir):
+    """microbatches without pp: the gradients of two microbatches accumulated
+    inside one step (a pipeline of one stage) are the whole batch's."""
+    make_model, loss_fn, make_batch = EXAMPLE_MODELS[name]
+    batch = make_batch(_degree(mesh, "dp") * 2 * per_replica)
+    exact_zero = {}
+    if name == "bert":
+        exact_zero = {f"layers.{i}.attention.key.bias": lambda g: torch.ones_like(g, dtype=torch.bool)
+                      for i in range(2)}
+    assert_sgd_step_parity(make_model, loss_fn, batch, mesh=mesh, microbatches=2,
+                           cache_dir=cache_dir, exact_zero=exact_zero)

@@ -588,13 +588,19 @@ TEST(CacheFlagsTest, EveryCodegenFlagChangesTheHash) {
 }
 
 TEST(CacheFlagsTest, PipelineFlagsNeedStages) {
-  EXPECT_EQ(flagError({"--microbatches", "4"}),
-            "--microbatches applies to pipeline parallelism (--pp > 1)");
+  // Microbatches without stages: gradient accumulation in the step, with
+  // or without recomputation; the key tells them from the whole step.
+  EXPECT_EQ(canonicalFlags({"--microbatches", "4", "--recompute-activations"}),
+            "auto-cast=none;auto-cast-type=bf16;microbatches=4;opt-level=2;"
+            "pipeline-schedule=1f1b;pp=1;recompute-activations=on;target=trn1;"
+            "tp=1");
+  EXPECT_NE(flagHash({"--microbatches", "4"}), flagHash({}));
+  EXPECT_EQ(flagHash({"--microbatches", "1"}), flagHash({}));
   EXPECT_EQ(flagError({"--stage", "0"}),
             "--stage applies to pipeline parallelism (--pp > 1)");
   EXPECT_EQ(flagError({"--recompute-activations"}),
-            "--recompute-activations applies to pipeline parallelism (--pp "
-            "> 1)");
+            "--recompute-activations applies to a step cut into microbatches "
+            "or pipeline stages (--microbatches > 1 or --pp > 1)");
   EXPECT_EQ(flagError({"--pp", "2", "--stage", "2"}),
             "--stage 2 is not a stage of --pp 2 (stages count from 0)");
   EXPECT_EQ(flagError({"--pp", "2", "--stage", "-1"}),

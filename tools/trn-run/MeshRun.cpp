@@ -596,8 +596,10 @@ int runPipelineCommand(const MeshCommand &command,
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::printf("pipeline         %s: %zu stages, %lld microbatches, %s\n",
+  // One stage: microbatches accumulate their gradients in the step.
+  std::printf("pipeline         %s: %zu stage%s, %lld microbatches, %s\n",
               pipeline.step.c_str(), pipeline.fragments.size(),
+              pipeline.fragments.size() == 1 ? " (gradient accumulation)" : "s",
               (long long)pipeline.microbatches,
               pipelineScheduleName(pipeline.schedule));
   std::printf("mesh             %s (%d ranks, %s)\n",

@@ -339,15 +339,25 @@ int main(int argc, char **argv) {
     if (!readStageArtifactFile(path, stages.back(), error))
       return fail(error);
   }
-  if (stages.front().fragments.front().pipeline.isFragment()) {
-    if (options.mesh.empty())
-      return fail(
-          options.artifact +
-          " is a stage of a pipelined step; run every stage's "
-          "artifact together with trn-run --mesh (e.g. --mesh "
-          "pp=" +
-          std::to_string(stages.front().fragments.front().pipeline.stages) +
-          ")");
+  if (const Program &first = stages.front().fragments.front();
+      first.pipeline.isFragment()) {
+    if (options.mesh.empty()) {
+      // The mesh it was compiled for, data parallelism at its smallest.
+      std::string example;
+      for (const MeshAxis &axis : first.mesh)
+        if (!axis.replica && axis.size > 1)
+          example += (example.empty() ? "" : ",") + axis.name + "=" +
+                     std::to_string(axis.size);
+      if (first.pipeline.stages == 1)
+        return fail(options.artifact +
+                    " is a step that accumulates gradients over "
+                    "microbatches; run it with trn-run --mesh (e.g. --mesh " +
+                    (example.empty() ? "dp=1" : example) + ")");
+      return fail(options.artifact +
+                  " is a stage of a pipelined step; run every stage's "
+                  "artifact together with trn-run --mesh (e.g. --mesh " +
+                  example + ")");
+    }
     return runPipelineCommand(meshCommandOf(options), stages);
   }
   if (!options.moreArtifacts.empty())

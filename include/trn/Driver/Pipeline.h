@@ -55,6 +55,8 @@ struct CompileOptions {
   /// Pipeline parallelism (--pp > 1): the step is cut into `pp` stages of
   /// `microbatches` microbatches ordered by `pipelineSchedule`, and only
   /// stage `stage`'s fragments are compiled (one artifact per stage).
+  /// Microbatches at pp = 1 are gradient accumulation inside the step: a
+  /// pipeline of one stage.
   int64_t pp = 1;
   int64_t microbatches = 1;
   std::string pipelineSchedule = "1f1b";
@@ -72,6 +74,10 @@ struct CompileOptions {
   TimingScope *timing = nullptr;
   /// When set, receives the kernel's size.
   CompileStats *stats = nullptr;
+
+  /// The step is cut into forward, backward and update fragments: pipeline
+  /// stages, or microbatches accumulated by one stage.
+  bool pipelined() const { return pp > 1 || microbatches > 1; }
 };
 
 // The passes, in the order compileToPrograms runs them (each part in a pass
@@ -112,12 +118,12 @@ void registerCompilePipeline();
 FailureOr<trnrt::Program> compileToProgram(ModuleOp module,
                                            const CompileOptions &options);
 
-/// compileToProgram for any step: one program, or with options.pp > 1 the
-/// forward, backward and update fragments of stage options.stage.
+/// compileToProgram for any step: one program, or when options.pipelined()
+/// the forward, backward and update fragments of stage options.stage.
 FailureOr<std::vector<trnrt::Program>>
 compileToPrograms(ModuleOp module, const CompileOptions &options);
 
-/// dist-pipeline-split's options for `options` (--pp > 1).
+/// dist-pipeline-split's options for `options` (when pipelined).
 partition::DistPipelineSplitOptions
 pipelineSplitOptionsFor(const CompileOptions &options);
 
