@@ -23,7 +23,10 @@ the MFU as AWS counts it (model FLOPs: 6 N per token plus causal attention,
 step) and as trn-run counts it (every matmul the ranks ran, recomputation
 included, over the simulated 91.8 TFLOPS), AWS's figure
 and the ratio, the ranks' idle share (pipeline bubbles, waits for transfers
-and collectives), the peak HBM of a stage's program against a core's 16 GiB,
+and collectives), one rank's HBM per stage as trn-cc's fit check counts it
+(`--analyze --json`: parameters, optimizer state, gradient accumulators,
+the stashes in flight, peak intermediates) against a core's 16 GiB, and
+the largest compiled fragment's,
 the compile time per stage, and the simulation's wall time and peak memory;
 the same as JSON.
 
@@ -45,9 +48,18 @@ microbatches a replica:
 - llama3-70b-dp2 / -dp4: tp 32, pp 8, seq 8192, ZeRO-1, selective
   recomputation, sequence parallelism, 1024 sequences a step; AWS (Llama
   3.1 70B, 32 nodes) 7.94 seq/s;
-- bert-large-dp512 and llama31-8b-dp32 are listed with what keeps them from
-  running: their tutorials accumulate gradients over micro-steps without
-  pipeline stages, which trn compiles only as pipeline microbatches (pp > 1).
+- bert-large-dp32 / -dp512: BERT-large phase 1 (seq 128) as AWS's tutorial
+  runs it, 16 sequences a core and 32 accumulated micro-steps, no tensor or
+  pipeline parallelism, on 1 and 16 nodes; AWS 29.07% (1 node) and 25.83%
+  (16 nodes) MFU, no sequences/s published. Gradient accumulation is trn's
+  in-step accumulation (--microbatches without --pp: one stage). AWS's table
+  does not say how it counts BERT's FLOPs: here 6 N per token plus
+  bidirectional attention, 12 L S h per token;
+- llama31-8b-dp32: tp 32, dp 32, seq 8192, 32 accumulated microbatches of
+  one sequence a replica (1024 a step), sequence parallelism and
+  recomputation (without it the fit check counts 17.0 GiB a rank: a whole
+  forward's stash, 6 GiB, beside 6.3 GiB of intermediates); AWS (32 nodes)
+  47.95 seq/s.
 """
 import argparse
 import json
@@ -104,13 +116,13 @@ CONFIGS = {
     "llama3-70b-dp4": {"script": "llama.py", "args": ["--config", "llama3-70b"],
                        "mesh": "dp=4,tp=32,pp=8", "microbatches": 256, "flags": LLAMA_FLAGS,
                        "aws": {"seq_per_s": 7.94}},
-    "bert-large-dp512": {"blocked": "phase 1 accumulates gradients over micro-steps at dp 512 "
-                                    "without pipeline stages; trn compiles micro-steps only as "
-                                    "pipeline microbatches (--microbatches needs --pp > 1)"},
-    "llama31-8b-dp32": {"blocked": "tp 32, dp 32 accumulates 32 micro-steps a replica without "
-                                   "pipeline stages; trn compiles micro-steps only as pipeline "
-                                   "microbatches (--microbatches needs --pp > 1)",
-                        "aws": {"seq_per_s": 47.95}},
+    "bert-large-dp32": {"script": "bert.py", "args": ["--config", "bert-large"], "batch": 16,
+                        "mesh": "dp=32", "microbatches": 32, "aws": {"mfu": 0.2907}},
+    "bert-large-dp512": {"script": "bert.py", "args": ["--config", "bert-large"], "batch": 16,
+                         "mesh": "dp=512", "microbatches": 32, "aws": {"mfu": 0.2583}},
+    "llama31-8b-dp32": {"script": "llama.py", "args": ["--config", "llama31-8b"],
+                        "mesh": "dp=32,tp=32", "microbatches": 32,
+                        "flags": LLAMA_FLAGS, "aws": {"seq_per_s": 47.95}},
 }
 
 
@@ -120,7 +132,8 @@ def mesh_degrees(mesh: str) -> dict:
 
 def model_flops_per_sequence(config: dict) -> tuple:
     """(parameters, FLOPs of one sequence's forward and backward) as AWS counts them: 6 N per
-    token plus causal attention, 6 L S h per token (neuroncore.md §6.3's derivation)."""
+    token plus causal attention, 6 L S h per token (neuroncore.md §6.3's derivation); BERT's
+    bidirectional attention does twice that."""
     code = (
         "import sys, json, torch\n"
         f"sys.path.insert(0, {str(ROOT / 'examples')!r})\n"
@@ -131,13 +144,16 @@ def model_flops_per_sequence(config: dict) -> tuple:
         "    model = m.{model}(cfg)\n"
         "print(json.dumps({{'params': sum(p.numel() for p in model.parameters()),\n"
         "                  'layers': cfg.layers, 'hidden': cfg.hidden, 'seq': cfg.seq}}))\n")
-    names = {"gpt.py": ("GPT", "GPT"), "llama.py": ("Llama", "Llama")}[config["script"]]
+    names = {"gpt.py": ("GPT", "GPT"), "llama.py": ("Llama", "Llama"),
+             "bert.py": ("Bert", "BertForPreTraining")}[config["script"]]
     code = code.format(cls=names[0], model=names[1])
     out = subprocess.run([PYTHON, "-c", code, *config["args"]], check=True, capture_output=True,
                          text=True).stdout
     shape = json.loads(out)
     tokens = shape["seq"]
-    flops = 6 * shape["params"] * tokens + 6 * shape["layers"] * tokens * tokens * shape["hidden"]
+    attention = 12 if config["script"] == "bert.py" else 6
+    flops = (6 * shape["params"] * tokens
+             + attention * shape["layers"] * tokens * tokens * shape["hidden"])
     return shape["params"], flops
 
 
@@ -158,11 +174,26 @@ def simulate(bin_dir: pathlib.Path, mesh: str, artifacts: list) -> dict:
             "simulation_peak_gib": round(peak_kb / (1 << 20), 2)}
 
 
+def stage_footprints(bin_dir: pathlib.Path, graph: pathlib.Path, config: dict) -> dict:
+    """One rank's HBM per stage as trn-cc's fit check counts it (`--analyze --json`: parameters,
+    optimizer state, gradient accumulators, the stashes of the microbatches in flight and the
+    peak of intermediates), or the check's one-line refusal."""
+    args = [str(bin_dir / "trn-cc"), "--analyze", str(graph), "--mesh", config["mesh"],
+            "--microbatches", str(config["microbatches"]), *config.get("flags", []), "--json"]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1][:300]}
+    stages = json.loads(proc.stdout)["mesh_hbm"]["stages"]
+    return {"stage_hbm_gib": [round(s["total_bytes"] / (1 << 30), 2) for s in stages]}
+
+
 def compile_stage(bin_dir: pathlib.Path, graph: pathlib.Path, config: dict, stage: int,
                   out: pathlib.Path) -> dict:
     report = out.with_suffix(".report.json")
+    # Without pp the microbatches accumulate in one stage (no --stage).
+    staged = ["--stage", str(stage)] if mesh_degrees(config["mesh"]).get("pp", 1) > 1 else []
     args = [str(bin_dir / "trn-cc"), "compile", str(graph), "--no-cache", "--mesh",
-            config["mesh"], "--microbatches", str(config["microbatches"]), "--stage", str(stage),
+            config["mesh"], "--microbatches", str(config["microbatches"]), *staged,
             *config.get("flags", []), "-o", str(out), "--report", str(report), "-q"]
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -183,14 +214,21 @@ def run_config(bin_dir: pathlib.Path, name: str, config: dict, work: pathlib.Pat
     result.update({"mesh": config["mesh"], "microbatches": config["microbatches"],
                    "nodes": cores // CORES_PER_NODE, "flags": config.get("flags", [])})
     start = time.monotonic()
+    batch = config.get("batch", 1)
     graph = extract_graph([PYTHON, str(ROOT / "examples" / config["script"]), *config["args"],
-                           "--dtype", "bfloat16", "--batch", "1", "--device", "trn", "--steps",
-                           "1", "--quiet"], work)
+                           "--dtype", "bfloat16", "--batch", str(batch), "--device", "trn",
+                           "--steps", "1", "--quiet"], work)
     result["trace_s"] = round(time.monotonic() - start, 1)
     params, flops_per_sequence = model_flops_per_sequence(config)
     result["parameters"] = params
+    fit = stage_footprints(bin_dir, graph, config)
+    if "error" in fit:
+        result["error"] = fit["error"]
+        return result
+    result.update(fit)
     stages, artifacts = [], []
-    for stage in range(degrees["pp"]):
+    pp = degrees.get("pp", 1)
+    for stage in range(pp):
         artifacts.append(work / f"s{stage}.trnart")
         stages.append(compile_stage(bin_dir, graph, config, stage, artifacts[-1]))
         print(f"{name} stage {stage}: {stages[-1]}", file=sys.stderr, flush=True)
@@ -205,7 +243,7 @@ def run_config(bin_dir: pathlib.Path, name: str, config: dict, work: pathlib.Pat
     report = simulated.pop("report")
     result.update(simulated)
     step_s = report["step_time_ns"] / 1e9
-    sequences = degrees.get("dp", 1) * config["microbatches"]
+    sequences = degrees.get("dp", 1) * config["microbatches"] * batch
     model_flops = flops_per_sequence * sequences
     result.update({
         "step_s": round(step_s, 3),
@@ -214,19 +252,22 @@ def run_config(bin_dir: pathlib.Path, name: str, config: dict, work: pathlib.Pat
         "model_mfu": round(model_flops / (step_s * cores * PUBLISHED_PEAK_PER_CORE), 4),
         "executed_mfu": round(report["mfu"], 4),
         "idle_fraction": round(report["idle_fraction"], 4),
-        "ideal_1f1b_bubble": round((degrees["pp"] - 1)
-                                   / (config["microbatches"] + degrees["pp"] - 1), 4),
+        "ideal_1f1b_bubble": round((pp - 1) / (config["microbatches"] + pp - 1), 4),
         "time_by_kind": {kind: round(share, 4)
                          for kind, share in report.get("time_by_kind", {}).items()},
         "fragment_runs": report.get("fragment_runs"),
         "fragment_runs_replayed": report.get("fragment_runs_replayed"),
-        "max_stage_hbm_gib": max(row["hbm_gib"] for row in stages),
+        "max_stage_hbm_gib": max(fit["stage_hbm_gib"]),
+        "max_fragment_hbm_gib": max(row["hbm_gib"] for row in stages),
         "max_stage_compile_s": max(row["compile_s"] for row in stages),
     })
     aws = config.get("aws")
     if aws:
         result["aws"] = aws
-        result["ratio_to_aws"] = round(result["seq_per_s"] / aws["seq_per_s"], 3)
+        # AWS gives BERT's MFU alone: at the same cluster, the same ratio.
+        ratio = (result["seq_per_s"] / aws["seq_per_s"] if "seq_per_s" in aws
+                 else result["model_mfu"] / aws["mfu"])
+        result["ratio_to_aws"] = round(ratio, 3)
     return result
 
 
@@ -253,9 +294,12 @@ def main() -> None:
         if "blocked" in r or "error" in r:
             print(f"{r['config']:<17} not run: {r.get('blocked') or r.get('error')}")
             continue
-        aws = r.get("aws", {}).get("seq_per_s")
+        # AWS's seq/s, or its MFU where it gives only that (BERT).
+        aws = r.get("aws", {})
+        aws_text = (f"{aws['seq_per_s']}" if "seq_per_s" in aws
+                    else f"{100 * aws['mfu']:.1f}%" if "mfu" in aws else "-")
         print(f"{r['config']:<17} {r['nodes']:>5} {r['microbatches']:>4} {r['step_s']:>7.2f} "
-              f"{r['seq_per_s']:>7.2f} {aws if aws else '-':>6} "
+              f"{r['seq_per_s']:>7.2f} {aws_text:>6} "
               f"{r.get('ratio_to_aws', '-'):>6} {100 * r['model_mfu']:>5.1f}% "
               f"{100 * r['executed_mfu']:>5.1f}% {100 * r['idle_fraction']:>5.1f}% "
               f"{r['max_stage_hbm_gib']:>7.2f} {r['max_stage_compile_s']:>5.1f} "

@@ -47,6 +47,12 @@ PRESETS = {
     # rope_theta 500000; sequence 8192 (max_position_embeddings, and the NxD Llama-3 70B tutorial's seq_len).
     "llama3-70b": {"layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn": 28672, "vocab": 128256,
                    "seq": 8192, "eps": 1e-5, "rope_theta": 500000.0, "batch": 1},
+    # Meta-Llama-3.1-8B config.json: num_hidden_layers 32, hidden_size 4096, num_attention_heads 32,
+    # num_key_value_heads 8, intermediate_size 14336, vocab_size 128256; sequence 8192 as AWS's
+    # Llama-3.1-8B training benchmark. (Its "llama3" rope scaling changes the rotary frequencies' values,
+    # not the step's shapes or work; this example keeps plain RoPE.)
+    "llama31-8b": {"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "vocab": 128256,
+                   "seq": 8192, "eps": 1e-5, "rope_theta": 500000.0, "batch": 1},
 }
 
 

@@ -280,6 +280,29 @@ std::string mlir::trn::compileStatusLine(const GraphCompileResult &result) {
   return line;
 }
 
+/// "mesh_hbm": one rank's HBM per stage, in bytes, as the lines of
+/// meshFootprintLines say it.
+static void writeFootprintJson(llvm::json::OStream &json,
+                               const mlir::trn::MeshFootprint &footprint) {
+  json.attributeObject("mesh_hbm", [&] {
+    json.attribute("mesh", footprint.mesh);
+    json.attribute("pipelined", footprint.pipelined);
+    json.attributeArray("stages", [&] {
+      for (const trn::partition::RankFootprint &f : footprint.stages)
+        json.object([&] {
+          json.attribute("total_bytes", f.total());
+          json.attribute("parameter_bytes", f.parameters);
+          json.attribute("optimizer_state_bytes", f.optimizerStates);
+          json.attribute("gradient_bytes", f.gradients);
+          json.attribute("input_bytes", f.inputs);
+          json.attribute("stash_bytes", f.stash);
+          json.attribute("microbatches_in_flight", f.microbatchesInFlight);
+          json.attribute("peak_intermediate_bytes", f.peakIntermediates);
+        });
+    });
+  });
+}
+
 std::string mlir::trn::reportJson(const CompileReport &report,
                                   const ProgramSummary &summary) {
   std::string text;
@@ -307,6 +330,8 @@ std::string mlir::trn::reportJson(const CompileReport &report,
     json.attribute("compile_seconds", report.compileSeconds);
     json.attribute("elapsed_seconds", report.elapsedSeconds);
     json.attribute("peak_memory_bytes", report.peakMemoryBytes);
+    if (report.meshFootprint)
+      writeFootprintJson(json, *report.meshFootprint);
     writeSummaryJson(json, summary);
   });
   os << "\n";

@@ -268,6 +268,8 @@ private:
   DefaultTimingManager timingManager;
   TimingScope timing;
   std::chrono::steady_clock::time_point start;
+  /// --analyze with a mesh: what the fit check measured, for the report.
+  std::optional<trn::MeshFootprint> measuredFootprint;
 };
 
 trn::GraphCompileRequest TrnCC::request() {
@@ -292,6 +294,7 @@ trn::GraphCompileRequest TrnCC::request() {
                                  bool fits) {
     // With --json, stdout is the JSON alone: a pipeline's per-stage lines
     // go to stderr.
+    measuredFootprint = footprint;
     llvm::raw_ostream &out = options.json ? llvm::errs() : llvm::outs();
     if (footprint.pipelined || (fits && !options.json))
       for (const std::string &line : trn::meshFootprintLines(footprint))
@@ -337,6 +340,7 @@ int TrnCC::run() {
       trn::compileReportOf(result, options.analyze ? "analyze" : "compile");
   report.graphPath = options.graphPath;
   report.flags = options.codegenArgs;
+  report.meshFootprint = measuredFootprint;
   if (options.analyze)
     return this->report(*result.program, report);
 

@@ -541,8 +541,11 @@ int runPipelineCommand(const MeshCommand &command,
     fragments += run.fragmentsRun;
     replayed += run.fragmentsReplayed;
   }
+  // A rank that never waits computes its whole clock: the sum of its
+  // fragments' times may exceed it by rounding (-1e-12), not a bubble.
   const double bubble =
-      step > 0 ? 1.0 - compute / (step * double(runs.size())) : 0.0;
+      step > 0 ? std::max(0.0, 1.0 - compute / (step * double(runs.size())))
+               : 0.0;
   // FLOP/ns = TFLOP/s * 1e3.
   const double mfu = step > 0 ? flops / (step * double(runs.size()) *
                                          target->peakBf16Tflops() * 1e3)

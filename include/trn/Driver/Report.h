@@ -70,6 +70,8 @@ struct CompileReport {
   double compileSeconds = 0;
   double elapsedSeconds = 0;
   int64_t peakMemoryBytes = 0;
+  /// --analyze with a mesh: one rank's HBM per stage ("mesh_hbm").
+  std::optional<MeshFootprint> meshFootprint;
 };
 
 /// The report of a compile in `mode` ("compile", or "analyze", which uses no
