@@ -174,6 +174,7 @@ void mlir::trn::buildPartitionPipeline(OpPassManager &pm,
     pm.addPass(trn::partition::createDistPipelineStages(stages));
     pm.addPass(trn::partition::createDistPipelineSplit(
         pipelineSplitOptionsFor(options)));
+    pm.addPass(trn::partition::createDistCombineAllReduces());
   }
 }
 

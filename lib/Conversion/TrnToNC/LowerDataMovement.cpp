@@ -97,6 +97,21 @@ LogicalResult Lowering::copy(Operation *op, ArrayRef<int64_t> iterShape,
     d.strides = {0};
     rank = 1;
   }
+  if (rank == 1 && s.strides[0] == 1 && d.strides[0] == 1 &&
+      shape[0] >= kPartitions) {
+    // A contiguous run (a bucket of gradients, flattened): on every
+    // partition, a run of its own, and the rest after them.
+    int64_t perPartition = shape[0] / kPartitions;
+    int64_t main = perPartition * kPartitions;
+    if (failed(copy(op, {kPartitions, perPartition},
+                    Side{s.tensor, s.offset, {perPartition, 1}},
+                    Side{d.tensor, d.offset, {perPartition, 1}})))
+      return failure();
+    if (main == shape[0])
+      return success();
+    return copy(op, {shape[0] - main}, Side{s.tensor, s.offset + main, {1}},
+                Side{d.tensor, d.offset + main, {1}});
+  }
   if (rank == 1) {
     shape.insert(shape.begin(), 1);
     s.strides.insert(s.strides.begin(), 0);
