@@ -189,12 +189,17 @@ void BucketCombiner::rewrite(ArrayRef<dist::AllReduceOp> bucket,
   Location loc = builder.getFusedLoc(llvm::to_vector(llvm::map_range(
       bucket, [](dist::AllReduceOp op) { return op.getLoc(); })));
   Type element = lead.getType().getElementType();
+  // Rank-1 members need no reshape.
+  auto reshaped = [&](Location loc, Value value, Type type) -> Value {
+    return value.getType() == type
+               ? value
+               : builder.create<ReshapeOp>(loc, type, value).getResult();
+  };
   SmallVector<Value> flat;
   for (dist::AllReduceOp member : bucket) {
     int64_t size = member.getType().getNumElements();
-    flat.push_back(builder.create<ReshapeOp>(
-        member.getLoc(), RankedTensorType::get({size}, element),
-        member.getInput()));
+    flat.push_back(reshaped(member.getLoc(), member.getInput(),
+                            RankedTensorType::get({size}, element)));
   }
   Value joined = builder.create<ConcatenateOp>(loc, flat, /*dim=*/0);
   auto reducedOp = builder.create<dist::AllReduceOp>(
@@ -208,9 +213,8 @@ void BucketCombiner::rewrite(ArrayRef<dist::AllReduceOp> bucket,
     Value part = builder.create<SliceOp>(
         member.getLoc(), reduced, ArrayRef<int64_t>{offset},
         ArrayRef<int64_t>{offset + size}, ArrayRef<int64_t>{1});
-    Value shaped =
-        builder.create<ReshapeOp>(member.getLoc(), member.getType(), part);
-    member.getResult().replaceAllUsesWith(shaped);
+    member.getResult().replaceAllUsesWith(
+        reshaped(member.getLoc(), part, member.getType()));
     member.erase();
     offset += size;
   }
