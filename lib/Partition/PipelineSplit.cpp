@@ -91,6 +91,15 @@ private:
   bool perExample(Value value);
   /// `value`'s op made again in `into` from its operands there.
   FailureOr<Value> remake(Fragment &into, Value value);
+  /// Selective recomputation: whether the backward of `value`'s stage makes
+  /// it again rather than having it stashed (remadeFrom).
+  bool remadeInBackward(Value value);
+  /// What the backward must be given to make `value` again (0 for a step
+  /// argument, which it takes itself), at most `value`'s own bytes.
+  int64_t remadeFrom(Value value, int64_t stage, int depth);
+  /// Whether the op making `value` may run again in `stage`'s backward:
+  /// it is that stage's forward's.
+  bool remakeable(Value value, int64_t stage);
   FailureOr<bool> overWholeBatch(Fragment &into, Operation &collective);
   LogicalResult splitResults();
   LogicalResult checkSchedule();
@@ -118,6 +127,7 @@ private:
   std::map<std::pair<Fragment *, Value>, int64_t, std::less<>> accumulators;
   llvm::DenseMap<Value, int64_t> accumulatorOf;
   llvm::DenseMap<Value, bool> perExampleValues;
+  llvm::DenseMap<Value, int64_t> remadeBytes;
   /// Per fragment: a per-example argument's every microbatch.
   std::map<std::pair<Fragment *, unsigned>, Value> wholeArguments;
   int64_t nextStash = 0, nextAccumulator = 0, nextTag = 0;
@@ -131,6 +141,62 @@ Operation *cloneUnmarked(OpBuilder &builder, Operation &op,
   copy->removeAttr(dist::DistDialect::getStageAttrName());
   copy->removeAttr(dist::DistDialect::getPhaseAttrName());
   return copy;
+}
+
+bool Splitter::remakeable(Value value, int64_t stage) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getNumResults() != 1 || def->getNumRegions() != 0 ||
+      !isMemoryEffectFree(def))
+    return false;
+  auto it = placed.find(def);
+  if (it == placed.end() || it->second->phase != Forward ||
+      it->second->stage != stage)
+    return false;
+  if (isa<dist::DistDialect>(def->getDialect()))
+    return isa<dist::AllGatherOp>(def);
+  // A matmul only when its result is far larger than its operands (the
+  // attention scores, [heads, S, S] from [heads, S, d]), never a projection.
+  if (isa<DotGeneralOp>(def)) {
+    int64_t operands = 0;
+    for (Value operand : def->getOperands())
+      operands += tensorBytes(operand.getType());
+    return tensorBytes(value.getType()) >= 8 * operands;
+  }
+  return true;
+}
+
+int64_t Splitter::remadeFrom(Value value, int64_t stage, int depth) {
+  if (isa<BlockArgument>(value))
+    return 0;
+  int64_t own = tensorBytes(value.getType());
+  Operation *def = value.getDefiningOp();
+  if (!stageOf(def) && phaseOf(def).empty())
+    return 0; // a constant, made where it is used
+  if (depth == 0 || !remakeable(value, stage))
+    return own;
+  if (auto it = remadeBytes.find(value); it != remadeBytes.end())
+    return it->second;
+  int64_t operands = 0;
+  for (Value operand : def->getOperands())
+    operands += remadeFrom(operand, stage, depth - 1);
+  int64_t bytes = std::min(own, operands);
+  remadeBytes[value] = bytes;
+  return bytes;
+}
+
+bool Splitter::remadeInBackward(Value value) {
+  // Megatron-LM's selective recomputation: what costs the stash much and
+  // the backward little, an all-gathered activation under sequence
+  // parallelism (its shard is stashed) and the attention core (from the q
+  // and k the backward needs anyway): at most a quarter of its bytes.
+  constexpr int kDepth = 8;
+  auto it = placed.find(value.getDefiningOp());
+  if (it == placed.end() || !remakeable(value, it->second->stage))
+    return false;
+  int64_t operands = 0;
+  for (Value operand : value.getDefiningOp()->getOperands())
+    operands += remadeFrom(operand, it->second->stage, kDepth);
+  return 4 * operands <= tensorBytes(value.getType());
 }
 
 FailureOr<Value> Splitter::remake(Fragment &into, Value value) {
@@ -420,7 +486,7 @@ FailureOr<Value> Splitter::get(Fragment &into, Value value) {
     if (from.phase != Forward || into.phase != Backward)
       return def->emitError("dist-pipeline-split: a backward value flows "
                             "into the forward");
-    if (recompute) {
+    if (recompute || remadeInBackward(value)) {
       // Made again here from its own inputs (recomputed in turn, or what
       // the stage received, which is stashed), right before its first use.
       return remake(into, value);
