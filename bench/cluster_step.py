@@ -36,18 +36,20 @@ does not, but 1024 at GPT-3 23B's dp 32 is issue 31's 32 microbatches and
 reproduces AWS's 100 seq/s); the tutorials' smaller clusters run 32
 microbatches a replica:
 
+Every tensor-parallel row runs with sequence parallelism (--sequence-parallel,
+as NxD and NeMo run these models; AWS's table does not say) and the
+compiler's selective recomputation; without sequence parallelism trn's fit
+check refuses the GPT-3 plans (stage 0: 23B 17.4 GiB, 46B 22.3, 175B 31.2).
+
 - gpt3-23b-dp4 / -dp32: tp 8, pp 4, 28 layers at hidden 8192, seq 2048;
   AWS 100 seq/s, 29.65% MFU at dp 32 (32 nodes);
 - gpt3-46b-dp4 / -dp16: the same at 56 layers, pp 8; AWS 47.2 seq/s, 27.7%
   (dp 16: 64 microbatches);
 - gpt3-175b-dp1 / -dp4: 96 layers at hidden 12288, tp 32, pp 8; AWS 12.7
   seq/s, 33.14% at dp 4 (32 nodes; 256 microbatches);
-- gpt3-*-sp: the AWS rows with --sequence-parallel (AWS's table does not
-  say whether its runs split the layer norms and residuals along the
-  sequence);
-- llama3-70b-dp2 / -dp4: tp 32, pp 8, seq 8192, ZeRO-1, selective
-  recomputation, sequence parallelism, 1024 sequences a step; AWS (Llama
-  3.1 70B, 32 nodes) 7.94 seq/s;
+- llama3-70b-dp2 / -dp4: tp 32, pp 8, seq 8192, 1024 sequences a step; AWS
+  (Llama 3.1 70B, 32 nodes) 7.94 seq/s. The tutorial's ZeRO-1 is not used
+  (the plan fits without it);
 - bert-large-dp32 / -dp512: BERT-large phase 1 (seq 128) as AWS's tutorial
   runs it, 16 sequences a core and 32 accumulated micro-steps, no tensor or
   pipeline parallelism, on 1 and 16 nodes; AWS 29.07% (1 node) and 25.83%
@@ -56,10 +58,7 @@ microbatches a replica:
   does not say how it counts BERT's FLOPs: here 6 N per token plus
   bidirectional attention, 12 L S h per token;
 - llama31-8b-dp32: tp 32, dp 32, seq 8192, 32 accumulated microbatches of
-  one sequence a replica (1024 a step), sequence parallelism and
-  recomputation (without it the fit check counts 17.0 GiB a rank: a whole
-  forward's stash, 6 GiB, beside 6.3 GiB of intermediates); AWS (32 nodes)
-  47.95 seq/s.
+  one sequence a replica (1024 a step); AWS (32 nodes) 47.95 seq/s.
 """
 import argparse
 import json
@@ -78,51 +77,40 @@ CORES_PER_NODE = 32
 PUBLISHED_PEAK_PER_CORE = 3040e12 / CORES_PER_NODE
 GPT3_175B = ["--config", "gpt3-23b", "--layers", "96", "--hidden", "12288", "--heads", "96",
              "--ffn", "49152"]
-LLAMA_FLAGS = ["--recompute-activations", "--sequence-parallel"]
+#: Sequence parallelism, as NxD and NeMo run these models: without it the fit
+#: check refuses the GPT-3 plans (stage 0 of 23B needs 17.4 GiB, 46B 22.3,
+#: 175B 31.2 against a core's 16). Recomputation is the compiler's selective
+#: one (Megatron-LM's: all-gathered activations and attention scores).
+SP = ["--sequence-parallel"]
 
 CONFIGS = {
     "gpt3-23b-dp4": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
-                     "mesh": "dp=4,tp=8,pp=4", "microbatches": 32},
+                     "mesh": "dp=4,tp=8,pp=4", "microbatches": 32, "flags": SP},
     "gpt3-23b-dp32": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
-                      "mesh": "dp=32,tp=8,pp=4", "microbatches": 32,
+                      "mesh": "dp=32,tp=8,pp=4", "microbatches": 32, "flags": SP,
                       "aws": {"seq_per_s": 100.0, "mfu": 0.2965}},
-    # The AWS rows again with sequence parallelism (--sequence-parallel:
-    # the layer norms, dropout and residuals split over tp along the
-    # sequence; AWS's table does not say whether its GPT-3 runs used it).
-    "gpt3-23b-dp32-sp": {"script": "gpt.py", "args": ["--config", "gpt3-23b"],
-                         "mesh": "dp=32,tp=8,pp=4", "microbatches": 32,
-                         "flags": ["--sequence-parallel"],
-                         "aws": {"seq_per_s": 100.0, "mfu": 0.2965}},
     "gpt3-46b-dp4": {"script": "gpt.py", "args": ["--config", "gpt3-23b", "--layers", "56"],
-                     "mesh": "dp=4,tp=8,pp=8", "microbatches": 32},
+                     "mesh": "dp=4,tp=8,pp=8", "microbatches": 32, "flags": SP},
     "gpt3-46b-dp16": {"script": "gpt.py", "args": ["--config", "gpt3-23b", "--layers", "56"],
-                      "mesh": "dp=16,tp=8,pp=8", "microbatches": 64,
+                      "mesh": "dp=16,tp=8,pp=8", "microbatches": 64, "flags": SP,
                       "aws": {"seq_per_s": 47.2, "mfu": 0.277}},
-    "gpt3-46b-dp16-sp": {"script": "gpt.py", "args": ["--config", "gpt3-23b", "--layers", "56"],
-                         "mesh": "dp=16,tp=8,pp=8", "microbatches": 64,
-                         "flags": ["--sequence-parallel"],
-                         "aws": {"seq_per_s": 47.2, "mfu": 0.277}},
     "gpt3-175b-dp1": {"script": "gpt.py", "args": GPT3_175B,
-                      "mesh": "dp=1,tp=32,pp=8", "microbatches": 32},
+                      "mesh": "dp=1,tp=32,pp=8", "microbatches": 32, "flags": SP},
     "gpt3-175b-dp4": {"script": "gpt.py", "args": GPT3_175B,
-                      "mesh": "dp=4,tp=32,pp=8", "microbatches": 256,
+                      "mesh": "dp=4,tp=32,pp=8", "microbatches": 256, "flags": SP,
                       "aws": {"seq_per_s": 12.7, "mfu": 0.3314}},
-    "gpt3-175b-dp4-sp": {"script": "gpt.py", "args": GPT3_175B,
-                         "mesh": "dp=4,tp=32,pp=8", "microbatches": 256,
-                         "flags": ["--sequence-parallel"],
-                         "aws": {"seq_per_s": 12.7, "mfu": 0.3314}},
     "llama3-70b-dp2": {"script": "llama.py", "args": ["--config", "llama3-70b"],
-                       "mesh": "dp=2,tp=32,pp=8", "microbatches": 512, "flags": LLAMA_FLAGS},
+                       "mesh": "dp=2,tp=32,pp=8", "microbatches": 512, "flags": SP},
     "llama3-70b-dp4": {"script": "llama.py", "args": ["--config", "llama3-70b"],
-                       "mesh": "dp=4,tp=32,pp=8", "microbatches": 256, "flags": LLAMA_FLAGS,
+                       "mesh": "dp=4,tp=32,pp=8", "microbatches": 256, "flags": SP,
                        "aws": {"seq_per_s": 7.94}},
     "bert-large-dp32": {"script": "bert.py", "args": ["--config", "bert-large"], "batch": 16,
                         "mesh": "dp=32", "microbatches": 32, "aws": {"mfu": 0.2907}},
     "bert-large-dp512": {"script": "bert.py", "args": ["--config", "bert-large"], "batch": 16,
                          "mesh": "dp=512", "microbatches": 32, "aws": {"mfu": 0.2583}},
     "llama31-8b-dp32": {"script": "llama.py", "args": ["--config", "llama31-8b"],
-                        "mesh": "dp=32,tp=32", "microbatches": 32,
-                        "flags": LLAMA_FLAGS, "aws": {"seq_per_s": 47.95}},
+                        "mesh": "dp=32,tp=32", "microbatches": 32, "flags": SP,
+                        "aws": {"seq_per_s": 47.95}},
 }
 
 
