@@ -28,9 +28,9 @@ using namespace mlir::trn;
 
 namespace {
 
-/// Outside an update, the most ops a bucket may move up to its all-reduce:
-/// enough for a loss and its label count (a cross-entropy's reductions),
-/// not for a layer.
+/// Outside an update, where only scalar all-reduces are combined, the most
+/// ops a bucket may move up to its all-reduce: enough for a loss and its
+/// label count (a cross-entropy's reductions), not for a layer.
 constexpr int64_t kMaxMovedOutsideUpdate = 64;
 
 /// All-reduces that can be one: the same group, reduction and element type.
@@ -128,9 +128,14 @@ BucketCombiner::after(const llvm::SetVector<Operation *> &slice,
 
 bool BucketCombiner::combineOne() {
   SmallVector<dist::AllReduceOp> candidates;
-  for (auto op : block.getOps<dist::AllReduceOp>())
-    if (!combined.contains(op))
-      candidates.push_back(op);
+  for (auto op : block.getOps<dist::AllReduceOp>()) {
+    // Outside an update only scalars (a loss, a label count): a layer's
+    // gradient all-reduces combined across layers would make the layers
+    // differ, and trn-outline-layers compile each of them.
+    if (combined.contains(op) || (maxMoved >= 0 && op.getType().getRank() != 0))
+      continue;
+    candidates.push_back(op);
+  }
   for (size_t first = 0; first < candidates.size(); ++first) {
     dist::AllReduceOp lead = candidates[first];
     int64_t elements = lead.getType().getNumElements();

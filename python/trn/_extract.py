@@ -123,7 +123,7 @@ class Extractor:
             self.window_brought_new_graph = False
         if self.max_steps is not None:
             done = self.steps >= self.max_steps
-            why = f"{self.max_steps} step calls ({ENV_MAX_STEPS})"
+            why = f"{ENV_MAX_STEPS}={self.max_steps}"
         else:
             # Whole optimizer steps, so that the micro-steps of a long
             # accumulation window do not end it before its update graph.
@@ -131,8 +131,10 @@ class Extractor:
             why = "two optimizer steps in a row brought no new graph"
         if done:
             sys.stdout.flush()
-            print(f"trn: extraction done after {self.steps} step calls ({why}): "
-                  f"{len(self.seen_keys)} distinct graphs listed in "
+            calls = "1 step call" if self.steps == 1 else f"{self.steps} step calls"
+            graphs = len(self.seen_keys)
+            print(f"trn: extraction done after {calls} ({why}): "
+                  f"{graphs} distinct graph{'' if graphs == 1 else 's'} listed in "
                   f"{self.manifest}", file=sys.stderr, flush=True)
             raise ExtractionStop(0)
 

@@ -590,7 +590,11 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
   }
   if (duration > 0.0) {
     // Per kind, the union of busy intervals (starts are non-decreasing).
-    auto &busy = kindBusy[size_t(inst.kind) % kNumInstructionKinds];
+    InstructionKind kind = inst.opcode == Opcode::Send ||
+                                   inst.opcode == Opcode::Recv
+                               ? InstructionKind::Transfer
+                               : inst.kind;
+    auto &busy = kindBusy[size_t(kind) % kNumInstructionKinds];
     if (!busy.empty() && start <= busy.back().second)
       busy.back().second = std::max(busy.back().second, end);
     else
@@ -692,7 +696,7 @@ void Scheduler::finish() {
        {InstructionKind::Attention, InstructionKind::Matmul,
         InstructionKind::Optimizer, InstructionKind::Elementwise,
         InstructionKind::DataMovement, InstructionKind::Collective,
-        InstructionKind::Other}) {
+        InstructionKind::Transfer, InstructionKind::Other}) {
     const Intervals &busy = kindBusy[size_t(kind)];
     stats.kindNs[size_t(kind)] = measure(busy) - overlap(busy, covered);
     unite(covered, busy, core.unitedScratch);

@@ -91,3 +91,19 @@ func.func @step.s0.forward(%losses: tensor<8xf32>, %kept: tensor<8xf32>) -> tens
   %loss = trn.div %total, %all : tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// Outside an update a layer's gradient all-reduces (over tp, under
+// sequence parallelism) are left alone: combined across layers they would
+// make the layers differ.
+// CHECK-LABEL: func.func @step.s0.backward
+// CHECK-COUNT-2: dist.all_reduce sum %{{.*}} on @mesh axes = ["tp"] : tensor<8xf32>
+// CHECK-NOT: trn.concatenate
+dist.mesh @mesh <dp = 2, tp = 2>
+func.func @step.s0.backward(%g0: tensor<8xf32>, %g1: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+    attributes {dist.phase = "backward", dist.spmd} {
+  %r0 = dist.all_reduce sum %g0 on @mesh axes = ["tp"] : tensor<8xf32>
+  %r1 = dist.all_reduce sum %g1 on @mesh axes = ["tp"] : tensor<8xf32>
+  return %r0, %r1 : tensor<8xf32>, tensor<8xf32>
+}

@@ -198,7 +198,9 @@ def DistCombineAllReduces : Pass<"dist-combine-all-reduces", "::mlir::ModuleOp">
     costs a ring of 2 (n - 1) steps whatever its size (10 us a step across
     instances on trn1), so one per gradient tensor (BERT-large: 390) is
     latency, not bandwidth; a bucket pays it once. The default is
-    Megatron-LM's smallest gradient bucket, 40 M elements. The ops each
+    Megatron-LM's smallest gradient bucket, 40 M elements. Outside an
+    update only scalar all-reduces combine (a loss and its label count),
+    moving at most 64 ops: a layer's stay the layer's own. The ops each
     member's input is computed from move up to the bucket's all-reduce,
     before the first use of any member's result; an all-reduce whose input
     depends on a bucket member's result starts another bucket.
