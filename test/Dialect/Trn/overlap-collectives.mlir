@@ -108,3 +108,21 @@ func.func @fill_uncovered(%dy: tensor<4096x2048xf32>, %w1: tensor<2048x2048xf32>
   %d = trn.dot_general %ag, %w2, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4096x2048xf32>, tensor<2048x2048xf32>) -> tensor<4096x2048xf32>
   return %g1, %g2, %d : tensor<2048x2048xf32>, tensor<2048x2048xf32>, tensor<4096x2048xf32>
 }
+
+// A pipeline backward: an all-gather of a plain argument (a ZeRO-1 shard)
+// moves to the start, one of a stashed shard (selective recomputation
+// gathers it again where it is first needed) stays: hoisted, every layer's
+// gathered copy would be held through the whole backward.
+// CHECK-LABEL: func.func @stashed_shard
+// CHECK-NEXT: %[[P:.*]] = dist.all_gather %arg1
+// CHECK-NEXT: trn.dot_general %arg2, %arg3
+// CHECK-NEXT: dist.all_gather %arg0
+func.func @stashed_shard(%stash: tensor<1024x2048xf32> {dist.port = #dist.port<"stash", 0>},
+                         %shard: tensor<1024x2048xf32>, %dy: tensor<4096x2048xf32>,
+                         %w: tensor<2048x2048xf32>)
+    -> (tensor<4096x2048xf32>, tensor<4096x2048xf32>, tensor<4096x2048xf32>) {
+  %a = trn.dot_general %dy, %w, batching_dims = [] x [], contracting_dims = [1] x [0] : (tensor<4096x2048xf32>, tensor<2048x2048xf32>) -> tensor<4096x2048xf32>
+  %x = dist.all_gather %stash on @mesh axes = ["tp"] dim = 0 : tensor<1024x2048xf32> -> tensor<4096x2048xf32>
+  %p = dist.all_gather %shard on @mesh axes = ["tp"] dim = 0 : tensor<1024x2048xf32> -> tensor<4096x2048xf32>
+  return %a, %x, %p : tensor<4096x2048xf32>, tensor<4096x2048xf32>, tensor<4096x2048xf32>
+}

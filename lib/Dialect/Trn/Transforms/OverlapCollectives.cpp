@@ -237,10 +237,21 @@ struct OverlapCollectives
     // instead of after it), but behind a collective that follows with no
     // matmul in between: the Sync engine runs collectives in order, and
     // that one is what the compute engines are about to wait for.
+    // A stashed shard is gathered again where it is first needed (the
+    // pipeline's selective recomputation): hoisted, every layer's gathered
+    // copy would be held through the whole backward.
+    auto stashed = [&](Value v) {
+      auto argument = dyn_cast<BlockArgument>(v);
+      if (!argument || argument.getOwner() != &block)
+        return false;
+      auto port = getOperation().getArgAttrOfType<dist::PortAttr>(
+          argument.getArgNumber(), dist::DistDialect::getPortAttrName());
+      return port && port.getKind() == "stash";
+    };
     for (Operation *collective : collectives) {
       bool ofArguments = collective->getNumOperands() > 0 &&
-                         llvm::all_of(collective->getOperands(), [](Value v) {
-                           return isa<BlockArgument>(v);
+                         llvm::all_of(collective->getOperands(), [&](Value v) {
+                           return isa<BlockArgument>(v) && !stashed(v);
                          });
       if (isa<dist::SendOp, dist::RecvOp>(collective) ||
           (!isa<dist::AllReduceOp>(collective) && !ofArguments))

@@ -190,7 +190,10 @@ def TrnOverlapCollectives : Pass<"trn-overlap-collectives",
     producer (a replicated weight's gradient is summed while the backward
     goes on), or behind the next collective if no matmul comes before that
     one (the Sync engine runs collectives in order, and the compute engines
-    are about to wait for it). Small values computed from the arguments
+    are about to wait for it). A collective of the arguments alone moves to
+    the start, but not one of a stashed shard (a pipeline backward's
+    selective recomputation gathers it where it is first needed: hoisted,
+    every layer's gathered copy would be held through the whole backward). Small values computed from the arguments
     alone (the learning rate's negation, which every weight's update reads)
     move to the start first, so that they do not hold those matmuls back.
     Last, a collective that no matmul overlaps (in a partitioned backward,
