@@ -17,7 +17,8 @@ state repeats recorded timelines (docs/simulator.md, "Reused timelines").
 
 Per configuration it prints the step time, the cluster's sequences/s, the
 split of a rank's step by what runs (matmul, attention, elementwise,
-optimizer, data movement, collectives and transfers with their waits, idle),
+optimizer, data movement, collectives, transfers between stages with their
+waits, idle),
 the MFU as AWS counts it (model FLOPs: 6 N per token plus causal attention,
 6 L S h, no recomputation; over the published 95 bf16 TFLOPS a core for the
 step) and as trn-run counts it (every matmul the ranks ran, recomputation
@@ -26,7 +27,8 @@ and the ratio, the ranks' idle share (pipeline bubbles, waits for transfers
 and collectives), one rank's HBM per stage as trn-cc's fit check counts it
 (`--analyze --json`: parameters, optimizer state, gradient accumulators,
 the stashes in flight, peak intermediates) against a core's 16 GiB, and
-the largest compiled fragment's,
+the largest compiled forward fragment's layout (a stage's compile report
+describes its forward),
 the compile time per stage, and the simulation's wall time and peak memory;
 the same as JSON.
 
@@ -253,7 +255,7 @@ def run_config(bin_dir: pathlib.Path, name: str, config: dict, work: pathlib.Pat
         "fragment_runs": report.get("fragment_runs"),
         "fragment_runs_replayed": report.get("fragment_runs_replayed"),
         "max_stage_hbm_gib": max(fit["stage_hbm_gib"]),
-        "max_fragment_hbm_gib": max(row["hbm_gib"] for row in stages),
+        "max_forward_fragment_hbm_gib": max(row["hbm_gib"] for row in stages),
         "max_stage_compile_s": max(row["compile_s"] for row in stages),
     })
     aws = config.get("aws")
@@ -302,8 +304,8 @@ def main() -> None:
               f"{r['simulation_wall_s']:>6.1f} {r['simulation_peak_gib']:>7.2f}")
     print("(!: over a core's 16 GiB by trn-cc's fit check, whose count of intermediates "
           "knows no fusion)")
-    print("\nwhere a rank's step goes (every simulated rank's time, by what runs; the collective "
-          "kind includes transfers between stages and their waits; idle: between instructions)")
+    print("\nwhere a rank's step goes (every simulated rank's time, by what runs; transfer: "
+          "send and recv between stages with their waits; idle: between instructions)")
     for r in results:
         if "time_by_kind" in r:
             split = ", ".join(f"{kind} {100 * share:.1f}%"
