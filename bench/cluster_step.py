@@ -41,7 +41,7 @@ microbatches a replica:
 Every tensor-parallel row runs with sequence parallelism (--sequence-parallel,
 as NxD and NeMo run these models; AWS's table does not say) and the
 compiler's selective recomputation; without sequence parallelism trn's fit
-check refuses the GPT-3 plans (stage 0: 23B 17.4 GiB, 46B 22.3, 175B 31.2).
+check refuses the GPT-3 plans (stage 0: 23B 16.5 GiB, 46B 21.4, 175B 30.7).
 
 - gpt3-23b-dp4 / -dp32: tp 8, pp 4, 28 layers at hidden 8192, seq 2048;
   AWS 100 seq/s, 29.65% MFU at dp 32 (32 nodes);
@@ -81,8 +81,8 @@ PUBLISHED_PEAK_PER_CORE = 3040e12 / CORES_PER_NODE
 GPT3_175B = ["--config", "gpt3-23b", "--layers", "96", "--hidden", "12288", "--heads", "96",
              "--ffn", "49152"]
 #: Sequence parallelism, as NxD and NeMo run these models: without it the fit
-#: check refuses the GPT-3 plans (stage 0 of 23B needs 17.4 GiB, 46B 22.3,
-#: 175B 31.2 against a core's 16). Recomputation is the compiler's selective
+#: check refuses the GPT-3 plans (stage 0 of 23B needs 16.5 GiB, 46B 21.4,
+#: 175B 30.7 against a core's 16). Recomputation is the compiler's selective
 #: one (Megatron-LM's: all-gathered activations and attention scores).
 SP = ["--sequence-parallel"]
 
@@ -174,8 +174,7 @@ def stage_footprints(bin_dir: pathlib.Path, graph: pathlib.Path, config: dict) -
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         # A plan over a core's HBM by the check's count is still simulated,
-        # and said to be over (the count of intermediates is an upper bound:
-        # it knows no fusion).
+        # and said to be over (the count of intermediates is an upper bound).
         message = (proc.stderr.strip().splitlines() or ["?"])[-1]
         over = re.search(r"does not fit: stage \d+'s rank needs ([0-9.]+) GiB", message)
         if not over:
@@ -302,8 +301,8 @@ def main() -> None:
               f"{r['max_stage_hbm_gib']:>6.2f}{'' if r['fits'] else '!'} "
               f"{r['max_stage_compile_s']:>5.1f} "
               f"{r['simulation_wall_s']:>6.1f} {r['simulation_peak_gib']:>7.2f}")
-    print("(!: over a core's 16 GiB by trn-cc's fit check, whose count of intermediates "
-          "knows no fusion)")
+    print("(!: over a core's 16 GiB by trn-cc's fit check, an upper bound: it counts "
+          "every value a fragment's graph keeps alive at once)")
     print("\nwhere a rank's step goes (every simulated rank's time, by what runs; transfer: "
           "send and recv between stages with their waits; idle: between instructions)")
     for r in results:

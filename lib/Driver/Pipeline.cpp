@@ -580,18 +580,26 @@ mlir::trn::measureMeshFootprint(ModuleOp module,
   MeshFootprint footprint;
   footprint.mesh = meshTextOf(options);
   footprint.pipelined = options.pipelined();
+  // The intermediates counted are those the lowering gets: after the graph
+  // passes (fusion), with each layer kept in place (not outlined).
+  CompileOptions graphOnly = options;
+  graphOnly.layerReuse = false;
+  graphOnly.timing = nullptr;
+  auto graphPasses = [&](OpPassManager &pm) {
+    buildTrnGraphPipeline(pm, graphOnly);
+  };
   if (footprint.pipelined) {
     FailureOr<std::vector<trn::partition::RankFootprint>> stages =
         trn::partition::partitionedPipelineFootprints(
             module, partitionOptionsFor(options), options.pp,
-            pipelineSplitOptionsFor(options));
+            pipelineSplitOptionsFor(options), graphPasses);
     if (failed(stages))
       return failure();
     footprint.stages = std::move(*stages);
   } else {
     FailureOr<trn::partition::RankFootprint> one =
-        trn::partition::partitionedFootprint(module,
-                                             partitionOptionsFor(options));
+        trn::partition::partitionedFootprint(
+            module, partitionOptionsFor(options), graphPasses);
     if (failed(one))
       return failure();
     footprint.stages.push_back(*one);

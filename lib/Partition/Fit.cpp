@@ -60,12 +60,15 @@ RankFootprint rankFootprint(func::FuncOp function) {
 }
 
 FailureOr<RankFootprint> partitionedFootprint(ModuleOp module,
-                                              const PartitionOptions &options) {
+                                              const PartitionOptions &options,
+                                              GraphPassesBuilder graphPasses) {
   OwningOpRef<ModuleOp> clone(module.clone());
   // Without pipeline stages the cuts mean nothing (nor cost a tensor).
   dropPipelineStageMarkers(*clone);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   addPartitionPasses(pm, options);
+  if (graphPasses)
+    graphPasses(pm);
   if (failed(pm.run(*clone)))
     return failure();
   for (auto function : clone->getOps<func::FuncOp>())
@@ -147,8 +150,8 @@ std::vector<RankFootprint> pipelineFootprints(ModuleOp module) {
 
 FailureOr<std::vector<RankFootprint>>
 partitionedPipelineFootprints(ModuleOp module, const PartitionOptions &options,
-                              int64_t pp,
-                              const DistPipelineSplitOptions &split) {
+                              int64_t pp, const DistPipelineSplitOptions &split,
+                              GraphPassesBuilder graphPasses) {
   OwningOpRef<ModuleOp> clone(module.clone());
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   addPartitionPasses(pm, options);
@@ -156,6 +159,8 @@ partitionedPipelineFootprints(ModuleOp module, const PartitionOptions &options,
   stages.pp = pp;
   pm.addPass(createDistPipelineStages(stages));
   pm.addPass(createDistPipelineSplit(split));
+  if (graphPasses)
+    graphPasses(pm);
   if (failed(pm.run(*clone)))
     return failure();
   return pipelineFootprints(*clone);

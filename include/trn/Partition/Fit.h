@@ -45,11 +45,18 @@ struct RankFootprint {
 /// function: then the single device's).
 RankFootprint rankFootprint(func::FuncOp function);
 
-/// Partitions a clone of `module` with `options` (the passes trn-cc runs)
-/// and returns the footprint of one rank of its first function; failure
-/// when partitioning fails (the pass's diagnostic names the problem).
-FailureOr<RankFootprint> partitionedFootprint(ModuleOp module,
-                                              const PartitionOptions &options);
+/// Adds the graph passes that run before the lowering (fusion: a fused
+/// group's inner values never reach HBM), so that the intermediates counted
+/// are those the lowering allocates; null counts the partitioned graph's.
+using GraphPassesBuilder = function_ref<void(OpPassManager &)>;
+
+/// Partitions a clone of `module` with `options` (the passes trn-cc runs),
+/// then runs `graphPasses`, and returns the footprint of one rank of its
+/// first function; failure when a pass fails (its diagnostic names the
+/// problem).
+FailureOr<RankFootprint>
+partitionedFootprint(ModuleOp module, const PartitionOptions &options,
+                     GraphPassesBuilder graphPasses = nullptr);
 
 /// One rank's footprint of each stage of a pipelined module
 /// (dist-pipeline-split's output), by stage: the step arguments its
@@ -60,12 +67,13 @@ std::vector<RankFootprint> pipelineFootprints(ModuleOp module);
 
 /// Partitions a clone of `module` with `options`, cuts it into `pp` stages
 /// and splits them with `split` (microbatches, schedule, recomputation: the
-/// passes trn-cc runs for --pp) and returns every stage's footprint;
-/// failure when a pass fails (its diagnostic names the problem).
+/// passes trn-cc runs for --pp), runs `graphPasses` on the fragments and
+/// returns every stage's footprint; failure when a pass fails (its
+/// diagnostic names the problem).
 FailureOr<std::vector<RankFootprint>>
 partitionedPipelineFootprints(ModuleOp module, const PartitionOptions &options,
-                              int64_t pp,
-                              const DistPipelineSplitOptions &split);
+                              int64_t pp, const DistPipelineSplitOptions &split,
+                              GraphPassesBuilder graphPasses = nullptr);
 
 } // namespace mlir::trn::partition
 
