@@ -17,6 +17,16 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "py
     else sys.executable
 
 
+def selected(names: str, known: dict, what: str) -> list:
+    """The comma-separated `names` a bench was asked for, each one of `known`;
+    an unknown one ends the bench with one line listing the known ones."""
+    chosen = [n for n in names.split(",") if n]
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        sys.exit(f"bench: unknown {what} {unknown[0]!r}; known: {', '.join(known)}")
+    return chosen
+
+
 def build_bin(tool: str = "trn-cc") -> pathlib.Path:
     """The bin directory of the build ($TRN_BUILD_DIR, else build/) that has `tool`."""
     for candidate in (os.environ.get("TRN_BUILD_DIR"), ROOT / "build"):

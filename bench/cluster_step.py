@@ -71,7 +71,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import PYTHON, ROOT, build_bin, extract_graph, write_results
+from benchlib import PYTHON, ROOT, build_bin, extract_graph, selected, write_results
 
 CORES_PER_NODE = 32
 #: AWS's MFU is over the published peak: 3,040 bf16 TFLOPS per trn1.32xlarge
@@ -272,10 +272,7 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--json", default="bench-cluster-step.json")
     options = parser.parse_args()
-    names = [n for n in options.configs.split(",") if n]
-    unknown = [n for n in names if n not in CONFIGS]
-    if unknown:
-        sys.exit(f"bench: unknown configuration {unknown[0]!r}; known: {', '.join(CONFIGS)}")
+    names = selected(options.configs, CONFIGS, "configuration")
     bin_dir = build_bin()
     results = []
     for name in names:

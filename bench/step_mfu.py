@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import build_bin, make_graph
+from benchlib import build_bin, make_graph, selected
 #: trn1's HBM bandwidth per NeuronCore, and what its 16 DMA engines move
 #: (runtime/lib/Target.cpp: 410 and 16 x 17 bytes per ns).
 HBM_BYTES_PER_S = 410e9
@@ -226,10 +226,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--json", default="bench-step-mfu.json")
     args = parser.parse_args(argv)
-    names = [n for n in args.cases.split(",") if n]
-    unknown = [n for n in names if n not in CASES]
-    if unknown:
-        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    names = selected(args.cases, CASES, "case")
     bin_dir = build_bin()
     rows = []
     for name in names:

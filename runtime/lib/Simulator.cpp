@@ -590,10 +590,10 @@ bool Scheduler::issue(unsigned streamIndex, double start) {
   }
   if (duration > 0.0) {
     // Per kind, the union of busy intervals (starts are non-decreasing).
-    InstructionKind kind = inst.opcode == Opcode::Send ||
-                                   inst.opcode == Opcode::Recv
-                               ? InstructionKind::Transfer
-                               : inst.kind;
+    InstructionKind kind =
+        inst.opcode == Opcode::Send || inst.opcode == Opcode::Recv
+            ? InstructionKind::Transfer
+            : inst.kind;
     auto &busy = kindBusy[size_t(kind) % kNumInstructionKinds];
     if (!busy.empty() && start <= busy.back().second)
       busy.back().second = std::max(busy.back().second, end);
