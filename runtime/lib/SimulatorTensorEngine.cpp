@@ -18,34 +18,113 @@ namespace sim {
 
 namespace {
 
-/// Whether the [rows, columns] block at `data` (row pitch `pitch`) holds a
-/// subnormal.
-bool hasSubnormal(const float *data, int64_t rows, int64_t columns,
-                  int64_t pitch) {
-  bool found = false;
-  for (int64_t r = 0; r < rows && !found; ++r) {
-    const float *row = data + r * pitch;
-    for (int64_t c = 0; c < columns; ++c)
-      found |= row[c] != 0.0f && std::fabs(row[c]) < FLT_MIN;
+/// The binary exponents of a block's nonzero values, from their exponent
+/// fields: the largest (floor(log2 |x|)) and the smallest, counting every
+/// subnormal as 2^-149. Computed without branches on the values (it runs on
+/// every matmul operand).
+struct ExponentRange {
+  int highest = -150, lowest = 128;
+  bool subnormal() const { return lowest < -126; }
+  /// NaN or infinity among the values.
+  bool nonFinite() const { return highest > 127; }
+};
+
+ExponentRange exponentRange(const float *data, int64_t rows, int64_t columns,
+                            int64_t pitch) {
+  // Exponent fields; a zero counts as 0x1ff (above any field), a subnormal's
+  // field is 0. Signed ints and selects on locals: the loop vectorizes.
+  int32_t highest = 0, lowest = 0x1ff;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint32_t *row = reinterpret_cast<const uint32_t *>(data + r * pitch);
+    int32_t rowHighest = highest, rowLowest = lowest;
+    for (int64_t c = 0; c < columns; ++c) {
+      const int32_t magnitude = int32_t(row[c] & 0x7fffffffu);
+      const int32_t field = magnitude >> 23;
+      rowHighest = rowHighest > field ? rowHighest : field;
+      const int32_t key = field | (((magnitude - 1) >> 31) & 0x1ff);
+      rowLowest = rowLowest < key ? rowLowest : key;
+    }
+    highest = rowHighest;
+    lowest = rowLowest;
   }
-  return found;
+  ExponentRange range;
+  if (lowest == 0x1ff)
+    return range; // all zeros
+  range.highest = highest == 0xff ? 128 : highest == 0 ? -127 : highest - 127;
+  range.lowest = lowest == 0 ? -149 : lowest - 127;
+  return range;
 }
 
-/// c[M,N] (+)= a[K,M]^T b[K,N] in double, rounded once to fp32. For blocks
-/// with subnormal operands: fp32 BLAS kernels take a microcode assist for
-/// each of them on Intel cores (about 140 times slower), while in double
-/// they are normal numbers. As sgemm, an fp32-accumulating matmul (more
-/// precise: each output is rounded once).
+/// Multiplies the [rows, columns] block at `data`, whose values lie in
+/// `range`, by 2^shift in place, exactly, by their exponent fields: the
+/// caller's shift keeps every nonzero value normal, and no fp32 operation
+/// here takes a subnormal operand.
+void scaleByPowerOfTwo(float *data, int64_t rows, int64_t columns,
+                       int64_t pitch, const ExponentRange &range, int shift) {
+  if (shift == 0)
+    return;
+  const uint32_t exponentStep = uint32_t(int32_t(shift) * (1 << 23));
+  if (!range.subnormal()) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float *row = data + r * pitch;
+      for (int64_t c = 0; c < columns; ++c) {
+        uint32_t bits;
+        std::memcpy(&bits, &row[c], sizeof(bits));
+        bits += (bits & 0x7fffffffu) != 0 ? exponentStep : 0;
+        std::memcpy(&row[c], &bits, sizeof(bits));
+      }
+    }
+    return;
+  }
+  // A subnormal's value is its mantissa (an integer below 2^23) times
+  // 2^-149: the integer converts exactly, and 2^(shift - 149) is normal
+  // (shift >= 23 when there are subnormals).
+  const float subnormalUnit = std::ldexp(1.0f, shift - 149);
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = data + r * pitch;
+    for (int64_t c = 0; c < columns; ++c) {
+      uint32_t bits;
+      std::memcpy(&bits, &row[c], sizeof(bits));
+      const uint32_t magnitude = bits & 0x7fffffffu;
+      const float fromMantissa =
+          float(int32_t(magnitude & 0x7fffffu)) * subnormalUnit;
+      uint32_t scaled;
+      std::memcpy(&scaled, &fromMantissa, sizeof(scaled));
+      scaled |= bits & 0x80000000u;
+      // A zero's mantissa path gives it back, with its sign.
+      bits = (magnitude >> 23) != 0 ? bits + exponentStep : scaled;
+      std::memcpy(&row[c], &bits, sizeof(bits));
+    }
+  }
+}
+
+/// ceil(log2 K): a sum of K values below 2^e is below 2^(e + sumBits(K)).
+int sumBits(int64_t K) {
+  int bits = 0;
+  while ((int64_t(1) << bits) < K)
+    ++bits;
+  return bits;
+}
+
+/// The exponent a scaled stationary operand's largest value gets: products
+/// with a moving operand up to 2^63 and their sums over K <= 2^7 stay
+/// below 2^127.
+constexpr int kScaledHighest = 55;
+
+/// c[M,N] (+)= (a 2^-shiftA)[K,M]^T b[K,N] in double, rounded once to
+/// fp32: the fallback for blocks whose subnormal operands no scaling makes
+/// normal (see matmulValues); `a` may be scaled already (by 2^shiftA).
 void matmulInDouble(int64_t M, int64_t N, int64_t K, const float *a,
-                    int64_t lda, const float *b, int64_t ldb, bool accumulate,
-                    float *c, int64_t ldc) {
+                    int64_t lda, int shiftA, const float *b, int64_t ldb,
+                    bool accumulate, float *c, int64_t ldc) {
+  const double unscaleA = std::ldexp(1.0, -shiftA);
   thread_local std::vector<double> da, db, dc;
   da.resize(size_t(K * M));
   db.resize(size_t(K * N));
   dc.resize(size_t(M * N));
   for (int64_t k = 0; k < K; ++k) {
     for (int64_t m = 0; m < M; ++m)
-      da[size_t(k * M + m)] = a[k * lda + m];
+      da[size_t(k * M + m)] = a[k * lda + m] * unscaleA;
     for (int64_t n = 0; n < N; ++n)
       db[size_t(k * N + n)] = b[k * ldb + n];
   }
@@ -58,6 +137,25 @@ void matmulInDouble(int64_t M, int64_t N, int64_t K, const float *a,
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n)
       c[m * ldc + n] = float(dc[size_t(m * N + n)]);
+}
+
+/// c[M,N] (+)= (a 2^shiftA)^T (b 2^shiftB) 2^-(shiftA + shiftB), the scaled
+/// operands' product in fp32 and its scaling back (with the accumulation)
+/// rounded once to fp32. `a` and `b` are already scaled.
+void matmulScaled(int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
+                  const float *b, int64_t ldb, bool accumulate, float *c,
+                  int64_t ldc, int shift) {
+  thread_local std::vector<float> product;
+  product.resize(size_t(M * N));
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M), int(N), int(K),
+              1.0f, a, int(lda), b, int(ldb), 0.0f, product.data(), int(N));
+  const double unscale = std::ldexp(1.0, -shift);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      const double value = double(product[size_t(m * N + n)]) * unscale;
+      c[m * ldc + n] =
+          float(accumulate ? double(c[m * ldc + n]) + value : value);
+    }
 }
 
 template <typename T>
@@ -244,7 +342,23 @@ void SimulatorCoreBase::matmulValues(const Instruction &inst,
   // Wide matmuls are two GEMMs over column halves (cut at a multiple of 16,
   // by the shape alone), which run on two threads when there are.
   const int64_t pieces = N >= 256 ? 2 : 1;
-  const bool stationarySubnormal = hasSubnormal(a, K, M, lda);
+  // Subnormal operands (GELU's far tail, its gradient) are kept, not flushed
+  // (docs/numerics.md), but fp32 BLAS kernels take a microcode assist for
+  // each subnormal operand or product on Intel cores (about 140 times
+  // slower). Such a block runs on operands scaled by powers of two into the
+  // normal range (exact), its product scaled back once; in double when no
+  // scaling fits both operands' ranges. Each is an fp32-accumulating matmul
+  // as sgemm is, each output rounded once from the block's sum.
+  const ExponentRange stationaryRange = exponentRange(a, K, M, lda);
+  int shiftA = 0;
+  if (stationaryRange.subnormal() && !stationaryRange.nonFinite() &&
+      stationaryRange.lowest - stationaryRange.highest + kScaledHighest >=
+          -126) {
+    shiftA = kScaledHighest - stationaryRange.highest;
+    scaleByPowerOfTwo(a, K, M, lda, stationaryRange, shiftA);
+  }
+  const int highestA = stationaryRange.highest + shiftA,
+            lowestA = stationaryRange.lowest + shiftA;
   forEachPiece(pieces, [&](int64_t i) {
     const int64_t first = i == 0 ? 0 : (N / pieces) / 16 * 16;
     const int64_t end = i + 1 == pieces ? N : (N / pieces) / 16 * 16;
@@ -255,13 +369,32 @@ void SimulatorCoreBase::matmulValues(const Instruction &inst,
       columns.freeElements = end - first;
       stageRows(columns, b + first, ldb);
     }
-    if (stationarySubnormal || hasSubnormal(b + first, K, end - first, ldb))
-      matmulInDouble(M, end - first, K, a, lda, b + first, ldb, inst.accumulate,
-                     c + first, ldc);
-    else
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M),
-                  int(end - first), int(K), 1.0f, a, lda, b + first, ldb,
+    const int64_t width = end - first;
+    const ExponentRange movingRange = exponentRange(b + first, K, width, ldb);
+    if (!stationaryRange.subnormal() && !movingRange.subnormal()) {
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M), int(width),
+                  int(K), 1.0f, a, lda, b + first, ldb,
                   inst.accumulate ? 1.0f : 0.0f, c + first, ldc);
+      return;
+    }
+    // The moving operand's shift makes its values and their products with
+    // the (scaled) stationary values normal, if the sums then fit.
+    int shiftB = std::max(-126 - movingRange.lowest,
+                          -126 - lowestA - movingRange.lowest);
+    if (!movingRange.subnormal())
+      shiftB = std::max(shiftB, 0);
+    const bool scalable =
+        !stationaryRange.nonFinite() && !movingRange.nonFinite() &&
+        lowestA >= -126 && movingRange.highest + shiftB <= 126 &&
+        highestA + movingRange.highest + shiftB + 2 + sumBits(K) <= 127;
+    if (!scalable) {
+      matmulInDouble(M, width, K, a, lda, shiftA, b + first, ldb,
+                     inst.accumulate, c + first, ldc);
+      return;
+    }
+    scaleByPowerOfTwo(b + first, K, width, ldb, movingRange, shiftB);
+    matmulScaled(M, width, K, a, lda, b + first, ldb, inst.accumulate,
+                 c + first, ldc, shiftA + shiftB);
   });
   if (!inPlace)
     encodeTile(c, dst);

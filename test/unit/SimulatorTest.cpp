@@ -405,6 +405,68 @@ TEST(SimulatorTest, MatmulKeepsSubnormals) {
   expectValues(o.outputs["out"], expected);
 }
 
+/// Runs two accumulating matmuls of s[K,M] and m[K,N] and expects the exact
+/// result (the inputs are chosen so that fp32 holds it).
+void expectExactMatmul(const std::vector<double> &s,
+                       const std::vector<double> &m, int K, int M, int N) {
+  Builder b = matmulProgram(K, M, N, DType::F32, /*times=*/2);
+  Outcome o = run(b, {{"s", s}, {"m", m}}, SimulatorOptions{true, false});
+  ASSERT_TRUE(o.ok) << o.error;
+  std::vector<double> expected = matmulReference(s, m, K, M, N);
+  for (double &value : expected)
+    value *= 2;
+  expectValues(o.outputs["out"], expected);
+}
+
+TEST(SimulatorTest, MatmulMixesSubnormalAndNormalOperands) {
+  // Blocks holding subnormals next to normal values (a GELU output's far
+  // tail beside its body) run on operands scaled into fp32's normal range:
+  // the subnormal sums stay exact, the normal ones too. Columns 0-31 of s
+  // are small integers, 32-63 multiples of 2^-140; then the same with the
+  // roles of s and m swapped (the moving operand scaled).
+  const int K = 128, M = 64, N = 96;
+  const double tiny = std::ldexp(1.0, -140);
+  std::vector<double> mixed(K * M), integers(K * N);
+  for (int k = 0; k < K; ++k)
+    for (int i = 0; i < M; ++i)
+      mixed[k * M + i] = i < M / 2 ? double(((k + i) % 5) - 2)
+                                   : (((k * 37 + i) % 17) - 8) * tiny;
+  for (int i = 0; i < K * N; ++i)
+    integers[i] = ((i * 11) % 13) - 6;
+  expectExactMatmul(mixed, integers, K, M, N);
+
+  std::vector<double> stationary(K * M), mixedMoving(K * N);
+  for (int i = 0; i < K * M; ++i)
+    stationary[i] = ((i * 7) % 9) - 4;
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j)
+      mixedMoving[k * N + j] =
+          j % 2 ? double((k + j) % 3) : (((k + 5 * j) % 11) - 5) * tiny;
+  expectExactMatmul(stationary, mixedMoving, K, M, N);
+}
+
+TEST(SimulatorTest, MatmulSubnormalsBesideHugeValuesRunInDouble) {
+  // 2^100 beside subnormals is too wide a range for any scaling into fp32's
+  // normal range (the double fallback); a NaN beside subnormals too. The
+  // sums are exact in fp32; NaN reaches the outputs it is summed into.
+  const int K = 128, M = 64, N = 96;
+  const double tiny = std::ldexp(1.0, -140), huge = std::ldexp(1.0, 100);
+  std::vector<double> wide(K * M), integers(K * N);
+  for (int k = 0; k < K; ++k)
+    for (int i = 0; i < M; ++i)
+      wide[k * M + i] =
+          i < M / 2 ? ((k + i) % 3) * huge : (((k * 37 + i) % 17) - 8) * tiny;
+  for (int i = 0; i < K * N; ++i)
+    integers[i] = ((i * 11) % 13) - 6;
+  expectExactMatmul(wide, integers, K, M, N);
+  std::vector<double> withNan = wide;
+  for (int k = 0; k < K; ++k)
+    for (int i = 0; i < M / 2; ++i)
+      withNan[k * M + i] = (k + i) % 3 - 1;
+  withNan[5 * M + 3] = NAN;
+  expectExactMatmul(withNan, integers, K, M, N);
+}
+
 TEST(SimulatorTest, Transpose) {
   Builder b;
   b.tensor("x", DType::BF16, {3, 4});
