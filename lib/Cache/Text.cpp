@@ -2,11 +2,39 @@
 
 #include "trn/Cache/Text.h"
 
+#include "trn/Cache/Key.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
 
 namespace mlir::trn::cache {
+
+std::string toolVersion(std::string_view tool,
+                        const std::vector<std::string_view> &targets) {
+  std::string text = std::string(tool) + " " + TRN_VERSION_STRING + "\n";
+  text += std::string("compiler version ") + compilerVersion() +
+          " (cache entries under <cache-dir>/trncc-" + compilerVersion() +
+          "/)\n";
+  text += std::string("LLVM/MLIR ") + TRN_LLVM_VERSION_STRING + "\n";
+  if (!targets.empty()) {
+    text += "targets:";
+    for (std::string_view target : targets)
+      text.append(" ").append(target);
+    text += " (default " + std::string(targets.front()) + ")\n";
+  }
+  return text;
+}
+
+std::string countOf(int64_t count, std::string_view noun,
+                    std::string_view plural) {
+  std::string text = std::to_string(count) + " ";
+  if (count == 1)
+    return text.append(noun);
+  if (!plural.empty())
+    return text.append(plural);
+  return text.append(noun).append("s");
+}
 
 std::string formatSize(int64_t bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

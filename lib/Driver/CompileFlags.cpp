@@ -50,7 +50,13 @@ const std::vector<CompileFlagSpec> &compileFlagSpecs() {
        "bf16",
        "--auto-cast-type bf16|fp8_e4m3   the type --auto-cast casts to "
        "(default bf16)"},
-      {"mesh", FlagKind::Mesh, "", {}, "", ""},
+      {"mesh",
+       FlagKind::Mesh,
+       "",
+       {},
+       "",
+       "--mesh dp=D,pp=P,tp=T            the mesh to partition over (axes "
+       "absent are 1), as --dp, --pp and --tp"},
       // The key records whether the program is data-parallel, not the
       // degree: a data-parallel program is one replica's step, averaging its
       // gradients over dp, and serves every degree (bound when loaded).
@@ -83,8 +89,20 @@ const std::vector<CompileFlagSpec> &compileFlagSpecs() {
        "",
        "--sequence-parallel              split the norm regions on the "
        "sequence over tp (Megatron's)"},
-      {"pp", FlagKind::MeshAxis, "pp", {}, "1", ""},
-      {"tp", FlagKind::MeshAxis, "tp", {}, "1", ""},
+      {"pp",
+       FlagKind::MeshAxis,
+       "pp",
+       {},
+       "1",
+       "--pp N                           pipeline parallelism: N stages of "
+       "equal layer runs"},
+      {"tp",
+       FlagKind::MeshAxis,
+       "tp",
+       {},
+       "1",
+       "--tp N                           tensor parallelism: Megatron's plan "
+       "over N cores"},
       {"microbatches",
        FlagKind::PositiveInt,
        "microbatches",

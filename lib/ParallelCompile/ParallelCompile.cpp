@@ -19,6 +19,7 @@
 #include "trn/ParallelCompile/Manifest.h"
 #include "trn/ParallelCompile/Process.h"
 #include "trn/Support/CommandLineValues.h"
+#include "trnrt/File.h"
 #include "trnrt/Target.h"
 
 #include <nlohmann/json.hpp>
@@ -58,6 +59,17 @@ constexpr double kPollSeconds = 0.02;
 
 void say(const std::string &message) {
   std::cerr << kTool << ": " << message << "\n";
+}
+
+/// Writes a --json report whole ("-": stdout); false after saying why not.
+bool writeJson(const std::string &path, const nlohmann::json &report) {
+  std::string text = report.dump(2) + "\n";
+  std::cout.flush();
+  std::string error;
+  if (trnrt::writeFileAtomically(path, text.data(), text.size(), error))
+    return true;
+  say("error: cannot write --json: " + error);
+  return false;
 }
 
 bool makeDirectories(const std::string &path, std::string &error) {
@@ -234,9 +246,9 @@ public:
     } else {
       line << kTool << ": ";
     }
-    line << done << "/" << total << " graphs, " << running << " running, "
-         << failed << " failed, " << cached << " cached, elapsed "
-         << formatSeconds(now - start);
+    line << done << "/" << cache::countOf(total, "graph") << ", " << running
+         << " running, " << failed << " failed, " << cached
+         << " cached, elapsed " << formatSeconds(now - start);
     if (etaSeconds >= 0 && done < total)
       line << ", ETA " << formatSeconds(etaSeconds);
     std::string text = line.str();
@@ -393,7 +405,7 @@ int Runner::run() {
     return 1;
   }
   if (options.command == Command::Collect) {
-    say("collected " + std::to_string(graphs.size()) + " graphs into " +
+    say("collected " + cache::countOf(graphs.size(), "graph") + " into " +
         manifests.front() +
         "; 'trn-parallel-compile --command compile' compiles them");
     return scriptFailed ? 1 : 0;
@@ -461,14 +473,17 @@ int Runner::collect(const std::string &manifest, bool &scriptFailed) {
       if (!follow.is_open())
         return;
     }
+    // The script's output; on stderr when --json - has stdout.
+    std::ostream &out =
+        options.jsonPath == trnrt::kStandardOutput ? std::cerr : std::cout;
     char buffer[8192];
     while (follow.read(buffer, sizeof(buffer)) || follow.gcount() > 0) {
-      std::cout.write(buffer, follow.gcount());
+      out.write(buffer, follow.gcount());
       if (follow.gcount() < std::streamsize(sizeof(buffer)))
         break;
     }
     follow.clear();
-    std::cout.flush();
+    out.flush();
   };
   std::optional<ExitStatus> exit;
   while (!(exit = child->poll())) {
@@ -694,8 +709,8 @@ bool Runner::compileGraphs(std::vector<GraphRecord> graphs,
     estimatedTotal += jobs[index].record.estimatedSeconds;
   if (!options.quiet) {
     size_t cached = jobs.size() - pending.size();
-    say(taskLabel + std::to_string(jobs.size()) +
-        " graphs: " + std::to_string(pending.size()) + " to compile, " +
+    say(taskLabel + cache::countOf(jobs.size(), "graph") + ": " +
+        std::to_string(pending.size()) + " to compile, " +
         std::to_string(cached) + " already cached or failed before; " +
         std::to_string(parallel) + " workers, memory budget " +
         cache::formatSize(budget) + ", cache " + store->versionDir());
@@ -850,15 +865,8 @@ int Runner::summarize(std::vector<GraphJob> &jobs, double wallSeconds) {
     for (const GraphJob &job : jobs)
       records.push_back(jobRecord(job));
     out["graphs"] = std::move(records);
-    std::string temp = options.jsonPath + ".tmp." + std::to_string(getpid());
-    std::ofstream file(temp);
-    file << out.dump(2) << "\n";
-    file.close();
-    if (!file || std::rename(temp.c_str(), options.jsonPath.c_str()) != 0) {
-      std::remove(temp.c_str());
-      say("error: cannot write --json " + options.jsonPath);
+    if (!writeJson(options.jsonPath, out))
       return 1;
-    }
   }
   return failed ? 1 : 0;
 }
@@ -876,8 +884,8 @@ int Runner::compileAsJob(std::vector<GraphRecord> graphs, bool scriptFailed) {
   if (!job->publishCollected(graphs, scriptFailed, scriptStatus, error))
     return fail(error);
   if (!options.quiet)
-    say(taskLabel + "published " + std::to_string(graphs.size()) +
-        " graphs; waiting for the other tasks' graphs");
+    say(taskLabel + "published " + cache::countOf(graphs.size(), "graph") +
+        "; waiting for the other tasks' graphs");
   if (!job->waitForAll("manifest.jsonl", kTaskLeaseSeconds, tick, error))
     return fail(error);
   std::vector<GraphRecord> all;
@@ -962,8 +970,8 @@ int Runner::compileAsJob(std::vector<GraphRecord> graphs, bool scriptFailed) {
         status = 1;
     if (task.rank != 0 && !options.quiet)
       say(taskLabel + "compiled its share of the job's " +
-          std::to_string(everything.size()) +
-          " graphs; task 0 prints the job's summary");
+          cache::countOf(everything.size(), "graph") +
+          "; task 0 prints the job's summary");
   }
   if (!jobOk || !failedCommands.empty())
     status = 1;
@@ -1036,22 +1044,25 @@ int Runner::analyze(const std::vector<GraphRecord> &graphs,
          {"fits", fits},
          {"target", target.name}});
   }
-  std::cout << graphs.size() << " graphs, " << ops
-            << " ops; compiling them one by one: ~" << formatSeconds(seconds)
-            << "; largest compile memory ~"
-            << cache::formatSize(largestCompileMemory) << "; largest HBM need ~"
-            << cache::formatSize(largestHbm) << " per NeuronCore\n";
+  // With --json - the report has stdout to itself.
+  std::ostream &out =
+      options.jsonPath == trnrt::kStandardOutput ? std::cerr : std::cout;
+  out << cache::countOf(graphs.size(), "graph") << ", "
+      << cache::countOf(ops, "op") << "; compiling them one by one: ~"
+      << formatSeconds(seconds) << "; largest compile memory ~"
+      << cache::formatSize(largestCompileMemory) << "; largest HBM need ~"
+      << cache::formatSize(largestHbm) << " per NeuronCore\n";
   if (overHbm)
-    std::cout << overHbm
-              << " graphs need more HBM than one NeuronCore has (!): they "
-                 "cannot run unpartitioned; partition them (tensor or "
-                 "pipeline parallelism) or shrink the batch\n";
+    out << cache::countOf(overHbm, "graph")
+        << (overHbm == 1 ? " needs" : " need")
+        << " more HBM than one NeuronCore has (!): they "
+           "cannot run unpartitioned; partition them (tensor or "
+           "pipeline parallelism) or shrink the batch\n";
   if (!problems.empty()) {
-    std::cout << problems.size()
-              << " step calls could not be traced (the script went on past "
-                 "them):\n";
+    out << cache::countOf(problems.size(), "step call")
+        << " could not be traced (the script went on past them):\n";
     for (const ProblemRecord &problem : problems)
-      std::cout << "  " << problem.graphName << ": " << problem.message << "\n";
+      out << "  " << problem.graphName << ": " << problem.message << "\n";
   }
   if (!options.jsonPath.empty()) {
     nlohmann::json out = {{"command", "analyze"}, {"graphs", records}};
@@ -1067,12 +1078,8 @@ int Runner::analyze(const std::vector<GraphRecord> &graphs,
                       {"largest_hbm_bytes", largestHbm},
                       {"over_hbm", overHbm},
                       {"unsupported", problems.size()}};
-    std::ofstream file(options.jsonPath);
-    file << out.dump(2) << "\n";
-    if (!file) {
-      say("error: cannot write --json " + options.jsonPath);
+    if (!writeJson(options.jsonPath, out))
       return 1;
-    }
   }
   return problems.empty() && overHbm == 0 ? 0 : 1;
 }

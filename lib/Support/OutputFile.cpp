@@ -13,6 +13,8 @@ std::optional<std::string> mlir::trn::checkOutputPath(const std::string &path,
                                                       llvm::StringRef flag) {
   if (path.empty())
     return flag.str() + " needs a file name";
+  if (path == trnrt::kStandardOutput)
+    return std::nullopt;
   if (llvm::sys::fs::is_directory(path))
     return "cannot write " + flag.str() + " '" + path + "': it is a directory";
   std::string parent = llvm::sys::path::parent_path(path).str();

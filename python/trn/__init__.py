@@ -19,11 +19,11 @@ import torch
 
 from ._shard import shard
 from ._stage import pipeline_stage
-from ._step import CompiledStep
+from ._step import CompiledStep, StepLoss
 from .errors import (CompileError, DeviceError, ExtractionStop, TrnError,
                      UnsupportedOpError)
 
-__all__ = ["compile_step", "CompiledStep", "shard", "pipeline_stage", "TrnError",
+__all__ = ["compile_step", "CompiledStep", "StepLoss", "shard", "pipeline_stage", "TrnError",
            "UnsupportedOpError",
            "CompileError", "DeviceError", "ExtractionStop", "__version__"]
 

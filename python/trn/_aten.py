@@ -389,7 +389,12 @@ def threshold_backward(ctx: Context, grad: Value, x: Value, threshold: Any
 @handles(aten.zeros, aten.new_zeros, aten.zeros_like, aten.new_empty,
          aten.empty_like, aten.empty, aten.new_empty_strided, aten.empty_strided)
 def zeros(ctx: Context, *args: Any, **kwargs: Any) -> Value:
-    return ctx.b.splat(0, ctx.out_shape(), ctx.out_element())
+    shape, dtype = ctx.meta()
+    if math.prod(shape) == 0 and element_type(dtype) is None:
+        # A tensor with no elements holds no value of its dtype (BatchNorm's
+        # unused uint8 reserve).
+        return ctx.b.splat(0, shape, "i32")
+    return ctx.b.splat(0, shape, ctx.out_element())
 
 
 @handles(aten.ones, aten.new_ones, aten.ones_like)
@@ -1357,6 +1362,102 @@ def native_layer_norm_backward(ctx: Context, grad: Value, x: Value,
          (weight.shape, weight.element)])
     return [dx if mask[0] else None, dw if mask[1] else None,
             db if mask[2] else None]
+
+
+class _ChannelStats:
+    """BatchNorm's view of x: channels on dim 1, statistics over the others,
+    in f32."""
+
+    def __init__(self, ctx: Context, x: Value) -> None:
+        if x.rank < 2:
+            raise TranslationError(f"batch_norm of a rank-{x.rank} input; it normalizes "
+                                   "dim 1 of an input of rank 2 or more")
+        self.b, self.x = ctx.b, x
+        self.channels = x.shape[1]
+        self.dims = [0] + list(range(2, x.rank))
+        self.count = x.numel() // max(self.channels, 1)
+        self.shape = (self.channels,)
+
+    def f32(self, value: Optional[Value], default: float) -> Value:
+        if value is None:
+            return self.b.splat(default, self.shape, "f32")
+        return self.b.convert(value, "f32")
+
+    def spread(self, per_channel: Value) -> Value:
+        return self.b.broadcast_in_dim(per_channel, self.x.shape, [1])
+
+    def total(self, value: Value) -> Value:
+        return self.b.reduce("sum", value, self.dims)
+
+    def scalar(self, value: float) -> Value:
+        return self.b.splat(value, self.shape, "f32")
+
+
+@handles(aten.native_batch_norm)
+def native_batch_norm(ctx: Context, x: Value, weight: Optional[Value],
+                      bias: Optional[Value], running_mean: Optional[Value],
+                      running_var: Optional[Value], training: bool, momentum: float,
+                      eps: float) -> List[Value]:
+    if training and running_mean is not None:
+        raise TranslationError(
+            "batch_norm in training mode updates its running statistics in place, and "
+            "trn does not carry buffer updates yet: call .eval() on the module to "
+            "normalize with its running statistics, or build it with "
+            "track_running_stats=False to use the batch's")
+    b, c = ctx.b, _ChannelStats(ctx, x)
+    xf = b.convert(x, "f32")
+    if training:
+        mean = b.binary("div", c.total(xf), c.scalar(c.count))
+        centered = b.binary("sub", xf, c.spread(mean))
+        var = b.binary("div", c.total(b.binary("mul", centered, centered)),
+                       c.scalar(c.count))
+    else:
+        mean, var = c.f32(running_mean, 0.0), c.f32(running_var, 1.0)
+        centered = b.binary("sub", xf, c.spread(mean))
+    invstd = b.unary("rsqrt", b.binary("add", var, c.scalar(eps)))
+    scale = b.binary("mul", invstd, c.f32(weight, 1.0))
+    y = b.binary("add", b.binary("mul", centered, c.spread(scale)),
+                 c.spread(c.f32(bias, 0.0)))
+    stat_element = _stat_element(ctx, x)
+    if training:
+        saved = [b.convert(mean, stat_element), b.convert(invstd, stat_element)]
+    else:
+        # Evaluation saves nothing (PyTorch returns empty statistics).
+        saved = [b.splat(0, (0,), stat_element)] * 2
+    return [b.convert(y, x.element)] + saved
+
+
+@handles(aten.native_batch_norm_backward)
+def native_batch_norm_backward(ctx: Context, grad: Value, x: Value,
+                               weight: Optional[Value], running_mean: Optional[Value],
+                               running_var: Optional[Value], save_mean: Optional[Value],
+                               save_invstd: Optional[Value], train: bool, eps: float,
+                               mask: Sequence[bool]) -> List[Optional[Value]]:
+    b, c = ctx.b, _ChannelStats(ctx, x)
+    g, xf = b.convert(grad, "f32"), b.convert(x, "f32")
+    if train:
+        mean, invstd = c.f32(save_mean, 0.0), c.f32(save_invstd, 1.0)
+    else:
+        mean = c.f32(running_mean, 0.0)
+        invstd = b.unary("rsqrt", b.binary("add", c.f32(running_var, 1.0),
+                                           c.scalar(eps)))
+    xhat = b.binary("mul", b.binary("sub", xf, c.spread(mean)), c.spread(invstd))
+    sum_g = c.total(g)
+    sum_g_xhat = c.total(b.binary("mul", g, xhat))
+    scale = b.binary("mul", invstd, c.f32(weight, 1.0))
+    if train:
+        # dx = w invstd / N (N g - sum(g) - xhat sum(g xhat)): the batch's
+        # statistics depend on x too.
+        inner = b.binary("sub", b.binary("sub", b.binary("mul", g, b.splat(
+            c.count, x.shape, "f32")), c.spread(sum_g)),
+            b.binary("mul", xhat, c.spread(sum_g_xhat)))
+        dx = b.binary("mul", inner, c.spread(b.binary("div", scale, c.scalar(c.count))))
+    else:
+        dx = b.binary("mul", g, c.spread(scale))
+    element = weight.element if weight is not None else x.element
+    return [b.convert(dx, x.element) if mask[0] else None,
+            b.convert(sum_g_xhat, element) if mask[1] else None,
+            b.convert(sum_g, element) if mask[2] else None]
 
 
 def _safe_targets(ctx: Context, target: Value, ignore_index: int):

@@ -62,8 +62,9 @@ _KINDS = {torch.optim.SGD: "sgd", torch.optim.Adam: "adam",
 
 
 def plan_for(optimizer: torch.optim.Optimizer,
-             params: Sequence[torch.nn.Parameter]) -> OptimizerPlan:
-    """The plan of `optimizer` over the trainable `params` (in graph order)."""
+             named_params: Sequence[Tuple[str, torch.nn.Parameter]]) -> OptimizerPlan:
+    """The plan of `optimizer` over the trainable `named_params` (name and
+    parameter, in graph order)."""
     kind = _KINDS.get(type(optimizer))
     if kind is None:
         raise TrnError(f"optimizer {type(optimizer).__name__} is not supported; "
@@ -91,13 +92,15 @@ def plan_for(optimizer: torch.optim.Optimizer,
                 betas=betas, eps=float(group["eps"]),
                 amsgrad=bool(group.get("amsgrad", False)),
                 maximize=bool(group.get("maximize", False))))
-    param_group = []
-    for p in params:
-        if id(p) not in group_of:
-            raise TrnError("a trainable parameter of the model is in no parameter "
-                           "group of the optimizer; pass model.parameters() to it "
-                           "or set requires_grad=False on the parameter")
-        param_group.append(group_of[id(p)])
+    missing = [name for name, p in named_params if id(p) not in group_of]
+    if missing:
+        shown = ", ".join(f"'{name}'" for name in missing[:4])
+        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+        raise TrnError(f"the optimizer has no parameter group for the trainable "
+                       f"parameter{'s' if len(missing) > 1 else ''} {shown}{more} of the "
+                       "model; pass model.parameters() to the optimizer, or set "
+                       "requires_grad=False on what it should not train")
+    param_group = [group_of[id(p)] for _, p in named_params]
     return OptimizerPlan(kind, tuple(groups), tuple(param_group))
 
 

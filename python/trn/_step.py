@@ -90,6 +90,22 @@ class _Executable:
     flags: List[str] = field(default_factory=list)
 
 
+class StepLoss(torch.Tensor):
+    """The loss a compiled step returns: a plain tensor (its ops give plain
+    tensors), whose backward() says that the step already ran the backward
+    pass and the update, rather than PyTorch's "does not require grad"."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __repr__(self, *args: Any, **kwargs: Any) -> str:
+        return repr(self.as_subclass(torch.Tensor))
+
+    def backward(self, *args: Any, **kwargs: Any) -> None:
+        raise TrnError("loss.backward() after a trn step: the step already ran the "
+                       "backward pass and the optimizer update; remove "
+                       "loss.backward() and optimizer.step() from the training loop")
+
+
 class CompiledStep:
     """The callable `trn.compile_step` returns; see its docstring."""
 
@@ -231,7 +247,7 @@ class CompiledStep:
     def _signature(self, batch: Sequence[torch.Tensor], kind: str) -> Tuple:
         params = tuple((n, tuple(p.shape), p.dtype) for n, p in self._trainable())
         others = tuple((n, tuple(t.shape), t.dtype) for n, t in self._others())
-        plan = _optim.plan_for(self.optimizer, [p for _, p in self._trainable()])
+        plan = _optim.plan_for(self.optimizer, self._trainable())
         inputs = tuple((tuple(t.shape), t.dtype) for t in batch)
         return (("inputs", inputs), ("kind", kind),
                 ("training", self.model.training), ("parameters", params),
@@ -269,7 +285,7 @@ class CompiledStep:
         if not trainable:
             raise TrnError("the model has no trainable parameters")
         others = self._others()
-        plan = _optim.plan_for(self.optimizer, [p for _, p in trainable])
+        plan = _optim.plan_for(self.optimizer, trainable)
         param_names = [n for n, _ in trainable]
         state_keys = [plan.state_keys(g) for g in plan.param_group]
         accumulate = self.grad_accum > 1 and kind != "eval"
@@ -370,8 +386,11 @@ class CompiledStep:
             lr_names = [_lr_name(i, len(plan.groups)) for i in range(len(plan.groups))]
             epilogue = self._update_epilogue(plan, param_names, state_keys, lr_names,
                                              accum_names)
-        graph = _translate.translate(gm, args, results, name=_GRAPH_NAMES[kind],
-                                     seed_index=len(args) - 1, epilogue=epilogue)
+        try:
+            graph = _translate.translate(gm, args, results, name=_GRAPH_NAMES[kind],
+                                         seed_index=len(args) - 1, epilogue=epilogue)
+        except _translate.InputUpdateError as error:
+            raise self._buffer_update_error(error) from None
         if any(spec.sharding for spec in args):
             # The mesh the shardings name, as trn-cc --mesh declares it: a
             # data-parallel program is one replica's step at a nominal dp = 2.
@@ -498,8 +517,54 @@ class CompiledStep:
                  "at one replica's share, %s", error)
         return exe
 
+    def _buffer_update_error(self, error: "_translate.InputUpdateError") -> TrnError:
+        """A module's buffer written in place by the step, said in the module's
+        terms: BatchNorm's running statistics in train mode are the usual
+        case."""
+        module_path, _, buffer = error.input_name.rpartition(".")
+        try:
+            module = self.model.get_submodule(module_path)
+        except AttributeError:
+            return error
+        # As the user would write it: model.layers[0].norm.
+        where = "model" + "".join(f"[{part}]" if part.isdigit() else f".{part}"
+                                  for part in module_path.split(".") if part)
+        kind = type(module).__name__
+        if isinstance(module, torch.nn.modules.batchnorm._NormBase):
+            return UnsupportedOpError(
+                f"{where} ({kind}) updates its running statistics ('{buffer}') in "
+                "train mode, and trn does not carry buffer updates yet: call "
+                f"{where}.eval() to normalize with the running statistics, or "
+                f"build it with track_running_stats=False to use the batch's")
+        return UnsupportedOpError(
+            f"{where} ({kind}) writes its buffer '{buffer}' during the step, and "
+            "trn does not carry buffer updates yet: compute the value without "
+            f"assigning it to the module ({error})")
+
+    def _check_loss_fn_arity(self, count: int) -> None:
+        """loss_fn must take the model and the step's `count` inputs."""
+        try:
+            signature = inspect.signature(self.loss_fn)
+        except (TypeError, ValueError):
+            return  # no Python signature to check (a builtin)
+        try:
+            signature.bind(self.model, *([None] * count))
+        except TypeError:
+            name = getattr(self.loss_fn, "__name__", "loss_fn")
+            names = [p.name for p in signature.parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            if names and names[0] != "model" and len(names) == count:
+                names = ["model"] + names
+            else:
+                names = ["model"] + [f"input{i}" for i in range(count)]
+            raise TrnError(
+                f"{name}{signature} cannot take the model and the step's {count} "
+                f"input{'s' if count != 1 else ''}: trn calls loss_fn(model, *batch); "
+                f"define it as `def {name}({', '.join(names)}):`") from None
+
     def __call__(self, *batch: torch.Tensor) -> torch.Tensor:
         """One training micro-step; returns its loss (see compile_step)."""
+        self._check_loss_fn_arity(len(batch))
         self._refresh_update_count()
         update = (self._micro + 1) % self.grad_accum == 0
         loss = self._run(batch, "update" if update else "micro")
@@ -514,7 +579,7 @@ class CompiledStep:
                 self.optimizer._opt_called = True  # what a scheduler checks
             if self.sync_mode == "step":
                 self.sync()
-        return loss
+        return torch.Tensor._make_subclass(StepLoss, loss)
 
     def evaluate(self, *batch: torch.Tensor) -> torch.Tensor:
         """The loss of `batch` with the current parameters, forward only, on
@@ -576,7 +641,7 @@ class CompiledStep:
             tensors[name] = p.detach()
         for name, t in self._others():
             tensors[name] = t.detach()
-        plan = _optim.plan_for(self.optimizer, [p for _, p in trainable])
+        plan = _optim.plan_for(self.optimizer, trainable)
         for (name, p), group in zip(trainable, plan.param_group):
             for key in plan.state_keys(group):
                 state = self.optimizer.state.get(p)
@@ -649,7 +714,7 @@ class CompiledStep:
         trainable = self._trainable()
         if not trainable:
             return
-        plan = _optim.plan_for(self.optimizer, [p for _, p in trainable])
+        plan = _optim.plan_for(self.optimizer, trainable)
         with torch.no_grad():
             for (name, p), group in zip(trainable, plan.param_group):
                 self._pull(name, p.detach())

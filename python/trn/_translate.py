@@ -112,6 +112,15 @@ def _packet(target: Any) -> Any:
 Epilogue = Callable[[GraphBuilder, Dict[str, Value], List[Value]], List[Value]]
 
 
+class InputUpdateError(UnsupportedOpError):
+    """The step writes one of its inputs in place (a module's buffer): the
+    message, and the input's name for a caller that knows the module."""
+
+    def __init__(self, message: str, input_name: str) -> None:
+        super().__init__(message)
+        self.input_name = input_name
+
+
 def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
               results: Sequence[ResultSpec], name: str = "step",
               seed_index: Optional[int] = None,
@@ -178,12 +187,13 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
                 if inplace_of.op == "placeholder":
                     # A buffer updated by the forward (running statistics):
                     # the new value would be lost, so refuse it.
-                    raise UnsupportedOpError(
+                    raise InputUpdateError(
                         f"{_target_name(node)} {describe_location(node)} updates "
                         f"the step input '{args[placeholders.index(inplace_of)].name}' "
                         "in place (e.g. a buffer of running statistics); trn does "
                         "not carry such updates yet: compute the value without "
-                        "assigning it to the module")
+                        "assigning it to the module",
+                        args[placeholders.index(inplace_of)].name)
         if handler is None:
             raise UnsupportedOpError(
                 f"unsupported PyTorch op {_target_name(node)} (inputs "

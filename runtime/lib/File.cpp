@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
@@ -212,13 +213,12 @@ OutputKind classifyOutput(const std::string &path, std::string &error) {
   return OutputKind::Refuse;
 }
 
-bool writeInPlace(const std::string &path, const void *bytes, size_t size,
-                  std::string &error) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = "cannot write '" + path + "': " + std::strerror(errno);
-    return false;
-  }
+namespace {
+
+/// Writes all `size` bytes to `fd`; false (and `error` naming `name`) when a
+/// write fails.
+bool writeAll(int fd, const std::string &name, const void *bytes, size_t size,
+              std::string &error) {
   const char *data = static_cast<const char *>(bytes);
   size_t done = 0;
   while (done < size) {
@@ -226,11 +226,26 @@ bool writeInPlace(const std::string &path, const void *bytes, size_t size,
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
-      error = "cannot write '" + path + "': " + std::strerror(errno);
-      ::close(fd);
+      error = "cannot write '" + name + "': " + std::strerror(errno);
       return false;
     }
     done += size_t(n);
+  }
+  return true;
+}
+
+} // namespace
+
+bool writeInPlace(const std::string &path, const void *bytes, size_t size,
+                  std::string &error) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = "cannot write '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  if (!writeAll(fd, path, bytes, size, error)) {
+    ::close(fd);
+    return false;
   }
   if (::close(fd) != 0) {
     error = "cannot write '" + path + "': " + std::strerror(errno);
@@ -241,6 +256,11 @@ bool writeInPlace(const std::string &path, const void *bytes, size_t size,
 
 bool writeFileAtomically(const std::string &path, const void *bytes,
                          size_t size, std::string &error) {
+  if (path == kStandardOutput) {
+    // What the process printed through stdio comes first.
+    std::fflush(stdout);
+    return writeAll(STDOUT_FILENO, "standard output", bytes, size, error);
+  }
   switch (classifyOutput(path, error)) {
   case OutputKind::Refuse:
     return false;

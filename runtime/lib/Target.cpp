@@ -140,12 +140,33 @@ const Target &trn1Target() {
   return target;
 }
 
+namespace {
+
+struct NamedTarget {
+  std::string_view name;
+  const Target &(*table)();
+};
+
+/// Every target, the default first.
+constexpr NamedTarget kTargets[] = {{"trn1", trn1Target}, {"trn2", trn2Target}};
+
+} // namespace
+
 const Target *lookupTarget(std::string_view name) {
-  if (name == "trn1")
-    return &trn1Target();
-  if (name == "trn2")
-    return &trn2Target();
+  for (const NamedTarget &target : kTargets)
+    if (target.name == name)
+      return &target.table();
   return nullptr;
+}
+
+const std::vector<std::string_view> &targetNames() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> all;
+    for (const NamedTarget &target : kTargets)
+      all.push_back(target.name);
+    return all;
+  }();
+  return names;
 }
 
 } // namespace trnrt

@@ -321,6 +321,78 @@ def test_buffer_updated_in_place_is_refused(cache_dir):
         step(torch.ones(3))
 
 
+class _TwoLayers(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def _cross_entropy(model, x, y):
+    return F.cross_entropy(model(x), y)
+
+
+def test_parameters_the_optimizer_misses_are_named(cache_dir):
+    model = _TwoLayers()
+    step = trn.compile_step(model, torch.optim.SGD(model.fc1.parameters(), lr=0.1),
+                            _cross_entropy, cache_dir=cache_dir)
+    with pytest.raises(trn.TrnError, match="no parameter group for the trainable "
+                       "parameters 'fc2.weight', 'fc2.bias' of the model"):
+        step(torch.randn(4, 8), torch.randint(0, 4, (4,)))
+
+
+def test_loss_fn_without_the_model_argument_shows_the_signature(cache_dir):
+    model = _TwoLayers()
+
+    def loss_fn(x, labels):
+        return F.cross_entropy(model(x), labels)
+
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                            loss_fn, cache_dir=cache_dir)
+    with pytest.raises(trn.TrnError, match=r"loss_fn\(x, labels\) cannot take the model "
+                       r"and the step's 2 inputs: .* `def loss_fn\(model, x, labels\):`"):
+        step(torch.randn(4, 8), torch.randint(0, 4, (4,)))
+
+
+def test_batchnorm_in_train_mode_says_what_to_do(cache_dir):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16),
+                                torch.nn.Linear(16, 4))
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                            _cross_entropy, cache_dir=cache_dir)
+    x, y = torch.randn(4, 8), torch.randint(0, 4, (4,))
+    with pytest.raises(trn.UnsupportedOpError, match=r"model\[1\] \(BatchNorm1d\) updates "
+                       r"its running statistics .* call model\[1\]\.eval\(\) .* "
+                       "track_running_stats=False"):
+        step(x, y)
+    # What the message says works: the running statistics, read only.
+    reference = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16),
+                                    torch.nn.Linear(16, 4))
+    reference.load_state_dict(model.state_dict())
+    model[1].eval()
+    reference[1].eval()
+    expected = _cross_entropy(reference, x, y)
+    assert step(x, y).item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_backward_after_the_step_explains(cache_dir):
+    model = _TwoLayers()
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                            _cross_entropy, cache_dir=cache_dir)
+    loss = step(torch.randn(4, 8), torch.randint(0, 4, (4,)))
+    with pytest.raises(trn.TrnError, match=r"loss.backward\(\) after a trn step: the step "
+                       "already ran the backward pass"):
+        loss.backward()
+    # Otherwise the loss is the plain 0-dim tensor it was.
+    assert repr(loss).startswith("tensor(")
+    assert not loss.requires_grad and loss.shape == ()
+    assert float(loss.numpy()) == loss.item()
+    assert type(loss * 2) is torch.Tensor
+
+
 def _philox_word(seed: int, stream: int, index: int) -> int:
     """Philox4x32-10 word 0 (docs/isa.md, rng), written out independently
     of the C++ one so that the test checks the device's masks bit for bit."""

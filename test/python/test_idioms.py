@@ -259,6 +259,36 @@ def test_conv1d(conv, cache_dir):
     _check(Body(), cache_dir)
 
 
+@pytest.mark.parametrize("mesh, rows", [(None, 1), (None, 2), (None, 3), ("dp=2", 2),
+                                        ("dp=2", 6), ("dp=2,tp=2", 4)])
+@pytest.mark.parametrize("mode", ["batch statistics", "running statistics"])
+def test_batchnorm_after_a_convolution(mode, mesh, rows, cache_dir):
+    """nn.BatchNorm1d after nn.Conv1d (wav2vec2's and ConvNets' blocks): with
+    the batch's statistics (track_running_stats=False, in train mode: its
+    gradient runs through the statistics) or, in eval mode, with running
+    statistics as buffers. Train mode with running statistics updates them,
+    which trn refuses with what to do (test_frontend.py). Under dp the
+    statistics are the global batch's (as SyncBatchNorm's), so the step equals
+    PyTorch's on the whole batch."""
+
+    class Body(nn.Module):
+        def __init__(self):
+            super().__init__()
+            # No bias before a norm (its gradient is 0 under batch statistics).
+            self.conv = nn.Conv1d(HIDDEN, HIDDEN, kernel_size=3, padding=1, bias=False)
+            self.norm = nn.BatchNorm1d(HIDDEN, track_running_stats=mode != "batch statistics")
+            if mode == "running statistics":
+                g = torch.Generator().manual_seed(5)
+                self.norm.running_mean.copy_(torch.randn(HIDDEN, generator=g))
+                self.norm.running_var.copy_(torch.rand(HIDDEN, generator=g) + 0.5)
+                self.norm.eval()
+
+        def forward(self, h, ids):
+            return self.norm(self.conv(h.transpose(1, 2))).transpose(1, 2) + h
+    assert_sgd_step_parity(lambda: _TokenModel(Body()), _lm_loss, _batch(rows=rows),
+                           mesh=mesh, cache_dir=cache_dir)
+
+
 def test_unfold_along_one_dimension(cache_dir):
     """ConvBERT's span-based convolution: F.unfold of [B, C, S, 1] with a
     (K, 1) kernel, and its gradient (F.fold)."""

@@ -329,7 +329,7 @@ for i in range(5):
                     "--workdir", str(tmp_path / "w"), "--", PYTHON, str(script))
     assert proc.returncode == 1, proc.stderr
     assert "step 1 done" in proc.stdout  # the script went on
-    assert "1 step calls could not be traced" in proc.stdout
+    assert "1 step call could not be traced" in proc.stdout
     assert "i0" in proc.stdout and "train.py:8" in proc.stdout
 
 
@@ -339,7 +339,7 @@ def test_analyze_flags_a_model_too_large_for_one_core(tmp_path):
                     "--", PYTHON, str(EXAMPLES / "gpt.py"), "--config", "gpt3-23b",
                     "--device", "trn", "--steps", "3")
     assert proc.returncode == 1
-    assert "need more HBM than one NeuronCore has" in proc.stdout
+    assert "1 graph needs more HBM than one NeuronCore has" in proc.stdout
     graph = json.loads((tmp_path / "a.json").read_text())["graphs"][0]
     assert not graph["fits"] and graph["hbm_bytes_estimate"] > 16 << 30
 
@@ -367,7 +367,7 @@ def test_collect_with_max_steps_and_flags(tmp_path):
                     "--", PYTHON, str(EXAMPLES / "gpt.py"), "--device", "trn", "--steps", "20",
                     "--grad-accum", "2")
     assert proc.returncode == 0, proc.stderr
-    assert "collected 1 graphs" in proc.stderr
+    assert "collected 1 graph into" in proc.stderr
     manifest = next((tmp_path / "w" / "graphs").glob("manifest-*.jsonl"))
     record = json.loads(manifest.read_text().splitlines()[0])
     assert record["graph_name"] == "train_micro_step"

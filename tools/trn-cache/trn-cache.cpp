@@ -61,6 +61,7 @@ options for every command:
   --cache-dir DIR   the cache root (default: $TRN_CACHE_DIR, else /var/tmp/trn-compile-cache)
   --json            machine-readable output on stdout
   -h, --help        this help
+  --version         versions (trn, the compiler's cache keys, LLVM)
 
 A cache on a read-only mount, or with TRN_CACHE_READ_ONLY=1, is read-only:
 list, stats, show and verify work; clean, clear-locks, prune and verify --fix
@@ -196,6 +197,10 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
     }
     if (arg == "-h" || arg == "--help") {
       options.command = "help";
+      return std::nullopt;
+    }
+    if (arg == "--version") {
+      options.command = "version";
       return std::nullopt;
     }
     static const std::vector<std::string> known = {
@@ -510,9 +515,9 @@ int runClearLocks(Cache &cache, const Options &options) {
       if (!lock.stale)
         live.push_back(lock);
     if (!live.empty())
-      std::cerr << "trn-cache: warning: removing " << live.size()
-                << " live lock(s); their compiles continue and may be "
-                   "duplicated\n";
+      std::cerr << "trn-cache: warning: removing "
+                << countOf(live.size(), "live lock")
+                << "; their compiles continue and may be duplicated\n";
   }
   std::vector<LockInfo> removed = cache.clearLocks(options.all);
   if (options.json) {
@@ -524,7 +529,7 @@ int runClearLocks(Cache &cache, const Options &options) {
   }
   for (const LockInfo &lock : removed)
     std::cout << "removed lock " << describeLock(lock) << "\n";
-  std::cout << "removed " << removed.size() << " lock(s)\n";
+  std::cout << "removed " << countOf(removed.size(), "lock") << "\n";
   return 0;
 }
 
@@ -878,6 +883,10 @@ int main(int argc, char **argv) {
     return fail(*problem);
   if (options.command == "help") {
     std::cout << kUsage;
+    return 0;
+  }
+  if (options.command == "version") {
+    std::cout << toolVersion("trn-cache");
     return 0;
   }
 

@@ -12,17 +12,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "trn/Cache/Key.h"
+#include "trn/Cache/Text.h"
 #include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/CompileGraph.h"
 #include "trn/Driver/Report.h"
 #include "trn/Support/CommandLineValues.h"
 #include "trn/Support/OutputFile.h"
+#include "trnrt/File.h"
 
 #include "trnrt/Target.h"
 
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -30,10 +31,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#ifndef TRN_VERSION_STRING
-#error "TRN_VERSION_STRING must be defined by the build (tools/trn-cc)"
-#endif
 
 using namespace mlir;
 namespace cache = mlir::trn::cache;
@@ -254,9 +251,13 @@ private:
   void status(const std::string &line) {
     if (options.quiet)
       return;
-    llvm::outs() << "trn-cc: " << line << "\n";
+    // An output written to stdout ("-") keeps stdout to itself.
+    bool stdoutTaken = options.outputPath == trnrt::kStandardOutput ||
+                       options.reportPath == trnrt::kStandardOutput;
+    llvm::raw_ostream &out = stdoutTaken ? llvm::errs() : llvm::outs();
+    out << "trn-cc: " << line << "\n";
     // Keep the order of stdout and stderr when both go to one pipe (-v).
-    llvm::outs().flush();
+    out.flush();
   }
   trn::GraphCompileRequest request();
   int report(const trnrt::Program &program, trn::CompileReport &report);
@@ -385,6 +386,7 @@ int TrnCC::report(const trnrt::Program &program, trn::CompileReport &report) {
     trn::printSummaryTable(llvm::errs(), report.graphName, report.key,
                            report.normalizedFlags, summary);
   std::string json = trn::reportJson(report, summary);
+  llvm::outs().flush(); // before an output written to stdout ("-")
   if (!options.reportPath.empty())
     if (auto problem = trn::writeOutputFile(options.reportPath, json))
       return fail(*problem);
@@ -445,16 +447,7 @@ int compileEveryStage(const Options &options) {
 }
 
 int printVersion() {
-  llvm::outs() << "trn-cc " << TRN_VERSION_STRING << "\n";
-  llvm::outs() << "compiler version " << cache::compilerVersion()
-               << " (cache entries under <cache-dir>/trncc-"
-               << cache::compilerVersion() << "/)\n";
-  llvm::outs() << "LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
-  llvm::outs() << "targets:";
-  for (const char *name : {"trn1", "trn2"})
-    if (trnrt::lookupTarget(name))
-      llvm::outs() << " " << name;
-  llvm::outs() << " (default trn1)\n";
+  llvm::outs() << cache::toolVersion("trn-cc", trnrt::targetNames());
   return kExitOk;
 }
 

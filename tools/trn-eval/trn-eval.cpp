@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "trn/Cache/Text.h"
 #include "trn/Eval/Evaluator.h"
 #include "trn/Eval/Spmd.h"
 #include "trn/InitAll.h"
@@ -170,6 +171,9 @@ static void printSummary(llvm::StringRef name, Type type, const Tensor &t) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << mlir::trn::cache::toolVersion("trn-eval");
+  });
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,

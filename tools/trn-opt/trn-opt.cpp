@@ -18,6 +18,9 @@
 #include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
+#include "trn/Cache/Text.h"
+#include "trnrt/Target.h"
+
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -25,6 +28,9 @@
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << mlir::trn::cache::toolVersion("trn-opt", trnrt::targetNames());
+  });
   mlir::DialectRegistry registry;
   mlir::trn::registerAllDialects(registry);
   mlir::trn::registerAllPasses();

@@ -21,10 +21,6 @@
 #include <string>
 #include <vector>
 
-#ifndef TRN_VERSION_STRING
-#error "TRN_VERSION_STRING must be defined by the build"
-#endif
-
 using namespace mlir::trn;
 namespace parallel = mlir::trn::parallel;
 
@@ -315,8 +311,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (version) {
-    std::cout << "trn-parallel-compile " << TRN_VERSION_STRING << " (compiler "
-              << cache::compilerVersion() << ")\n";
+    std::cout << cache::toolVersion("trn-parallel-compile");
     return 0;
   }
   return parallel::run(options);

@@ -23,6 +23,8 @@
 #include "ProfileSummary.h"
 #include "trnrt/StageArtifact.h"
 
+#include "trn/Cache/Text.h"
+
 #include "trnrt/Artifact.h"
 #include "trnrt/IsaValidate.h"
 #include "trnrt/Npy.h"
@@ -61,6 +63,7 @@ const char *kUsage =
                [--timing-only] [--mesh AXIS=N,... [--mirror-ranks
                [--no-timeline-reuse]]
                [--collective-timeout SECONDS]]
+       trn-run --version
 
 Runs a trn artifact on the simulated NeuronCore and reports device time,
 engine utilisation, MFU and DMA traffic. A pipelined step is one artifact
@@ -170,6 +173,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
     std::optional<std::string> problem;
     if (arg == "-h" || arg == "--help")
       options.artifact = "--help";
+    else if (arg == "--version")
+      options.artifact = "--version";
     else if (arg == "--inputs")
       problem = value(options.inputs);
     else if (arg == "--outputs")
@@ -216,7 +221,7 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
     if (problem)
       return problem;
   }
-  if (options.artifact == "--help")
+  if (options.artifact == "--help" || options.artifact == "--version")
     return std::nullopt;
   if (options.artifact.empty())
     return "no artifact given (see trn-run --help)";
@@ -326,6 +331,10 @@ int main(int argc, char **argv) {
     return fail(*problem, 2);
   if (options.artifact == "--help") {
     std::cout << kUsage;
+    return 0;
+  }
+  if (options.artifact == "--version") {
+    std::cout << mlir::trn::cache::toolVersion("trn-run", trnrt::targetNames());
     return 0;
   }
 

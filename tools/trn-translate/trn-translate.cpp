@@ -13,8 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "trn/Cache/Text.h"
 #include "trn/Support/InputFile.h"
 #include "trn/Target/NCToProgram.h"
+#include "trnrt/Target.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -49,6 +51,9 @@ static cl::opt<bool> verifyDiagnostics(
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << mlir::trn::cache::toolVersion("trn-translate", trnrt::targetNames());
+  });
   nc::registerNCTranslations();
   cl::opt<const Translation *, false, TranslationParser> translation(
       "", cl::desc("Translation to perform"), cl::Required);

@@ -88,11 +88,14 @@ enum class OutputKind {
 ///   PATH is not a regular file (a directory)
 OutputKind classifyOutput(const std::string &path, std::string &error);
 
+/// The output path that means the standard output, in every tool.
+inline constexpr const char *kStandardOutput = "-";
+
 /// Writes `size` bytes to `path` so that a reader sees the old file or the
 /// whole new one: to a uniquely named temporary file beside it, fsync'ed,
 /// then renamed over it (the directory fsync'ed too, best effort). An
-/// InPlace output is written as it is; a Refuse one fails. `error` is one
-/// line naming the path.
+/// InPlace output is written as it is; a Refuse one fails; "-" is the
+/// standard output. `error` is one line naming the path.
 bool writeFileAtomically(const std::string &path, const void *bytes,
                          size_t size, std::string &error);
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace trnrt {
 
@@ -95,6 +96,8 @@ struct Target {
 
 /// The table for `name` ("trn1", "trn2"), or nullptr.
 const Target *lookupTarget(std::string_view name);
+/// Every target's name, the default (trn1) first.
+const std::vector<std::string_view> &targetNames();
 /// NeuronCore-v2 (Trainium1).
 const Target &trn1Target();
 
