@@ -60,10 +60,14 @@ def user_frame(node: torch.fx.Node) -> Optional[Tuple[str, int, str, str]]:
     return node.meta.get("trn_frame")
 
 
+#: Where an op the backward or the optimizer made comes from.
+_NO_USER_LINE = "in the backward or optimizer part of the step (no user line)"
+
+
 def describe_location(node: torch.fx.Node) -> str:
     frame = user_frame(node)
     if frame is None:
-        return "in the backward or optimizer part of the step (no user line)"
+        return _NO_USER_LINE
     path, line, function, source = frame
     where = f"at {os.path.relpath(path) if not path.startswith('..') else path}:{line}"
     if function:
@@ -112,6 +116,53 @@ def _packet(target: Any) -> Any:
 Epilogue = Callable[[GraphBuilder, Dict[str, Value], List[Value]], List[Value]]
 
 
+class _Problems:
+    """The ops a step uses that trn cannot translate, all of them: each
+    failed node gets a stand-in value (zeros of its recorded shape) so that
+    the rest of the graph is still translated and its problems found, and
+    the error names every one, not one per rerun."""
+
+    def __init__(self, builder: GraphBuilder) -> None:
+        self.builder = builder
+        self.messages: Dict[str, int] = {}
+
+    def note(self, node: torch.fx.Node, env: Dict[torch.fx.Node, Any],
+             ctx: "_aten.Context", message: str) -> None:
+        self.messages[message] = self.messages.get(message, 0) + 1
+        stand_in = self._stand_in(node.meta.get("val"))
+        if stand_in is None:
+            self.raise_any()  # nothing to go on with
+        env[node] = stand_in
+
+    def _stand_in(self, val: Any) -> Any:
+        if isinstance(val, torch.Tensor):
+            element = element_type(val.dtype) or "f32"
+            return self.builder.splat(0, tuple(val.shape), element)
+        if isinstance(val, (tuple, list)):
+            parts = [self._stand_in(v) for v in val]
+            return None if any(p is None for p in parts) else type(val)(parts)
+        return None
+
+    def raise_any(self) -> None:
+        if not self.messages:
+            return
+        messages = self.messages
+        # The backward's problems follow from the forward's (an op's
+        # gradient): named only when there are no others.
+        forward = {m: n for m, n in messages.items() if _NO_USER_LINE not in m}
+        derived = len(messages) - len(forward)
+        if forward:
+            messages = forward
+        described = [message if count == 1 else f"{message} ({count} times)"
+                     for message, count in messages.items()]
+        more = (f" (and {derived} in the backward part that follow from them)"
+                if forward and derived else "")
+        if len(described) == 1:
+            raise UnsupportedOpError(described[0] + more)
+        raise UnsupportedOpError(f"{len(described)} problems{more}: " + "; ".join(
+            f"({i}) {text}" for i, text in enumerate(described, 1)))
+
+
 class InputUpdateError(UnsupportedOpError):
     """The step writes one of its inputs in place (a module's buffer): the
     message, and the input's name for a caller that knows the module."""
@@ -156,6 +207,7 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
             seed = value
 
     ctx = _aten.Context(builder, seed)
+    problems = _Problems(builder)
     outputs: List[Any] = []
     for node in nodes:
         if node.op == "placeholder":
@@ -194,26 +246,29 @@ def translate(gm: torch.fx.GraphModule, args: Sequence[ArgSpec],
                         "not carry such updates yet: compute the value without "
                         "assigning it to the module",
                         args[placeholders.index(inplace_of)].name)
+        ctx.node = node
         if handler is None:
-            raise UnsupportedOpError(
+            problems.note(node, env, ctx, (
                 f"unsupported PyTorch op {_target_name(node)} (inputs "
                 f"{_describe_value(list(node_args))}) {describe_location(node)}; "
-                "docs/frontend.md lists the supported ops")
-        ctx.node = node
+                "docs/frontend.md lists the supported ops"))
+            continue
         try:
             env[node] = handler(ctx, *node_args, **node_kwargs)
             if inplace_of is not None:
                 env[inplace_of] = env[node]
         except _aten.TranslationError as error:
-            raise UnsupportedOpError(
+            problems.note(node, env, ctx, (
                 f"{_target_name(node)} (inputs {_describe_value(list(node_args))}) "
-                f"{describe_location(node)}: {error}") from None
+                f"{describe_location(node)}: {error}"))
         except (ValueError, KeyError, IndexError, TypeError, AssertionError) as error:
+            problems.raise_any()  # a stand-in's consequence is not a trn bug
             raise UnsupportedOpError(
                 f"internal error translating {_target_name(node)} (inputs "
                 f"{_describe_value(list(node_args))}) {describe_location(node)}: "
                 f"{type(error).__name__}: {error}; please report it") from None
 
+    problems.raise_any()
     if epilogue is not None:
         builder.location = 'loc("optimizer")'
         by_name = {spec.name: builder.argument(i, shape, element)

@@ -393,6 +393,26 @@ def test_backward_after_the_step_explains(cache_dir):
     assert type(loss * 2) is torch.Tensor
 
 
+def test_every_unsupported_op_is_named_at_once(cache_dir):
+    """Two unsupported ops in the forward: both named, with their lines, in
+    one error (not one per rerun); their gradients' problems are counted."""
+
+    def body(h):
+        h = torch.cumprod(h, dim=1)
+        return torch.special.erfcx(h)
+
+    model = OpModel(body)
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1), _loss,
+                            cache_dir=cache_dir)
+    with pytest.raises(trn.UnsupportedOpError) as info:
+        step(torch.randn(4, 8))
+    message = str(info.value)
+    assert message.startswith("2 problems (and 2 in the backward part that follow from "
+                              "them): (1) unsupported PyTorch op aten.cumprod"), message
+    assert "(2) unsupported PyTorch op aten.special_erfcx" in message
+    assert message.count("test_frontend.py:") == 2
+
+
 def _philox_word(seed: int, stream: int, index: int) -> int:
     """Philox4x32-10 word 0 (docs/isa.md, rng), written out independently
     of the C++ one so that the test checks the device's masks bit for bit."""
