@@ -28,7 +28,7 @@ from torch.fx.experimental import proxy_tensor
 from torch.nn.utils import stateless
 
 from . import _record
-from .errors import TrnError, UnsupportedOpError
+from .errors import TrnError, UnsupportedOpError, eager_error
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _TRN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -208,7 +208,16 @@ def _trace(step: Callable[..., List[torch.Tensor]], inputs: Sequence[torch.Tenso
     except TrnError:
         raise
     except Exception as error:  # noqa: BLE001 - re-raised with the user's line
-        raise UnsupportedOpError(_tracing_failure(error)) from None
+        message = _tracing_failure(error)
+        if type(error) in _EAGER_KINDS and message.startswith("tracing the step failed"):
+            # PyTorch's own check in the user's code: eager raises it too.
+            raise eager_error(type(error), message) from None
+        raise UnsupportedOpError(message) from None
+
+
+#: Errors PyTorch's checks raise in eager mode as well (not subclasses such
+#: as NotImplementedError, which tracing raises for what it cannot do).
+_EAGER_KINDS = (RuntimeError, TypeError, ValueError, IndexError)
 
 
 def _to_fake(mode, tensor: torch.Tensor) -> torch.Tensor:

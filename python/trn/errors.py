@@ -12,6 +12,24 @@ class UnsupportedOpError(TrnError):
     value. The message names the op, its input shapes and the user's line."""
 
 
+_EAGER_KINDS: dict = {}
+
+
+def eager_error(kind: type, message: str) -> UnsupportedOpError:
+    """What the user's step raised while it was traced (a dtype or shape check
+    of PyTorch's, say), raised as eager PyTorch raises it: an
+    UnsupportedOpError that is also a `kind` (RuntimeError, TypeError,
+    ValueError, IndexError), so `except RuntimeError` catches it as it would
+    in eager mode. The message carries the user's line."""
+    cls = _EAGER_KINDS.get(kind)
+    if cls is None:
+        cls = type(kind.__name__, (UnsupportedOpError, kind),
+                   {"__module__": __name__,
+                    "__doc__": f"A {kind.__name__} the traced step raised."})
+        _EAGER_KINDS[kind] = cls
+    return cls(message)
+
+
 class CompileError(TrnError):
     """The compiler rejected the graph (the message is its diagnostic)."""
 

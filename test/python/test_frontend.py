@@ -393,6 +393,20 @@ def test_backward_after_the_step_explains(cache_dir):
     assert type(loss * 2) is torch.Tensor
 
 
+def test_a_dtype_error_is_raised_as_eager_pytorch_raises_it(cache_dir):
+    """cross_entropy with float class indices: eager PyTorch's RuntimeError,
+    with the user's line (and still a trn.UnsupportedOpError)."""
+    model = _TwoLayers()
+    step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                            lambda m, x, y: F.cross_entropy(m(x), y.float()),
+                            cache_dir=cache_dir)
+    with pytest.raises(RuntimeError, match=r"tracing the step failed at .*test_frontend.py:\d+: "
+                       r".*RuntimeError: expected target dtype to be Long") as info:
+        step(torch.randn(4, 8), torch.randint(0, 4, (4,)))
+    assert isinstance(info.value, trn.UnsupportedOpError)
+    assert "please report" not in str(info.value)
+
+
 def test_every_unsupported_op_is_named_at_once(cache_dir):
     """Two unsupported ops in the forward: both named, with their lines, in
     one error (not one per rerun); their gradients' problems are counted."""
