@@ -68,7 +68,14 @@ list, stats, show and verify work; clean, clear-locks, prune and verify --fix
 are refused.
 )";
 
+/// An error with the cache or an entry: exit status 1, as in every trn tool.
 int fail(const std::string &message) {
+  std::cerr << "trn-cache: error: " << message << "\n";
+  return 1;
+}
+
+/// A bad command line: exit status 2.
+int usageError(const std::string &message) {
   std::cerr << "trn-cache: error: " << message << "\n";
   return 2;
 }
@@ -585,10 +592,17 @@ struct KeyArgument {
   }
 };
 
+/// Why a KEY argument names no entry: a malformed argument (a command-line
+/// error) or one the cache does not resolve.
+struct KeyProblem {
+  std::string message;
+  bool malformed;
+};
+
 /// Resolves a key, the short `<graph>+<flags>` form, an entry's path or a
 /// unique prefix of a key in the cache; returns the error otherwise.
-std::optional<std::string> resolveKey(Cache &cache, const std::string &text,
-                                      KeyArgument &out) {
+std::optional<KeyProblem> resolveKey(Cache &cache, const std::string &text,
+                                     KeyArgument &out) {
   const std::string expected =
       "MODULE_<graph>+<flags> or <graph>+<flags> (32 lowercase hex digits "
       "each), a unique prefix of a key in the cache, or an entry's path";
@@ -601,9 +615,10 @@ std::optional<std::string> resolveKey(Cache &cache, const std::string &text,
     std::optional<CacheKey> key =
         name.rfind("MODULE_", 0) == 0 ? CacheKey::parse(name) : std::nullopt;
     if (!key)
-      return "'" + text +
-             "' is not a cache entry's path: its last part is not "
-             "MODULE_<graph>+<flags>";
+      return KeyProblem{"'" + text +
+                            "' is not a cache entry's path: its last part is "
+                            "not MODULE_<graph>+<flags>",
+                        true};
     out.key = *key;
     out.path = path;
     out.listing = cache.inspect(*key, path);
@@ -619,15 +634,20 @@ std::optional<std::string> resolveKey(Cache &cache, const std::string &text,
   if (body.empty() ||
       body.find_first_not_of("0123456789abcdef+") != std::string::npos ||
       std::count(body.begin(), body.end(), '+') > 1)
-    return "'" + text + "' is not a cache key; give " + expected;
+    return KeyProblem{"'" + text + "' is not a cache key; give " + expected,
+                      true};
   std::vector<EntryListing> matches = entriesMatching(cache, text);
   if (matches.empty())
-    return "no entry in " + cache.versionDir() + " starts with '" + text +
-           "'; for a key that is not in the cache give all of it "
-           "(MODULE_<graph>+<flags>)";
+    return KeyProblem{"no entry in " + cache.versionDir() + " starts with '" +
+                          text +
+                          "'; for a key that is not in the cache give all of "
+                          "it (MODULE_<graph>+<flags>)",
+                      false};
   if (matches.size() > 1)
-    return "'" + text + "' matches " + std::to_string(matches.size()) +
-           " entries; give more of the key";
+    return KeyProblem{"'" + text + "' matches " +
+                          countOf(matches.size(), "entry", "entries") +
+                          "; give more of the key",
+                      false};
   out.key = matches.front().key;
   out.path = matches.front().path;
   out.listing = std::move(matches.front());
@@ -732,7 +752,8 @@ int runExplain(Cache &cache, const Options &options) {
   KeyArgument keys[2];
   for (int i = 0; i < 2; ++i)
     if (auto problem = resolveKey(cache, options.positional[i], keys[i]))
-      return fail(*problem);
+      return problem->malformed ? usageError(problem->message)
+                                : fail(problem->message);
   bool identical = keys[0].key == keys[1].key;
   bool graphDiffers = keys[0].key.graph != keys[1].key.graph;
   bool flagsDiffer = keys[0].key.flags != keys[1].key.flags;
@@ -880,7 +901,7 @@ int runExplain(Cache &cache, const Options &options) {
 int main(int argc, char **argv) {
   Options options;
   if (auto problem = parseArgs(argc, argv, options))
-    return fail(*problem);
+    return usageError(*problem);
   if (options.command == "help") {
     std::cout << kUsage;
     return 0;

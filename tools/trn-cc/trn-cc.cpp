@@ -167,6 +167,9 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
     if (positionals.empty())
       return std::string("--analyze needs a graph: trn-cc --analyze "
                          "GRAPH.mlir");
+    if (positionals.front() == "compile")
+      return std::string("--analyze is a command of its own: trn-cc "
+                         "--analyze GRAPH.mlir (without 'compile')");
     if (positionals.size() > 1)
       return "unexpected argument '" + positionals[1] +
              "'; --analyze takes one graph";

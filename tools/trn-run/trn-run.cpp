@@ -137,7 +137,20 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
   bool profileTopGiven = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    // --opt=value as well as --opt value, as in every trn tool.
+    std::optional<std::string> inlineValue;
+    if (size_t equals = arg.find('=');
+        arg.rfind("--", 0) == 0 && equals != std::string::npos) {
+      inlineValue = arg.substr(equals + 1);
+      arg.resize(equals);
+    }
+    bool valueTaken = false;
     auto value = [&](std::string &out) -> std::optional<std::string> {
+      valueTaken = true;
+      if (inlineValue) {
+        out = *inlineValue;
+        return std::nullopt;
+      }
       if (i + 1 >= argc)
         return arg + " needs a value";
       out = argv[++i];
@@ -220,6 +233,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       options.moreArtifacts.push_back(arg);
     if (problem)
       return problem;
+    if (inlineValue && !valueTaken)
+      return arg + " takes no value (see trn-run --help)";
   }
   if (options.artifact == "--help" || options.artifact == "--version")
     return std::nullopt;
