@@ -99,6 +99,16 @@ std::string TaskIdentity::describe() const {
   return text.str();
 }
 
+/// The node a task runs on, as its heartbeat names it so that a task can
+/// tell whether it sees tasks of other nodes: the host and the launcher's
+/// node number (several Slurm nodes may share a host in a test cluster).
+static std::string nodeName(const TaskIdentity &task) {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0)
+    std::strcpy(name, "unknown-host");
+  return std::string(name) + "#" + std::to_string(task.nodeId);
+}
+
 bool detectTask(TaskIdentity &task, std::string &error) {
   task = TaskIdentity();
   // An srun step's task. A batch script (sbatch without srun) has
@@ -112,6 +122,11 @@ bool detectTask(TaskIdentity &task, std::string &error) {
         !readInt("SLURM_NODEID", task.nodeId, error) ||
         !readInt("SLURM_LOCALID", task.localRank, error))
       return false;
+    const char *nodes = env("SLURM_STEP_NUM_NODES")  ? "SLURM_STEP_NUM_NODES"
+                        : env("SLURM_JOB_NUM_NODES") ? "SLURM_JOB_NUM_NODES"
+                                                     : nullptr;
+    if (nodes && !readInt(nodes, task.nodes, error))
+      return false;
     task.jobId =
         *env("SLURM_JOB_ID") + "." +
         env("SLURM_STEP_ID").value_or(env("SLURM_STEPID").value_or("0"));
@@ -121,6 +136,11 @@ bool detectTask(TaskIdentity &task, std::string &error) {
         !readInt("OMPI_COMM_WORLD_SIZE", task.size, error) ||
         !readInt("OMPI_COMM_WORLD_LOCAL_RANK", task.localRank, error))
       return false;
+    int localSize = task.size;
+    if (env("OMPI_COMM_WORLD_LOCAL_SIZE") &&
+        !readInt("OMPI_COMM_WORLD_LOCAL_SIZE", localSize, error))
+      return false;
+    task.nodes = localSize < task.size ? 2 : 1;
     // Open MPI names each mpirun's job; the host keeps two mpiruns on
     // different hosts apart.
     std::optional<std::string> job = env("PMIX_NAMESPACE");
@@ -197,7 +217,7 @@ void JobDirectory::heartbeat() {
   // The content changes with every beat, so a reader sees a change even
   // where mtimes are coarse or cached.
   std::ofstream out(fileOf(task.rank, "alive"), std::ios::trunc);
-  out << getpid() << " " << now << "\n";
+  out << getpid() << " " << now << " " << nodeName(task) << "\n";
 }
 
 bool JobDirectory::publishCollected(const std::vector<GraphRecord> &graphs,
@@ -250,16 +270,36 @@ bool JobDirectory::waitForAll(const std::string &suffix, double leaseSeconds,
   double start = monotonicSeconds();
   for (Watch &watch : watches)
     watch.since = start;
+  const std::string node = nodeName(task);
+  bool otherNodeSeen = task.nodes < 2;
   while (true) {
     heartbeat();
     bool all = true;
     for (int rank = 0; rank < task.size; ++rank) {
-      if (exists(fileOf(rank, suffix)))
+      bool published = exists(fileOf(rank, suffix));
+      if (published && otherNodeSeen)
         continue;
-      all = false;
       std::string beat;
       readFile(fileOf(rank, "alive"), beat);
+      // "pid time node": a task on another node wrote it here.
+      size_t nodeAt = beat.find_last_of(' ');
+      if (nodeAt != std::string::npos &&
+          beat.substr(nodeAt + 1, beat.find_last_not_of("\n") - nodeAt) != node)
+        otherNodeSeen = true;
+      if (published)
+        continue;
+      all = false;
       double now = monotonicSeconds();
+      if (!otherNodeSeen && now - start > kSharedCheckSeconds) {
+        error = "after " + std::to_string(int(now - start)) +
+                " s this task sees no task of the job's other nodes in " + dir +
+                ": the cache directory is not shared between the " +
+                std::to_string(task.nodes) +
+                " nodes (the default, /var/tmp/trn-compile-cache, is "
+                "node-local); give --cache-dir (or TRN_CACHE_DIR) a "
+                "directory on a filesystem every node mounts";
+        return false;
+      }
       Watch &watch = watches[rank];
       if (beat != watch.signature) {
         watch.signature = beat;

@@ -35,6 +35,7 @@
 #include <deque>
 #include <dirent.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -336,7 +337,16 @@ int Runner::run() {
     say("error: workdir: " + error + " (choose another with --workdir)");
     return 1;
   }
+  // Absolute: the job directory's manifests name graph files by path, and
+  // a relative root would be resolved again from the manifest's directory.
   cacheRoot = cache::resolveRoot(options.cacheDir);
+  if (!cacheRoot.empty() && cacheRoot.front() != '/') {
+    std::error_code ignored;
+    std::filesystem::path absolute =
+        std::filesystem::absolute(cacheRoot, ignored);
+    if (!ignored)
+      cacheRoot = absolute.lexically_normal().string();
+  }
   if (!detectTask(task, error)) {
     say("error: " + error);
     return 1;

@@ -373,3 +373,41 @@ def test_collect_with_max_steps_and_flags(tmp_path):
     assert record["graph_name"] == "train_micro_step"
     assert record["flags"] == ["--auto-cast", "matmul"]
     assert not (tmp_path / "cache").exists()  # collect compiles nothing
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_two_nodes_say_at_once_when_the_cache_is_not_shared(shared, tmp_path):
+    """Two srun tasks on two nodes (Slurm's variables, one host): with one
+    cache directory (given relative) they compile the job's graph together;
+    with a directory each, as node-local /var/tmp gives, each says within
+    seconds that the cache is not shared and what to do, not after the
+    120 s lease."""
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({
+        "key": "MODULE_0123456789abcdef0123456789abcdef+0123456789abcdef0123456789abcdef",
+        "graph": str(INPUTS / "add_exp.mlir"), "graph_name": "add_exp"}) + "\n")
+    tasks = []
+    for rank in range(2):
+        env = dict(os.environ, SLURM_JOB_ID="4242", SLURM_STEP_ID="0",
+                   SLURM_PROCID=str(rank), SLURM_STEP_NUM_TASKS="2",
+                   SLURM_NODEID=str(rank), SLURM_LOCALID="0", SLURM_STEP_NUM_NODES="2")
+        env.pop("TRN_CC_FLAGS", None)
+        cache = "cache" if shared else f"node{rank}/cache"
+        (tmp_path / cache).mkdir(parents=True, exist_ok=True)
+        tasks.append(subprocess.Popen(
+            [TOOL, "--command", "compile", "--manifest", str(manifest), "--workdir",
+             f"w{rank}", "--cache-dir", cache], cwd=tmp_path, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = [task.communicate(timeout=100)[0] for task in tasks]
+    codes = [task.returncode for task in tasks]
+    if shared:
+        assert codes == [0, 0], outputs
+        assert "Total successful compilations: 1" in outputs[0]
+        return
+    assert codes == [1, 1], outputs
+    for output in outputs:
+        assert ("sees no task of the job's other nodes" in output
+                and "the cache directory is not shared between the 2 nodes" in output
+                and "give --cache-dir (or TRN_CACHE_DIR) a directory on a filesystem "
+                    "every node mounts" in output), output
+        assert "has not been heard from" not in output

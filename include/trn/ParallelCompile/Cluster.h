@@ -29,6 +29,10 @@ struct TaskIdentity {
   std::string launcher; ///< "slurm", "mpi", or "" for a single task
   std::string jobId;    ///< unique per job step (names the job directory)
   int rank = 0, size = 1, nodeId = 0, localRank = 0;
+  /// Nodes the job's tasks run on (SLURM_STEP_NUM_NODES; under mpirun 2
+  /// when the tasks on this node are not all of them, which is enough to
+  /// tell one node from several).
+  int nodes = 1;
   bool multi() const { return size > 1; }
   /// "task 2 of 4 (slurm job 17.0, node 0)".
   std::string describe() const;
@@ -46,6 +50,12 @@ bool detectTask(TaskIdentity &task, std::string &error);
 std::vector<int> assignGraphs(const std::vector<GraphRecord> &graphs,
                               int tasks);
 
+/// How long a task of a job on several nodes waits to see a task of
+/// another node before it says that the cache directory is not shared. The
+/// tasks write their heartbeat when they start, before their training
+/// command runs, so by the first wait the others' are long there.
+constexpr double kSharedCheckSeconds = 20;
+
 /// The job directory `<cache root>/jobs/<job id>`.
 class JobDirectory {
 public:
@@ -62,7 +72,9 @@ public:
                         std::string &error);
   /// Waits until every task published `suffix` ("manifest.jsonl",
   /// "results.json", "done"). `tick` runs between looks. Fails when a task's
-  /// heartbeat stays unchanged for `leaseSeconds`.
+  /// heartbeat stays unchanged for `leaseSeconds`, and, in a job on several
+  /// nodes, when after `kSharedCheckSeconds` no task of another node has
+  /// been seen: the cache directory is then not shared between the nodes.
   bool waitForAll(const std::string &suffix, double leaseSeconds,
                   const std::function<void()> &tick, std::string &error);
   /// The union of every task's graphs (first task's record wins) and which
