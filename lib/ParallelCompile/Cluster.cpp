@@ -109,6 +109,21 @@ static std::string nodeName(const TaskIdentity &task) {
   return std::string(name) + "#" + std::to_string(task.nodeId);
 }
 
+int slurmTasksOnNode(const std::string &tasksPerNode, int nodeId) {
+  std::stringstream groups(tasksPerNode);
+  int node = 0;
+  for (std::string group; std::getline(groups, group, ',');) {
+    int tasks = 0, repeat = 1;
+    if (std::sscanf(group.c_str(), "%d(x%d)", &tasks, &repeat) < 1 ||
+        tasks < 1 || repeat < 1)
+      return 1;
+    if (nodeId < node + repeat)
+      return tasks;
+    node += repeat;
+  }
+  return 1;
+}
+
 bool detectTask(TaskIdentity &task, std::string &error) {
   task = TaskIdentity();
   // An srun step's task. A batch script (sbatch without srun) has
@@ -127,6 +142,8 @@ bool detectTask(TaskIdentity &task, std::string &error) {
                                                      : nullptr;
     if (nodes && !readInt(nodes, task.nodes, error))
       return false;
+    task.tasksOnNode = slurmTasksOnNode(
+        env("SLURM_STEP_TASKS_PER_NODE").value_or(""), task.nodeId);
     task.jobId =
         *env("SLURM_JOB_ID") + "." +
         env("SLURM_STEP_ID").value_or(env("SLURM_STEPID").value_or("0"));
@@ -141,6 +158,7 @@ bool detectTask(TaskIdentity &task, std::string &error) {
         !readInt("OMPI_COMM_WORLD_LOCAL_SIZE", localSize, error))
       return false;
     task.nodes = localSize < task.size ? 2 : 1;
+    task.tasksOnNode = std::max(1, localSize);
     // Open MPI names each mpirun's job; the host keeps two mpiruns on
     // different hosts apart.
     std::optional<std::string> job = env("PMIX_NAMESPACE");

@@ -707,7 +707,7 @@ bool Runner::compileGraphs(std::vector<GraphRecord> graphs,
   });
   std::deque<size_t> pending(queue.begin(), queue.end());
 
-  int64_t budget = memoryBudgetBytes();
+  int64_t budget = memoryBudgetBytes(task.tasksOnNode);
   int parallel = options.numParallel > 0 ? options.numParallel
                                          : std::max(1, availableCpus());
   auto memoryOf = [&](const GraphJob &job) {
@@ -723,7 +723,12 @@ bool Runner::compileGraphs(std::vector<GraphRecord> graphs,
         std::to_string(pending.size()) + " to compile, " +
         std::to_string(cached) + " already cached or failed before; " +
         std::to_string(parallel) + " workers, memory budget " +
-        cache::formatSize(budget) + ", cache " + store->versionDir());
+        cache::formatSize(budget) +
+        (task.tasksOnNode > 1
+             ? " (this node's share for " +
+                   cache::countOf(task.tasksOnNode, "task") + ")"
+             : std::string()) +
+        ", cache " + store->versionDir());
   }
 
   Progress progress(options.quiet, jobs.size());
@@ -1134,15 +1139,85 @@ std::string defaultWorkdir() {
   return base + "/trn-parallel-compile-" + user;
 }
 
-int64_t memoryBudgetBytes() {
+namespace {
+
+/// The first number in `path`, or -1 ("max", a missing file).
+int64_t readNumber(const std::string &path) {
+  std::ifstream in(path);
+  int64_t value = -1;
+  if (!(in >> value))
+    return -1;
+  return value;
+}
+
+} // namespace
+
+int64_t cgroupMemoryRoomBytes(const std::string &selfCgroup,
+                              const std::string &cgroupRoot) {
+  // v2: "0::/path", files memory.max and memory.current; v1: "N:memory:/path"
+  // (or a list of controllers with memory among them) under memory/, files
+  // memory.limit_in_bytes and memory.usage_in_bytes.
+  std::ifstream in(selfCgroup);
+  std::string line, v2Path, v1Path;
+  while (std::getline(in, line)) {
+    size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos)
+      continue;
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    if (controllers.empty())
+      v2Path = path;
+    std::stringstream list(controllers);
+    for (std::string controller; std::getline(list, controller, ',');)
+      if (controller == "memory")
+        v1Path = path;
+  }
+  struct Layout {
+    std::string dir, limit, usage;
+  };
+  std::vector<std::pair<std::string, Layout>> layouts;
+  if (!v1Path.empty())
+    layouts.push_back({v1Path,
+                       {cgroupRoot + "/memory", "memory.limit_in_bytes",
+                        "memory.usage_in_bytes"}});
+  if (!v2Path.empty())
+    layouts.push_back({v2Path, {cgroupRoot, "memory.max", "memory.current"}});
+  int64_t room = -1;
+  for (const auto &[path, layout] : layouts) {
+    // The cgroup and its ancestors; a cgroup namespace shows its own root
+    // only, so a path that is not there is read at the root.
+    std::string relative = path;
+    while (true) {
+      std::string dir = layout.dir + relative;
+      int64_t limit = readNumber(dir + "/" + layout.limit);
+      int64_t usage = readNumber(dir + "/" + layout.usage);
+      // v1 spells "no limit" as a huge page-rounded number.
+      if (limit > 0 && limit < (int64_t(1) << 60) && usage >= 0) {
+        int64_t left = std::max<int64_t>(0, limit - usage);
+        room = room < 0 ? left : std::min(room, left);
+      }
+      if (relative.empty() || relative == "/")
+        break;
+      relative = relative.substr(0, relative.find_last_of('/'));
+    }
+  }
+  return room;
+}
+
+int64_t memoryBudgetBytes(int tasksOnNode) {
   std::ifstream in("/proc/meminfo");
   std::string name;
-  int64_t value = 0;
+  int64_t value = 0, available = int64_t(4) << 30;
   std::string unit;
   while (in >> name >> value >> unit)
-    if (name == "MemAvailable:")
-      return value * 1024 / 10 * 9;
-  return int64_t(4) << 30;
+    if (name == "MemAvailable:") {
+      available = value * 1024;
+      break;
+    }
+  int64_t room = cgroupMemoryRoomBytes();
+  if (room >= 0)
+    available = std::min(available, room);
+  return available / 10 * 9 / std::max(1, tasksOnNode);
 }
 
 int availableCpus() {

@@ -33,6 +33,9 @@ struct TaskIdentity {
   /// when the tasks on this node are not all of them, which is enough to
   /// tell one node from several).
   int nodes = 1;
+  /// The job's tasks on this node (SLURM_STEP_TASKS_PER_NODE,
+  /// OMPI_COMM_WORLD_LOCAL_SIZE), which share its memory.
+  int tasksOnNode = 1;
   bool multi() const { return size > 1; }
   /// "task 2 of 4 (slurm job 17.0, node 0)".
   std::string describe() const;
@@ -43,6 +46,10 @@ struct TaskIdentity {
 /// OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK. False with `error` for values
 /// that are not integers or out of range.
 bool detectTask(TaskIdentity &task, std::string &error);
+
+/// The tasks on node `nodeId` from Slurm's "2(x3),1" (two tasks on each of
+/// the first three nodes, one on the fourth); 1 when it does not say.
+int slurmTasksOnNode(const std::string &tasksPerNode, int nodeId);
 
 /// Splits `graphs` over `tasks` tasks: longest estimated compile first, each
 /// to the task with the least estimated work so far (ties: the lower rank).

@@ -76,8 +76,19 @@ int run(const Options &options);
 /// The default workdir: $TMPDIR (else /tmp)/trn-parallel-compile-<user>.
 std::string defaultWorkdir();
 
-/// Memory the compile workers may use together: 90% of MemAvailable.
-int64_t memoryBudgetBytes();
+/// Memory the compile workers of one task may use together: 90% of what
+/// the node has available (MemAvailable, and at most what the process's
+/// memory cgroup, v1 or v2, still allows), shared evenly by the job's
+/// `tasksOnNode` tasks on this node.
+int64_t memoryBudgetBytes(int tasksOnNode = 1);
+
+/// Room a memory cgroup leaves: the least of limit - usage over the
+/// cgroup of `selfCgroup` (a /proc/<pid>/cgroup file) and its ancestors,
+/// under `cgroupRoot` (/sys/fs/cgroup); -1 when no limit is set or none
+/// can be read.
+int64_t
+cgroupMemoryRoomBytes(const std::string &selfCgroup = "/proc/self/cgroup",
+                      const std::string &cgroupRoot = "/sys/fs/cgroup");
 
 /// CPUs this process may run on.
 int availableCpus();
