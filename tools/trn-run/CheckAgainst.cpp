@@ -17,6 +17,9 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 using namespace mlir;
 using mlir::trn::eval::Tensor;
@@ -190,4 +193,72 @@ bool checkAgainstGraph(const std::string &graphPath,
     comparisons.push_back(comparison);
   }
   return true;
+}
+
+namespace {
+
+/// `name=value` pairs joined by ';', as an artifact's "normalized_flags".
+std::map<std::string, std::string> parseFlags(const std::string &text) {
+  std::map<std::string, std::string> flags;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(';', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string pair = text.substr(start, end - start);
+    size_t equals = pair.find('=');
+    if (equals != std::string::npos)
+      flags[pair.substr(0, equals)] = pair.substr(equals + 1);
+    start = end + 1;
+  }
+  return flags;
+}
+
+/// 2e-2, 1e-4, 0.25: a tolerance as one would write it.
+std::string toleranceText(double tolerance) {
+  char text[32];
+  if (tolerance != 0 && (tolerance < 1e-2 || tolerance >= 1e4)) {
+    std::snprintf(text, sizeof(text), "%.2e", tolerance);
+    // 1.00e-04 -> 1e-4, 2.50e-03 -> 2.5e-3.
+    std::string mantissa(text, std::strchr(text, 'e'));
+    while (mantissa.back() == '0')
+      mantissa.pop_back();
+    if (mantissa.back() == '.')
+      mantissa.pop_back();
+    int exponent = std::atoi(std::strchr(text, 'e') + 1);
+    return mantissa + "e" + std::to_string(exponent);
+  }
+  std::snprintf(text, sizeof(text), "%.3g", tolerance);
+  return text;
+}
+
+} // namespace
+
+CheckOptions checkOptionsFor(const std::map<std::string, std::string> &report,
+                             std::optional<double> rtol) {
+  CheckOptions options;
+  options.rtol = rtol;
+  auto recorded = report.find("normalized_flags");
+  std::map<std::string, std::string> flags =
+      parseFlags(recorded == report.end() ? std::string() : recorded->second);
+  if (flags.count("auto-cast"))
+    options.autoCast = flags["auto-cast"];
+  if (flags.count("auto-cast-type"))
+    options.autoCastType = flags["auto-cast-type"];
+  return options;
+}
+
+bool printComparisons(const std::string &graphPath,
+                      const std::vector<OutputComparison> &comparisons) {
+  bool allPassed = true;
+  for (const OutputComparison &c : comparisons) {
+    std::printf("check %-24s max abs %.3g, max rel %.3g, rtol %s (%s): %s\n",
+                c.name.c_str(), c.maxAbsError, c.maxRelError,
+                toleranceText(c.tolerance).c_str(), c.toleranceReason.c_str(),
+                c.passed ? "ok" : "DIFFERS");
+    allPassed &= c.passed;
+  }
+  std::printf("check against %s: %s\n", graphPath.c_str(),
+              allPassed ? "all outputs match" : "FAILED");
+  return allPassed;
 }

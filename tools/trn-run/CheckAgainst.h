@@ -12,6 +12,7 @@
 
 #include "trnrt/Numerics.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,5 +67,16 @@ bool checkAgainstGraph(const std::string &graphPath,
                        const CheckOptions &options,
                        std::vector<OutputComparison> &comparisons,
                        std::string &error);
+
+/// The check's options for an artifact: the --auto-cast it was compiled with
+/// (the graph as written does not show it; its report's "normalized_flags"
+/// record it) and `rtol`.
+CheckOptions checkOptionsFor(const std::map<std::string, std::string> &report,
+                             std::optional<double> rtol);
+
+/// Prints a line per output and the verdict against `graphPath`; true when
+/// every output matches.
+bool printComparisons(const std::string &graphPath,
+                      const std::vector<OutputComparison> &comparisons);
 
 #endif // TRN_TOOLS_TRN_RUN_CHECKAGAINST_H

@@ -2,6 +2,8 @@
 
 #include "MeshRun.h"
 
+#include "CheckAgainst.h"
+
 #include "ProfileSummary.h"
 
 #include "trnrt/Mesh.h"
@@ -166,6 +168,60 @@ bool writeOutputs(const std::string &path,
   return writeNpz(path, arrays, error);
 }
 
+/// Global values as the reference evaluator takes them: the values the
+/// ranks saw or made (in their dtypes), i64 exact.
+std::vector<NamedTensor>
+namedTensors(const std::vector<GlobalValue> &specs,
+             const std::vector<std::vector<uint8_t>> &bytes) {
+  std::vector<NamedTensor> tensors;
+  for (size_t index = 0; index < specs.size(); ++index) {
+    const GlobalValue &spec = specs[index];
+    NamedTensor tensor{spec.name, spec.dtype, spec.shape, {}, {}};
+    const std::vector<uint8_t> &data = bytes[index];
+    if (spec.dtype == DType::I64) {
+      tensor.ints.resize(data.size() / 8);
+      std::memcpy(tensor.ints.data(), data.data(), tensor.ints.size() * 8);
+    } else {
+      tensor.values.resize(data.size() / dtypeSizeInBytes(spec.dtype));
+      decodeValues(spec.dtype, data.data(), tensor.values.size(),
+                   tensor.values.data());
+    }
+    tensors.push_back(std::move(tensor));
+  }
+  return tensors;
+}
+
+/// --check-against under --mesh: the ranks' outputs assembled into global
+/// tensors against the reference evaluator's on the global inputs. False
+/// with `error` when the comparison cannot be made; `matched` says whether
+/// every output matched.
+bool checkGlobalOutputs(const MeshCommand &command, const Program &program,
+                        const ArtifactInfo &info,
+                        const std::vector<MeshAxis> &bound,
+                        const std::vector<std::vector<uint8_t>> &inputs,
+                        const std::vector<RankRun> &runs, bool &matched,
+                        std::string &error) {
+  matched = true;
+  if (command.checkAgainst.empty())
+    return true;
+  std::vector<std::vector<uint8_t>> outputs;
+  assembleOutputs(program, bound, runs, outputs);
+  std::vector<OutputComparison> comparisons;
+  if (!checkAgainstGraph(
+          command.checkAgainst,
+          namedTensors(globalValues(program, bound, HbmTensor::Kind::Input),
+                       inputs),
+          namedTensors(globalValues(program, bound, HbmTensor::Kind::Output),
+                       outputs),
+          checkOptionsFor(info.report, command.rtol), comparisons, error)) {
+    error += " (under --mesh, --check-against takes the graph trn-cc was "
+             "given, unpartitioned: the global inputs and outputs)";
+    return false;
+  }
+  matched = printComparisons(command.checkAgainst, comparisons);
+  return true;
+}
+
 /// The figures of one rank that the report shows.
 struct RankFigures {
   double deviceTimeNs = 0, communicationNs = 0, waitNs = 0;
@@ -259,7 +315,6 @@ int64_t elementCount(const std::vector<int64_t> &shape) {
 
 int runMeshCommand(const MeshCommand &command, const Program &program,
                    const ArtifactInfo &info) {
-  (void)info;
   std::string error;
   const Target *target = lookupTarget(program.target);
   if (!target)
@@ -362,9 +417,13 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
     }
     if (!writeGlobalOutputs(command, program, bound, runs, error))
       job->abortJob("rank 0: " + error, 1);
+    bool matched = true;
+    if (!checkGlobalOutputs(command, program, info, bound, inputs, runs,
+                            matched, error))
+      job->abortJob("rank 0: " + error, 1);
     printReport(command, program, bound, "one per MPI process", run.stats,
                 ranks);
-    return 0;
+    return matched ? 0 : 1;
   }
 
   if (!options.simulator.timingOnly &&
@@ -380,12 +439,16 @@ int runMeshCommand(const MeshCommand &command, const Program &program,
   if (!command.profile.empty() &&
       !writeProfile(command.profile, runs.front().stats, program, error))
     return fail(error);
+  bool matched = true;
+  if (!checkGlobalOutputs(command, program, info, bound, inputs, runs, matched,
+                          error))
+    return fail(error);
   std::vector<RankFigures> ranks;
   for (const RankRun &run : runs)
     ranks.push_back(figuresOf(run.stats));
   printReport(command, program, bound, "threads of one process",
               runs.front().stats, ranks);
-  return 0;
+  return matched ? 0 : 1;
 }
 
 /// The pipeline's timeline as Chrome-trace JSON: a process per rank, its

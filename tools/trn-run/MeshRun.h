@@ -15,6 +15,7 @@
 #include "trnrt/Isa.h"
 #include "trnrt/StageArtifact.h"
 
+#include <optional>
 #include <string>
 
 namespace trnrt {
@@ -35,6 +36,10 @@ struct MeshCommand {
   long long profileTop = 10;
   long long iterations = 1;
   double collectiveTimeoutSeconds = 60.0;
+  /// --check-against GRAPH and --rtol: the global outputs compared with
+  /// the reference evaluator's on the global inputs.
+  std::string checkAgainst;
+  std::optional<double> rtol;
 };
 
 /// The number of elements of a tensor of `shape`.

@@ -246,9 +246,13 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
     return "--rtol needs --check-against";
   if (options.collectiveTimeout && options.mesh.empty())
     return "--collective-timeout needs --mesh";
-  if (!options.mesh.empty() && !options.checkAgainst.empty())
-    return std::string("--check-against does not apply to --mesh yet; "
-                       "compare the outputs with trn-eval's instead");
+  if (!options.checkAgainst.empty() && !options.moreArtifacts.empty())
+    return std::string("--check-against does not apply to a pipelined step "
+                       "(several artifacts) yet; compare --outputs with "
+                       "trn-eval's instead");
+  if (!options.checkAgainst.empty() && options.mirrorRanks)
+    return std::string("--mirror-ranks computes no values; drop "
+                       "--check-against");
   int sources =
       !options.inputs.empty() + (options.randomSeed >= 0) + options.zeros;
   if (sources > 1)
@@ -279,41 +283,6 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
-/// `name=value` pairs joined by ';', as an artifact's "normalized_flags".
-std::map<std::string, std::string> parseFlags(const std::string &text) {
-  std::map<std::string, std::string> flags;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(';', start);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string pair = text.substr(start, end - start);
-    size_t equals = pair.find('=');
-    if (equals != std::string::npos)
-      flags[pair.substr(0, equals)] = pair.substr(equals + 1);
-    start = end + 1;
-  }
-  return flags;
-}
-
-/// 2e-2, 1e-4, 0.25: a tolerance as one would write it.
-std::string toleranceText(double tolerance) {
-  char text[32];
-  if (tolerance != 0 && (tolerance < 1e-2 || tolerance >= 1e4)) {
-    std::snprintf(text, sizeof(text), "%.2e", tolerance);
-    // 1.00e-04 -> 1e-4, 2.50e-03 -> 2.5e-3.
-    std::string mantissa(text, std::strchr(text, 'e'));
-    while (mantissa.back() == '0')
-      mantissa.pop_back();
-    if (mantissa.back() == '.')
-      mantissa.pop_back();
-    int exponent = std::atoi(std::strchr(text, 'e') + 1);
-    return mantissa + "e" + std::to_string(exponent);
-  }
-  std::snprintf(text, sizeof(text), "%.3g", tolerance);
-  return text;
-}
-
 /// What a --mesh run (partitioned or pipelined) takes of the options.
 MeshCommand meshCommandOf(const Options &options) {
   MeshCommand command;
@@ -331,6 +300,8 @@ MeshCommand meshCommandOf(const Options &options) {
   command.profileSummary = options.profileSummary;
   command.profileTop = options.profileTop;
   command.iterations = options.iterations;
+  command.checkAgainst = options.checkAgainst;
+  command.rtol = options.rtol;
   if (options.collectiveTimeout)
     command.collectiveTimeoutSeconds = *options.collectiveTimeout;
   return command;
@@ -532,30 +503,12 @@ int main(int argc, char **argv) {
         return fail(error);
       produced.push_back(std::move(tensor));
     }
-    CheckOptions checkOptions;
-    checkOptions.rtol = options.rtol;
-    // The graph as written does not show trn-cc's --auto-cast; the artifact
-    // records it in its normalised flags.
-    auto recorded = info.report.find("normalized_flags");
-    std::map<std::string, std::string> flags = parseFlags(
-        recorded == info.report.end() ? std::string() : recorded->second);
-    if (flags.count("auto-cast"))
-      checkOptions.autoCast = flags["auto-cast"];
-    if (flags.count("auto-cast-type"))
-      checkOptions.autoCastType = flags["auto-cast-type"];
     std::vector<OutputComparison> comparisons;
     if (!checkAgainstGraph(options.checkAgainst, boundInputs, produced,
-                           checkOptions, comparisons, error))
+                           checkOptionsFor(info.report, options.rtol),
+                           comparisons, error))
       return fail(error);
-    for (const OutputComparison &c : comparisons) {
-      std::printf("check %-24s max abs %.3g, max rel %.3g, rtol %s (%s): %s\n",
-                  c.name.c_str(), c.maxAbsError, c.maxRelError,
-                  toleranceText(c.tolerance).c_str(), c.toleranceReason.c_str(),
-                  c.passed ? "ok" : "DIFFERS");
-      checkFailed |= !c.passed;
-    }
-    std::printf("check against %s: %s\n", options.checkAgainst.c_str(),
-                checkFailed ? "FAILED" : "all outputs match");
+    checkFailed = !printComparisons(options.checkAgainst, comparisons);
   }
 
   static const char *engines[] = {"tensor", "vector", "scalar", "gpsimd",
