@@ -475,7 +475,13 @@ int Runner::collect(const std::string &manifest, bool &scriptFailed) {
     return 1;
   }
   std::ifstream follow;
-  auto echo = [&]() {
+  // Under srun or mpirun each line is labelled with its task ("[task 2] "):
+  // the tasks' outputs interleave in the job's log. A line is written once
+  // it is whole (the rest at the end).
+  const std::string label =
+      task.multi() ? "[task " + std::to_string(task.rank) + "] " : "";
+  std::string partial;
+  auto echo = [&](bool last) {
     if (options.quiet)
       return;
     if (!follow.is_open()) {
@@ -488,21 +494,36 @@ int Runner::collect(const std::string &manifest, bool &scriptFailed) {
         options.jsonPath == trnrt::kStandardOutput ? std::cerr : std::cout;
     char buffer[8192];
     while (follow.read(buffer, sizeof(buffer)) || follow.gcount() > 0) {
-      out.write(buffer, follow.gcount());
+      std::string_view chunk(buffer, size_t(follow.gcount()));
+      if (label.empty()) {
+        out << chunk;
+      } else {
+        partial.append(chunk);
+        size_t start = 0;
+        for (size_t end; (end = partial.find('\n', start)) != std::string::npos;
+             start = end + 1)
+          out << label
+              << std::string_view(partial).substr(start, end + 1 - start);
+        partial.erase(0, start);
+      }
       if (follow.gcount() < std::streamsize(sizeof(buffer)))
         break;
+    }
+    if (last && !partial.empty()) {
+      out << label << partial << "\n";
+      partial.clear();
     }
     follow.clear();
     out.flush();
   };
   std::optional<ExitStatus> exit;
   while (!(exit = child->poll())) {
-    echo();
+    echo(/*last=*/false);
     if (tick)
       tick();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  echo();
+  echo(/*last=*/true);
   scriptStatus = exit->describe();
   if (exit->success())
     return 0;

@@ -88,3 +88,19 @@ func.func @rounding() -> (tensor<3xbf16> {trn.name = "bf16"}, tensor<3xf8E4M3FN>
   %3 = trn.reduce sum %w, dims = [0] : (tensor<5xbf16>) -> tensor<bf16>
   return %0, %1, %2, %3 : tensor<3xbf16>, tensor<3xf8E4M3FN>, tensor<2xf8E5M2>, tensor<bf16>
 }
+
+// -----
+// A summary counts NaNs rather than folding them into the figures (a mean of
+// -nan would hide how many there are); all NaN says so.
+// RUN: trn-eval %s --entry nan_summary --zeros | FileCheck %s --check-prefix=NANS
+// NANS: some : tensor<64xf32> min 0.693147 max 0.693147 mean 0.693147 (NaN: 10 of 64, left out)
+// NANS: all : tensor<64xf32> all 64 values NaN
+func.func @nan_summary() -> (tensor<64xf32> {trn.name = "some"}, tensor<64xf32> {trn.name = "all"}) {
+  %neg = trn.constant dense<-1.0> : tensor<10xf32>
+  %two = trn.constant dense<2.0> : tensor<54xf32>
+  %x = trn.concatenate %neg, %two dim = 0 : (tensor<10xf32>, tensor<54xf32>) -> tensor<64xf32>
+  %some = trn.log %x : tensor<64xf32>
+  %all_neg = trn.constant dense<-1.0> : tensor<64xf32>
+  %all = trn.log %all_neg : tensor<64xf32>
+  return %some, %all : tensor<64xf32>, tensor<64xf32>
+}

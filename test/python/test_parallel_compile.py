@@ -411,3 +411,26 @@ def test_two_nodes_say_at_once_when_the_cache_is_not_shared(shared, tmp_path):
                 and "give --cache-dir (or TRN_CACHE_DIR) a directory on a filesystem "
                     "every node mounts" in output), output
         assert "has not been heard from" not in output
+
+
+def test_each_task_labels_its_training_commands_output(tmp_path):
+    """Under srun every task runs the training command; its lines (the last
+    one without a newline too) carry the task's number, so that the job's
+    interleaved log says whose they are. One task alone prints them as they
+    are."""
+    command = [PYTHON, "-c", "print('hello'); print('world', end='')"]
+    tasks = []
+    for rank in range(2):
+        env = dict(os.environ, SLURM_JOB_ID="4343", SLURM_STEP_ID="0",
+                   SLURM_PROCID=str(rank), SLURM_STEP_NUM_TASKS="2",
+                   SLURM_NODEID="0", SLURM_LOCALID=str(rank), SLURM_STEP_NUM_NODES="1")
+        tasks.append(subprocess.Popen(
+            [TOOL, "--workdir", f"w{rank}", "--cache-dir", "cache", "--", *command],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True))
+    outputs = [task.communicate(timeout=100)[0] for task in tasks]
+    for rank, output in enumerate(outputs):
+        assert f"[task {rank}] hello\n[task {rank}] world\n" in output, output
+    alone = run_tool("--workdir", str(tmp_path / "w"), "--cache-dir", str(tmp_path / "c1"),
+                     "--", *command)
+    assert "hello\nworld" in alone.stdout and "[task" not in alone.stdout

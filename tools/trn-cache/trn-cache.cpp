@@ -441,10 +441,18 @@ int runShow(Cache &cache, const Options &options) {
   if (matches.empty())
     return fail("no entry matches '" + options.positional.front() + "' in " +
                 cache.versionDir() + " (see trn-cache list)");
-  if (matches.size() > 1)
+  if (matches.size() > 1) {
+    // The candidates, so that the next try can be one of them.
+    std::string candidates;
+    constexpr size_t kShown = 5;
+    for (size_t i = 0; i < std::min(matches.size(), kShown); ++i)
+      candidates += (i ? ", " : "") + shortKey(matches[i].key);
+    if (matches.size() > kShown)
+      candidates += ", ...";
     return fail("'" + options.positional.front() + "' matches " +
-                std::to_string(matches.size()) +
-                " entries; give more of the key");
+                countOf(matches.size(), "entry", "entries") + " (" +
+                candidates + "); give more of the key");
+  }
   EntryListing &listing = matches.front();
   if (!listing.entry)
     return fail(listing.key.dirName() + " is " + listing.status +

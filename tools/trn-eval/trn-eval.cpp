@@ -28,8 +28,10 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cmath>
 
 #include <map>
 #include <random>
@@ -158,15 +160,29 @@ static void printSummary(llvm::StringRef name, Type type, const Tensor &t) {
     llvm::outs() << "]\n";
     return;
   }
-  double lo = t.getDouble(0), hi = lo, sum = 0.0;
+  // NaNs are counted, not folded into the figures (a mean of -nan would
+  // hide how many there are and what the rest look like).
+  double lo = INFINITY, hi = -INFINITY, sum = 0.0;
+  int64_t nans = 0;
   for (int64_t i = 0; i < n; ++i) {
     double v = t.getDouble(i);
+    if (std::isnan(v)) {
+      ++nans;
+      continue;
+    }
     lo = std::min(lo, v);
     hi = std::max(hi, v);
     sum += v;
   }
-  llvm::outs() << llvm::format(" min %.6g max %.6g mean %.6g\n", lo, hi,
-                               sum / n);
+  if (nans == n) {
+    llvm::outs() << " all " << n << " values NaN\n";
+    return;
+  }
+  llvm::outs() << llvm::format(" min %.6g max %.6g mean %.6g", lo, hi,
+                               sum / double(n - nans));
+  if (nans)
+    llvm::outs() << " (NaN: " << nans << " of " << n << ", left out)";
+  llvm::outs() << "\n";
 }
 
 int main(int argc, char **argv) {
