@@ -9,7 +9,10 @@
 #include "CacheAccess.h"
 #include "Lock.h"
 
+#include "trn/Cache/Text.h"
+
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -182,6 +185,56 @@ std::optional<EntryListing> Cache::inspect(const CacheKey &key,
   } catch (const std::exception &error) {
     if (opts.warn)
       opts.warn("inspecting " + key.dirName() + " failed: " + error.what());
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Cache::nearMiss(const CacheKey &key,
+                                           const std::string &normalizedFlags) {
+  // Not on FUSE (sshfs): a listing there is cached (sshfs's dir_cache) and
+  // would hide entries other hosts publish from later listings for a while.
+  struct statfs fs;
+  constexpr decltype(fs.f_type) kFuseMagic = 0x65735546;
+  if (statfs(versionDir().c_str(), &fs) == 0 && fs.f_type == kFuseMagic)
+    return std::nullopt;
+  try {
+    CacheAccess access(*this);
+    std::vector<std::string> names = listDirectory(versionDir());
+    std::sort(names.begin(), names.end());
+    for (const std::string &name : names) {
+      std::optional<CacheKey> other = entryKey(name);
+      if (!other || other->graph != key.graph || other->flags == key.flags)
+        continue;
+      std::optional<EntryListing> listing = inspect(*other);
+      if (!listing || !listing->entry)
+        continue;
+      std::map<std::string, std::string> here =
+          parseNormalizedFlags(normalizedFlags);
+      std::map<std::string, std::string> there =
+          parseNormalizedFlags(listing->entry->metadata.normalizedFlags);
+      std::string differences;
+      auto valueIn = [](const std::map<std::string, std::string> &flags,
+                        const std::string &name) {
+        auto found = flags.find(name);
+        return found == flags.end() ? std::string("(unset)") : found->second;
+      };
+      std::map<std::string, std::string> names = here;
+      names.insert(there.begin(), there.end());
+      for (const auto &[flag, ignored] : names)
+        if (valueIn(here, flag) != valueIn(there, flag))
+          differences += (differences.empty() ? "" : ", ") + flag + ": " +
+                         valueIn(there, flag) + " there, " +
+                         valueIn(here, flag) + " here";
+      return "the graph is cached with other flags (" +
+             (differences.empty() ? std::string("the flags' hashes differ")
+                                  : differences) +
+             "; trn-cache explain " + other->dirName() + " " + key.dirName() +
+             " compares them)";
+    }
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn(std::string("looking for the graph in the cache failed: ") +
+                error.what());
   }
   return std::nullopt;
 }

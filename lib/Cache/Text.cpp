@@ -26,6 +26,25 @@ std::string toolVersion(std::string_view tool,
   return text;
 }
 
+std::map<std::string, std::string> parseNormalizedFlags(std::string_view text) {
+  std::map<std::string, std::string> values;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find(';', begin);
+    std::string_view item = text.substr(begin, end == std::string_view::npos
+                                                   ? std::string_view::npos
+                                                   : end - begin);
+    size_t equals = item.find('=');
+    if (!item.empty())
+      values[std::string(item.substr(0, equals))] =
+          equals == std::string_view::npos
+              ? ""
+              : std::string(item.substr(equals + 1));
+    begin = end == std::string_view::npos ? text.size() : end + 1;
+  }
+  return values;
+}
+
 std::string countOf(int64_t count, std::string_view noun,
                     std::string_view plural) {
   std::string text = std::to_string(count) + " ";

@@ -411,6 +411,9 @@ mlir::trn::compileGraph(const mlir::trn::GraphCompileRequest &request) {
   if (compiled && attempt.program) {
     takeCompiled();
     result.cacheStatus = "miss";
+    if (std::optional<std::string> why =
+            store->nearMiss(key, result.normalizedFlags))
+      result.missReason = *why;
     result.ok = true;
     return result;
   }

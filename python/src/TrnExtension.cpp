@@ -678,6 +678,7 @@ py::dict compile(const std::string &graph,
   out["graph_name"] = result.graphName;
   out["normalized_flags"] = result.normalizedFlags;
   out["cache_status"] = result.cacheStatus;
+  out["miss_reason"] = result.missReason;
   out["entry_path"] = result.entryPath;
   out["compile_seconds"] = result.compileSeconds;
   return out;

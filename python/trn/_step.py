@@ -450,6 +450,14 @@ class CompiledStep:
                                f"failed: {result['error']}")
         exe.cache_status = result["cache_status"]
         exe.compile_seconds = result["compile_seconds"]
+        # One line per graph, as Neuron's runs print: cached, or compiled and
+        # why the cache did not have it when it has the graph otherwise.
+        if exe.cache_status == "hit":
+            log.info("step graph %s: found in the compile cache", result["key"])
+        elif exe.cache_status == "miss":
+            log.info("step graph %s: compiled in %.1f s (cache miss: %s)", result["key"],
+                     exe.compile_seconds,
+                     result["miss_reason"] or "no entry has this graph and these flags")
         artifacts = [result["artifact"]]
         # A pipelined step: one artifact (and cache entry) per stage.
         for stage in range(1, self.stages):

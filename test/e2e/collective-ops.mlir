@@ -35,7 +35,7 @@
 // NOMESH: trn-run: error: {{.*}}a.trnart is partitioned for mesh dp=2,tp=2; run every rank with trn-run --mesh dp=2,tp=2
 // MISMATCH: trn-run: error: {{.*}}a.trnart: mesh axis 'tp': the artifact was compiled for tp=2 but --mesh gives tp=4; the program depends on it (only a replica axis, such as the dp of trn-cc --mesh, used solely in all_reduce sum/mean may differ): recompile with --mesh tp=4
 // DP: trn-run: error: {{.*}}a.trnart: mesh axis 'dp': the artifact was compiled for dp=2 but --mesh gives dp=4
-// CHECKAGAINST: trn-run: error: --check-against does not apply to --mesh yet; compare the outputs with trn-eval's instead
+// CHECKAGAINST: trn-run: error: {{.*}} (under --mesh, --check-against takes the step's unpartitioned graph, whose inputs and outputs are the global ones; not a dist.spmd program)
 // PROFILE: "name":"all_gather"
 // TIMEOUTFLAG: trn-run: error: --collective-timeout needs --mesh
 // TIMEOUTVALUE: trn-run: error: --collective-timeout needs a positive finite number, got '0'

@@ -407,6 +407,27 @@ def test_a_dtype_error_is_raised_as_eager_pytorch_raises_it(cache_dir):
     assert "please report" not in str(info.value)
 
 
+def test_each_graph_says_whether_it_was_cached_and_why_not(cache_dir, caplog):
+    """One INFO line per compiled graph: found in the cache, or compiled and
+    why the cache did not have it when it holds the graph with other flags
+    (trn-parallel-compile run with TRN_CC_FLAGS the training run lacks)."""
+    import logging
+    caplog.set_level(logging.INFO, logger="trn")
+    x, y = torch.randn(4, 8), torch.randint(0, 4, (4,))
+    for flags, expected in [("", "cache miss: no entry has this graph and these flags"),
+                            ("", "found in the compile cache"),
+                            ("--auto-cast matmul", "cache miss: the graph is cached with other "
+                             "flags (auto-cast: none there, matmul here; trn-cache explain")]:
+        torch.manual_seed(0)
+        model = _TwoLayers()
+        caplog.clear()
+        step = trn.compile_step(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                                _cross_entropy, cache_dir=cache_dir, flags=flags)
+        step(x, y)
+        lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step graph")]
+        assert len(lines) == 1 and expected in lines[0], (flags, lines)
+
+
 def test_every_unsupported_op_is_named_at_once(cache_dir):
     """Two unsupported ops in the forward: both named, with their lines, in
     one error (not one per rerun); their gradients' problems are counted."""

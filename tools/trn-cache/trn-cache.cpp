@@ -662,24 +662,6 @@ std::optional<KeyProblem> resolveKey(Cache &cache, const std::string &text,
   return std::nullopt;
 }
 
-/// `name=value;...` (NormalizedFlags::canonical()) as a map.
-std::map<std::string, std::string>
-parseNormalizedFlags(const std::string &text) {
-  std::map<std::string, std::string> values;
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t end = text.find(';', begin);
-    std::string item = text.substr(
-        begin, end == std::string::npos ? std::string::npos : end - begin);
-    size_t equals = item.find('=');
-    if (!item.empty())
-      values[item.substr(0, equals)] =
-          equals == std::string::npos ? "" : item.substr(equals + 1);
-    begin = end == std::string::npos ? text.size() : end + 1;
-  }
-  return values;
-}
-
 /// One line of a graph text, trimmed, with its 1-based number.
 struct GraphLine {
   size_t number;

@@ -349,6 +349,8 @@ int TrnCC::run() {
     return this->report(*result.program, report);
 
   report.outputPath = options.outputPath;
+  if (!result.missReason.empty())
+    note("cache miss: " + result.missReason);
   if (result.cacheStatus == "hit" && options.printIR && !options.quiet)
     llvm::errs() << "trn-cc: note: cache hit, nothing was compiled; "
                     "--no-cache prints the IR of a fresh compile\n";

@@ -2,6 +2,8 @@
 
 #include "CheckAgainst.h"
 
+#include "trn/Cache/Text.h"
+
 #include "trn/Dialect/Trn/Utils/Precision.h"
 #include "trn/Eval/Evaluator.h"
 #include "trn/InitAll.h"
@@ -197,23 +199,6 @@ bool checkAgainstGraph(const std::string &graphPath,
 
 namespace {
 
-/// `name=value` pairs joined by ';', as an artifact's "normalized_flags".
-std::map<std::string, std::string> parseFlags(const std::string &text) {
-  std::map<std::string, std::string> flags;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(';', start);
-    if (end == std::string::npos)
-      end = text.size();
-    std::string pair = text.substr(start, end - start);
-    size_t equals = pair.find('=');
-    if (equals != std::string::npos)
-      flags[pair.substr(0, equals)] = pair.substr(equals + 1);
-    start = end + 1;
-  }
-  return flags;
-}
-
 /// 2e-2, 1e-4, 0.25: a tolerance as one would write it.
 std::string toleranceText(double tolerance) {
   char text[32];
@@ -240,7 +225,8 @@ CheckOptions checkOptionsFor(const std::map<std::string, std::string> &report,
   options.rtol = rtol;
   auto recorded = report.find("normalized_flags");
   std::map<std::string, std::string> flags =
-      parseFlags(recorded == report.end() ? std::string() : recorded->second);
+      mlir::trn::cache::parseNormalizedFlags(
+          recorded == report.end() ? std::string() : recorded->second);
   if (flags.count("auto-cast"))
     options.autoCast = flags["auto-cast"];
   if (flags.count("auto-cast-type"))

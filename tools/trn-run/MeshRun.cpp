@@ -214,8 +214,9 @@ bool checkGlobalOutputs(const MeshCommand &command, const Program &program,
           namedTensors(globalValues(program, bound, HbmTensor::Kind::Output),
                        outputs),
           checkOptionsFor(info.report, command.rtol), comparisons, error)) {
-    error += " (under --mesh, --check-against takes the graph trn-cc was "
-             "given, unpartitioned: the global inputs and outputs)";
+    error += " (under --mesh, --check-against takes the step's "
+             "unpartitioned graph, whose inputs and outputs are the global "
+             "ones; not a dist.spmd program)";
     return false;
   }
   matched = printComparisons(command.checkAgainst, comparisons);

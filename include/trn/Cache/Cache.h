@@ -235,6 +235,13 @@ public:
   std::optional<EntryListing> inspect(const CacheKey &key,
                                       const std::string &path = "");
   std::vector<LockInfo> locks();
+  /// Why `key` missed when the same graph is cached with other flags (the
+  /// key's flags half differs): "the graph is cached with other flags
+  /// (auto-cast: matmul there, none here; trn-cache explain A B)". Its own
+  /// flags are `normalizedFlags`. std::nullopt when no entry has the graph,
+  /// or the cache is on FUSE (sshfs), whose directory listings are cached.
+  std::optional<std::string> nearMiss(const CacheKey &key,
+                                      const std::string &normalizedFlags);
   // Those that change the cache (clearLocks, clean, verify with `fix`,
   // prune) change nothing on a read-only cache and warn.
   /// Removes stale locks (all locks with `all`); returns what was removed.

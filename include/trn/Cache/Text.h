@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,10 @@ std::string countOf(int64_t count, std::string_view noun,
 /// ("trn1 trn2": the first is the default).
 std::string toolVersion(std::string_view tool,
                         const std::vector<std::string_view> &targets = {});
+
+/// `name=value;...` (normalised flags as keys and reports record them) as a
+/// map; an item without '=' maps to "".
+std::map<std::string, std::string> parseNormalizedFlags(std::string_view text);
 
 /// Optimal string alignment distance: Levenshtein plus adjacent
 /// transpositions, so `cats` is one edit from `cast`.

@@ -135,8 +135,11 @@ struct GraphCompileResult {
   std::string graphName;                 ///< the function's symbol
   std::string normalizedFlags;           ///< the flags as the key sees them
   std::string cacheStatus;               ///< "hit", "miss" or "off"
-  std::string cacheRoot;                 ///< the cache used, when there is one
-  std::string entryPath;                 ///< the cache entry, when there is one
+  /// On a miss, why when the graph is cached with other flags (a near miss:
+  /// cache::Cache::nearMiss); empty otherwise.
+  std::string missReason;
+  std::string cacheRoot;     ///< the cache used, when there is one
+  std::string entryPath;     ///< the cache entry, when there is one
   double compileSeconds = 0; ///< this compile's, or the cached entry's
   double waitedSeconds = 0;  ///< for another process compiling the key
 };
