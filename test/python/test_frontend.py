@@ -407,12 +407,14 @@ def test_a_dtype_error_is_raised_as_eager_pytorch_raises_it(cache_dir):
     assert "please report" not in str(info.value)
 
 
-def test_each_graph_says_whether_it_was_cached_and_why_not(cache_dir, caplog):
+def test_each_graph_says_whether_it_was_cached_and_why_not(tmp_path, caplog):
     """One INFO line per compiled graph: found in the cache, or compiled and
     why the cache did not have it when it holds the graph with other flags
-    (trn-parallel-compile run with TRN_CC_FLAGS the training run lacks)."""
+    (trn-parallel-compile run with TRN_CC_FLAGS the training run lacks). A
+    cache of its own: other tests compile the same graph."""
     import logging
     caplog.set_level(logging.INFO, logger="trn")
+    cache_dir = str(tmp_path / "cache")
     x, y = torch.randn(4, 8), torch.randint(0, 4, (4,))
     for flags, expected in [("", "cache miss: no entry has this graph and these flags"),
                             ("", "found in the compile cache"),
