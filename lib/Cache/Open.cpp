@@ -53,7 +53,10 @@ static bool isCacheRootName(const std::string &name) {
   return name == kMarkerFile || name == kCacheDirTag ||
          name.rfind("trncc-", 0) == 0 ||
          name.rfind(std::string(".") + kMarkerFile + ".", 0) == 0 ||
-         name.rfind(std::string(".") + kCacheDirTag + ".", 0) == 0;
+         name.rfind(std::string(".") + kCacheDirTag + ".", 0) == 0 ||
+         // What a shared filesystem leaves of a file unlinked while open
+         // (the marker replaced under a reader): FUSE's and NFS's renames.
+         name.rfind(".fuse_hidden", 0) == 0 || name.rfind(".nfs", 0) == 0;
 }
 
 /// Writes `name` in `root` by temp file + rename, so readers never see half.

@@ -142,6 +142,17 @@ TEST_F(CacheStoreTest, OpenRejectsAForeignDirectoryAndLeavesItAlone) {
   EXPECT_EQ(readText(root() + "/thesis.tex"), "data\n");
 }
 
+TEST_F(CacheStoreTest, OpenTakesAFilesystemsHiddenRenamesForNothingForeign) {
+  // Two processes writing the marker at once over sshfs or NFS while a third
+  // reads it leave the replaced one as .fuse_hidden* / .nfs*: not foreign.
+  fs::create_directory(root());
+  writeText(root() + "/.fuse_hidden0000000500000001", "{}\n");
+  writeText(root() + "/.nfs000000000123", "{}\n");
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  EXPECT_TRUE(fs::exists(root() + "/trn-cache.json"));
+}
+
 TEST_F(CacheStoreTest, OpenRejectsANewerFormatAndADamagedMarker) {
   fs::create_directory(root());
   writeText(root() + "/trn-cache.json", "{\"format\": 99}\n");
