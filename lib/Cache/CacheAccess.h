@@ -25,6 +25,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace mlir::trn::cache::detail {
 
@@ -32,6 +33,7 @@ namespace mlir::trn::cache::detail {
 constexpr const char *kTmpDir = "tmp";
 constexpr const char *kLocksDir = "locks";
 constexpr const char *kQuarantineDir = "quarantine";
+constexpr const char *kStatsDir = "stats";
 
 /// State shared by all copies of one opened Cache.
 struct CacheState {
@@ -43,7 +45,18 @@ struct CacheState {
   std::set<std::string> reported;
   /// Why the cache is read-only ("" when it is not).
   std::string readOnlyReason;
+  /// Counted by this process and not yet added to a shard, and when the
+  /// last flush was (steadySeconds); both under `mutex`.
+  Statistics pending;
+  double lastFlushSeconds = 0;
 };
+
+/// The version trees (`trncc-*` directories) under `root`, sorted.
+std::vector<std::string> versionTrees(const std::string &root);
+/// A tree's counters: the sum of its shard files (none: all zero).
+Statistics readTreeStatistics(const std::string &tree);
+/// The config file in the cache root.
+constexpr const char *kConfigFile = "config.json";
 
 struct CacheAccess {
   Cache &cache;
@@ -119,6 +132,23 @@ struct CacheAccess {
                         const CompileOutput &output, int &error);
   CompileResult getOrCompile(const CacheKey &key, const std::string &graphText,
                              const std::function<CompileOutput()> &compile);
+  // Statistics (Statistics.cpp).
+  /// Adds `amount` to a counter; flushStatistics() stores it.
+  void count(Counter counter, int64_t amount = 1);
+  /// Adds what was counted to a shard of this version's tree, then enforces
+  /// the size limit if the stored bytes grew. Hits alone wait for a second
+  /// since the last flush (or `force`), so that a hit costs no file writes.
+  void flushStatistics(bool force = false);
+  /// Makes `tree`'s stats/ directory; the process that makes it counts the
+  /// tree's entries so far (an older trn's). False after a warning.
+  bool ensureStatsDirectory(const std::string &tree);
+  /// Adds `delta` to a shard of `tree` (its stats/ made first); false after
+  /// a warning if no shard could be updated.
+  bool addToTree(const std::string &tree, const Statistics &delta);
+  /// Evicts down to kEvictToFraction of the configured limit when the
+  /// stored bytes of all trees exceed it (one process at a time).
+  void enforceMaxSize();
+
   /// Moves a directory out of the way and deletes it; false if it vanished.
   bool removeEntryDirectory(const std::string &path,
                             const std::string &dirName);

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <memory>
 
@@ -180,6 +181,8 @@ CacheAccess::getOrCompile(const CacheKey &key, const std::string &graphText,
   }
   if (output.metadata.compileSeconds == 0)
     output.metadata.compileSeconds = steadySeconds() - compileStart;
+  count(Counter::CompileMilliseconds,
+        std::llround(output.metadata.compileSeconds * 1000));
 
   if (output.failure != FailureKind::None && !isCacheable(output.failure)) {
     result.source = CompileResult::Source::Failed;
@@ -237,11 +240,38 @@ CacheAccess::getOrCompile(const CacheKey &key, const std::string &graphText,
   return result;
 }
 
+/// Counts a request by its outcome (docs/cache.md, "Statistics").
+static void countRequest(CacheAccess &access, const CompileResult &result) {
+  access.count(Counter::WaitMilliseconds,
+               std::llround(result.waitedSeconds * 1000));
+  switch (result.source) {
+  case CompileResult::Source::Hit:
+    access.count(Counter::Hits);
+    return;
+  case CompileResult::Source::CachedFailure:
+    access.count(Counter::FailureHits);
+    return;
+  case CompileResult::Source::Compiled:
+    access.count(Counter::Misses);
+    return;
+  case CompileResult::Source::Failed:
+    access.count(Counter::Misses);
+    access.count(result.failure == FailureKind::CompileError
+                     ? Counter::CompileErrors
+                     : Counter::UncachedFailures);
+    return;
+  }
+}
+
 CompileResult
 Cache::getOrCompile(const CacheKey &key, const std::string &graphText,
                     const std::function<CompileOutput()> &compile) {
   try {
-    return CacheAccess(*this).getOrCompile(key, graphText, compile);
+    CacheAccess access(*this);
+    CompileResult result = access.getOrCompile(key, graphText, compile);
+    countRequest(access, result);
+    access.flushStatistics();
+    return result;
   } catch (const std::exception &exception) {
     CompileResult result;
     result.source = CompileResult::Source::Failed;

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace mlir::trn::cache {
 
@@ -56,6 +57,12 @@ bool isDirectory(const std::string &path) {
   return lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
+/// The directory holding `path`.
+std::string parentOf(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
 /// An entry directory as list() reports it (its manifest, metadata and file
 /// sizes checked; nothing moved), or std::nullopt if there is none.
 std::optional<EntryListing> listEntry(const std::string &path,
@@ -67,10 +74,8 @@ std::optional<EntryListing> listEntry(const std::string &path,
   listing.key = key;
   listing.path = path;
   // The lock of an entry of a version tree is in that tree's locks/.
-  size_t slash = path.find_last_of('/');
-  std::string tree = slash == std::string::npos ? "." : path.substr(0, slash);
   std::string lockPath =
-      joinPath(joinPath(tree, kLocksDir), key.dirName() + ".lock");
+      joinPath(joinPath(parentOf(path), kLocksDir), key.dirName() + ".lock");
   struct stat lockInfo;
   listing.locked = stat(lockPath.c_str(), &lockInfo) == 0;
   if (loaded.state == LoadState::Ok) {
@@ -121,6 +126,73 @@ LockInfo describeLock(const CacheKey &key, const std::string &path,
   return lock;
 }
 
+/// The entries of a version tree, and with `withIncomplete` the entries
+/// being published in its tmp/, sorted by path.
+std::vector<EntryListing> listTree(const std::string &tree,
+                                   bool withIncomplete) {
+  std::vector<EntryListing> listings;
+  for (const std::string &name : listDirectory(tree)) {
+    std::optional<CacheKey> key = entryKey(name);
+    if (!key)
+      continue;
+    if (std::optional<EntryListing> listing =
+            listEntry(joinPath(tree, name), *key))
+      listings.push_back(std::move(*listing));
+  }
+  std::string tmp = joinPath(tree, kTmpDir);
+  for (const std::string &name :
+       withIncomplete ? listDirectory(tmp) : std::vector<std::string>()) {
+    std::string keyPart;
+    std::string path = joinPath(tmp, name);
+    if (temporaryKind(name, keyPart) != "publish" || !isDirectory(path))
+      continue;
+    std::optional<CacheKey> key = entryKey(keyPart);
+    if (!key)
+      continue;
+    EntryListing listing;
+    listing.key = *key;
+    listing.path = path;
+    listing.status = "incomplete";
+    listing.sizeBytes = treeSize(path);
+    listing.createdUnix = listing.lastUsedUnix = mtimeOf(path);
+    struct stat lockInfo;
+    listing.locked =
+        stat(joinPath(joinPath(tree, kLocksDir), keyPart + ".lock").c_str(),
+             &lockInfo) == 0;
+    listings.push_back(std::move(listing));
+  }
+  std::sort(listings.begin(), listings.end(),
+            [](const EntryListing &a, const EntryListing &b) {
+              return a.path < b.path;
+            });
+  return listings;
+}
+
+/// The key locks of a version tree, sorted by path.
+std::vector<LockInfo> treeLocks(const std::string &tree, double leaseSeconds) {
+  std::vector<LockInfo> result;
+  std::string locksDir = joinPath(tree, kLocksDir);
+  for (const std::string &name : listDirectory(locksDir)) {
+    const std::string suffix = ".lock";
+    if (name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+      continue;
+    std::optional<CacheKey> key =
+        entryKey(name.substr(0, name.size() - suffix.size()));
+    if (!key)
+      continue;
+    std::string path = joinPath(locksDir, name);
+    LockSnapshot snapshot = readLock(path);
+    if (!snapshot.exists)
+      continue;
+    result.push_back(describeLock(*key, path, snapshot, leaseSeconds));
+  }
+  std::sort(
+      result.begin(), result.end(),
+      [](const LockInfo &a, const LockInfo &b) { return a.path < b.path; });
+  return result;
+}
+
 } // namespace
 
 bool CacheAccess::removeEntryDirectory(const std::string &path,
@@ -135,46 +207,13 @@ bool CacheAccess::removeEntryDirectory(const std::string &path,
 }
 
 std::vector<EntryListing> Cache::list() {
-  std::vector<EntryListing> listings;
   try {
-    CacheAccess access(*this);
-    std::string root = versionDir();
-    for (const std::string &name : listDirectory(root)) {
-      std::optional<CacheKey> key = entryKey(name);
-      if (!key)
-        continue;
-      if (std::optional<EntryListing> listing =
-              listEntry(joinPath(root, name), *key))
-        listings.push_back(std::move(*listing));
-    }
-    std::string tmp = access.dir(kTmpDir);
-    for (const std::string &name : listDirectory(tmp)) {
-      std::string keyPart;
-      std::string path = joinPath(tmp, name);
-      if (temporaryKind(name, keyPart) != "publish" || !isDirectory(path))
-        continue;
-      std::optional<CacheKey> key = entryKey(keyPart);
-      if (!key)
-        continue;
-      EntryListing listing;
-      listing.key = *key;
-      listing.path = path;
-      listing.status = "incomplete";
-      listing.sizeBytes = treeSize(path);
-      listing.createdUnix = listing.lastUsedUnix = mtimeOf(path);
-      struct stat lockInfo;
-      listing.locked = stat(access.lockPath(keyPart).c_str(), &lockInfo) == 0;
-      listings.push_back(std::move(listing));
-    }
-    std::sort(listings.begin(), listings.end(),
-              [](const EntryListing &a, const EntryListing &b) {
-                return a.path < b.path;
-              });
+    return listTree(versionDir(), /*withIncomplete=*/true);
   } catch (const std::exception &error) {
     if (opts.warn)
       opts.warn(std::string("listing the cache failed: ") + error.what());
   }
-  return listings;
+  return {};
 }
 
 std::optional<EntryListing> Cache::inspect(const CacheKey &key,
@@ -240,32 +279,13 @@ std::optional<std::string> Cache::nearMiss(const CacheKey &key,
 }
 
 std::vector<LockInfo> Cache::locks() {
-  std::vector<LockInfo> result;
   try {
-    std::string locksDir = joinPath(versionDir(), kLocksDir);
-    for (const std::string &name : listDirectory(locksDir)) {
-      const std::string suffix = ".lock";
-      if (name.size() <= suffix.size() ||
-          name.compare(name.size() - suffix.size(), suffix.size(), suffix))
-        continue;
-      std::optional<CacheKey> key =
-          entryKey(name.substr(0, name.size() - suffix.size()));
-      if (!key)
-        continue;
-      std::string path = joinPath(locksDir, name);
-      LockSnapshot snapshot = readLock(path);
-      if (!snapshot.exists)
-        continue;
-      result.push_back(describeLock(*key, path, snapshot, opts.leaseSeconds));
-    }
-    std::sort(
-        result.begin(), result.end(),
-        [](const LockInfo &a, const LockInfo &b) { return a.path < b.path; });
+    return treeLocks(versionDir(), opts.leaseSeconds);
   } catch (const std::exception &error) {
     if (opts.warn)
       opts.warn(std::string("listing the locks failed: ") + error.what());
   }
-  return result;
+  return {};
 }
 
 std::vector<LockInfo> Cache::clearLocks(bool all) {
@@ -342,8 +362,10 @@ Cache::CleanReport Cache::clean(bool all, double olderThanSeconds) {
       int64_t bytes = loaded.state == LoadState::Ok ? loaded.entry.sizeBytes
                                                     : treeSize(path);
       loaded.dirFd = FileDescriptor();
-      if (access.removeEntryDirectory(path, name))
+      if (access.removeEntryDirectory(path, name)) {
         removed(path, bytes);
+        access.count(Counter::StoredBytes, -bytes);
+      }
     }
 
     // Temporaries: half-published entries and lock files of dead processes
@@ -382,6 +404,7 @@ Cache::CleanReport Cache::clean(bool all, double olderThanSeconds) {
       removeTree(aside);
       removed(path, bytes);
     }
+    access.flushStatistics();
   } catch (const std::exception &error) {
     if (opts.warn)
       opts.warn(std::string("cleaning the cache failed: ") + error.what());
@@ -442,14 +465,19 @@ Cache::CleanReport Cache::prune(int64_t maxBytes) {
     if (access.refusesWrites("pruning"))
       return report;
     std::vector<EntryListing> entries;
+    std::map<std::string, int64_t> treeBytes;
     int64_t total = 0;
-    for (EntryListing &listing : list()) {
-      if (listing.status == "incomplete")
-        continue; // being written: never evicted, not counted
-      total += listing.sizeBytes;
-      entries.push_back(std::move(listing));
+    for (const std::string &tree : versionTrees(opts.root)) {
+      int64_t &bytes = treeBytes[tree];
+      // Entries being written are never evicted, nor counted.
+      for (EntryListing &listing : listTree(tree, /*withIncomplete=*/false)) {
+        total += listing.sizeBytes;
+        bytes += listing.sizeBytes;
+        entries.push_back(std::move(listing));
+      }
     }
-    // Corrupt entries go first, then the least recently used.
+    // Corrupt entries go first, then the least recently used (of any
+    // compiler version: an old version's entries are used no more).
     std::sort(entries.begin(), entries.end(),
               [](const EntryListing &a, const EntryListing &b) {
                 bool aCorrupt = a.status == "corrupt",
@@ -464,21 +492,150 @@ Cache::CleanReport Cache::prune(int64_t maxBytes) {
       if (total <= maxBytes)
         break;
       std::string name = listing.key.dirName();
+      std::string tree = parentOf(listing.path);
       struct stat lockInfo;
-      if (stat(access.lockPath(name).c_str(), &lockInfo) == 0)
+      if (stat(joinPath(joinPath(tree, kLocksDir), name + ".lock").c_str(),
+               &lockInfo) == 0)
         continue; // its key is being compiled right now
       if (!access.removeEntryDirectory(listing.path, name))
         continue;
       total -= listing.sizeBytes;
+      treeBytes[tree] -= listing.sizeBytes;
       ++report.removedEntries;
       report.removedBytes += listing.sizeBytes;
       report.removed.push_back(listing.path);
     }
+    access.count(Counter::EvictedEntries, report.removedEntries);
+    access.count(Counter::EvictedBytes, report.removedBytes);
+    // The scan is the truth: set each tree's size counter to it (stores
+    // that raced with the scan leave a small error, set right next time).
+    for (const auto &[tree, bytes] : treeBytes) {
+      int64_t correction =
+          bytes - readTreeStatistics(tree)[Counter::StoredBytes];
+      if (tree == versionDir()) {
+        access.count(Counter::StoredBytes, correction);
+      } else if (correction != 0) {
+        Statistics delta;
+        delta[Counter::StoredBytes] = correction;
+        access.addToTree(tree, delta);
+      }
+    }
+    access.flushStatistics();
   } catch (const std::exception &error) {
     if (opts.warn)
       opts.warn(std::string("pruning the cache failed: ") + error.what());
   }
   return report;
+}
+
+namespace {
+/// Who holds a live lock in a version tree ("pid 12 on node-3"), if anyone:
+/// a compile is in progress there.
+std::optional<std::string> liveLockHolder(const std::string &tree,
+                                          double leaseSeconds) {
+  for (const LockInfo &lock : treeLocks(tree, leaseSeconds))
+    if (!lock.stale)
+      return "pid " + std::to_string(lock.pid) + " on " + lock.host;
+  return std::nullopt;
+}
+} // namespace
+
+Cache::CleanReport Cache::pruneVersions() {
+  CleanReport report;
+  try {
+    CacheAccess access(*this);
+    if (access.refusesWrites("pruning old versions"))
+      return report;
+    std::string tmp = access.dir(kTmpDir);
+    makeDirectory(tmp);
+    for (const std::string &tree : versionTrees(opts.root)) {
+      if (tree == versionDir())
+        continue;
+      if (std::optional<std::string> holder =
+              liveLockHolder(tree, opts.leaseSeconds)) {
+        report.skipped.push_back(tree + ": " + *holder +
+                                 " is compiling into it");
+        continue;
+      }
+      int64_t entries = 0;
+      for (const std::string &name : listDirectory(tree))
+        entries += entryKey(name).has_value();
+      int64_t bytes = treeSize(tree);
+      // No dots in the name: tmp/'s names are <name>.<kind>.<unique>.
+      std::string name = tree.substr(tree.find_last_of('/') + 1);
+      std::replace(name.begin(), name.end(), '.', '_');
+      std::string aside = joinPath(tmp, name + ".deleting." + uniqueSuffix());
+      if (rename(tree.c_str(), aside.c_str()) != 0) {
+        report.skipped.push_back(tree + ": cannot move it aside (" +
+                                 errnoText(errno) + ")");
+        continue;
+      }
+      removeTree(aside);
+      report.removedEntries += entries;
+      report.removedBytes += bytes;
+      report.removed.push_back(tree);
+    }
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn(std::string("pruning old versions failed: ") + error.what());
+  }
+  return report;
+}
+
+Cache::CleanReport Cache::remove(const std::vector<CacheKey> &keys) {
+  CleanReport report;
+  try {
+    CacheAccess access(*this);
+    if (access.refusesWrites("removing entries"))
+      return report;
+    for (const CacheKey &key : keys) {
+      std::string path = access.entryPath(key);
+      std::optional<EntryListing> listing = listEntry(path, key);
+      if (!listing) {
+        report.skipped.push_back(key.dirName() + ": no such entry");
+        continue;
+      }
+      if (!access.removeEntryDirectory(path, key.dirName())) {
+        report.skipped.push_back(key.dirName() + ": removed meanwhile");
+        continue;
+      }
+      ++report.removedEntries;
+      report.removedBytes += listing->sizeBytes;
+      report.removed.push_back(path);
+      access.count(Counter::StoredBytes, -listing->sizeBytes);
+    }
+    access.flushStatistics();
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn(std::string("removing entries failed: ") + error.what());
+  }
+  return report;
+}
+
+std::vector<VersionTree> Cache::versions() {
+  std::vector<VersionTree> trees;
+  try {
+    for (const std::string &path : versionTrees(opts.root)) {
+      VersionTree tree;
+      tree.path = path;
+      tree.version = path.substr(path.find_last_of('/') + 1 + 6);
+      tree.current = path == versionDir();
+      tree.statistics = readTreeStatistics(path);
+      for (const EntryListing &listing :
+           listTree(path, /*withIncomplete=*/false)) {
+        ++tree.entries;
+        tree.bytes += listing.sizeBytes;
+        tree.lastUsedUnix = std::max(tree.lastUsedUnix, listing.lastUsedUnix);
+      }
+      tree.compiling = liveLockHolder(path, opts.leaseSeconds).has_value();
+      trees.push_back(std::move(tree));
+    }
+  } catch (const std::exception &error) {
+    if (opts.warn)
+      opts.warn(std::string("listing the version trees failed: ") +
+                error.what());
+  }
+  return trees;
 }
 
 } // namespace mlir::trn::cache

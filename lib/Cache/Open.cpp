@@ -50,32 +50,13 @@ std::string resolveRoot(const std::string &cliDir) {
 /// Names that a trn cache root may hold (even before its marker exists, as
 /// while another process creates it).
 static bool isCacheRootName(const std::string &name) {
-  return name == kMarkerFile || name == kCacheDirTag ||
-         name.rfind("trncc-", 0) == 0 ||
-         name.rfind(std::string(".") + kMarkerFile + ".", 0) == 0 ||
-         name.rfind(std::string(".") + kCacheDirTag + ".", 0) == 0 ||
+  for (const char *file : {kMarkerFile, kCacheDirTag, kConfigFile})
+    if (name == file || name.rfind(std::string(".") + file + ".", 0) == 0)
+      return true; // the file, or its temporary (replaceFile)
+  return name.rfind("trncc-", 0) == 0 ||
          // What a shared filesystem leaves of a file unlinked while open
          // (the marker replaced under a reader): FUSE's and NFS's renames.
          name.rfind(".fuse_hidden", 0) == 0 || name.rfind(".nfs", 0) == 0;
-}
-
-/// Writes `name` in `root` by temp file + rename, so readers never see half.
-static int writeRootFile(const std::string &root, const char *name,
-                         const std::string &content) {
-  std::string tmpName = std::string(".") + name + "." + uniqueSuffix();
-  FileDescriptor dir(open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid())
-    return errno;
-  if (int err = writeNewFileAt(dir.get(), tmpName.c_str(), content, true)) {
-    unlinkat(dir.get(), tmpName.c_str(), 0);
-    return err;
-  }
-  if (renameat(dir.get(), tmpName.c_str(), dir.get(), name) != 0) {
-    int err = errno;
-    unlinkat(dir.get(), tmpName.c_str(), 0);
-    return err;
-  }
-  return 0;
 }
 
 /// Why the cache is read-only when access(W_OK) failed with `err`, or ""
@@ -236,10 +217,11 @@ Result<Cache> Cache::open(CacheOptions options) {
       if (options.create && readOnlyReason.empty()) {
         json marker = {{"format", kFormatVersion},
                        {"created_by", std::string("trn ") + compilerVersion()}};
-        if (int err = writeRootFile(root, kMarkerFile, marker.dump(2) + "\n"))
+        if (int err =
+                replaceFile(root, kMarkerFile, marker.dump(2) + "\n", true))
           return R::failure("cannot write '" + markerPath +
                             "': " + errnoText(err));
-        writeRootFile(root, kCacheDirTag, kCacheDirTagText);
+        replaceFile(root, kCacheDirTag, kCacheDirTagText, true);
       }
     }
 
@@ -275,6 +257,7 @@ Result<Cache> Cache::open(CacheOptions options) {
                                       joinPath(versionDir, kQuarantineDir)})
         if (int err = makeDirectory(path))
           return R::failure("cannot create '" + path + "': " + errnoText(err));
+      CacheAccess(cache).ensureStatsDirectory(versionDir);
     }
     return R::success(std::move(cache));
   } catch (const std::exception &error) {

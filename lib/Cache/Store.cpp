@@ -78,6 +78,7 @@ std::string CacheAccess::handleCorrupt(const LoadedEntry &loaded) {
   switch (
       quarantine(path, loaded.dirInfo, loaded.problem, destination, error)) {
   case QuarantineOutcome::Moved:
+    count(Counter::Quarantined);
     warn("corrupt cache entry " + path + " (" + loaded.problem +
          "): moved it to " + destination + "; it will be compiled again");
     return "cache entry " + path + " is corrupt (" + loaded.problem +
@@ -189,7 +190,9 @@ Result<std::string> CacheAccess::readEntryFile(const Entry &entry,
 std::optional<Entry> Cache::lookup(const CacheKey &key) {
   try {
     CacheAccess access(*this);
-    if (std::optional<LoadedEntry> loaded = access.lookup(key))
+    std::optional<LoadedEntry> loaded = access.lookup(key);
+    access.flushStatistics(); // a corrupt entry quarantined on the way
+    if (loaded)
       return std::move(loaded->entry);
   } catch (const std::exception &error) {
     if (opts.warn)
@@ -369,6 +372,7 @@ Result<Entry> CacheAccess::publish(const CacheKey &key,
   for (int attempt = 0; attempt < kPublishAttempts; ++attempt) {
     if (rename(tmpPath.c_str(), entry.path.c_str()) == 0) {
       syncDirectory(cache.versionDir());
+      count(Counter::StoredBytes, entry.sizeBytes);
       return R::success(entry);
     }
     int err = errno;
@@ -379,8 +383,10 @@ Result<Entry> CacheAccess::publish(const CacheKey &key,
       if (stat(tmpPath.c_str(), &info) != 0 && isVanished(errno)) {
         LoadedEntry mine = loadEntry(entry.path, key, VerifyLevel::Sizes);
         if (mine.state == LoadState::Ok &&
-            mine.manifest.publisher == manifest.publisher)
+            mine.manifest.publisher == manifest.publisher) {
+          count(Counter::StoredBytes, entry.sizeBytes);
           return R::success(entry);
+        }
       }
       return fail("renaming into " + entry.path, err);
     }
@@ -410,8 +416,10 @@ Result<Entry> CacheAccess::publish(const CacheKey &key,
     // after --retry-failed). Directories cannot be renamed over a non-empty
     // one, so the old entry moves aside first; readers miss for a moment.
     std::string aside = joinPath(tmpDir, name + ".replaced." + uniqueSuffix());
-    if (rename(entry.path.c_str(), aside.c_str()) == 0)
+    if (rename(entry.path.c_str(), aside.c_str()) == 0) {
+      count(Counter::StoredBytes, -existing.entry.sizeBytes);
       removeTree(aside);
+    }
   }
   removeTree(tmpPath);
   return R::failure("cannot publish " + name + ": the entry at " + entry.path +
@@ -422,7 +430,10 @@ Result<Entry> Cache::publish(const CacheKey &key, const std::string &graphText,
                              const CompileOutput &output) {
   try {
     int error = 0;
-    return CacheAccess(*this).publish(key, graphText, output, error);
+    CacheAccess access(*this);
+    Result<Entry> published = access.publish(key, graphText, output, error);
+    access.flushStatistics();
+    return published;
   } catch (const std::exception &exception) {
     return Result<Entry>::failure("cannot publish " + key.dirName() + ": " +
                                   exception.what());

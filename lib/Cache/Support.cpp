@@ -293,6 +293,24 @@ std::vector<std::string> listDirectory(const std::string &path, int *error) {
   return names;
 }
 
+int replaceFile(const std::string &dir, const char *name,
+                const std::string &content, bool sync) {
+  std::string tmpName = std::string(".") + name + "." + uniqueSuffix();
+  FileDescriptor dirFd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dirFd.valid())
+    return errno;
+  if (int err = writeNewFileAt(dirFd.get(), tmpName.c_str(), content, sync)) {
+    unlinkat(dirFd.get(), tmpName.c_str(), 0);
+    return err;
+  }
+  if (renameat(dirFd.get(), tmpName.c_str(), dirFd.get(), name) != 0) {
+    int err = errno;
+    unlinkat(dirFd.get(), tmpName.c_str(), 0);
+    return err;
+  }
+  return 0;
+}
+
 void removeTree(const std::string &path) {
   struct stat info;
   if (lstat(path.c_str(), &info) != 0)

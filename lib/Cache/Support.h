@@ -88,6 +88,10 @@ int openRegularFileAt(int dirFd, const char *name, uint64_t maxBytes, int &fd,
 /// and closes (close errors count: NFS reports write errors there).
 int writeNewFileAt(int dirFd, const char *name, std::string_view data,
                    bool sync);
+/// Replaces `dir`/`name` with `content` through a temporary `.<name>.<unique>`
+/// in `dir` and a rename, so readers see the old file or the new one.
+int replaceFile(const std::string &dir, const char *name,
+                const std::string &content, bool sync);
 /// fsync(2) on a directory, so that a rename or a new name in it is durable.
 int syncDirectory(const std::string &path);
 /// mkdir that accepts an existing directory; returns 0 or an errno value.

@@ -704,6 +704,16 @@ bool Runner::compileGraphs(std::vector<GraphRecord> graphs,
       job.reason = "graph file " + job.record.graphPath + " is missing";
     }
   }
+  // Graphs answered from the cache are requests too (the workers count
+  // their own in trn-cc).
+  cache::Statistics answered;
+  for (const GraphJob &job : jobs) {
+    if (job.status == Status::Cached)
+      ++answered[cache::Counter::Hits];
+    if (job.status == Status::CachedFailure)
+      ++answered[cache::Counter::FailureHits];
+  }
+  store->addStatistics(answered);
   for (const std::string &warning : warnings)
     say("warning: " + warning);
   // A read-only cache (a shared cache a CI job fills) still answers which

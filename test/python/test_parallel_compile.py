@@ -74,6 +74,16 @@ def test_collect_compile_then_everything_is_cached(tmp_path):
                      "--workdir", str(work), "-q")
     assert again.returncode == 0 and "Already cached: 2" in again.stderr
 
+    # The cache counted every request, whoever made it: two compiles, then
+    # two hits from each of the second run, the training run and the last.
+    counted = subprocess.run([str(BIN / "trn-cache"), "stats", "--json",
+                              "--cache-dir", str(cache)],
+                             capture_output=True, text=True, timeout=60)
+    assert counted.returncode == 0, counted.stderr
+    statistics = json.loads(counted.stdout)["statistics"]
+    assert (statistics["misses"], statistics["hits"]) == (2, 6), statistics
+    assert statistics["compile_ms"] > 0
+
 
 def test_pipelined_graph_compiles_and_caches_per_stage(tmp_path):
     """A pipelined step is one compile and one cache entry per stage: each

@@ -1438,4 +1438,221 @@ TEST_F(CacheStoreTest, PruneEvictsLeastRecentlyUsedButNeverLockedEntries) {
   EXPECT_EQ(cache->prune(1LL << 40).removedEntries, 0);
 }
 
+//===----------------------------------------------------------------------===//
+// Statistics, the size limit, remove and old versions
+//===----------------------------------------------------------------------===//
+
+int64_t storedSize(Cache &cache) {
+  int64_t total = 0;
+  for (const EntryListing &listing : cache.list())
+    total += listing.sizeBytes;
+  return total;
+}
+
+TEST_F(CacheStoreTest, StatisticsCountEveryRequestAsWhatItWas) {
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  std::atomic<int> compiles{0};
+  CacheKey good = makeKey("s-good"), bad = makeKey("s-bad"),
+           killed = makeKey("s-killed");
+  auto ok = counting(compiles, successOutput("s-good"));
+  auto error =
+      counting(compiles, failureOutput(FailureKind::CompileError, "error: no"));
+  auto oom = counting(compiles, failureOutput(FailureKind::OutOfMemory, ""));
+  cache->getOrCompile(good, "g", ok);    // miss
+  cache->getOrCompile(good, "g", ok);    // hit
+  cache->getOrCompile(good, "g", ok);    // hit
+  cache->getOrCompile(bad, "g", error);  // miss, compile error
+  cache->getOrCompile(bad, "g", error);  // cached compile error
+  cache->getOrCompile(killed, "g", oom); // miss, not cached
+  Statistics statistics = cache->statistics();
+  EXPECT_EQ(statistics[Counter::Hits], 2);
+  EXPECT_EQ(statistics[Counter::FailureHits], 1);
+  EXPECT_EQ(statistics[Counter::Misses], 3);
+  EXPECT_EQ(statistics[Counter::CompileErrors], 1);
+  EXPECT_EQ(statistics[Counter::UncachedFailures], 1);
+  EXPECT_EQ(statistics.requests(), 6);
+  ASSERT_TRUE(statistics.hitRate());
+  EXPECT_DOUBLE_EQ(*statistics.hitRate(), 0.5);
+  EXPECT_EQ(statistics[Counter::StoredBytes], storedSize(*cache));
+  EXPECT_GT(statistics[Counter::StoredBytes], 0);
+
+  // Zeroing keeps the size: the limit is enforced against it.
+  ASSERT_TRUE(cache->zeroStatistics()) << warnings.all();
+  Statistics zeroed = cache->statistics();
+  EXPECT_EQ(zeroed.requests(), 0);
+  EXPECT_FALSE(zeroed.hitRate());
+  EXPECT_GT(zeroed.zeroedUnix, 0);
+  EXPECT_EQ(zeroed[Counter::StoredBytes], storedSize(*cache));
+  cache->getOrCompile(good, "g", ok);
+  EXPECT_EQ(cache->statistics()[Counter::Hits], 1);
+  EXPECT_EQ(cache->statistics().zeroedUnix, zeroed.zeroedUnix);
+  EXPECT_EQ(warnings.all(), "");
+}
+
+TEST_F(CacheStoreTest, AShardLockedByADeadProcessIsBrokenAndABusyOneSkipped) {
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  std::string stats = cache->versionDir() + "/stats";
+  ASSERT_TRUE(fs::is_directory(stats)); // open makes it
+  // Every shard but one is held by a live process on another host, the last
+  // by a process of this host that is gone: the update breaks that lock.
+  FakeOwner live;
+  live.host = "other-host";
+  live.bootId = "other-boot";
+  FakeOwner dead;
+  dead.pid = deadPid();
+  for (int shard = 0; shard < 16; ++shard)
+    writeLock(stats + "/shard-" + std::to_string(shard) + ".lock",
+              shard == 7 ? dead : live);
+  std::atomic<int> compiles{0};
+  cache->getOrCompile(makeKey("busy"), "g",
+                      counting(compiles, successOutput("busy")));
+  EXPECT_EQ(cache->statistics()[Counter::Misses], 1) << warnings.all();
+  EXPECT_FALSE(fs::exists(stats + "/shard-7.lock"));
+  EXPECT_TRUE(fs::exists(stats + "/shard-7.json"));
+  EXPECT_EQ(warnings.all(), "");
+}
+
+TEST_F(CacheStoreTest, AStoreThatCrossesTheMaxSizeEvictsTheLeastRecentlyUsed) {
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  std::vector<CacheKey> keys;
+  std::vector<std::string> paths;
+  int64_t entrySize = 0;
+  for (int i = 0; i < 3; ++i) {
+    keys.push_back(makeKey("m-" + std::to_string(i)));
+    Result<Entry> entry =
+        cache->publish(keys[i], "g", successOutput("m-" + std::to_string(i)));
+    ASSERT_TRUE(entry) << entry.error;
+    entrySize = entry->sizeBytes;
+    paths.push_back(entry->path);
+    backdate(entry->path + "/last_used", 4000 - 1000 * i); // m-0 the oldest
+  }
+  // Room for two and a half entries, set when there are three: the fourth
+  // store finds the limit crossed and evicts down to 90% of it (2.25
+  // entries), so the two oldest go.
+  ASSERT_TRUE(cache->setMaxSize(entrySize * 5 / 2));
+  ASSERT_TRUE(cache->config());
+  EXPECT_EQ(cache->config()->maxSizeBytes, entrySize * 5 / 2);
+  keys.push_back(makeKey("m-3"));
+  ASSERT_TRUE(cache->publish(keys[3], "g", successOutput("m-3")));
+  EXPECT_FALSE(fs::exists(paths[0]));
+  EXPECT_FALSE(fs::exists(paths[1]));
+  EXPECT_TRUE(fs::exists(paths[2]));
+  EXPECT_TRUE(fs::exists(entryDir(*cache, keys[3])));
+  Statistics statistics = cache->statistics();
+  EXPECT_EQ(statistics[Counter::EvictedEntries], 2);
+  EXPECT_EQ(statistics[Counter::EvictedBytes], 2 * entrySize);
+  EXPECT_EQ(statistics[Counter::StoredBytes], storedSize(*cache));
+  EXPECT_LE(storedSize(*cache), entrySize * 5 / 2 * 9 / 10);
+
+  // Without a limit nothing is evicted.
+  ASSERT_TRUE(cache->setMaxSize(std::nullopt));
+  EXPECT_FALSE(cache->config()->maxSizeBytes);
+  for (int i = 4; i < 8; ++i)
+    ASSERT_TRUE(cache->publish(makeKey("m-" + std::to_string(i)), "g",
+                               successOutput("m-" + std::to_string(i))));
+  EXPECT_EQ(cache->list().size(), 6u); // m-2 to m-7
+  EXPECT_EQ(warnings.all(), "");
+}
+
+TEST_F(CacheStoreTest, TheMaxSizeCountsOtherVersionsAndEvictsTheirOldEntries) {
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  // An older compiler's tree, filled before there were statistics.
+  Result<Entry> old = cache->publish(makeKey("old"), "g", successOutput("o"));
+  ASSERT_TRUE(old) << old.error;
+  std::string oldTree = root() + "/trncc-0.0.1";
+  ASSERT_TRUE(fs::create_directories(oldTree));
+  fs::rename(old->path, oldTree + "/" + old->key.dirName());
+  backdate(oldTree + "/" + old->key.dirName() + "/last_used", 100000);
+  int64_t entrySize = old->sizeBytes;
+  fs::remove_all(cache->versionDir() + "/stats");
+
+  ASSERT_TRUE(cache->setMaxSize(entrySize * 5 / 2));
+  ASSERT_TRUE(cache->publish(makeKey("new-1"), "g", successOutput("n1")));
+  EXPECT_TRUE(fs::exists(oldTree + "/" + old->key.dirName()));
+  // The third entry of all versions crosses the limit: the old one goes.
+  ASSERT_TRUE(cache->publish(makeKey("new-2"), "g", successOutput("n2")));
+  EXPECT_FALSE(fs::exists(oldTree + "/" + old->key.dirName()));
+  EXPECT_EQ(cache->list().size(), 2u);
+  std::vector<VersionTree> versions = cache->versions();
+  ASSERT_EQ(versions.size(), 2u);
+  EXPECT_EQ(versions[0].version, "0.0.1");
+  EXPECT_FALSE(versions[0].current);
+  EXPECT_EQ(versions[0].entries, 0);
+  EXPECT_EQ(versions[0].statistics[Counter::StoredBytes], 0);
+  EXPECT_TRUE(versions[1].current);
+  EXPECT_EQ(versions[1].entries, 2);
+  EXPECT_EQ(versions[1].statistics[Counter::StoredBytes], versions[1].bytes);
+  EXPECT_EQ(warnings.all(), "");
+}
+
+TEST_F(CacheStoreTest, PruneVersionsKeepsOnlyATreeBeingCompiledInto) {
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  ASSERT_TRUE(cache->publish(makeKey("current"), "g", successOutput("c")));
+  for (const char *version : {"0.0.1", "0.0.2"}) {
+    std::string tree = root() + "/trncc-" + version;
+    Result<Entry> entry =
+        cache->publish(makeKey(version), "g", successOutput(version));
+    ASSERT_TRUE(entry) << entry.error;
+    ASSERT_TRUE(fs::create_directories(tree + "/locks"));
+    fs::rename(entry->path, tree + "/" + entry->key.dirName());
+  }
+  // A live compile in 0.0.2's tree (this process, as far as the lock says).
+  writeLock(root() + "/trncc-0.0.2/locks/" + makeKey("x").dirName() + ".lock",
+            FakeOwner());
+  Cache::CleanReport report = cache->pruneVersions();
+  EXPECT_EQ(report.removed, std::vector<std::string>{root() + "/trncc-0.0.1"});
+  EXPECT_EQ(report.removedEntries, 1);
+  ASSERT_EQ(report.skipped.size(), 1u);
+  EXPECT_NE(report.skipped[0].find("trncc-0.0.2: pid "), std::string::npos)
+      << report.skipped[0];
+  EXPECT_FALSE(fs::exists(root() + "/trncc-0.0.1"));
+  EXPECT_TRUE(fs::exists(root() + "/trncc-0.0.2"));
+  EXPECT_EQ(cache->list().size(), 1u);
+  EXPECT_EQ(countNames(cache->versionDir() + "/tmp"), 0u);
+}
+
+TEST_F(CacheStoreTest, RemoveDeletesTheNamedEntriesAndTheirBytes) {
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  std::vector<CacheKey> keys = {makeKey("r-0"), makeKey("r-1"), makeKey("r-2")};
+  for (const CacheKey &key : keys)
+    ASSERT_TRUE(cache->publish(key, "g", successOutput(key.dirName())));
+  Cache::CleanReport report =
+      cache->remove({keys[0], keys[2], makeKey("r-none")});
+  EXPECT_EQ(report.removedEntries, 2);
+  ASSERT_EQ(report.skipped.size(), 1u);
+  EXPECT_NE(report.skipped[0].find("no such entry"), std::string::npos);
+  EXPECT_FALSE(fs::exists(entryDir(*cache, keys[0])));
+  EXPECT_TRUE(fs::exists(entryDir(*cache, keys[1])));
+  EXPECT_FALSE(fs::exists(entryDir(*cache, keys[2])));
+  EXPECT_EQ(cache->statistics()[Counter::StoredBytes], storedSize(*cache));
+}
+
+TEST_F(CacheStoreTest, ADamagedConfigIsAnErrorThatStopsNoCompile) {
+  Result<Cache> cache = Cache::open(options());
+  ASSERT_TRUE(cache) << cache.error;
+  EXPECT_FALSE(cache->config()->maxSizeBytes);
+  writeText(root() + "/config.json", "{\"max_size\": \"lots\"}");
+  Result<CacheConfig> config = cache->config();
+  ASSERT_FALSE(config);
+  EXPECT_NE(config.error.find("config.json are damaged"), std::string::npos)
+      << config.error;
+  std::atomic<int> compiles{0};
+  CompileResult result = cache->getOrCompile(
+      makeKey("c"), "g", counting(compiles, successOutput("c")));
+  EXPECT_EQ(result.source, CompileResult::Source::Compiled);
+  EXPECT_EQ(warnings.count("the size limit is not enforced"), 1u);
+  // A root holding only the settings is still a cache's, not foreign.
+  ScratchDir other;
+  writeText(other / "config.json", "{}");
+  CacheOptions o = options();
+  o.root = other / "";
+  EXPECT_TRUE(Cache::open(o)) << "config.json taken for a foreign file";
+}
+
 } // namespace

@@ -248,6 +248,20 @@ TEST(CacheStressTest, EightProcessesCompileEveryKeyExactlyOnce) {
   EXPECT_TRUE(report.corrupt.empty());
   EXPECT_TRUE(cache->locks().empty());
 
+  // The statistics every process kept in the shared shards lost nothing:
+  // each request counted once, as what it was, and the size counter is the
+  // size of what is stored.
+  Statistics statistics = cache->statistics();
+  EXPECT_EQ(statistics.requests(), processes * requests);
+  EXPECT_EQ(statistics[Counter::Hits], counters->hits.load());
+  EXPECT_EQ(statistics[Counter::FailureHits], counters->cachedFailures.load());
+  EXPECT_EQ(statistics[Counter::Misses], keys);
+  EXPECT_EQ(statistics[Counter::CompileErrors], keys / 16);
+  int64_t stored = 0;
+  for (const EntryListing &listing : cache->list())
+    stored += listing.sizeBytes;
+  EXPECT_EQ(statistics[Counter::StoredBytes], stored);
+
   std::vector<int64_t> samples;
   for (int64_t i = 0; i < std::min<int64_t>(counters->hitSamples, 1 << 14); ++i)
     samples.push_back(counters->hitNanos[i]);
@@ -275,6 +289,46 @@ enum Phase : int {
   Publishing = 3, ///< compile returned: publishing and releasing
   Finished = 4,   ///< getOrCompile returned
 };
+
+TEST(CacheStressTest, ConcurrentStatisticsUpdatesLoseNothing) {
+  // Every update stored at once, by 8 processes: two that pick one shard
+  // at the same moment would lose one's update without the shard's lock.
+  const int processes = 8, updates = fullStress() ? 2000 : 400;
+  ScratchDir scratch;
+  std::string root = scratch / "cache";
+  std::vector<pid_t> children = forkChildren(processes, [&] {
+    CacheOptions options;
+    options.root = root;
+    int warnings = 0;
+    options.warn = [&warnings](const std::string &message) {
+      ++warnings;
+      std::fprintf(stderr, "[pid %d] warning: %s\n", getpid(), message.c_str());
+    };
+    Result<Cache> cache = Cache::open(options);
+    if (!cache)
+      return 1;
+    Statistics delta;
+    delta[Counter::Hits] = 1;
+    delta[Counter::CompileMilliseconds] = 3;
+    for (int i = 0; i < updates; ++i)
+      cache->addStatistics(delta);
+    return warnings == 0 ? 0 : 1;
+  });
+  ASSERT_EQ(int(children.size()), processes);
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  CacheOptions options;
+  options.root = root;
+  Result<Cache> cache = Cache::open(options);
+  ASSERT_TRUE(cache) << cache.error;
+  Statistics statistics = cache->statistics();
+  EXPECT_EQ(statistics[Counter::Hits], processes * updates);
+  EXPECT_EQ(statistics[Counter::CompileMilliseconds], 3 * processes * updates);
+  EXPECT_TRUE(cache->locks().empty());
+}
 
 TEST(CacheStressTest, KillNineDuringCompileAndPublishLosesNothing) {
   const int injections = fullStress() ? 200 : 40;

@@ -2,9 +2,9 @@
 //
 //   trn-cache <command> [--cache-dir DIR] [--json] [options]
 //
-// Commands: list, stats, show KEY, explain KEY1 KEY2, clean, clear-locks,
-// verify, prune. Every command is safe while other processes compile into and
-// read from the cache.
+// Commands: list, stats, show KEY, explain KEY1 KEY2, remove KEY..., clean,
+// clear-locks, verify, prune, config. Every command is safe while other
+// processes compile into and read from the cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +37,10 @@ commands:
   list          entries: key, status (done, failed, compiling, stale-lock,
                 incomplete, corrupt), size, created, last used, graph
                   --failed   only failed entries     --locked   only locked keys
-  stats         entries by status, bytes, compression ratio, age, locks
+  stats         entries by status, bytes, compression ratio, age, locks;
+                requests, hits and misses (hit rate), compile and wait time,
+                evictions, for this compiler version and every other one
+                  --zero     zero the counters (not the size) of every version
   show KEY      one entry: flags, metadata, diagnostic and compile log
                   (KEY may be any unique prefix of MODULE_<graph>+<flags>)
   explain KEY1 KEY2
@@ -47,6 +50,8 @@ commands:
                 MODULE_<graph>+<flags>, <graph>+<flags>, a unique prefix of a
                 key in the cache, or an entry's path. For a key without an
                 entry, says what the keys alone tell; exit status 1 then
+  remove KEY... remove these entries (each KEY as for show); nothing is
+                removed if one matches no entry or several
   clean         remove failed and incomplete entries and the quarantine
                   --older-than DURATION   only entries unused for that long (30m, 12h, 7d)
                   --all --yes             empty the cache
@@ -54,8 +59,14 @@ commands:
                   --all      remove every lock, also live ones (warns)
   verify        check every checksum; exit status 1 if anything is corrupt
                   --fix      move corrupt entries to the quarantine
-  prune         evict least recently used entries, never locked ones
-                  --max-size SIZE         e.g. 500M, 20G
+  prune         evict least recently used entries (of every compiler
+                version), never locked ones, down to the configured max-size
+                  --max-size SIZE         this size instead (e.g. 500M, 20G)
+                  --versions              remove other compiler versions' trees
+  config [max-size [SIZE|none]]
+                show or set the settings stored in the cache: with max-size
+                set, the store that crosses it evicts least recently used
+                entries down to 90% of it
 
 options for every command:
   --cache-dir DIR   the cache root (default: $TRN_CACHE_DIR, else /var/tmp/trn-compile-cache)
@@ -64,8 +75,9 @@ options for every command:
   --version         versions (trn, the compiler's cache keys, LLVM)
 
 A cache on a read-only mount, or with TRN_CACHE_READ_ONLY=1, is read-only:
-list, stats, show and verify work; clean, clear-locks, prune and verify --fix
-are refused.
+list, stats, show, config and verify work; what would change it (clean,
+clear-locks, prune, remove, stats --zero, verify --fix, setting config) is
+refused.
 )";
 
 /// An error with the cache or an entry: exit status 1, as in every trn tool.
@@ -150,7 +162,7 @@ struct Options {
   std::vector<std::string> positional;
   std::string cacheDir;
   bool json = false, failed = false, locked = false, all = false, yes = false,
-       fix = false;
+       fix = false, zero = false, versions = false;
   std::optional<double> olderThan;
   std::optional<int64_t> maxSize;
 };
@@ -158,13 +170,15 @@ struct Options {
 /// Options each command accepts (besides --cache-dir, --json, --help).
 const std::map<std::string, std::set<std::string>> kCommandOptions = {
     {"list", {"--failed", "--locked"}},
-    {"stats", {}},
+    {"stats", {"--zero"}},
     {"show", {}},
     {"clean", {"--all", "--yes", "--older-than"}},
     {"clear-locks", {"--all"}},
     {"verify", {"--fix"}},
-    {"prune", {"--max-size"}},
+    {"prune", {"--max-size", "--versions"}},
     {"explain", {}},
+    {"remove", {}},
+    {"config", {}},
 };
 
 std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
@@ -211,8 +225,9 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       return std::nullopt;
     }
     static const std::vector<std::string> known = {
-        "--cache-dir", "--json",       "--failed", "--locked",   "--all",
-        "--yes",       "--older-than", "--fix",    "--max-size", "--help"};
+        "--cache-dir", "--json", "--failed",     "--locked",
+        "--all",       "--yes",  "--older-than", "--fix",
+        "--max-size",  "--help", "--zero",       "--versions"};
     if (std::find(known.begin(), known.end(), arg) == known.end())
       return "unknown option '" + arg + "'" + suggest(arg, known);
     bool takesValue =
@@ -252,11 +267,15 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       options.yes = true;
     } else if (arg == "--fix") {
       options.fix = true;
+    } else if (arg == "--zero") {
+      options.zero = true;
+    } else if (arg == "--versions") {
+      options.versions = true;
     }
   }
   if (options.command.empty())
-    return "no command given; one of list, stats, show, clean, clear-locks, "
-           "verify, prune, explain (see trn-cache --help)";
+    return "no command given; one of list, stats, show, explain, remove, "
+           "clean, clear-locks, verify, prune, config (see trn-cache --help)";
   // Reject options that belong to another command, so a mistyped command
   // line never silently does something else.
   const std::set<std::string> &allowed = kCommandOptions.at(options.command);
@@ -267,7 +286,9 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       {options.yes, "--yes"},
       {options.fix, "--fix"},
       {options.olderThan.has_value(), "--older-than"},
-      {options.maxSize.has_value(), "--max-size"}};
+      {options.maxSize.has_value(), "--max-size"},
+      {options.zero, "--zero"},
+      {options.versions, "--versions"}};
   for (const auto &[isSet, name] : given)
     if (isSet && !allowed.count(name))
       return name + " is not an option of '" + options.command + "'";
@@ -275,11 +296,19 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
     return "show needs exactly one KEY (see trn-cache list)";
   if (options.command == "explain" && options.positional.size() != 2)
     return "explain needs two KEYs: trn-cache explain KEY1 KEY2";
+  if (options.command == "remove" && options.positional.empty())
+    return "remove needs at least one KEY (see trn-cache list)";
+  if (options.command == "config" && options.positional.size() > 2)
+    return "config takes a setting and a value: trn-cache config max-size 50G";
+  if (options.command == "config" && !options.positional.empty() &&
+      options.positional.front() != "max-size")
+    return "unknown setting '" + options.positional.front() + "'" +
+           suggest(options.positional.front(), {"max-size"}) +
+           " (the settings: max-size)";
   if (options.command != "show" && options.command != "explain" &&
+      options.command != "remove" && options.command != "config" &&
       !options.positional.empty())
     return "unexpected argument '" + options.positional.front() + "'";
-  if (options.command == "prune" && !options.maxSize)
-    return "prune needs --max-size SIZE (e.g. --max-size 20G)";
   if (options.command == "clean" && options.all && !options.yes)
     return "clean --all deletes every entry; add --yes to confirm";
   if (options.command == "clean" && options.all && options.olderThan)
@@ -357,9 +386,52 @@ int runList(Cache &cache, const Options &options) {
   return 0;
 }
 
+json statisticsJson(const Statistics &statistics) {
+  json out = json::object();
+  for (size_t i = 0; i < kCounterCount; ++i)
+    out[counterInfo(static_cast<Counter>(i)).key] = statistics.values[i];
+  out["zeroed_unix"] = statistics.zeroedUnix;
+  out["requests"] = statistics.requests();
+  std::optional<double> rate = statistics.hitRate();
+  out["hit_rate"] = rate ? json(*rate) : json(nullptr);
+  return out;
+}
+
+std::string percent(double fraction) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "%.1f%%", 100 * fraction);
+  return text;
+}
+
+/// "80.0% of 100 requests", or "no requests".
+std::string hitRateText(const Statistics &statistics) {
+  std::optional<double> rate = statistics.hitRate();
+  if (!rate)
+    return "no requests";
+  return percent(*rate) + " of " + countOf(statistics.requests(), "request");
+}
+
+int runZeroStatistics(Cache &cache, const Options &options) {
+  bool zeroed = cache.zeroStatistics();
+  if (options.json)
+    std::cout << json{{"zeroed", zeroed}}.dump(2) << "\n";
+  else if (zeroed)
+    std::cout << "statistics zeroed (the size counters are kept)\n";
+  return zeroed ? 0 : 1;
+}
+
 int runStats(Cache &cache, const Options &options) {
+  if (options.zero)
+    return runZeroStatistics(cache, options);
   std::vector<EntryListing> listings = cache.list();
   std::vector<LockInfo> locks = cache.locks();
+  std::vector<VersionTree> versions = cache.versions();
+  Statistics counters = cache.statistics();
+  Result<CacheConfig> config = cache.config();
+  if (!config)
+    std::cerr << "trn-cache: warning: " << config.error << "\n";
+  // 0: no limit (a limit is positive).
+  int64_t maxSize = config ? config->maxSizeBytes.value_or(0) : 0;
   std::map<std::string, int64_t> byStatus;
   int64_t bytes = 0, graphBytes = 0, storedGraphBytes = 0;
   int64_t oldest = 0, newest = 0;
@@ -375,15 +447,30 @@ int runStats(Cache &cache, const Options &options) {
       newest = std::max(newest, l.createdUnix);
     }
   }
+  int64_t allBytes = 0;
+  for (const VersionTree &tree : versions)
+    allBytes += tree.current ? bytes : tree.bytes;
   int64_t stale = std::count_if(locks.begin(), locks.end(),
                                 [](const LockInfo &l) { return l.stale; });
   double ratio = storedGraphBytes ? double(graphBytes) / storedGraphBytes : 0;
   if (options.json) {
+    json others = json::array();
+    for (const VersionTree &tree : versions)
+      if (!tree.current)
+        others.push_back({{"version", tree.version},
+                          {"path", tree.path},
+                          {"entries", tree.entries},
+                          {"bytes", tree.bytes},
+                          {"last_used_unix", tree.lastUsedUnix},
+                          {"compiling", tree.compiling},
+                          {"statistics", statisticsJson(tree.statistics)}});
     json out = {{"root", cache.options().root},
                 {"version_dir", cache.versionDir()},
                 {"entries", listings.size()},
                 {"by_status", byStatus},
                 {"bytes", bytes},
+                {"all_versions_bytes", allBytes},
+                {"max_size_bytes", maxSize ? json(maxSize) : json(nullptr)},
                 {"graph_bytes", graphBytes},
                 {"stored_graph_bytes", storedGraphBytes},
                 {"graph_compression_ratio", ratio},
@@ -391,6 +478,8 @@ int runStats(Cache &cache, const Options &options) {
                 {"newest_unix", newest},
                 {"locks_held", locks.size() - stale},
                 {"locks_stale", stale},
+                {"statistics", statisticsJson(counters)},
+                {"other_versions", others},
                 {"read_only", cache.readOnly()},
                 {"read_only_reason", cache.readOnlyReason()}};
     std::cout << out.dump(2) << "\n";
@@ -406,7 +495,15 @@ int runStats(Cache &cache, const Options &options) {
     separator = ", ";
   }
   std::cout << (byStatus.empty() ? "" : ")") << "\n";
-  std::cout << "size:         " << formatSize(bytes) << "\n";
+  std::cout << "size:         " << formatSize(bytes);
+  if (allBytes != bytes)
+    std::cout << " (" << formatSize(allBytes) << " with other versions)";
+  std::cout << "\n";
+  std::cout << "max-size:     "
+            << (maxSize ? formatSize(maxSize) + " (all versions)"
+                        : std::string("none (trn-cache config max-size SIZE "
+                                      "sets one)"))
+            << "\n";
   if (storedGraphBytes) {
     char text[64];
     std::snprintf(text, sizeof(text), "%.1fx (%s of graphs in %s)", ratio,
@@ -418,6 +515,59 @@ int runStats(Cache &cache, const Options &options) {
   std::cout << "newest:       " << humanTime(newest) << "\n";
   std::cout << "locks:        " << locks.size() - stale << " held, " << stale
             << " stale\n";
+  const Statistics &c = counters;
+  std::cout << "requests:     " << c.requests();
+  if (c.zeroedUnix)
+    std::cout << " since the counters were zeroed at "
+              << humanTime(c.zeroedUnix);
+  std::cout << "\n";
+  int64_t hits = c[Counter::Hits] + c[Counter::FailureHits];
+  std::cout << "hits:         " << hits;
+  if (std::optional<double> rate = c.hitRate())
+    std::cout << " (" << percent(*rate) << ")";
+  if (c[Counter::FailureHits])
+    std::cout << ", "
+              << countOf(c[Counter::FailureHits], "cached compile error")
+              << " among them";
+  std::cout << "\n";
+  std::cout << "misses:       " << c[Counter::Misses];
+  std::vector<std::string> failures;
+  if (c[Counter::CompileErrors])
+    failures.push_back(countOf(c[Counter::CompileErrors], "compile error"));
+  if (c[Counter::UncachedFailures])
+    failures.push_back(std::to_string(c[Counter::UncachedFailures]) +
+                       " killed, out of memory or not stored");
+  for (size_t i = 0; i < failures.size(); ++i)
+    std::cout << (i ? ", " : " (") << failures[i]
+              << (i + 1 == failures.size() ? ")" : "");
+  std::cout << "\n";
+  std::cout << "compiling:    "
+            << mlir::trn::formatSeconds(c[Counter::CompileMilliseconds] / 1e3)
+            << "; waiting for other processes' compiles: "
+            << mlir::trn::formatSeconds(c[Counter::WaitMilliseconds] / 1e3)
+            << "\n";
+  std::cout << "evicted:      "
+            << countOf(c[Counter::EvictedEntries], "entry", "entries") << " ("
+            << formatSize(c[Counter::EvictedBytes]) << ")\n";
+  std::cout << "quarantined:  "
+            << countOf(c[Counter::Quarantined], "corrupt entry",
+                       "corrupt entries")
+            << "\n";
+  bool headed = false;
+  for (const VersionTree &tree : versions) {
+    if (tree.current)
+      continue;
+    if (!headed)
+      std::cout << "other compiler versions (trn-cache prune --versions "
+                   "removes them):\n";
+    headed = true;
+    std::cout << "  " << tree.version << ": "
+              << countOf(tree.entries, "entry", "entries") << ", "
+              << formatSize(tree.bytes) << ", last used "
+              << humanTime(tree.lastUsedUnix) << ", hit rate "
+              << hitRateText(tree.statistics)
+              << (tree.compiling ? "; a compile is in progress" : "") << "\n";
+  }
   return 0;
 }
 
@@ -506,20 +656,118 @@ int runShow(Cache &cache, const Options &options) {
   return 0;
 }
 
+json cleanReportJson(const Cache::CleanReport &report) {
+  return {{"removed_entries", report.removedEntries},
+          {"removed_bytes", report.removedBytes},
+          {"removed", report.removed},
+          {"skipped", report.skipped}};
+}
+
+/// `what` removed: each path, what was kept and why, and the total.
+void printRemoved(const Cache::CleanReport &report, const char *verb) {
+  for (const std::string &path : report.removed)
+    std::cout << verb << " " << path << "\n";
+  for (const std::string &why : report.skipped)
+    std::cout << "kept " << why << "\n";
+  std::cout << verb << " " << countOf(report.removedEntries, "entry", "entries")
+            << ", " << formatSize(report.removedBytes) << "\n";
+}
+
 int printCleanReport(const Cache::CleanReport &report, const Options &options,
                      const char *verb) {
+  if (options.json)
+    std::cout << cleanReportJson(report).dump(2) << "\n";
+  else
+    printRemoved(report, verb);
+  return 0;
+}
+
+int runRemove(Cache &cache, const Options &options) {
+  // Every KEY must name one entry before anything is removed.
+  std::vector<CacheKey> keys;
+  for (const std::string &wanted : options.positional) {
+    std::vector<EntryListing> matches = entriesMatching(cache, wanted);
+    if (matches.size() != 1)
+      return fail("'" + wanted + "' matches " +
+                  (matches.empty()
+                       ? std::string("no entry in ") + cache.versionDir()
+                       : countOf(matches.size(), "entry", "entries")) +
+                  "; nothing removed (give a key as trn-cache list shows it)");
+    keys.push_back(matches.front().key);
+  }
+  return printCleanReport(cache.remove(keys), options, "removed");
+}
+
+int runPrune(Cache &cache, const Options &options) {
+  std::optional<int64_t> maxSize = options.maxSize;
+  if (!maxSize && !options.versions) {
+    Result<CacheConfig> config = cache.config();
+    if (!config)
+      return fail(config.error);
+    maxSize = config->maxSizeBytes;
+    if (!maxSize)
+      return usageError("prune needs --max-size SIZE, --versions or a "
+                        "configured max-size (trn-cache config max-size 20G)");
+  }
+  json out = json::object();
+  if (options.versions) {
+    Cache::CleanReport versions = cache.pruneVersions();
+    out["versions"] = cleanReportJson(versions);
+    if (!options.json)
+      printRemoved(versions, "removed");
+  }
+  if (maxSize) {
+    Cache::CleanReport evicted = cache.prune(*maxSize);
+    out["evicted"] = cleanReportJson(evicted);
+    if (!options.json)
+      printRemoved(evicted, "evicted");
+  }
+  if (options.json)
+    std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
+int runConfig(Cache &cache, const Options &options) {
+  Result<CacheConfig> config = cache.config();
+  if (options.positional.size() == 2) {
+    const std::string &text = options.positional[1];
+    std::optional<int64_t> bytes;
+    if (text != "none" && text != "0") {
+      bytes = mlir::trn::parseSize(text);
+      if (!bytes || *bytes <= 0)
+        return usageError("max-size '" + text +
+                          "' is not a size (use e.g. 500M, 50G, or none)");
+    }
+    if (Result<Unit> stored = cache.setMaxSize(bytes); !stored)
+      return fail(stored.error);
+    config = cache.config();
+  }
+  if (!config)
+    return fail(config.error + " (trn-cache config max-size SIZE rewrites "
+                               "them)");
+  std::optional<int64_t> maxSize = config->maxSizeBytes;
   if (options.json) {
-    std::cout << json{{"removed_entries", report.removedEntries},
-                      {"removed_bytes", report.removedBytes},
-                      {"removed", report.removed}}
+    std::cout << json{{"max_size_bytes",
+                       maxSize ? json(*maxSize) : json(nullptr)}}
                      .dump(2)
               << "\n";
     return 0;
   }
-  for (const std::string &path : report.removed)
-    std::cout << verb << " " << path << "\n";
-  std::cout << verb << " " << report.removedEntries << " entries, "
-            << formatSize(report.removedBytes) << "\n";
+  std::cout << "max-size: "
+            << (maxSize ? formatSize(*maxSize) + " (" +
+                              std::to_string(*maxSize) + " bytes)"
+                        : std::string("none"))
+            << "\n";
+  if (maxSize && options.positional.size() == 2) {
+    int64_t total = 0;
+    for (const VersionTree &tree : cache.versions())
+      total += tree.bytes;
+    if (total > *maxSize)
+      std::cout << "the cache holds " << formatSize(total)
+                << ": the next store evicts down to "
+                << formatSize(int64_t(*maxSize * kEvictToFraction))
+                << "; trn-cache prune evicts now\n";
+  }
   return 0;
 }
 
@@ -912,13 +1160,18 @@ int main(int argc, char **argv) {
   if (!cache)
     return fail(cache.error);
   // What would change a read-only cache is refused, not silently skipped.
-  bool changes = options.command == "clean" ||
-                 options.command == "clear-locks" ||
-                 options.command == "prune" || options.fix;
+  bool changes =
+      options.command == "clean" || options.command == "clear-locks" ||
+      options.command == "prune" || options.command == "remove" ||
+      options.fix || options.zero ||
+      (options.command == "config" && options.positional.size() == 2);
   if (changes && cache->readOnly())
     return fail("cache " + cacheOptions.root + " is read-only (" +
                 cache->readOnlyReason() + "): '" + options.command +
-                (options.fix ? " --fix" : "") + "' would change it");
+                (options.fix    ? " --fix"
+                 : options.zero ? " --zero"
+                                : "") +
+                "' would change it");
 
   const std::string &command = options.command;
   if (command == "list")
@@ -938,6 +1191,10 @@ int main(int argc, char **argv) {
   if (command == "verify")
     return runVerify(*cache, options);
   if (command == "prune")
-    return printCleanReport(cache->prune(*options.maxSize), options, "evicted");
+    return runPrune(*cache, options);
+  if (command == "remove")
+    return runRemove(*cache, options);
+  if (command == "config")
+    return runConfig(*cache, options);
   return fail("unhandled command " + command);
 }

@@ -30,6 +30,8 @@
 
 #include "trn/Cache/Key.h"
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -182,6 +184,65 @@ struct EntryListing {
   bool locked = false;
 };
 
+/// A statistics counter (trn/Cache/Counters.def; docs/cache.md,
+/// "Statistics").
+enum class Counter {
+#define TRN_CACHE_COUNTER(Name, key, zeroable, description) Name,
+#include "trn/Cache/Counters.def"
+};
+constexpr size_t kCounterCount = 0
+#define TRN_CACHE_COUNTER(Name, key, zeroable, description) +1
+#include "trn/Cache/Counters.def"
+    ;
+struct CounterInfo {
+  const char *key; ///< in the shard files and `trn-cache stats --json`
+  bool zeroable;   ///< zeroed by `trn-cache stats --zero`
+  const char *description;
+};
+const CounterInfo &counterInfo(Counter counter);
+
+/// Counters of one compiler version's tree (summed over its shard files).
+struct Statistics {
+  std::array<int64_t, kCounterCount> values{};
+  int64_t zeroedUnix = 0; ///< when `stats --zero` last ran; 0 if never
+  int64_t &operator[](Counter counter) {
+    return values[static_cast<size_t>(counter)];
+  }
+  int64_t operator[](Counter counter) const {
+    return values[static_cast<size_t>(counter)];
+  }
+  Statistics &operator+=(const Statistics &other);
+  bool empty() const;
+  /// Hits (cached compile errors included) and misses.
+  int64_t requests() const;
+  /// Hits over requests; std::nullopt before the first request.
+  std::optional<double> hitRate() const;
+};
+
+/// One compiler version's tree under the root: `trncc-<version>`.
+struct VersionTree {
+  std::string version;
+  std::string path;
+  bool current = false; ///< this trn's compiler version
+  Statistics statistics;
+  int64_t entries = 0, bytes = 0; ///< by a scan of its entries
+  int64_t lastUsedUnix = 0;       ///< of its most recently used entry
+  /// A lock whose heartbeat is within the lease: a compile in progress.
+  bool compiling = false;
+};
+
+/// Settings kept in the cache itself (`<root>/config.json`), so every
+/// process and node that shares the cache obeys them (`trn-cache config`).
+struct CacheConfig {
+  /// The entries of all compiler versions together are kept at most this
+  /// large: the store that crosses it evicts the least recently used ones
+  /// down to kEvictToFraction of it. std::nullopt: no limit.
+  std::optional<int64_t> maxSizeBytes;
+};
+/// After crossing the limit, evict down to this fraction of it, so that the
+/// next stores do not each evict again.
+constexpr double kEvictToFraction = 0.9;
+
 class Cache {
 public:
   /// Opens (and with options.create, creates) the cache at options.root.
@@ -191,6 +252,13 @@ public:
   /// format version, a $TRN_CACHE_READ_ONLY that is not 0 or 1. A cache
   /// that cannot be written opens read-only.
   static Result<Cache> open(CacheOptions options);
+  /// The last copy of an opened cache stores what it counted and has not
+  /// stored yet (hits are stored at most once a second).
+  ~Cache();
+  Cache(const Cache &) = default;
+  Cache(Cache &&) = default;
+  Cache &operator=(const Cache &) = default;
+  Cache &operator=(Cache &&) = default;
 
   const CacheOptions &options() const { return opts; }
   /// Whether this cache is used read-only (CacheOptions::readOnly), and why:
@@ -249,6 +317,8 @@ public:
   struct CleanReport {
     int64_t removedEntries = 0, removedBytes = 0;
     std::vector<std::string> removed; ///< paths
+    /// What was kept although asked for: "<path>: <why>".
+    std::vector<std::string> skipped;
   };
   /// Removes failed entries, incomplete temporaries older than an hour, and
   /// the quarantine; with `all`, every entry; with olderThanSeconds >= 0 only
@@ -261,9 +331,35 @@ public:
   };
   /// Verifies every checksum; with `fix`, quarantines corrupt entries.
   VerifyReport verify(bool fix);
-  /// Evicts least-recently-used entries until the total is at most maxBytes;
-  /// never an entry that is locked or being written.
+  /// Evicts least-recently-used entries, of every compiler version's tree,
+  /// until their total is at most maxBytes; never an entry that is locked or
+  /// being written. Sets each tree's size counter to what it found.
   CleanReport prune(int64_t maxBytes);
+  /// Removes the trees of other compiler versions (`trncc-*`), except one
+  /// where a compile holds a live lock (in `skipped`).
+  CleanReport pruneVersions();
+  /// Removes the entries of `keys` from this version's tree.
+  CleanReport remove(const std::vector<CacheKey> &keys);
+
+  // Statistics (docs/cache.md, "Statistics"). getOrCompile and publish count
+  // what they do; every process adds to shard files under short locks, so no
+  // update is lost on a shared filesystem. A read-only cache counts nothing.
+  /// This compiler version's counters.
+  Statistics statistics();
+  /// Adds to this version's counters: for a caller that answers requests
+  /// with lookup() (trn-parallel-compile's cached graphs).
+  void addStatistics(const Statistics &delta);
+  /// Zeroes the zeroable counters of every version's tree; false (after a
+  /// warning) if some could not be.
+  bool zeroStatistics();
+  /// Every version's tree: counters, and a scan of its entries.
+  std::vector<VersionTree> versions();
+
+  /// The settings stored in the cache; an error if config.json is damaged.
+  Result<CacheConfig> config();
+  /// Stores the size limit (std::nullopt removes it). Enforced by the next
+  /// store; prune(*bytes) enforces it at once.
+  Result<Unit> setMaxSize(std::optional<int64_t> bytes);
 
 private:
   explicit Cache(CacheOptions options) : opts(std::move(options)) {}
