@@ -35,6 +35,7 @@ if subprocess.run([config.trn_python, "-c", "import numpy, torch"],
 config.substitutions.append(("%trn_python", config.trn_python))
 config.substitutions.append(("%trn_src_root", config.trn_src_root))
 config.substitutions.append(("%trn_obj_root", config.trn_obj_root))
+config.substitutions.append(("%trn_bin", config.trn_tools_dir))
 
 tool_dirs = [config.trn_tools_dir, config.llvm_tools_dir]
 tools = ["trn-opt"]

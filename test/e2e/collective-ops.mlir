@@ -38,7 +38,7 @@
 // CHECKAGAINST: trn-run: error: {{.*}} (under --mesh, --check-against takes the step's unpartitioned graph, whose inputs and outputs are the global ones; not a dist.spmd program)
 // PROFILE: "name":"all_gather"
 // TIMEOUTFLAG: trn-run: error: --collective-timeout needs --mesh
-// TIMEOUTVALUE: trn-run: error: --collective-timeout needs a positive finite number, got '0'
+// TIMEOUTVALUE: trn-run: error: option '--collective-timeout': '0' is not a positive finite number
 // BADINPUTS: trn-run: error: {{.*}}compare.py
 // SHAPE: trn-run: error: {{.*}}small.npz: entry 'x' has shape [4, 8] but the global input under --mesh dp=2,tp=2 is [8, 8] f32
 // JSON: "mesh": "dp=2,tp=2"

@@ -10,6 +10,7 @@
 #include "trn/Dialect/Trn/IR/TrnOps.h"
 #include "trn/Dialect/Trn/Utils/GraphHash.h"
 #include "trn/Driver/CompileFlags.h"
+#include "trn/Driver/ToolCommandLine.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -690,27 +691,36 @@ TEST(CacheFlagsTest, StagesToCompile) {
   EXPECT_EQ(stagesToCompile({"--pp", "4", "--frobnicate"}), 0);
 }
 
-/// parseToolArgs with a tool that has two flags of its own: the uses it
+/// parseToolArgs with a tool that has two options of its own: the uses it
 /// reports, or its error.
 std::string toolArgs(const std::vector<std::string> &args,
-                     std::vector<std::string> *codegen = nullptr) {
+                     std::vector<std::string> *codegen = nullptr,
+                     bool takesCodegenFlags = true,
+                     std::vector<std::string> *command = nullptr) {
   ToolCommandLine tool;
   tool.tool = "tool";
   tool.notOurs = "it runs no workers";
-  tool.flags = {{"output", true, 'o', 0, ""}, {"analyze", false, 0, 1, ""}};
+  tool.takesCodegenFlags = takesCodegenFlags;
+  tool.takesCommandAfterSeparator = command != nullptr;
+  tool.flags = {{"output", true, 'o', 0, ""},
+                {"analyze", false, 0, 1, ""},
+                {"num-parallel", true, 'j', 2, ""},
+                {"flags", true, 0, 3, "", /*valueMayBeAFlag=*/true}};
   std::string uses;
-  std::vector<std::string> positionals, codegenArgs;
+  ParsedToolArgs parsed;
   auto onFlag = [&](const ToolFlagUse &use) -> std::optional<std::string> {
     uses += std::string(use.flag->name) + "(" + use.spelled + "=" +
             use.value.value_or("-") + ") ";
     return std::nullopt;
   };
-  if (auto error = parseToolArgs(args, tool, onFlag, positionals, codegenArgs))
+  if (auto error = parseToolArgs(args, tool, onFlag, parsed))
     return *error;
-  for (const std::string &positional : positionals)
+  for (const std::string &positional : parsed.positionals)
     uses += "[" + positional + "] ";
   if (codegen)
-    *codegen = codegenArgs;
+    *codegen = parsed.codegenArgs;
+  if (command)
+    *command = parsed.command;
   return uses;
 }
 
@@ -723,16 +733,51 @@ TEST(CacheFlagsTest, ToolCommandLines) {
   EXPECT_EQ(codegen, (std::vector<std::string>{"--target", "trn2", "-O1"}));
   EXPECT_EQ(toolArgs({"-oa", "-o=b", "--output=c", "-output", "d"}),
             "output(-o=a) output(-o=b) output(--output=c) output(-output=d) ");
+  EXPECT_EQ(toolArgs({"-j4", "--num_parallel", "2", "--flags", "--tp 2"}),
+            "num-parallel(-j=4) num-parallel(--num-parallel=2) "
+            "flags(--flags=--tp 2) ");
   EXPECT_EQ(toolArgs({"--anlyze"}),
-            "unknown flag '--anlyze'; did you mean '--analyze'?");
+            "unknown option '--anlyze'; did you mean '--analyze'?");
   EXPECT_EQ(toolArgs({"--auto-cats", "all"}),
-            "unknown flag '--auto-cats'; did you mean '--auto-cast'?");
-  EXPECT_EQ(toolArgs({"-x"}), "unknown flag '-x'");
-  EXPECT_EQ(toolArgs({"--output"}), "flag '--output' needs a value");
-  EXPECT_EQ(toolArgs({"-o", "--analyze"}), "flag '-o' needs a value");
-  EXPECT_EQ(toolArgs({"--analyze=yes"}), "flag '--analyze' takes no value");
+            "unknown option '--auto-cats'; did you mean '--auto-cast'?");
+  EXPECT_EQ(toolArgs({"--frobnicate=2"}),
+            "unknown option '--frobnicate' (see tool --help)");
+  EXPECT_EQ(toolArgs({"-x"}), "unknown option '-x' (see tool --help)");
+  EXPECT_EQ(toolArgs({"--output"}), "option '--output' needs a value");
+  EXPECT_EQ(toolArgs({"-o", "--analyze"}), "option '-o' needs a value");
+  EXPECT_EQ(toolArgs({"--analyze=yes"}), "option '--analyze' takes no value");
   EXPECT_EQ(toolArgs({"--jobs", "4"}),
-            "flag '--jobs' is not a tool option (it runs no workers)");
+            "option '--jobs' is not a tool option (it runs no workers)");
+  // A tool without codegen flags refuses them as not its own.
+  EXPECT_EQ(toolArgs({"--target", "trn2"}, nullptr, false),
+            "option '--target' is not a tool option (it runs no workers)");
+  EXPECT_EQ(toolArgs({"-O2"}, nullptr, false),
+            "unknown option '-O2' (see tool --help)");
+  // "--" ends the options where the tool takes a command after it.
+  std::vector<std::string> command;
+  EXPECT_EQ(toolArgs({"-j", "2", "--", "python3", "-O", "--x"}, nullptr, false,
+                     &command),
+            "num-parallel(-j=2) ");
+  EXPECT_EQ(command, (std::vector<std::string>{"python3", "-O", "--x"}));
+}
+
+TEST(CacheFlagsTest, OptionValues) {
+  EXPECT_EQ(parseInteger("12", 0), 12);
+  EXPECT_EQ(parseInteger("-3", -5), -3);
+  EXPECT_FALSE(parseInteger("-3", 0));
+  EXPECT_FALSE(parseInteger("+3", 0));
+  EXPECT_FALSE(parseInteger(" 3", 0));
+  EXPECT_FALSE(parseInteger("3x", 0));
+  EXPECT_FALSE(parseInteger("", 0));
+  EXPECT_FALSE(parseInteger("99999999999999999999", 0));
+  EXPECT_EQ(parsePositive("0.5"), 0.5);
+  EXPECT_FALSE(parsePositive("0"));
+  EXPECT_FALSE(parsePositive("nan"));
+  EXPECT_FALSE(parsePositive("inf"));
+  EXPECT_FALSE(parsePositive("1e-400"));
+  EXPECT_EQ(didYouMean("compil", {"compile", "clean"}),
+            "; did you mean 'compile'?");
+  EXPECT_EQ(didYouMean("zzzzzz", {"compile"}), "");
 }
 
 TEST(CacheFlagsTest, HashCoversAVersionedRecord) {

@@ -10,6 +10,7 @@
 
 #include "trn/Cache/Cache.h"
 #include "trn/Cache/Text.h"
+#include "trn/Driver/ToolCommandLine.h"
 #include "trn/Support/CommandLineValues.h"
 
 #include <nlohmann/json.hpp>
@@ -83,27 +84,12 @@ refused.
 /// An error with the cache or an entry: exit status 1, as in every trn tool.
 int fail(const std::string &message) {
   std::cerr << "trn-cache: error: " << message << "\n";
-  return 1;
+  return mlir::trn::kExitFailure;
 }
 
 /// A bad command line: exit status 2.
 int usageError(const std::string &message) {
-  std::cerr << "trn-cache: error: " << message << "\n";
-  return 2;
-}
-
-std::string suggest(const std::string &word,
-                    const std::vector<std::string> &candidates) {
-  std::string best;
-  size_t bestDistance = 3; // suggest only close matches
-  for (const std::string &candidate : candidates) {
-    size_t distance = editDistance(word, candidate);
-    if (distance < bestDistance) {
-      bestDistance = distance;
-      best = candidate;
-    }
-  }
-  return best.empty() ? "" : "; did you mean '" + best + "'?";
+  return mlir::trn::usageError("trn-cache", message);
 }
 
 std::string humanTime(int64_t unixSeconds) {
@@ -181,97 +167,110 @@ const std::map<std::string, std::set<std::string>> kCommandOptions = {
     {"config", {}},
 };
 
+enum FlagId {
+  CacheDir,
+  Json,
+  Failed,
+  Locked,
+  All,
+  Yes,
+  OlderThan,
+  Fix,
+  MaxSize,
+  Zero,
+  Versions
+};
+
+const mlir::trn::ToolCommandLine &commandLine() {
+  static const mlir::trn::ToolCommandLine line = [] {
+    mlir::trn::ToolCommandLine line;
+    line.tool = "trn-cache";
+    line.notOurs = "it is a compile flag: trn-cache maintains the cache";
+    line.flags = {{"cache-dir", true, 0, CacheDir},
+                  {"json", false, 0, Json},
+                  {"failed", false, 0, Failed},
+                  {"locked", false, 0, Locked},
+                  {"all", false, 0, All},
+                  {"yes", false, 0, Yes},
+                  {"older-than", true, 0, OlderThan},
+                  {"fix", false, 0, Fix},
+                  {"max-size", true, 0, MaxSize},
+                  {"zero", false, 0, Zero},
+                  {"versions", false, 0, Versions}};
+    return line;
+  }();
+  return line;
+}
+
 std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  std::vector<std::string> commands;
-  for (const auto &[name, flags] : kCommandOptions)
-    commands.push_back(name);
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::string value;
-    bool hasInlineValue = false;
-    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-      value = arg.substr(arg.find('=') + 1);
-      arg = arg.substr(0, arg.find('='));
-      hasInlineValue = true;
-    }
-    auto takeValue = [&](std::string &out) -> std::optional<std::string> {
-      if (hasInlineValue) {
-        out = value;
-        return std::nullopt;
-      }
-      if (i + 1 >= args.size())
-        return arg + " needs a value";
-      out = args[++i];
-      return std::nullopt;
-    };
-    if (arg.empty() || arg[0] != '-') {
-      if (options.command.empty()) {
-        if (!kCommandOptions.count(arg))
-          return "unknown command '" + arg + "'" + suggest(arg, commands) +
-                 " (see trn-cache --help)";
-        options.command = arg;
-      } else {
-        options.positional.push_back(arg);
-      }
-      continue;
-    }
-    if (arg == "-h" || arg == "--help") {
-      options.command = "help";
-      return std::nullopt;
-    }
-    if (arg == "--version") {
-      options.command = "version";
-      return std::nullopt;
-    }
-    static const std::vector<std::string> known = {
-        "--cache-dir", "--json", "--failed",     "--locked",
-        "--all",       "--yes",  "--older-than", "--fix",
-        "--max-size",  "--help", "--zero",       "--versions"};
-    if (std::find(known.begin(), known.end(), arg) == known.end())
-      return "unknown option '" + arg + "'" + suggest(arg, known);
-    bool takesValue =
-        arg == "--cache-dir" || arg == "--older-than" || arg == "--max-size";
-    if (!takesValue && hasInlineValue)
-      return arg + " takes no value";
-    if (arg == "--cache-dir") {
-      if (auto problem = takeValue(options.cacheDir))
-        return problem;
-      if (options.cacheDir.empty())
-        return "--cache-dir needs a non-empty directory";
-    } else if (arg == "--older-than") {
-      std::string text;
-      if (auto problem = takeValue(text))
-        return problem;
-      options.olderThan = mlir::trn::parseDuration(text);
+  auto onFlag =
+      [&](const mlir::trn::ToolFlagUse &use) -> std::optional<std::string> {
+    const std::string value = use.value.value_or("");
+    switch (use.flag->id) {
+    case CacheDir:
+      if (value.empty())
+        return mlir::trn::badValue(use, "a directory");
+      options.cacheDir = value;
+      break;
+    case OlderThan:
+      options.olderThan = mlir::trn::parseDuration(value);
       if (!options.olderThan)
-        return "--older-than '" + text +
-               "' is not a duration (use e.g. 90s, 30m, 12h, 7d)";
-    } else if (arg == "--max-size") {
-      std::string text;
-      if (auto problem = takeValue(text))
-        return problem;
-      options.maxSize = mlir::trn::parseSize(text);
+        return mlir::trn::badValue(use, "a duration (e.g. 90s, 30m, 12h, 7d)");
+      break;
+    case MaxSize:
+      options.maxSize = mlir::trn::parseSize(value);
       if (!options.maxSize)
-        return "--max-size '" + text +
-               "' is not a size (use e.g. 4096, 500M, 20G)";
-    } else if (arg == "--json") {
+        return mlir::trn::badValue(use, "a size (e.g. 4096, 500M, 20G)");
+      break;
+    case Json:
       options.json = true;
-    } else if (arg == "--failed") {
+      break;
+    case Failed:
       options.failed = true;
-    } else if (arg == "--locked") {
+      break;
+    case Locked:
       options.locked = true;
-    } else if (arg == "--all") {
+      break;
+    case All:
       options.all = true;
-    } else if (arg == "--yes") {
+      break;
+    case Yes:
       options.yes = true;
-    } else if (arg == "--fix") {
+      break;
+    case Fix:
       options.fix = true;
-    } else if (arg == "--zero") {
+      break;
+    case Zero:
       options.zero = true;
-    } else if (arg == "--versions") {
+      break;
+    case Versions:
       options.versions = true;
+      break;
     }
+    return std::nullopt;
+  };
+  mlir::trn::ParsedToolArgs parsed;
+  if (auto problem = mlir::trn::parseToolArgs(
+          std::vector<std::string>(argv + 1, argv + argc), commandLine(),
+          onFlag, parsed))
+    return problem;
+  if (parsed.help || parsed.version) {
+    options.command = parsed.help ? "help" : "version";
+    return std::nullopt;
+  }
+  if (!parsed.positionals.empty()) {
+    const std::string &command = parsed.positionals.front();
+    std::vector<std::string_view> commands;
+    for (const auto &[name, flags] : kCommandOptions)
+      commands.push_back(name);
+    if (!kCommandOptions.count(command)) {
+      std::string suggestion = mlir::trn::didYouMean(command, commands);
+      return "unknown command '" + command + "'" +
+             (suggestion.empty() ? " (see trn-cache --help)" : suggestion);
+    }
+    options.command = command;
+    options.positional.assign(parsed.positionals.begin() + 1,
+                              parsed.positionals.end());
   }
   if (options.command.empty())
     return "no command given; one of list, stats, show, explain, remove, "
@@ -291,7 +290,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
       {options.versions, "--versions"}};
   for (const auto &[isSet, name] : given)
     if (isSet && !allowed.count(name))
-      return name + " is not an option of '" + options.command + "'";
+      return "option '" + name + "' does not apply to '" + options.command +
+             "'";
   if (options.command == "show" && options.positional.size() != 1)
     return "show needs exactly one KEY (see trn-cache list)";
   if (options.command == "explain" && options.positional.size() != 2)
@@ -303,7 +303,7 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
   if (options.command == "config" && !options.positional.empty() &&
       options.positional.front() != "max-size")
     return "unknown setting '" + options.positional.front() + "'" +
-           suggest(options.positional.front(), {"max-size"}) +
+           mlir::trn::didYouMean(options.positional.front(), {"max-size"}) +
            " (the settings: max-size)";
   if (options.command != "show" && options.command != "explain" &&
       options.command != "remove" && options.command != "config" &&

@@ -16,6 +16,7 @@
 #include "trn/Driver/CompileFlags.h"
 #include "trn/Driver/CompileGraph.h"
 #include "trn/Driver/Report.h"
+#include "trn/Driver/ToolCommandLine.h"
 #include "trn/Support/CommandLineValues.h"
 #include "trn/Support/OutputFile.h"
 #include "trnrt/File.h"
@@ -37,9 +38,8 @@ namespace cache = mlir::trn::cache;
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1; ///< compile error, cache or I/O error
-constexpr int kExitUsage = 2;
+using trn::kExitFailure;
+using trn::kExitOk;
 
 const char *kUsage = R"(usage: trn-cc compile GRAPH.mlir -o OUT [options]
        trn-cc --analyze GRAPH.mlir [options] [--json]
@@ -53,7 +53,9 @@ codegen flags (normalised into the cache key; order and spelling do not matter):
 )";
 
 // After the codegen flags (the shared table's) and trn-cc's own (kFlags).
-const char *kExitStatus = R"(
+const char *kExitStatus = R"(  -h, --help                       this help
+  --version                        versions and targets
+
 exit status: 0 success, 1 compile error or cache/file error, 2 bad command line
 )";
 
@@ -119,10 +121,6 @@ const OwnFlag kFlags[] = {
      "report table"},
     {"quiet", 'q', nullptr, &Options::quiet,
      "-q, --quiet                      print nothing but errors"},
-    {"help", 'h', nullptr, &Options::help,
-     "-h, --help                       this help"},
-    {"version", 0, nullptr, &Options::version,
-     "--version                        versions and targets"},
     {"analyze", 0, nullptr, &Options::analyze, ""},
 };
 
@@ -130,6 +128,7 @@ const trn::ToolCommandLine &commandLine() {
   static const trn::ToolCommandLine line = [] {
     trn::ToolCommandLine line;
     line.tool = "trn-cc";
+    line.takesCodegenFlags = true;
     line.notOurs = "trn-cc compiles one graph in this process; "
                    "trn-parallel-compile runs compiles in workers";
     for (const OwnFlag &flag : kFlags)
@@ -143,7 +142,8 @@ const trn::ToolCommandLine &commandLine() {
 /// Parses argv into `options`; returns a one-line message on a usage error.
 std::optional<std::string> parseCommandLine(int argc, char **argv,
                                             Options &options) {
-  std::vector<std::string> positionals;
+  trn::ParsedToolArgs parsed;
+  std::vector<std::string> &positionals = parsed.positionals;
   auto onFlag = [&](const trn::ToolFlagUse &use) -> std::optional<std::string> {
     const OwnFlag &flag = kFlags[use.flag->id];
     if (flag.on)
@@ -152,15 +152,16 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
       options.*flag.text = *use.value;
     if (flag.text == &Options::lockTimeout &&
         !(options.lockTimeoutSeconds = trn::parseDuration(*use.value)))
-      return "flag '" + use.spelled + "': '" + *use.value +
-             "' is not a duration (e.g. 90s, 15m, 2h)";
+      return trn::badValue(use, "a duration (e.g. 90s, 15m, 2h)");
     return std::nullopt;
   };
-  if (auto problem = trn::parseToolArgs(
-          std::vector<std::string>(argv + 1, argv + argc), commandLine(),
-          onFlag, positionals, options.codegenArgs))
+  if (auto problem =
+          trn::parseToolArgs(std::vector<std::string>(argv + 1, argv + argc),
+                             commandLine(), onFlag, parsed))
     return problem;
-
+  options.codegenArgs = parsed.codegenArgs;
+  options.help = parsed.help;
+  options.version = parsed.version;
   if (options.help || options.version)
     return std::nullopt;
   if (options.analyze) {
@@ -183,12 +184,11 @@ std::optional<std::string> parseCommandLine(int argc, char **argv,
                          "-o OUT', 'trn-cc --analyze GRAPH.mlir' or "
                          "'trn-cc --version' (see trn-cc --help)");
     if (positionals[0] != "compile") {
-      std::string message = "unknown command '" + positionals[0] + "'";
-      if (llvm::StringRef(positionals[0]).edit_distance("compile") <= 2)
-        message += "; did you mean 'compile'?";
-      else
-        message += "; expected 'compile', --analyze or --version";
-      return message;
+      std::string suggestion = trn::didYouMean(positionals[0], {"compile"});
+      return "unknown command '" + positionals[0] + "'" +
+             (suggestion.empty()
+                  ? "; expected 'compile', --analyze or --version"
+                  : suggestion);
     }
     if (positionals.size() < 2)
       return std::string("compile needs a graph: trn-cc compile GRAPH.mlir "
@@ -463,8 +463,7 @@ int main(int argc, char **argv) {
   Options options;
   if (std::optional<std::string> problem =
           parseCommandLine(argc, argv, options)) {
-    llvm::errs() << "trn-cc: error: " << *problem << "\n";
-    return kExitUsage;
+    return trn::usageError("trn-cc", *problem);
   }
   if (options.help) {
     llvm::outs() << kUsage << trn::codegenFlagsHelp() << "\noutput and cache:\n"

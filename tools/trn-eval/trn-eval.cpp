@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "trn/Cache/Text.h"
+#include "trn/Driver/ToolCommandLine.h"
 #include "trn/Eval/Evaluator.h"
 #include "trn/Eval/Spmd.h"
 #include "trn/InitAll.h"
@@ -25,7 +26,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 
@@ -40,37 +40,98 @@ using namespace mlir;
 using mlir::trn::eval::Tensor;
 using trnrt::DType;
 
-namespace cl = llvm::cl;
+static const char *kUsage =
+    R"(usage: trn-eval GRAPH.mlir (--inputs in.npz | --random SEED | --zeros)
+                [--entry NAME] [--outputs out.npz] [--save-inputs in.npz]
+                [--int-max N]
 
-static cl::OptionCategory category("trn-eval options");
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<graph.mlir>"),
-                                      cl::init("-"), cl::cat(category));
-static cl::opt<std::string>
-    entryName("entry",
-              cl::desc("Function to run (default: the only one, or @main)"),
-              cl::value_desc("name"), cl::cat(category));
-static cl::opt<std::string> inputsFile("inputs",
-                                       cl::desc("Read inputs from this .npz"),
-                                       cl::value_desc("file"),
-                                       cl::cat(category));
-static cl::opt<int64_t>
-    randomSeed("random",
-               cl::desc("Random inputs from this seed: floats in "
-                        "[-1, 1), integers in [0, --int-max)"),
-               cl::value_desc("seed"), cl::init(-1), cl::cat(category));
-static cl::opt<int64_t> intMax("int-max",
-                               cl::desc("Bound of random integer inputs"),
-                               cl::init(2), cl::cat(category));
-static cl::opt<bool> zeros("zeros", cl::desc("All inputs zero"),
-                           cl::cat(category));
-static cl::opt<std::string> outputsFile("outputs",
-                                        cl::desc("Write outputs to this .npz"),
-                                        cl::value_desc("file"),
-                                        cl::cat(category));
-static cl::opt<std::string>
-    saveInputsFile("save-inputs",
-                   cl::desc("Write the inputs used to this .npz"),
-                   cl::value_desc("file"), cl::cat(category));
+Runs a trn step graph on the reference evaluator (GRAPH.mlir may be - for
+standard input). Inputs and outputs are NumPy .npz archives keyed by each
+argument's and result's name; a pipelined step runs on every rank of its mesh.
+
+options:
+  --inputs FILE       read the inputs from this .npz
+  --random SEED       random inputs: floats in [-1, 1), integers in
+                      [0, --int-max)
+  --zeros             every input zero
+  --int-max N         bound of random integer inputs (default 2)
+  --entry NAME        the function or pipeline to run (default: the only
+                      one, or @main)
+  --outputs FILE      write the outputs to this .npz
+  --save-inputs FILE  write the inputs used to this .npz
+  -h, --help          this help
+  --version           versions
+
+exit status: 0 success, 1 the graph or its data failed, 2 bad command line
+)";
+
+// The command line (parseCommandLine).
+static std::string inputFile = "-", entryName, inputsFile, outputsFile,
+                   saveInputsFile;
+static long long randomSeed = -1, intMax = 2;
+static bool zeros = false;
+
+enum FlagId { Entry, Inputs, Random, IntMax, Zeros, Outputs, SaveInputs };
+
+/// Parses argv into the globals above; a usage error is one line.
+static std::optional<std::string> parseCommandLine(int argc, char **argv,
+                                                   bool &help, bool &version) {
+  mlir::trn::ToolCommandLine line;
+  line.tool = "trn-eval";
+  line.notOurs = "it is a compile flag: trn-eval runs the graph as written";
+  line.flags = {
+      {"entry", true, 0, Entry},           {"inputs", true, 0, Inputs},
+      {"random", true, 0, Random},         {"int-max", true, 0, IntMax},
+      {"zeros", false, 0, Zeros},          {"outputs", true, 0, Outputs},
+      {"save-inputs", true, 0, SaveInputs}};
+  auto onFlag =
+      [&](const mlir::trn::ToolFlagUse &use) -> std::optional<std::string> {
+    const std::string value = use.value.value_or("");
+    switch (use.flag->id) {
+    case Entry:
+      entryName = value;
+      break;
+    case Inputs:
+      inputsFile = value;
+      break;
+    case Random:
+      return mlir::trn::takeInteger(use, 0, randomSeed);
+    case IntMax:
+      return mlir::trn::takeInteger(use, 1, intMax);
+    case Zeros:
+      zeros = true;
+      break;
+    case Outputs:
+      outputsFile = value;
+      break;
+    case SaveInputs:
+      saveInputsFile = value;
+      break;
+    }
+    return std::nullopt;
+  };
+  mlir::trn::ParsedToolArgs parsed;
+  if (auto problem = mlir::trn::parseToolArgs(
+          std::vector<std::string>(argv + 1, argv + argc), line, onFlag,
+          parsed))
+    return problem;
+  help = parsed.help;
+  version = parsed.version;
+  if (help || version)
+    return std::nullopt;
+  if (parsed.positionals.size() > 1)
+    return "unexpected argument '" + parsed.positionals[1] +
+           "'; trn-eval runs one graph";
+  if (parsed.positionals.empty())
+    return std::string("no graph given: trn-eval GRAPH.mlir --zeros (or - "
+                       "for standard input; see trn-eval --help)");
+  inputFile = parsed.positionals.front();
+  int sources = !inputsFile.empty() + (randomSeed >= 0) + zeros;
+  if (sources != 1)
+    return std::string("give exactly one of --inputs FILE.npz, --random SEED "
+                       "or --zeros");
+  return std::nullopt;
+}
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "trn-eval: error: " << message << "\n";
@@ -187,20 +248,17 @@ static void printSummary(llvm::StringRef name, Type type, const Tensor &t) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
-  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
-    os << mlir::trn::cache::toolVersion("trn-eval");
-  });
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "trn-eval: run a trn step graph on the reference evaluator\n");
-
-  int sources = !inputsFile.empty() + (randomSeed >= 0) + zeros;
-  if (sources != 1)
-    return fail("give exactly one of --inputs FILE.npz, --random SEED or "
-                "--zeros");
-  if (intMax < 1)
-    return fail("--int-max must be at least 1");
+  bool help = false, version = false;
+  if (auto problem = parseCommandLine(argc, argv, help, version))
+    return mlir::trn::usageError("trn-eval", *problem);
+  if (help) {
+    llvm::outs() << kUsage;
+    return 0;
+  }
+  if (version) {
+    llvm::outs() << mlir::trn::cache::toolVersion("trn-eval");
+    return 0;
+  }
 
   DialectRegistry registry;
   mlir::trn::registerAllDialects(registry);

@@ -14,6 +14,7 @@
 #include "trn/Driver/Pipeline.h"
 #include "trn/InitAll.h"
 #include "trn/Support/InputFile.h"
+#include "trn/Support/LLVMCommandLine.h"
 
 #include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -21,6 +22,11 @@
 #include "trn/Cache/Text.h"
 #include "trnrt/Target.h"
 
+#include "mlir/Debug/Counter.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -35,8 +41,21 @@ int main(int argc, char **argv) {
   mlir::trn::registerAllDialects(registry);
   mlir::trn::registerAllPasses();
   mlir::trn::registerCompilePipeline();
-  auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
-      argc, argv, "trn optimizer driver\n", registry);
+  // mlir::registerAndParseCLIOptions, with trn's one-line errors (exit 2).
+  static llvm::cl::opt<std::string> inputFilename(
+      llvm::cl::Positional, llvm::cl::desc("<input file>"),
+      llvm::cl::init("-"));
+  static llvm::cl::opt<std::string> outputFilename(
+      "o", llvm::cl::desc("Output filename"), llvm::cl::value_desc("filename"),
+      llvm::cl::init("-"));
+  mlir::MlirOptMainConfig::registerCLOptions(registry);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::tracing::DebugCounter::registerCLOptions();
+  mlir::trn::parseLLVMCommandLine(argc, argv, "trn-opt",
+                                  "trn optimizer driver\n");
   mlir::MlirOptMainConfig config =
       mlir::MlirOptMainConfig::createFromCLOptions();
   if (config.shouldShowDialects())

@@ -11,6 +11,7 @@
 #include "trn/Cache/Key.h"
 #include "trn/Cache/Text.h"
 #include "trn/Driver/CompileFlags.h"
+#include "trn/Driver/ToolCommandLine.h"
 #include "trn/ParallelCompile/ParallelCompile.h"
 #include "trn/Support/CommandLineValues.h"
 
@@ -25,8 +26,6 @@ using namespace mlir::trn;
 namespace parallel = mlir::trn::parallel;
 
 namespace {
-
-constexpr int kExitUsage = 2;
 
 const char *kUsage =
     R"(usage: trn-parallel-compile [options] -- <training command ...>
@@ -68,41 +67,46 @@ exit status: 0 every graph compiled or was cached; 1 a graph failed, the
 command failed, or a cache/workdir error; 2 bad command line
 )";
 
-struct Spec {
-  const char *name;
-  bool takesValue;
+enum FlagId {
+  CommandFlag,
+  CacheDir,
+  Workdir,
+  Manifest,
+  NumParallel,
+  MaxSteps,
+  TimeoutPerGraph,
+  Retries,
+  RetryFailed,
+  Flags,
+  Json,
+  Quiet,
+  IgnoreScriptError,
+  Compiler
 };
 
-const std::vector<Spec> &specs() {
-  static const std::vector<Spec> table = {
-      {"command", true},
-      {"cache-dir", true},
-      {"workdir", true},
-      {"manifest", true},
-      {"num-parallel", true},
-      {"max-steps", true},
-      {"timeout-per-graph", true},
-      {"retries", true},
-      {"retry-failed", false},
-      {"flags", true},
-      {"json", true},
-      {"quiet", false},
-      {"ignore-script-error", false},
-      {"compiler", true},
-      {"version", false},
-      {"help", false},
-  };
-  return table;
-}
-
-std::optional<int> parseCount(const std::string &text, int minimum) {
-  if (text.empty() || text.size() > 9 ||
-      text.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  int value = std::stoi(text);
-  if (value < minimum)
-    return std::nullopt;
-  return value;
+const ToolCommandLine &commandLine() {
+  static const ToolCommandLine line = [] {
+    ToolCommandLine line;
+    line.tool = "trn-parallel-compile";
+    line.notOurs = "codegen flags go in --flags \"{option} ...\"";
+    line.takesCommandAfterSeparator = true;
+    line.flags = {{"command", true, 0, CommandFlag},
+                  {"cache-dir", true, 0, CacheDir},
+                  {"workdir", true, 0, Workdir},
+                  {"manifest", true, 0, Manifest},
+                  {"num-parallel", true, 'j', NumParallel},
+                  {"max-steps", true, 0, MaxSteps},
+                  {"timeout-per-graph", true, 0, TimeoutPerGraph},
+                  {"retries", true, 0, Retries},
+                  {"retry-failed", false, 0, RetryFailed},
+                  {"flags", true, 0, Flags, "", /*valueMayBeAFlag=*/true},
+                  {"json", true, 0, Json},
+                  {"quiet", false, 'q', Quiet},
+                  {"ignore-script-error", false, 0, IgnoreScriptError},
+                  {"compiler", true, 0, Compiler}};
+    return line;
+  }();
+  return line;
 }
 
 std::vector<std::string> splitFlags(const std::string &text) {
@@ -117,134 +121,89 @@ std::vector<std::string> splitFlags(const std::string &text) {
 std::optional<std::string> parse(int argc, char **argv,
                                  parallel::Options &options, bool &help,
                                  bool &version) {
-  bool sawSeparator = false;
   std::string flagsOption;
-  for (int i = 1; i < argc; ++i) {
-    std::string token = argv[i];
-    if (token == "--") {
-      for (int j = i + 1; j < argc; ++j)
-        options.trainingCommand.push_back(argv[j]);
-      sawSeparator = true;
-      break;
-    }
-    if (token.size() < 2 || token[0] != '-')
-      return "unexpected argument '" + token +
-             "'; put the training command after '--': trn-parallel-compile "
-             "[options] -- <command ...>";
-    std::string name, value;
-    bool hasValue = false;
-    if (token == "-j" || token == "-q" || token == "-h") {
-      name = token == "-j" ? "num-parallel" : token == "-q" ? "quiet" : "help";
-    } else if (token.rfind("-j", 0) == 0 && token[1] == 'j' &&
-               token.size() > 2 && token[2] != '-') {
-      name = "num-parallel";
-      value = token.substr(2);
-      hasValue = true;
-    } else if (token.rfind("--", 0) == 0) {
-      std::string body = token.substr(2);
-      size_t eq = body.find('=');
-      name = body.substr(0, eq);
-      if (eq != std::string::npos) {
-        value = body.substr(eq + 1);
-        hasValue = true;
+  auto onFlag = [&](const ToolFlagUse &use) -> std::optional<std::string> {
+    const std::string value = use.value.value_or("");
+    auto count = [&](int &out, long long minimum,
+                     const char *what) -> std::optional<std::string> {
+      std::optional<long long> number = parseInteger(value, minimum);
+      if (!number || *number > (1 << 30))
+        return badValue(use, what);
+      out = static_cast<int>(*number);
+      return std::nullopt;
+    };
+    switch (use.flag->id) {
+    case CommandFlag:
+      if (std::optional<parallel::Command> command =
+              parallel::parseCommand(value)) {
+        options.command = *command;
+        return std::nullopt;
       }
-      // The anchor's users type --num_parallel.
-      for (char &c : name)
-        if (c == '_')
-          c = '-';
-    } else {
-      return "unknown option '" + token + "' (see trn-parallel-compile --help)";
-    }
-    const Spec *spec = nullptr;
-    for (const Spec &candidate : specs())
-      if (name == candidate.name)
-        spec = &candidate;
-    if (!spec) {
-      std::string message = "unknown option '" + token + "'";
-      const Spec *best = nullptr;
-      size_t bestDistance = 3;
-      for (const Spec &candidate : specs()) {
-        size_t distance = cache::editDistance(name, candidate.name);
-        if (distance < bestDistance) {
-          bestDistance = distance;
-          best = &candidate;
-        }
-      }
-      // A codegen flag given directly (normalizeFlags knows it) belongs in
-      // --flags.
-      std::string flagError;
-      bool isCodegenFlag = mlir::trn::normalizeFlags({token}, flagError) ||
-                           flagError.find("unknown flag") == std::string::npos;
-      if (isCodegenFlag)
-        message += "; codegen flags go in --flags \"" + token + " ...\"";
-      else if (best)
-        message += "; did you mean '--" + std::string(best->name) + "'?";
-      else
-        message += " (see trn-parallel-compile --help)";
-      return message;
-    }
-    if (spec->takesValue && !hasValue) {
-      if (i + 1 >= argc || std::string(argv[i + 1]) == "--")
-        return "option '--" + name + "' needs a value";
-      value = argv[++i];
-    } else if (!spec->takesValue && hasValue) {
-      return "option '--" + name + "' takes no value";
-    }
-
-    if (name == "command") {
-      std::optional<parallel::Command> command = parallel::parseCommand(value);
-      if (!command)
-        return "unknown --command '" + value +
-               "'; one of collect-and-compile, collect, compile, analyze, "
-               "clean, clear-locks";
-      options.command = *command;
-    } else if (name == "cache-dir") {
+      if (std::string suggestion =
+              didYouMean(value, {"collect-and-compile", "collect", "compile",
+                                 "analyze", "clean", "clear-locks"});
+          !suggestion.empty())
+        return badValue(use, "a command") + suggestion;
+      return badValue(use, "a command (one of collect-and-compile, collect, "
+                           "compile, analyze, clean, clear-locks)");
+    case CacheDir:
       options.cacheDir = value;
-    } else if (name == "workdir") {
+      break;
+    case Workdir:
       options.workdir = value;
-    } else if (name == "manifest") {
+      break;
+    case Manifest:
       options.manifest = value;
-    } else if (name == "num-parallel") {
-      std::optional<int> count = parseCount(value, 1);
-      if (!count)
-        return "--num-parallel '" + value + "' is not a positive integer";
-      options.numParallel = *count;
-    } else if (name == "max-steps") {
-      std::optional<int> count = parseCount(value, 1);
-      if (!count)
-        return "--max-steps '" + value + "' is not a positive integer";
-      options.maxSteps = *count;
-    } else if (name == "timeout-per-graph") {
+      break;
+    case NumParallel:
+      return count(options.numParallel, 1, "a positive integer");
+    case MaxSteps:
+      return count(options.maxSteps, 1, "a positive integer");
+    case TimeoutPerGraph: {
       std::optional<double> seconds = parseDuration(value);
       if (!seconds || *seconds <= 0)
-        return "--timeout-per-graph '" + value +
-               "' is not a duration (e.g. 90s, 30m, 2h)";
+        return badValue(use, "a duration (e.g. 90s, 30m, 2h)");
       options.timeoutPerGraph = *seconds;
-    } else if (name == "retries") {
-      std::optional<int> count = parseCount(value, 0);
-      if (!count)
-        return "--retries '" + value + "' is not a non-negative integer";
-      options.retries = *count;
-    } else if (name == "retry-failed") {
-      options.retryFailed = true;
-    } else if (name == "flags") {
-      flagsOption = value;
-    } else if (name == "json") {
-      options.jsonPath = value;
-    } else if (name == "quiet") {
-      options.quiet = true;
-    } else if (name == "ignore-script-error") {
-      options.ignoreScriptError = true;
-    } else if (name == "compiler") {
-      options.compiler = value;
-    } else if (name == "version") {
-      version = true;
-    } else if (name == "help") {
-      help = true;
+      break;
     }
-  }
+    case Retries:
+      return count(options.retries, 0, "a non-negative integer");
+    case RetryFailed:
+      options.retryFailed = true;
+      break;
+    case Flags:
+      flagsOption = value;
+      break;
+    case Json:
+      options.jsonPath = value;
+      break;
+    case Quiet:
+      options.quiet = true;
+      break;
+    case IgnoreScriptError:
+      options.ignoreScriptError = true;
+      break;
+    case Compiler:
+      options.compiler = value;
+      break;
+    }
+    return std::nullopt;
+  };
+  ParsedToolArgs parsed;
+  if (auto problem =
+          parseToolArgs(std::vector<std::string>(argv + 1, argv + argc),
+                        commandLine(), onFlag, parsed))
+    return problem;
+  help = parsed.help;
+  version = parsed.version;
   if (help || version)
     return std::nullopt;
+  if (!parsed.positionals.empty())
+    return "unexpected argument '" + parsed.positionals.front() +
+           "'; put the training command after '--': trn-parallel-compile "
+           "[options] -- <command ...>";
+  options.trainingCommand = parsed.command;
+  bool sawSeparator = parsed.sawSeparator;
 
   // Flags: TRN_CC_FLAGS first, then --flags, checked now rather than in
   // every worker.
@@ -303,8 +262,7 @@ int main(int argc, char **argv) {
   bool help = false, version = false;
   if (std::optional<std::string> problem =
           parse(argc, argv, options, help, version)) {
-    std::cerr << "trn-parallel-compile: error: " << *problem << "\n";
-    return kExitUsage;
+    return usageError("trn-parallel-compile", *problem);
   }
   if (help) {
     std::cout << kUsage;

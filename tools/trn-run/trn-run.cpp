@@ -24,6 +24,7 @@
 #include "trnrt/StageArtifact.h"
 
 #include "trn/Cache/Text.h"
+#include "trn/Driver/ToolCommandLine.h"
 
 #include "trnrt/Artifact.h"
 #include "trnrt/IsaValidate.h"
@@ -133,109 +134,128 @@ struct Options {
   std::optional<double> collectiveTimeout;
 };
 
+enum FlagId {
+  Inputs,
+  Outputs,
+  Profile,
+  CheckAgainst,
+  Rtol,
+  Mesh,
+  CollectiveTimeout,
+  Random,
+  Iterations,
+  Threads,
+  ProfileSummary,
+  ProfileTop,
+  Zeros,
+  Poison,
+  TimingOnly,
+  MirrorRanks,
+  NoTimelineReuse,
+  Json
+};
+
+const mlir::trn::ToolCommandLine &commandLine() {
+  static const mlir::trn::ToolCommandLine line = [] {
+    mlir::trn::ToolCommandLine line;
+    line.tool = "trn-run";
+    line.notOurs = "it is a compile flag: trn-run runs compiled artifacts";
+    line.flags = {{"inputs", true, 0, Inputs},
+                  {"outputs", true, 0, Outputs},
+                  {"profile", true, 0, Profile},
+                  {"check-against", true, 0, CheckAgainst},
+                  {"rtol", true, 0, Rtol},
+                  {"mesh", true, 0, Mesh},
+                  {"collective-timeout", true, 0, CollectiveTimeout},
+                  {"random", true, 0, Random},
+                  {"iterations", true, 0, Iterations},
+                  {"threads", true, 0, Threads},
+                  {"profile-summary", false, 0, ProfileSummary},
+                  {"profile-top", true, 0, ProfileTop},
+                  {"zeros", false, 0, Zeros},
+                  {"poison", false, 0, Poison},
+                  {"timing-only", false, 0, TimingOnly},
+                  {"mirror-ranks", false, 0, MirrorRanks},
+                  {"no-timeline-reuse", false, 0, NoTimelineReuse},
+                  {"json", false, 0, Json}};
+    return line;
+  }();
+  return line;
+}
+
 std::optional<std::string> parseArgs(int argc, char **argv, Options &options) {
+  using mlir::trn::takeInteger;
+  using mlir::trn::takePositive;
   bool profileTopGiven = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    // --opt=value as well as --opt value, as in every trn tool.
-    std::optional<std::string> inlineValue;
-    if (size_t equals = arg.find('=');
-        arg.rfind("--", 0) == 0 && equals != std::string::npos) {
-      inlineValue = arg.substr(equals + 1);
-      arg.resize(equals);
-    }
-    bool valueTaken = false;
-    auto value = [&](std::string &out) -> std::optional<std::string> {
-      valueTaken = true;
-      if (inlineValue) {
-        out = *inlineValue;
-        return std::nullopt;
-      }
-      if (i + 1 >= argc)
-        return arg + " needs a value";
-      out = argv[++i];
-      return std::nullopt;
-    };
-    auto integer = [&](long long &out,
-                       long long min) -> std::optional<std::string> {
-      std::string text;
-      if (auto problem = value(text))
-        return problem;
-      char *end = nullptr;
-      out = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end || out < min)
-        return arg + " needs an integer >= " + std::to_string(min) + ", got '" +
-               text + "'";
-      return std::nullopt;
-    };
-    auto positive =
-        [&](std::optional<double> &out) -> std::optional<std::string> {
-      std::string text;
-      if (auto problem = value(text))
-        return problem;
-      char *end = nullptr;
-      errno = 0;
-      double number = std::strtod(text.c_str(), &end);
-      // strtod also takes "nan", "inf" and values that underflow to 0.
-      if (text.empty() || *end || errno == ERANGE || !std::isfinite(number) ||
-          !(number > 0))
-        return arg + " needs a positive finite number, got '" + text + "'";
-      out = number;
-      return std::nullopt;
-    };
-    std::optional<std::string> problem;
-    if (arg == "-h" || arg == "--help")
-      options.artifact = "--help";
-    else if (arg == "--version")
-      options.artifact = "--version";
-    else if (arg == "--inputs")
-      problem = value(options.inputs);
-    else if (arg == "--outputs")
-      problem = value(options.outputs);
-    else if (arg == "--profile")
-      problem = value(options.profile);
-    else if (arg == "--check-against")
-      problem = value(options.checkAgainst);
-    else if (arg == "--rtol")
-      problem = positive(options.rtol);
-    else if (arg == "--mesh")
-      problem = value(options.mesh);
-    else if (arg == "--collective-timeout")
-      problem = positive(options.collectiveTimeout);
-    else if (arg == "--random")
-      problem = integer(options.randomSeed, 0);
-    else if (arg == "--iterations")
-      problem = integer(options.iterations, 1);
-    else if (arg == "--threads")
-      problem = integer(options.threads, 0);
-    else if (arg == "--profile-summary")
+  auto onFlag =
+      [&](const mlir::trn::ToolFlagUse &use) -> std::optional<std::string> {
+    const std::string &value = use.value ? *use.value : std::string();
+    switch (use.flag->id) {
+    case Inputs:
+      options.inputs = value;
+      break;
+    case Outputs:
+      options.outputs = value;
+      break;
+    case Profile:
+      options.profile = value;
+      break;
+    case CheckAgainst:
+      options.checkAgainst = value;
+      break;
+    case Rtol:
+      return takePositive(use, options.rtol);
+    case Mesh:
+      options.mesh = value;
+      break;
+    case CollectiveTimeout:
+      return takePositive(use, options.collectiveTimeout);
+    case Random:
+      return takeInteger(use, 0, options.randomSeed);
+    case Iterations:
+      return takeInteger(use, 1, options.iterations);
+    case Threads:
+      return takeInteger(use, 0, options.threads);
+    case ProfileSummary:
       options.profileSummary = true;
-    else if (arg == "--profile-top") {
-      problem = integer(options.profileTop, 0);
+      break;
+    case ProfileTop:
       profileTopGiven = true;
-    } else if (arg == "--zeros")
+      return takeInteger(use, 0, options.profileTop);
+    case Zeros:
       options.zeros = true;
-    else if (arg == "--poison")
+      break;
+    case Poison:
       options.poison = true;
-    else if (arg == "--timing-only")
+      break;
+    case TimingOnly:
       options.timingOnly = true;
-    else if (arg == "--mirror-ranks")
+      break;
+    case MirrorRanks:
       options.mirrorRanks = true;
-    else if (arg == "--no-timeline-reuse")
+      break;
+    case NoTimelineReuse:
       options.reuseTimelines = false;
-    else if (arg == "--json")
+      break;
+    case Json:
       options.json = true;
-    else if (!arg.empty() && arg[0] == '-')
-      problem = "unknown option '" + arg + "' (see trn-run --help)";
-    else if (options.artifact.empty())
-      options.artifact = arg;
-    else
-      options.moreArtifacts.push_back(arg);
-    if (problem)
-      return problem;
-    if (inlineValue && !valueTaken)
-      return arg + " takes no value (see trn-run --help)";
+      break;
+    }
+    return std::nullopt;
+  };
+  mlir::trn::ParsedToolArgs parsed;
+  if (auto problem = mlir::trn::parseToolArgs(
+          std::vector<std::string>(argv + 1, argv + argc), commandLine(),
+          onFlag, parsed))
+    return problem;
+  if (parsed.help || parsed.version) {
+    options.artifact = parsed.help ? "--help" : "--version";
+    return std::nullopt;
   }
+  for (const std::string &positional : parsed.positionals)
+    (options.artifact.empty() ? options.artifact
+                              : options.moreArtifacts.emplace_back()) =
+        positional;
   if (options.artifact == "--help" || options.artifact == "--version")
     return std::nullopt;
   if (options.artifact.empty())
@@ -314,7 +334,7 @@ int main(int argc, char **argv) {
   // can tell a typo from a failed run or check.
   Options options;
   if (auto problem = parseArgs(argc, argv, options))
-    return fail(*problem, 2);
+    return mlir::trn::usageError("trn-run", *problem);
   if (options.artifact == "--help") {
     std::cout << kUsage;
     return 0;

@@ -15,6 +15,7 @@
 
 #include "trn/Cache/Text.h"
 #include "trn/Support/InputFile.h"
+#include "trn/Support/LLVMCommandLine.h"
 #include "trn/Target/NCToProgram.h"
 #include "trnrt/Target.h"
 
@@ -55,14 +56,21 @@ int main(int argc, char **argv) {
     os << mlir::trn::cache::toolVersion("trn-translate", trnrt::targetNames());
   });
   nc::registerNCTranslations();
+  // Not cl::Required: LLVM prints that error itself, twice, around ours.
   cl::opt<const Translation *, false, TranslationParser> translation(
-      "", cl::desc("Translation to perform"), cl::Required);
+      "", cl::desc("Translation to perform"));
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerTranslationCLOptions();
   registerDefaultTimingManagerCLOptions();
-  cl::ParseCommandLineOptions(argc, argv, "trn translation driver\n");
+  trn::parseLLVMCommandLine(argc, argv, "trn-translate",
+                            "trn translation driver\n");
 
+  if (!translation.getValue()) {
+    llvm::errs() << "trn-translate: error: no translation given (e.g. "
+                    "--nc-to-artifact; see trn-translate --help)\n";
+    return 2;
+  }
   const Translation &requested = *translation.getValue();
 
   DefaultTimingManager timingManager;

@@ -68,47 +68,6 @@ std::string codegenFlagsHelp();
 std::optional<cache::NormalizedFlags>
 normalizeFlags(const std::vector<std::string> &args, std::string &error);
 
-/// A tool's own flag (not a compile flag): trn-cc's --analyze, -o FILE, ...
-struct ToolFlag {
-  std::string_view name; ///< long name without dashes
-  bool takesValue = false;
-  char letter = 0;       ///< a one-letter alias (-o FILE, -v), or 0
-  int id = 0;            ///< the tool's own code for it
-  std::string_view help; ///< its --help line ("" keeps it out)
-};
-
-/// One of a tool's own flags as given.
-struct ToolFlagUse {
-  const ToolFlag *flag;
-  std::string spelled; ///< as written, for messages (`-o`, `--report`)
-  std::optional<std::string> value;
-};
-
-struct ToolCommandLine {
-  std::string_view tool; ///< "trn-cc"
-  std::vector<ToolFlag> flags;
-  /// Why the table's output-neutral flags that are not among `flags` are
-  /// refused, after "flag '--jobs' is not a trn-cc option".
-  std::string_view notOurs;
-};
-
-/// The --help lines of a tool's own flags.
-std::string toolFlagsHelp(const ToolCommandLine &tool);
-
-/// Splits a tool's arguments with the syntax of the compile flags (--name
-/// value, --name=value, -name, -O2, and the tool's one-letter aliases: -o
-/// FILE, -oFILE, -v) into positionals ("-" is one), the tool's own flags
-/// (given to `onFlag` in order; an error it returns ends the parse) and
-/// the table's codegen flags, kept as given for normalizeFlags. Returns the
-/// first usage error: an unknown flag (naming the closest known one), a
-/// missing or unexpected value, a flag of the table the tool does not take.
-std::optional<std::string> parseToolArgs(
-    const std::vector<std::string> &args, const ToolCommandLine &tool,
-    const std::function<std::optional<std::string>(const ToolFlagUse &)>
-        &onFlag,
-    std::vector<std::string> &positionals,
-    std::vector<std::string> &codegenArgs);
-
 /// The pipeline stages a compile of `args` stands for, each compiled on its
 /// own (`args` then `--stage K`, one artifact and cache entry per stage):
 /// pp when `args` give --pp above 1 and no --stage, else 0 (one compile of
