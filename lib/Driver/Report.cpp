@@ -138,16 +138,6 @@ uint64_t mlir::trn::totalInstructions(const ProgramSummary &summary) {
 // Text
 //===----------------------------------------------------------------------===//
 
-/// A footprint's sizes: "1.5 GiB", "300.0 MiB".
-static std::string bytesText(int64_t bytes) {
-  char text[32];
-  if (bytes >= (int64_t(1) << 30))
-    std::snprintf(text, sizeof(text), "%.1f GiB", double(bytes) / (1 << 30));
-  else
-    std::snprintf(text, sizeof(text), "%.1f MiB", double(bytes) / (1 << 20));
-  return text;
-}
-
 /// A device time in nanoseconds: "850 ns", "1.25 us", "3.40 ms".
 static std::string formatDeviceTime(double ns) {
   std::string text;
@@ -375,21 +365,21 @@ mlir::trn::meshFootprintLines(const MeshFootprint &footprint) {
     const partition::RankFootprint &f = footprint.stages[s];
     if (footprint.pipelined)
       lines.push_back("stage " + std::to_string(s) + " per-rank HBM at " +
-                      footprint.mesh + ": " + bytesText(f.total()) +
-                      " (parameters " + bytesText(f.parameters) +
-                      ", optimizer state " + bytesText(f.optimizerStates) +
-                      ", gradient accumulators " + bytesText(f.gradients) +
-                      ", stashed activations " + bytesText(f.stash) + " for " +
+                      footprint.mesh + ": " + formatSize(f.total()) +
+                      " (parameters " + formatSize(f.parameters) +
+                      ", optimizer state " + formatSize(f.optimizerStates) +
+                      ", gradient accumulators " + formatSize(f.gradients) +
+                      ", stashed activations " + formatSize(f.stash) + " for " +
                       std::to_string(f.microbatchesInFlight) +
                       " microbatches in flight, peak intermediates " +
-                      bytesText(f.peakIntermediates) + ")");
+                      formatSize(f.peakIntermediates) + ")");
     else
       lines.push_back(
-          "per-rank HBM at " + footprint.mesh + ": " + bytesText(f.total()) +
-          " (parameters " + bytesText(f.parameters) + ", optimizer state " +
-          bytesText(f.optimizerStates) + ", gradients " +
-          bytesText(f.gradients) + ", inputs " + bytesText(f.inputs) +
-          ", peak intermediates " + bytesText(f.peakIntermediates) + ")");
+          "per-rank HBM at " + footprint.mesh + ": " + formatSize(f.total()) +
+          " (parameters " + formatSize(f.parameters) + ", optimizer state " +
+          formatSize(f.optimizerStates) + ", gradients " +
+          formatSize(f.gradients) + ", inputs " + formatSize(f.inputs) +
+          ", peak intermediates " + formatSize(f.peakIntermediates) + ")");
   }
   return lines;
 }
@@ -405,19 +395,19 @@ mlir::trn::meshFitProblem(const MeshFootprint &footprint,
       continue;
     std::string head = "mesh " + footprint.mesh + " does not fit: ";
     std::string tail = " of HBM, more than the " +
-                       bytesText(int64_t(target->hbmBytesPerCore)) +
+                       formatSize(int64_t(target->hbmBytesPerCore)) +
                        " of a NeuronCore (parameters " +
-                       bytesText(f.parameters) + ", optimizer state " +
-                       bytesText(f.optimizerStates);
+                       formatSize(f.parameters) + ", optimizer state " +
+                       formatSize(f.optimizerStates);
     if (footprint.pipelined)
       return head + "stage " + std::to_string(s) + "'s rank needs " +
-             bytesText(f.total()) + tail + ", gradient accumulators " +
-             bytesText(f.gradients) + ", stashed activations " +
-             bytesText(f.stash) + ", peak intermediates " +
-             bytesText(f.peakIntermediates) +
+             formatSize(f.total()) + tail + ", gradient accumulators " +
+             formatSize(f.gradients) + ", stashed activations " +
+             formatSize(f.stash) + ", peak intermediates " +
+             formatSize(f.peakIntermediates) +
              "); raise pp or tp, or use fewer microbatches in flight";
-    return head + "one rank needs " + bytesText(f.total()) + tail +
-           ", peak intermediates " + bytesText(f.peakIntermediates) +
+    return head + "one rank needs " + formatSize(f.total()) + tail +
+           ", peak intermediates " + formatSize(f.peakIntermediates) +
            "); raise tp, or shorten the sequence or the batch";
   }
   return std::nullopt;

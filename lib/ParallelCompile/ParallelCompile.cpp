@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -527,12 +528,24 @@ int Runner::collect(const std::string &manifest, bool &scriptFailed) {
   scriptStatus = exit->describe();
   if (exit->success())
     return 0;
-  std::string tail = tailOfFile(log, 15);
-  say("error: the training command failed (" + exit->describe() +
-      "); the last lines of its output (" + log + "):");
-  std::istringstream lines(tail);
-  for (std::string line; std::getline(lines, line);)
-    std::cerr << "  | " << line << "\n";
+  if (options.quiet) {
+    // Its output was not shown: the end of it, where the error is.
+    say("error: the training command failed (" + exit->describe() +
+        "); the last lines of its output (" + log + "):");
+    std::istringstream lines(tailOfFile(log, 15));
+    for (std::string line; std::getline(lines, line);)
+      std::cerr << "  | " << line << "\n";
+  } else {
+    // Its output (a traceback, say) is on the terminal already: name its
+    // last line rather than print it again.
+    std::string lastLine = tailOfFile(log, 1);
+    while (!lastLine.empty() &&
+           std::isspace(static_cast<unsigned char>(lastLine.back())))
+      lastLine.pop_back();
+    say("error: the training command failed (" + exit->describe() + ")" +
+        (lastLine.empty() ? std::string() : ": " + lastLine) +
+        " (its output is above and in " + log + ")");
+  }
   if (!options.ignoreScriptError)
     return 1;
   say("--ignore-script-error: compiling the graphs collected before it "

@@ -218,6 +218,13 @@ raise RuntimeError("the data loader broke")
     assert "the training command failed (exit status 1)" in proc.stderr
     assert "RuntimeError: the data loader broke" in proc.stderr
     assert "Total graphs" not in proc.stderr
+    # The traceback is shown once: live, as the script printed it, and the
+    # error names its last line.
+    assert (proc.stdout + proc.stderr).count("Traceback") == 1, proc.stdout + proc.stderr
+    # Quiet, the output was not shown: the error shows its end.
+    quiet = run_tool("-q", *common)
+    assert quiet.returncode == 1 and quiet.stdout == ""
+    assert quiet.stderr.count("Traceback") == 1 and "  | RuntimeError" in quiet.stderr
     proc = run_tool("--ignore-script-error", *common)
     assert proc.returncode == 1  # the graphs compiled, the command still failed
     assert "Total successful compilations: 1" in proc.stderr
