@@ -678,3 +678,54 @@ func.func @cast_slices_partial(%a: tensor<4x6xf32>) -> (tensor<4x2xbf16>, tensor
   %3 = trn.convert %2 : tensor<4x2xf32> -> tensor<4x2xbf16>
   return %1, %3 : tensor<4x2xbf16>, tensor<4x2xbf16>
 }
+
+// -----
+
+// A cast after a reshape used only by it moves before the reshape, so that it
+// can join x's producer: a narrowing cast through any reshape, and
+// reshape(reshape(y)) back to y's shape folds away.
+// CHECK-LABEL: func.func @cast_before_reshape
+// CHECK-NEXT: %[[X:.*]] = trn.exp %arg0
+// CHECK-NEXT: %[[C:.*]] = trn.convert %[[X]] : tensor<8x6xf32> -> tensor<8x6xbf16>
+// CHECK-NEXT: return %[[C]]
+func.func @cast_before_reshape(%a: tensor<8x6xf32>) -> tensor<8x6xbf16> {
+  %x = trn.exp %a : tensor<8x6xf32>
+  %0 = trn.reshape %x : (tensor<8x6xf32>) -> tensor<2x4x6xf32>
+  %1 = trn.convert %0 : tensor<2x4x6xf32> -> tensor<2x4x6xbf16>
+  %2 = trn.reshape %1 : (tensor<2x4x6xbf16>) -> tensor<8x6xbf16>
+  return %2 : tensor<8x6xbf16>
+}
+
+// -----
+
+// Narrowing through a reshape that changes the rows; a widening cast through
+// a reshape that keeps the last dimension (a view).
+// CHECK-LABEL: func.func @cast_before_reshape_kinds
+// CHECK-NEXT: %[[N:.*]] = trn.convert %arg0 : tensor<8x6xf32> -> tensor<8x6xbf16>
+// CHECK-NEXT: trn.reshape %[[N]] : (tensor<8x6xbf16>) -> tensor<4x12xbf16>
+// CHECK-NEXT: %[[W:.*]] = trn.convert %arg1 : tensor<8x6xbf16> -> tensor<8x6xf32>
+// CHECK-NEXT: trn.reshape %[[W]] : (tensor<8x6xf32>) -> tensor<2x4x6xf32>
+func.func @cast_before_reshape_kinds(%a: tensor<8x6xf32>, %b: tensor<8x6xbf16>) -> (tensor<4x12xbf16>, tensor<2x4x6xf32>) {
+  %0 = trn.reshape %a : (tensor<8x6xf32>) -> tensor<4x12xf32>
+  %1 = trn.convert %0 : tensor<4x12xf32> -> tensor<4x12xbf16>
+  %2 = trn.reshape %b : (tensor<8x6xbf16>) -> tensor<2x4x6xbf16>
+  %3 = trn.convert %2 : tensor<2x4x6xbf16> -> tensor<2x4x6xf32>
+  return %1, %3 : tensor<4x12xbf16>, tensor<2x4x6xf32>
+}
+
+// -----
+
+// Left alone: a widening cast through a reshape that changes the rows (the
+// reshape would copy the wider data), and a reshape with another user.
+// CHECK-LABEL: func.func @cast_before_reshape_left_alone
+// CHECK-NEXT: %[[R:.*]] = trn.reshape %arg0 : (tensor<8x6xbf16>) -> tensor<4x12xbf16>
+// CHECK-NEXT: trn.convert %[[R]] : tensor<4x12xbf16> -> tensor<4x12xf32>
+// CHECK-NEXT: %[[S:.*]] = trn.reshape %arg1 : (tensor<8x6xf32>) -> tensor<2x4x6xf32>
+// CHECK-NEXT: trn.convert %[[S]] : tensor<2x4x6xf32> -> tensor<2x4x6xbf16>
+func.func @cast_before_reshape_left_alone(%a: tensor<8x6xbf16>, %b: tensor<8x6xf32>) -> (tensor<4x12xf32>, tensor<2x4x6xbf16>, tensor<2x4x6xf32>) {
+  %0 = trn.reshape %a : (tensor<8x6xbf16>) -> tensor<4x12xbf16>
+  %1 = trn.convert %0 : tensor<4x12xbf16> -> tensor<4x12xf32>
+  %2 = trn.reshape %b : (tensor<8x6xf32>) -> tensor<2x4x6xf32>
+  %3 = trn.convert %2 : tensor<2x4x6xf32> -> tensor<2x4x6xbf16>
+  return %1, %3, %2 : tensor<4x12xf32>, tensor<2x4x6xbf16>, tensor<2x4x6xf32>
+}
