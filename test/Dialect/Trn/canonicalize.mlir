@@ -729,3 +729,33 @@ func.func @cast_before_reshape_left_alone(%a: tensor<8x6xbf16>, %b: tensor<8x6xf
   %3 = trn.convert %2 : tensor<2x4x6xf32> -> tensor<2x4x6xbf16>
   return %1, %3, %2 : tensor<4x12xf32>, tensor<2x4x6xbf16>, tensor<2x4x6xf32>
 }
+
+// -----
+
+// The sum along the scattered axis of a scatter_add into zeros, one index per
+// row (a cross-entropy's gradient), is the updates; not with another operand,
+// another axis, or several indices per row.
+// CHECK-LABEL: func.func @reduce_of_one_hot_scatter
+// CHECK: %[[S:.*]] = trn.scatter_add
+// CHECK-NEXT: return %arg1, %[[S]]
+func.func @reduce_of_one_hot_scatter(%idx: tensor<4xi32>, %upd: tensor<4xf32>) -> (tensor<4xf32>, tensor<4x10xf32>) {
+  %zero = trn.constant dense<0.0> : tensor<4x10xf32>
+  %0 = trn.scatter_add %zero[%idx], %upd, axis = 1, batch_dims = 1 : (tensor<4x10xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4x10xf32>
+  %1 = trn.reduce sum %0, dims = [1] : (tensor<4x10xf32>) -> tensor<4xf32>
+  return %1, %0 : tensor<4xf32>, tensor<4x10xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reduce_of_scatter_left_alone
+// CHECK-COUNT-3: trn.reduce
+func.func @reduce_of_scatter_left_alone(%idx: tensor<4xi32>, %upd: tensor<4xf32>, %x: tensor<4x10xf32>, %idx2: tensor<4x2xi32>, %upd2: tensor<4x2xf32>) -> (tensor<4xf32>, tensor<10xf32>, tensor<4xf32>) {
+  %zero = trn.constant dense<0.0> : tensor<4x10xf32>
+  %0 = trn.scatter_add %x[%idx], %upd, axis = 1, batch_dims = 1 : (tensor<4x10xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4x10xf32>
+  %1 = trn.reduce sum %0, dims = [1] : (tensor<4x10xf32>) -> tensor<4xf32>
+  %2 = trn.scatter_add %zero[%idx], %upd, axis = 1, batch_dims = 1 : (tensor<4x10xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4x10xf32>
+  %3 = trn.reduce sum %2, dims = [0] : (tensor<4x10xf32>) -> tensor<10xf32>
+  %4 = trn.scatter_add %zero[%idx2], %upd2, axis = 1, batch_dims = 1 : (tensor<4x10xf32>, tensor<4x2xi32>, tensor<4x2xf32>) -> tensor<4x10xf32>
+  %5 = trn.reduce sum %4, dims = [1] : (tensor<4x10xf32>) -> tensor<4xf32>
+  return %1, %3, %5 : tensor<4xf32>, tensor<10xf32>, tensor<4xf32>
+}

@@ -342,8 +342,34 @@ OpFoldResult PadOp::fold(FoldAdaptor) {
   return {};
 }
 
+/// Whether `value` is a splat constant zero.
+static bool isZeroSplat(Value value) {
+  DenseElementsAttr dense;
+  if (!matchPattern(value, m_Constant(&dense)) || !dense.isSplat())
+    return false;
+  Type element = dense.getElementType();
+  if (isa<FloatType>(element))
+    return dense.getSplatValue<APFloat>().isZero();
+  if (isa<IntegerType>(element))
+    return dense.getSplatValue<APInt>().isZero();
+  return false;
+}
+
 OpFoldResult ReduceOp::fold(FoldAdaptor) {
   if (getDims().empty())
     return getOperand();
+  // The sum along the scattered axis of a scatter_add into zeros with one
+  // index per batch position is the updates themselves: each row holds one
+  // update and zeros (indices are in range: trn.scatter_add's contract).
+  // The loss gradient of a cross-entropy (nll_loss's backward scatters
+  // into a zero [tokens, vocabulary] tensor, log_softmax's sums it back).
+  if (auto scatter = getOperand().getDefiningOp<ScatterAddOp>())
+    if (getKind() == ReduceKind::sum &&
+        getDims() == ArrayRef<int64_t>{scatter.getAxis()} &&
+        cast<ShapedType>(scatter.getIndices().getType()).getRank() ==
+            scatter.getBatchDims() &&
+        scatter.getUpdates().getType() == getType() &&
+        isZeroSplat(scatter.getOperand()))
+      return scatter.getUpdates();
   return {};
 }
