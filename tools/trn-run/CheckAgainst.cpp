@@ -235,16 +235,18 @@ CheckOptions checkOptionsFor(const std::map<std::string, std::string> &report,
 }
 
 bool printComparisons(const std::string &graphPath,
-                      const std::vector<OutputComparison> &comparisons) {
+                      const std::vector<OutputComparison> &comparisons,
+                      std::FILE *out) {
   bool allPassed = true;
   for (const OutputComparison &c : comparisons) {
-    std::printf("check %-24s max abs %.3g, max rel %.3g, rtol %s (%s): %s\n",
-                c.name.c_str(), c.maxAbsError, c.maxRelError,
-                toleranceText(c.tolerance).c_str(), c.toleranceReason.c_str(),
-                c.passed ? "ok" : "DIFFERS");
+    std::fprintf(out,
+                 "check %-24s max abs %.3g, max rel %.3g, rtol %s (%s): %s\n",
+                 c.name.c_str(), c.maxAbsError, c.maxRelError,
+                 toleranceText(c.tolerance).c_str(), c.toleranceReason.c_str(),
+                 c.passed ? "ok" : "DIFFERS");
     allPassed &= c.passed;
   }
-  std::printf("check against %s: %s\n", graphPath.c_str(),
-              allPassed ? "all outputs match" : "FAILED");
+  std::fprintf(out, "check against %s: %s\n", graphPath.c_str(),
+               allPassed ? "all outputs match" : "FAILED");
   return allPassed;
 }

@@ -12,6 +12,7 @@
 
 #include "trnrt/Numerics.h"
 
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -74,9 +75,10 @@ bool checkAgainstGraph(const std::string &graphPath,
 CheckOptions checkOptionsFor(const std::map<std::string, std::string> &report,
                              std::optional<double> rtol);
 
-/// Prints a line per output and the verdict against `graphPath`; true when
-/// every output matches.
+/// Prints a line per output and the verdict against `graphPath` on `out`
+/// (stderr when stdout carries --json); true when every output matches.
 bool printComparisons(const std::string &graphPath,
-                      const std::vector<OutputComparison> &comparisons);
+                      const std::vector<OutputComparison> &comparisons,
+                      std::FILE *out);
 
 #endif // TRN_TOOLS_TRN_RUN_CHECKAGAINST_H

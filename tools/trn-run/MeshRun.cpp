@@ -219,7 +219,9 @@ bool checkGlobalOutputs(const MeshCommand &command, const Program &program,
              "ones; not a dist.spmd program)";
     return false;
   }
-  matched = printComparisons(command.checkAgainst, comparisons);
+  // With --json, stdout holds the report alone.
+  matched = printComparisons(command.checkAgainst, comparisons,
+                             command.json ? stderr : stdout);
   return true;
 }
 

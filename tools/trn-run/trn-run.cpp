@@ -515,6 +515,7 @@ int main(int argc, char **argv) {
     return fail(error);
 
   bool checkFailed = false;
+  nlohmann::json checkJson;
   if (!options.checkAgainst.empty()) {
     std::vector<NamedTensor> produced;
     for (const ArtifactTensorInfo &output : info.outputs) {
@@ -528,7 +529,20 @@ int main(int argc, char **argv) {
                            checkOptionsFor(info.report, options.rtol),
                            comparisons, error))
       return fail(error);
-    checkFailed = !printComparisons(options.checkAgainst, comparisons);
+    // With --json, stdout holds the report alone: the lines go to stderr
+    // and the comparisons into the report.
+    checkFailed = !printComparisons(options.checkAgainst, comparisons,
+                                    options.json ? stderr : stdout);
+    checkJson = {{"graph", options.checkAgainst},
+                 {"passed", !checkFailed},
+                 {"outputs", nlohmann::json::array()}};
+    for (const OutputComparison &c : comparisons)
+      checkJson["outputs"].push_back({{"name", c.name},
+                                      {"max_abs_error", c.maxAbsError},
+                                      {"max_rel_error", c.maxRelError},
+                                      {"tolerance", c.tolerance},
+                                      {"tolerance_reason", c.toleranceReason},
+                                      {"passed", c.passed}});
   }
 
   static const char *engines[] = {"tensor", "vector", "scalar", "gpsimd",
@@ -551,6 +565,8 @@ int main(int argc, char **argv) {
     for (size_t e = 0; e < stats.engines.size(); ++e)
       out["engine_busy_percent"][engines[e]] = stats.engines[e].busyPercent;
     out["time_by_kind_ns"] = trnrt::timeByKindJson(stats);
+    if (!checkJson.is_null())
+      out["check_against"] = checkJson;
     if (options.profileSummary)
       out["profile_summary"] = profileSummaryJson(
           stats, size_t(options.profileTop), program.origins);
