@@ -612,7 +612,7 @@ Cache::CleanReport Cache::remove(const std::vector<CacheKey> &keys) {
   return report;
 }
 
-std::vector<VersionTree> Cache::versions() {
+std::vector<VersionTree> Cache::versions(bool scanCurrent) {
   std::vector<VersionTree> trees;
   try {
     for (const std::string &path : versionTrees(opts.root)) {
@@ -621,6 +621,10 @@ std::vector<VersionTree> Cache::versions() {
       tree.version = path.substr(path.find_last_of('/') + 1 + 6);
       tree.current = path == versionDir();
       tree.statistics = readTreeStatistics(path);
+      if (tree.current && !scanCurrent) {
+        trees.push_back(std::move(tree));
+        continue;
+      }
       for (const EntryListing &listing :
            listTree(path, /*withIncomplete=*/false)) {
         ++tree.entries;

@@ -425,7 +425,8 @@ int runStats(Cache &cache, const Options &options) {
     return runZeroStatistics(cache, options);
   std::vector<EntryListing> listings = cache.list();
   std::vector<LockInfo> locks = cache.locks();
-  std::vector<VersionTree> versions = cache.versions();
+  // list() scanned this version's tree already: versions() scans the others.
+  std::vector<VersionTree> versions = cache.versions(/*scanCurrent=*/false);
   Statistics counters = cache.statistics();
   Result<CacheConfig> config = cache.config();
   if (!config)
@@ -571,18 +572,23 @@ int runStats(Cache &cache, const Options &options) {
   return 0;
 }
 
-/// The entries whose key starts with `wanted` (MODULE_ optional), written in
-/// full or in list's short form (16 + 8 hex digits).
-std::vector<EntryListing> entriesMatching(Cache &cache, std::string wanted) {
+/// The entries of `listings` whose key starts with `wanted` (MODULE_
+/// optional), written in full or in list's short form (16 + 8 hex digits).
+std::vector<EntryListing>
+entriesMatching(const std::vector<EntryListing> &listings, std::string wanted) {
   if (wanted.rfind("MODULE_", 0) == 0)
     wanted = wanted.substr(7);
   std::vector<EntryListing> matches;
-  for (EntryListing &l : cache.list()) {
+  for (const EntryListing &l : listings) {
     std::string name = l.key.graph.hex() + "+" + l.key.flags.hex();
     if (name.rfind(wanted, 0) == 0 || shortKey(l.key).rfind(wanted, 0) == 0)
-      matches.push_back(std::move(l));
+      matches.push_back(l);
   }
   return matches;
+}
+std::vector<EntryListing> entriesMatching(Cache &cache,
+                                          const std::string &wanted) {
+  return entriesMatching(cache.list(), wanted);
 }
 
 int runShow(Cache &cache, const Options &options) {
@@ -683,10 +689,12 @@ int printCleanReport(const Cache::CleanReport &report, const Options &options,
 }
 
 int runRemove(Cache &cache, const Options &options) {
-  // Every KEY must name one entry before anything is removed.
+  // Every KEY must name one entry before anything is removed. One listing
+  // serves every KEY.
+  std::vector<EntryListing> listings = cache.list();
   std::vector<CacheKey> keys;
   for (const std::string &wanted : options.positional) {
-    std::vector<EntryListing> matches = entriesMatching(cache, wanted);
+    std::vector<EntryListing> matches = entriesMatching(listings, wanted);
     if (matches.size() != 1)
       return fail("'" + wanted + "' matches " +
                   (matches.empty()

@@ -352,8 +352,10 @@ public:
   /// Zeroes the zeroable counters of every version's tree; false (after a
   /// warning) if some could not be.
   bool zeroStatistics();
-  /// Every version's tree: counters, and a scan of its entries.
-  std::vector<VersionTree> versions();
+  /// Every version's tree: counters, and a scan of its entries. Without
+  /// `scanCurrent` this version's tree is not scanned (entries, bytes and
+  /// compiling unset), for a caller that has list()ed it.
+  std::vector<VersionTree> versions(bool scanCurrent = true);
 
   /// The settings stored in the cache; an error if config.json is damaged.
   Result<CacheConfig> config();
