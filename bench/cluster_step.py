@@ -2,7 +2,7 @@
 """Whole training steps on the tutorials' clusters, simulated at their scale.
 
     bench/cluster_step.py [--configs gpt3-23b-dp32,llama3-70b-dp2,...]
-                          [--json bench-cluster-step.json]
+                          [--json bench-cluster-step.json] [--keep DIR]
 
 Each seed configuration as the tutorials and AWS's benchmark table run it:
 traced from the example by the frontend (extraction mode: one step on meta
@@ -271,13 +271,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--json", default="bench-cluster-step.json")
+    parser.add_argument("--keep", metavar="DIR", type=pathlib.Path,
+                        help="keep each configuration's graph and stage artifacts in DIR/<name> "
+                             "(to profile them with trn-run)")
     options = parser.parse_args()
     names = selected(options.configs, CONFIGS, "configuration")
     bin_dir = build_bin()
     results = []
     for name in names:
-        with tempfile.TemporaryDirectory(prefix="trn-bench-cluster-") as tmp:
-            results.append(run_config(bin_dir, name, CONFIGS[name], pathlib.Path(tmp)))
+        if options.keep:
+            work = options.keep / name
+            work.mkdir(parents=True, exist_ok=True)
+            results.append(run_config(bin_dir, name, CONFIGS[name], work))
+        else:
+            with tempfile.TemporaryDirectory(prefix="trn-bench-cluster-") as tmp:
+                results.append(run_config(bin_dir, name, CONFIGS[name], pathlib.Path(tmp)))
         print(f"{name}: {json.dumps({k: v for k, v in results[-1].items() if k != 'stages'})}",
               file=sys.stderr, flush=True)
     print(f"{'configuration':<17} {'nodes':>5} {'mb':>4} {'step s':>7} {'seq/s':>7} "

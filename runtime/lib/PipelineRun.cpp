@@ -401,6 +401,11 @@ bool runPipelineRank(const Target &target, const BoundPipeline &pipeline,
       timeline.collectives = stats.collectives;
       timeline.transfers = std::move(stats.transfers);
       timeline.recorded = true;
+      if (options.simulator.recordInstructions) {
+        run.profiled[phase] =
+            std::make_shared<const SimulationStats>(std::move(stats));
+        run.profiledMicrobatch[phase] = microbatch;
+      }
     }
     run.spans.push_back({phase, microbatch, clock,
                          clock + timeline.deviceTimeNs,
@@ -559,7 +564,8 @@ bool runPipelineInProcess(const Target &target, const BoundPipeline &pipeline,
                           std::vector<PipelineRankRun> &runs,
                           std::string &error) {
   int ranks = rankCount(pipeline.bound);
-  runs.assign(size_t(ranks), {});
+  runs.clear();
+  runs.resize(size_t(ranks));
   return runEveryRankInProcess(
       pipeline.bound, options.collectiveTimeoutSeconds,
       [&](int rank, Communicator &communicator, std::string &rankError) {
@@ -587,7 +593,8 @@ bool runPipelineMirrored(const Target &target, const BoundPipeline &pipeline,
   };
   MeshRunOptions mirrored = options;
   mirrored.simulator.timingOnly = true;
-  runs.assign(size_t(stages), {});
+  runs.clear();
+  runs.resize(size_t(stages));
   return runRanksInProcess(
       stages, options.collectiveTimeoutSeconds,
       [&](int stage, Communicator &stageRanks, std::string &stageError) {

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 
 namespace trnrt {
 
@@ -497,6 +498,29 @@ static bool writePipelineProfile(const std::string &path,
   return writeTraceEvents(path, events, error);
 }
 
+/// Calls `visit(stage, phase, microbatch, stats, program)` for each stage's
+/// profiled fragments (--profile-summary: each phase's last simulated run),
+/// from the first rank of that stage that kept them.
+template <typename Visit>
+static void forEachProfiledFragment(const BoundPipeline &pipeline,
+                                    const std::vector<PipelineRankRun> &runs,
+                                    Visit visit) {
+  std::set<int64_t> seen;
+  for (const PipelineRankRun &run : runs) {
+    const int64_t stage =
+        rankCoordinates(pipeline.bound, run.rank)[pipeline.axis];
+    if (!run.profiled[0] || !seen.insert(stage).second)
+      continue;
+    for (int phase = 0; phase < 3; ++phase)
+      if (run.profiled[size_t(phase)])
+        visit(stage, phase, run.profiledMicrobatch[size_t(phase)],
+              *run.profiled[size_t(phase)],
+              *pipeline.fragments[size_t(stage)][size_t(phase)]);
+  }
+}
+
+static const char *const kFragmentNames[] = {"forward", "backward", "update"};
+
 int runPipelineCommand(const MeshCommand &command,
                        const std::vector<StageArtifact> &stages) {
   std::string error;
@@ -532,6 +556,7 @@ int runPipelineCommand(const MeshCommand &command,
   options.failRank = testRank("TRNRT_TEST_FAIL_RANK");
   options.stallRank = testRank("TRNRT_TEST_STALL_RANK");
   options.reuseTimelines = command.reuseTimelines;
+  options.simulator.recordInstructions = command.profileSummary;
   std::vector<std::vector<uint8_t>> inputs;
   std::vector<PipelineRankRun> runs;
   const char *where = "threads of one process";
@@ -567,10 +592,14 @@ int runPipelineCommand(const MeshCommand &command,
       job->abortJob("rank 0: " + error, 1);
     if (job->rank() != 0)
       return 0;
-    runs.assign(size_t(world), {});
+    runs.clear();
+    runs.resize(size_t(world));
     for (int r = 0; r < world; ++r)
       if (!decodePipelineRankRun(all[size_t(r)], runs[size_t(r)], error))
         job->abortJob("rank 0: rank " + std::to_string(r) + ": " + error, 1);
+    // Profiles stay with the process that ran them: rank 0's own.
+    runs.front().profiled = std::move(run.profiled);
+    runs.front().profiledMicrobatch = run.profiledMicrobatch;
     where = "one per MPI process";
   } else {
     if (!options.simulator.timingOnly &&
@@ -662,9 +691,40 @@ int runPipelineCommand(const MeshCommand &command,
                               {"time_by_kind_ns", kinds},
                               {"idle_ns", run.idleNs}});
     }
+    if (command.profileSummary) {
+      out["profile_summary"] = nlohmann::json::array();
+      forEachProfiledFragment(
+          pipeline, runs,
+          [&](int64_t stage, int phase, int64_t microbatch,
+              const SimulationStats &stats, const Program &program) {
+            nlohmann::json summary = profileSummaryJson(
+                stats, size_t(command.profileTop), program.origins);
+            summary["stage"] = stage;
+            summary["fragment"] = kFragmentNames[phase];
+            summary["microbatch"] = microbatch;
+            summary["device_time_ns"] = stats.deviceTimeNs;
+            out["profile_summary"].push_back(std::move(summary));
+          });
+    }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
+  // Each stage's fragments as they last ran simulated (the runs after
+  // repeat them), then the step.
+  if (command.profileSummary)
+    forEachProfiledFragment(
+        pipeline, runs,
+        [&](int64_t stage, int phase, int64_t microbatch,
+            const SimulationStats &stats, const Program &program) {
+          std::printf("stage %lld %s (microbatch %lld):\n", (long long)stage,
+                      kFragmentNames[phase], (long long)microbatch);
+          std::fputs(formatProfileSummary(stats, program.target,
+                                          size_t(command.profileTop),
+                                          program.origins)
+                         .c_str(),
+                     stdout);
+          std::printf("\n");
+        });
   // One stage: microbatches accumulate their gradients in the step.
   std::printf("pipeline         %s: %zu stage%s, %lld microbatches, %s\n",
               pipeline.step.c_str(), pipeline.fragments.size(),

@@ -78,7 +78,8 @@ per stage (trn-cc --pp writes them): give them all, with --mesh.
   --profile-summary  print a summary table instead of the short report: per
                      stream busy time and stalls (semaphores, ports, DMA
                      engines), time per opcode, the longest instructions
-                     (with --json: a "profile_summary" object)
+                     (with --json: a "profile_summary" object); for a
+                     pipeline, each stage's fragments as last simulated
   --profile-top N    instructions in the summary's last table (default 10)
   --iterations N     run N times (statistics of the last run)
   --threads N        host threads the simulator may use (default 0: every

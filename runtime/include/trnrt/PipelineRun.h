@@ -25,6 +25,7 @@
 
 #include <array>
 #include <map>
+#include <memory>
 
 namespace trnrt {
 
@@ -90,6 +91,13 @@ struct PipelineRankRun {
   /// runs: together its step time.
   std::array<double, kNumInstructionKinds> kindNs{};
   double idleNs = 0;
+  /// With options.simulator.recordInstructions: the statistics of each
+  /// phase's last simulated run (forward, backward, update), for profile
+  /// summaries: in a 1F1B steady state, not the warm-up's waits;
+  /// `profiledMicrobatch` says which microbatch ran. Kept on the rank that
+  /// ran them (not encoded for other processes).
+  std::array<std::shared_ptr<const SimulationStats>, 3> profiled;
+  std::array<int64_t, 3> profiledMicrobatch{};
 };
 
 /// Runs rank `communicator.rank()` (global inputs by argument index). With
