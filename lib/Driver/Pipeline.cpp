@@ -123,6 +123,9 @@ void mlir::trn::buildTrnGraphPipeline(OpPassManager &pm,
   // -O0 lowers the graph as written, which is what one wants when bisecting
   // a miscompile; every other level simplifies it first.
   if (options.optLevel > 0) {
+    // A tp sum all-reduced, finished whole and then sliced to the rank's
+    // part of the sequence is reduce-scattered and finished on the part.
+    graph.addPass(createTrnSliceBeforeCompute());
     graph.addPass(createCanonicalizerPass());
     graph.addPass(createCSEPass());
     // A reduce-scattered matmul result goes out piece by piece, each while

@@ -221,6 +221,24 @@ def TrnOverlapCollectives : Pass<"trn-overlap-collectives",
   ];
 }
 
+def TrnSliceBeforeCompute : Pass<"trn-slice-before-compute",
+                                  "::mlir::func::FuncOp"> {
+  let summary = "take a rank's slice before elementwise work, and reduce-scatter instead of all-reduce and slice";
+  let description = [{
+    Partitioning can leave a tensor-parallel sum all-reduced, finished by
+    elementwise work on the whole tensor (a bias added), viewed with a
+    size-1 dim more and only then sliced (`dist.all_slice`) to the rank's
+    part of the sequence: twice the traffic of a reduce-scatter, and the
+    elementwise work done tp times over. An `all_slice` moves before what
+    it slices when that has no other reader: before an elementwise op with
+    one operand of the result's shape (the others broadcasts, which are
+    sliced or rebuilt smaller), and before a reshape that only adds or
+    removes size-1 dims. An `all_slice` of a one-reader `all_reduce` over
+    the same axes becomes a `reduce_scatter` along the sliced dim. Every
+    step is exact: each element is computed as before.
+  }];
+}
+
 def TrnChunkReduceScatter : Pass<"trn-chunk-reduce-scatter",
                                   "::mlir::func::FuncOp"> {
   let summary = "reduce-scatter a matmul's result chunk by chunk as it is made";

@@ -1,0 +1,159 @@
+//===- SliceBeforeCompute.cpp - a rank's slice before the work on it ------===//
+//
+// See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "trn/Dialect/Dist/IR/DistOps.h"
+#include "trn/Dialect/Trn/IR/TrnOps.h"
+#include "trn/Dialect/Trn/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::trn {
+#define GEN_PASS_DEF_TRNSLICEBEFORECOMPUTE
+#include "trn/Dialect/Trn/Transforms/Passes.h.inc"
+} // namespace mlir::trn
+
+using namespace mlir;
+using namespace mlir::trn;
+
+namespace {
+
+/// `type` with dim `dim` of size `size` (the element type kept).
+RankedTensorType withDim(Type type, int64_t dim, int64_t size) {
+  auto ranked = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(ranked.getShape());
+  shape[dim] = size;
+  return RankedTensorType::get(shape, ranked.getElementType());
+}
+
+/// The same slice as `slice` (mesh, axes) of `value` along `dim`.
+Value sliceLike(PatternRewriter &rewriter, dist::AllSliceOp slice, Value value,
+                int64_t dim) {
+  int64_t parts = shapeOf(slice.getInput())[slice.getDim()] /
+                  shapeOf(slice.getResult())[slice.getDim()];
+  return rewriter.create<dist::AllSliceOp>(
+      slice.getLoc(),
+      withDim(value.getType(), dim, shapeOf(value)[dim] / parts), value,
+      slice.getMeshAttr(), slice.getAxesAttr(),
+      rewriter.getI64IntegerAttr(dim));
+}
+
+/// all_slice(all_reduce(x)) over the same axes is reduce_scatter(x): each
+/// rank reduces only the part it keeps.
+struct SliceOfAllReduce : OpRewritePattern<dist::AllSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(dist::AllSliceOp slice,
+                                PatternRewriter &rewriter) const override {
+    auto reduce = slice.getInput().getDefiningOp<dist::AllReduceOp>();
+    if (!reduce || !reduce->hasOneUse() ||
+        reduce.getMeshAttr() != slice.getMeshAttr() ||
+        reduce.getAxesAttr() != slice.getAxesAttr())
+      return failure();
+    rewriter.replaceOpWithNewOp<dist::ReduceScatterOp>(
+        slice, slice.getType(), reduce.getInput(), slice.getMeshAttr(),
+        slice.getAxesAttr(), slice.getDimAttr(), reduce.getReductionAttr());
+    return success();
+  }
+};
+
+/// all_slice(reshape(x)) along a dim of size > 1, for a reshape that only
+/// adds or removes size-1 dims: the slice of x along the same dim, viewed.
+struct SliceBeforeUnitReshape : OpRewritePattern<dist::AllSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(dist::AllSliceOp slice,
+                                PatternRewriter &rewriter) const override {
+    auto reshape = slice.getInput().getDefiningOp<ReshapeOp>();
+    if (!reshape || !reshape->hasOneUse())
+      return failure();
+    ArrayRef<int64_t> in = shapeOf(reshape.getOperand()),
+                      out = shapeOf(reshape.getResult());
+    auto kept = [](ArrayRef<int64_t> shape) {
+      SmallVector<int64_t> dims;
+      for (auto [d, size] : llvm::enumerate(shape))
+        if (size != 1)
+          dims.push_back(int64_t(d));
+      return dims;
+    };
+    SmallVector<int64_t> inKept = kept(in), outKept = kept(out);
+    const int64_t dim = slice.getDim();
+    auto position = llvm::find(outKept, dim);
+    if (inKept.size() != outKept.size() || position == outKept.end() ||
+        llvm::any_of(llvm::zip(inKept, outKept), [&](auto pair) {
+          return in[std::get<0>(pair)] != out[std::get<1>(pair)];
+        }))
+      return failure();
+    Value sliced = sliceLike(rewriter, slice, reshape.getOperand(),
+                             inKept[position - outKept.begin()]);
+    rewriter.replaceOpWithNewOp<ReshapeOp>(slice, slice.getType(), sliced);
+    return success();
+  }
+};
+
+/// all_slice(f(x, broadcast(b), ...)) for an elementwise f with one
+/// operand of the result's shape: f(all_slice(x), broadcast(b') ...), where
+/// b' is b's slice when b has the sliced dim, else b itself.
+struct SliceBeforeElementwise : OpRewritePattern<dist::AllSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(dist::AllSliceOp slice,
+                                PatternRewriter &rewriter) const override {
+    Operation *op = slice.getInput().getDefiningOp();
+    if (!op || !op->hasTrait<OpTrait::Elementwise>() ||
+        op->getNumResults() != 1 || op->getNumRegions() != 0 ||
+        !op->hasOneUse())
+      return failure();
+    const int64_t dim = slice.getDim();
+    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+    int whole = 0;
+    for (Value operand : op->getOperands()) {
+      if (operand.getDefiningOp<BroadcastInDimOp>())
+        continue;
+      if (shapeOf(operand) != shape)
+        return failure();
+      ++whole;
+    }
+    // More than one would mean a slice each where there was one.
+    if (whole != 1)
+      return failure();
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands()) {
+      auto broadcast = operand.getDefiningOp<BroadcastInDimOp>();
+      if (!broadcast) {
+        operands.push_back(sliceLike(rewriter, slice, operand, dim));
+        continue;
+      }
+      Value source = broadcast.getOperand();
+      for (auto [d, r] : llvm::enumerate(broadcast.getDims()))
+        if (r == dim && shapeOf(source)[d] != 1)
+          source = sliceLike(rewriter, slice, source, int64_t(d));
+      operands.push_back(rewriter.create<BroadcastInDimOp>(
+          broadcast.getLoc(),
+          withDim(broadcast.getType(), dim, shapeOf(slice.getResult())[dim]),
+          source, broadcast.getDimsAttr()));
+    }
+    OperationState state(op->getLoc(), op->getName());
+    state.addOperands(operands);
+    state.addAttributes(op->getAttrs());
+    state.addTypes(withDim(op->getResult(0).getType(), dim,
+                           shapeOf(slice.getResult())[dim]));
+    rewriter.replaceOp(slice, rewriter.create(state)->getResults());
+    return success();
+  }
+};
+
+struct TrnSliceBeforeComputePass
+    : trn::impl::TrnSliceBeforeComputeBase<TrnSliceBeforeComputePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns
+        .add<SliceOfAllReduce, SliceBeforeUnitReshape, SliceBeforeElementwise>(
+            &getContext());
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
