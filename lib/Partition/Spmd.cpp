@@ -402,6 +402,12 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
       partial = sharding.partial;
       break;
     }
+  // Each factor's share in every operand that has a sharding.
+  SmallVector<SmallVector<std::optional<FactorSharding>>> operandShares;
+  for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+    if (auto it = current.find(operand); it != current.end())
+      factorShardingsOf(it->second, rule->operands[index], *rule, axisSize,
+                        operandShares.emplace_back());
   std::optional<size_t> pendingFactor;
   std::optional<FactorSharding> operandShare;
   for (auto [factor, info] : llvm::enumerate(rule->factors)) {
@@ -411,13 +417,7 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
       pendingFactor = factor;
     if (partial.empty())
       break;
-    for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
-      auto it = current.find(operand);
-      if (it == current.end())
-        continue;
-      SmallVector<std::optional<FactorSharding>> shares;
-      factorShardingsOf(it->second, rule->operands[index], *rule, axisSize,
-                        shares);
+    for (const auto &shares : operandShares)
       if (shares[factor] && shares[factor]->axes == partial) {
         pendingFactor = factor;
         // Its blocks (any layout sums the same, as long as the operands
@@ -425,11 +425,41 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
         operandShare = shares[factor];
         break;
       }
-    }
     if (operandShare)
       break;
   }
-  if (pendingFactor) {
+  // No one factor has them all: a sum over several dims of an operand
+  // split over different axes on each (the batch over dp and the sequence
+  // over tp, a norm weight's gradient under sequence parallelism) keeps
+  // each axis on the factor that has it. Given to one factor, the split
+  // could not hold them (a batch of 2 over tp = 4), legalization dropped
+  // them all, and the sum over dp was lost.
+  SmallVector<std::pair<size_t, FactorSharding>> perAxis;
+  if (!operandShare && partial.size() > 1) {
+    Axes placed;
+    for (auto [factor, info] : llvm::enumerate(rule->factors)) {
+      if (info.kind != FactorKind::Reduction || seen[factor])
+        continue;
+      for (const auto &shares : operandShares) {
+        const std::optional<FactorSharding> &share = shares[factor];
+        if (!share || share->axes.empty() ||
+            !llvm::all_of(share->axes, [&](StringAttr axis) {
+              return llvm::is_contained(partial, axis) &&
+                     !llvm::is_contained(placed, axis);
+            }))
+          continue;
+        llvm::append_range(placed, share->axes);
+        perAxis.push_back({factor, *share});
+        break;
+      }
+    }
+    if (placed.size() != partial.size())
+      perAxis.clear();
+  }
+  if (!perAxis.empty()) {
+    for (auto &[factor, share] : perAxis)
+      factors[factor] = share;
+  } else if (pendingFactor) {
     factors[*pendingFactor].axes = partial;
     if (operandShare)
       factors[*pendingFactor].blocks = operandShare->blocks;

@@ -3,7 +3,7 @@
 // unpartitioned function run on each replica's share of the inputs (results
 // side by side where split over dp, else averaged):
 // RUN: %trn_python %S/Inputs/check_partition.py %s --tools %trn_obj_root/bin -- -dist-propagate -dist-spmd=dp-replicas=true | FileCheck %s --check-prefix=EVAL
-// EVAL: checked 5 functions (5 of one replica's step); skipped 0 splits
+// EVAL: checked 6 functions (6 of one replica's step); skipped 0 splits
 
 // One data-parallel replica's step: the traced batch (8) is each replica's,
 // so dp splits no shape; the weight gradient, a sum over the split batch,
@@ -86,4 +86,24 @@ func.func @count(%kept: tensor<8xi64> {dist.sharding = #dist.sharding<@mesh, [{"
   %n = trn.reduce sum %kept, dims = [0] : (tensor<8xi64>) -> tensor<i64>
   %f = trn.convert %n : tensor<i64> -> tensor<f32>
   return %f : tensor<f32>
+}
+
+// -----
+
+// A sum over the batch (split over the replica axis dp) and the sequence
+// (split over tp, as sequence parallelism splits a norm region): a norm
+// weight's gradient. Each axis stays pending on the dim that has it: the
+// rank sums its own rows and the sum is all-reduced over tp and averaged
+// over dp. (Both axes given to the batch, which cannot hold tp = 4 rows of
+// 2, were dropped: the rows were gathered and the average over dp lost.)
+dist.mesh @mesh <dp = 2, tp = 4>
+// CHECK-LABEL: func.func @sum_over_batch_and_sequence
+// CHECK-NOT: dist.all_gather
+// CHECK: %[[S:.*]] = trn.reduce sum %arg0, dims = [0, 1] : (tensor<2x2x4xf32>) -> tensor<4xf32>
+// CHECK-DAG: dist.all_reduce sum {{.*}} axes = ["tp"]
+// CHECK-DAG: dist.all_reduce mean {{.*}} axes = ["dp"]
+func.func @sum_over_batch_and_sequence(%g: tensor<2x8x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {"tp"}, {}]>})
+    -> tensor<4xf32> {
+  %s = trn.reduce sum %g, dims = [0, 1] : (tensor<2x8x4xf32>) -> tensor<4xf32>
+  return %s : tensor<4xf32>
 }

@@ -279,6 +279,20 @@ def test_zero1_and_sequence_parallelism(name, flags, cache_dir):
                            cache_dir=cache_dir)
 
 
+@pytest.mark.parametrize("per_replica", [1, 2, 3])
+@pytest.mark.parametrize("mesh,grad_accum", [("tp=4", 1), ("dp=2,tp=4", 1), ("tp=4", 2)])
+def test_more_ranks_than_kv_heads_sequence_parallel(mesh, grad_accum, per_replica, cache_dir):
+    """Grouped-query attention with 2 key/value heads over tp = 4 under
+    sequence parallelism: each rank's v is the sequence gathered and
+    repeated to its query head (trn-slice-before-compute makes the gather
+    and the slice an all_to_all); one replica's step (dp, microbatches)
+    reduce-scatters its tp sums."""
+    make_model, loss_fn, make_batch = EXAMPLE_MODELS["llama"]
+    batch = make_batch(grad_accum * _global_batch(mesh, per_replica))
+    assert_sgd_step_parity(make_model, loss_fn, batch, mesh=mesh, grad_accum=grad_accum,
+                           flags="--sequence-parallel", cache_dir=cache_dir)
+
+
 # ---------------------------------------------------------------------------
 # Library idioms: a parameter shared by two modules.
 # ---------------------------------------------------------------------------
