@@ -63,3 +63,46 @@ func.func @left_alone(%partial: tensor<8x4xf32>, %x: tensor<8x4xf32>, %y: tensor
   %s3 = dist.all_slice %merged on @mesh axes = ["tp"] dim = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
   return %sum, %s1, %s2, %s3 : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+dist.mesh @mesh <tp = 4>
+
+// Grouped-query attention's v under sequence parallelism: gathered along
+// the sequence, viewed as [1, kv heads, 1, S, D], repeated to the query
+// heads and sliced to this rank's head. The views apply to the local
+// shard and the gather follows them; all_slice(all_gather) along another
+// dim is then an all_to_all (each rank receives its head's rows).
+// CHECK-LABEL: func.func @repeated_kv_heads
+// CHECK-NOT: dist.all_gather
+// CHECK: %[[V:.*]] = trn.reshape %arg0 : (tensor<2x16xbf16>) -> tensor<1x1x2x2x8xbf16>
+// CHECK: %[[T:.*]] = trn.transpose %[[V]], perm = [0, 3, 1, 2, 4] : (tensor<1x1x2x2x8xbf16>) -> tensor<1x2x1x2x8xbf16>
+// CHECK: %[[B:.*]] = trn.broadcast_in_dim %[[T]], dims = [0, 1, 2, 3, 4] : (tensor<1x2x1x2x8xbf16>) -> tensor<1x2x2x2x8xbf16>
+// CHECK: %[[R:.*]] = trn.reshape %[[B]] : (tensor<1x2x2x2x8xbf16>) -> tensor<1x4x2x8xbf16>
+// CHECK: dist.all_to_all %[[R]] on @mesh axes = ["tp"] split_dim = 1 concat_dim = 2 : tensor<1x4x2x8xbf16> -> tensor<1x1x8x8xbf16>
+// CHECK-NOT: dist.all_slice
+func.func @repeated_kv_heads(%v: tensor<2x16xbf16>) -> tensor<1x1x8x8xbf16> attributes {dist.spmd} {
+  %g = dist.all_gather %v on @mesh axes = ["tp"] dim = 0 : tensor<2x16xbf16> -> tensor<8x16xbf16>
+  %0 = trn.reshape %g : (tensor<8x16xbf16>) -> tensor<1x1x8x2x8xbf16>
+  %1 = trn.transpose %0, perm = [0, 3, 1, 2, 4] : (tensor<1x1x8x2x8xbf16>) -> tensor<1x2x1x8x8xbf16>
+  %2 = trn.broadcast_in_dim %1, dims = [0, 1, 2, 3, 4] : (tensor<1x2x1x8x8xbf16>) -> tensor<1x2x2x8x8xbf16>
+  %3 = trn.reshape %2 : (tensor<1x2x2x8x8xbf16>) -> tensor<1x4x8x8xbf16>
+  %4 = dist.all_slice %3 on @mesh axes = ["tp"] dim = 1 : tensor<1x4x8x8xbf16> -> tensor<1x1x8x8xbf16>
+  return %4 : tensor<1x1x8x8xbf16>
+}
+
+// -----
+
+dist.mesh @mesh <tp = 4>
+
+// Left alone: a view that merges the gathered dim with another (the gather
+// cannot follow it).
+// CHECK-LABEL: func.func @gathered_dim_merged
+// CHECK: dist.all_gather
+// CHECK: dist.all_slice
+func.func @gathered_dim_merged(%v: tensor<2x16xbf16>) -> tensor<32xbf16> attributes {dist.spmd} {
+  %g = dist.all_gather %v on @mesh axes = ["tp"] dim = 0 : tensor<2x16xbf16> -> tensor<8x16xbf16>
+  %0 = trn.reshape %g : (tensor<8x16xbf16>) -> tensor<128xbf16>
+  %1 = dist.all_slice %0 on @mesh axes = ["tp"] dim = 0 : tensor<128xbf16> -> tensor<32xbf16>
+  return %1 : tensor<32xbf16>
+}

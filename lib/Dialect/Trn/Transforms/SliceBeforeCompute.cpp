@@ -143,13 +143,95 @@ struct SliceBeforeElementwise : OpRewritePattern<dist::AllSliceOp> {
   }
 };
 
+/// Where dim `dim` of `view`'s operand is in its result when the view keeps
+/// it whole (a transpose moves it, a broadcast maps it, a reshape keeps
+/// the elements before it and its size); none otherwise.
+std::optional<int64_t> keptDim(Operation *view, int64_t dim) {
+  ArrayRef<int64_t> in = shapeOf(view->getOperand(0)),
+                    out = shapeOf(view->getResult(0));
+  if (auto transpose = dyn_cast<TransposeOp>(view)) {
+    auto at = llvm::find(transpose.getPerm(), dim);
+    return int64_t(at - transpose.getPerm().begin());
+  }
+  if (auto broadcast = dyn_cast<BroadcastInDimOp>(view)) {
+    int64_t to = broadcast.getDims()[dim];
+    if (out[to] != in[dim])
+      return std::nullopt;
+    return to;
+  }
+  int64_t before = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    before *= in[d];
+  int64_t outBefore = 1;
+  for (int64_t d = 0; d < int64_t(out.size()) && outBefore <= before; ++d) {
+    if (outBefore == before && out[d] == in[dim])
+      return d;
+    outBefore *= out[d];
+  }
+  return std::nullopt;
+}
+
+/// all_slice(views(all_gather(x))) over the same axes, through reshapes,
+/// transposes and broadcasts that keep the gathered dim whole: the views
+/// apply to x and the gather follows them, so that all_slice(all_gather)
+/// becomes an all_to_all (dist's canonicalization). Llama's v, gathered
+/// along the sequence and repeated from 8 kv heads to the query heads, was
+/// gathered whole, repeated (64 MiB at seq 8192) and sliced to a head.
+struct SliceOfViewedGather : OpRewritePattern<dist::AllSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(dist::AllSliceOp slice,
+                                PatternRewriter &rewriter) const override {
+    SmallVector<Operation *> views;
+    Value value = slice.getInput();
+    while (isa_and_nonnull<ReshapeOp, TransposeOp, BroadcastInDimOp>(
+               value.getDefiningOp()) &&
+           value.hasOneUse()) {
+      views.push_back(value.getDefiningOp());
+      value = views.back()->getOperand(0);
+    }
+    auto gather = value.getDefiningOp<dist::AllGatherOp>();
+    if (views.empty() || !gather || !gather->hasOneUse() ||
+        gather.getMeshAttr() != slice.getMeshAttr() ||
+        gather.getAxesAttr() != slice.getAxesAttr())
+      return failure();
+    // The gathered dim through the views, first to last.
+    int64_t dim = gather.getDim();
+    int64_t parts =
+        shapeOf(gather.getResult())[dim] / shapeOf(gather.getInput())[dim];
+    SmallVector<int64_t> dims;
+    for (Operation *view : llvm::reverse(views)) {
+      std::optional<int64_t> next = keptDim(view, dim);
+      if (!next)
+        return failure();
+      dims.push_back(dim = *next);
+    }
+    Value local = gather.getInput();
+    for (auto [view, at] : llvm::zip(llvm::reverse(views), dims)) {
+      Type type = view->getResult(0).getType();
+      OperationState state(view->getLoc(), view->getName());
+      state.addOperands(local);
+      state.addAttributes(view->getAttrs());
+      state.addTypes(
+          withDim(type, at, shapeOf(view->getResult(0))[at] / parts));
+      local = rewriter.create(state)->getResult(0);
+    }
+    Value gathered = rewriter.create<dist::AllGatherOp>(
+        gather.getLoc(), slice.getInput().getType(), local,
+        gather.getMeshAttr(), gather.getAxesAttr(),
+        rewriter.getI64IntegerAttr(dims.back()));
+    rewriter.modifyOpInPlace(slice, [&] { slice->setOperand(0, gathered); });
+    return success();
+  }
+};
+
 struct TrnSliceBeforeComputePass
     : trn::impl::TrnSliceBeforeComputeBase<TrnSliceBeforeComputePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns
-        .add<SliceOfAllReduce, SliceBeforeUnitReshape, SliceBeforeElementwise>(
-            &getContext());
+    patterns.add<SliceOfAllReduce, SliceBeforeUnitReshape,
+                 SliceBeforeElementwise, SliceOfViewedGather>(&getContext());
+    // all_slice(all_gather) along another dim: an all_to_all.
+    dist::AllSliceOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

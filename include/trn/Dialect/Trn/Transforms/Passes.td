@@ -234,8 +234,13 @@ def TrnSliceBeforeCompute : Pass<"trn-slice-before-compute",
     one operand of the result's shape (the others broadcasts, which are
     sliced or rebuilt smaller), and before a reshape that only adds or
     removes size-1 dims. An `all_slice` of a one-reader `all_reduce` over
-    the same axes becomes a `reduce_scatter` along the sliced dim. Every
-    step is exact: each element is computed as before.
+    the same axes becomes a `reduce_scatter` along the sliced dim. An
+    `all_slice` of an `all_gather` seen through reshapes, transposes and
+    broadcasts that keep the gathered dim whole (grouped-query attention's
+    v, gathered along the sequence and repeated to the query heads) has the
+    views applied to the local shard first, and `all_slice(all_gather)`
+    along another dim becomes an `all_to_all`. Every step is exact: each
+    element is computed as before.
   }];
 }
 
