@@ -485,6 +485,25 @@ Partitioner::wantedOperands(Operation *op, ArrayRef<Sharding> results,
   while (legalizeFactors(rule->operands, *rule, axisSize, factors) ||
          legalizeFactors(rule->results, *rule, axisSize, factors)) {
   }
+  // A replica axis an operand splits a reduction factor over stays on it:
+  // it splits no shape, so it was never gathered, and each replica sums
+  // only its own rows. Dropped, a result wanted whole (a sum over the
+  // batch returned as is) would be one replica's sum where it must be
+  // their average.
+  auto anyFactorHas = [&](StringAttr axis) {
+    return llvm::any_of(factors, [&](const FactorSharding &share) {
+      return llvm::is_contained(share.axes, axis);
+    });
+  };
+  for (auto [factor, info] : llvm::enumerate(rule->factors)) {
+    if (info.kind != FactorKind::Reduction)
+      continue;
+    for (const auto &shares : operandShares)
+      if (shares[factor])
+        for (StringAttr axis : shares[factor]->axes)
+          if (replicaAxes.contains(axis) && !anyFactorHas(axis))
+            factors[factor].axes.push_back(axis);
+  }
   for (const ShardingRule::TensorFactors &dims : rule->operands)
     wanted.push_back(shardingFromFactors(dims, *rule, factors));
   // What each result then is: its dimensions from the (legal) factors, and

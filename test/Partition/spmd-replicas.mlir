@@ -3,7 +3,7 @@
 // unpartitioned function run on each replica's share of the inputs (results
 // side by side where split over dp, else averaged):
 // RUN: %trn_python %S/Inputs/check_partition.py %s --tools %trn_obj_root/bin -- -dist-propagate -dist-spmd=dp-replicas=true | FileCheck %s --check-prefix=EVAL
-// EVAL: checked 6 functions (6 of one replica's step); skipped 0 splits
+// EVAL: checked 7 functions (7 of one replica's step); skipped 0 splits
 
 // One data-parallel replica's step: the traced batch (8) is each replica's,
 // so dp splits no shape; the weight gradient, a sum over the split batch,
@@ -104,6 +104,21 @@ dist.mesh @mesh <dp = 2, tp = 4>
 // CHECK-DAG: dist.all_reduce mean {{.*}} axes = ["dp"]
 func.func @sum_over_batch_and_sequence(%g: tensor<2x8x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {"tp"}, {}]>})
     -> tensor<4xf32> {
+  %s = trn.reduce sum %g, dims = [0, 1] : (tensor<2x8x4xf32>) -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// The same sum returned whole (its result annotated): the sum over tp is
+// made whole by a gather, and each replica's sum over its own batch is still
+// averaged over dp (dp splits no shape, so nothing gathered it).
+dist.mesh @mesh <dp = 2, tp = 4>
+// CHECK-LABEL: func.func @sum_returned_whole
+// CHECK: %[[S:.*]] = trn.reduce sum
+// CHECK: dist.all_reduce mean %[[S]] on @mesh axes = ["dp"] : tensor<4xf32>
+func.func @sum_returned_whole(%g: tensor<2x8x4xf32> {dist.sharding = #dist.sharding<@mesh, [{"dp"}, {"tp"}, {}]>})
+    -> (tensor<4xf32> {dist.sharding = #dist.sharding<@mesh, [{}]>}) {
   %s = trn.reduce sum %g, dims = [0, 1] : (tensor<2x8x4xf32>) -> tensor<4xf32>
   return %s : tensor<4xf32>
 }
