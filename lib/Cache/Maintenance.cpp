@@ -412,6 +412,16 @@ Cache::CleanReport Cache::clean(bool all, double olderThanSeconds) {
   return report;
 }
 
+std::optional<std::string> Cache::checkEntry(const Entry &entry) {
+  LoadedEntry loaded =
+      loadEntry(entry.path, entry.key, VerifyLevel::Everything);
+  if (loaded.state == LoadState::Corrupt)
+    return loaded.problem;
+  if (loaded.state == LoadState::Unreadable)
+    return "unreadable: " + loaded.problem;
+  return std::nullopt;
+}
+
 Cache::VerifyReport Cache::verify(bool fix) {
   VerifyReport report;
   try {

@@ -615,6 +615,8 @@ int runShow(Cache &cache, const Options &options) {
                 "; nothing to show (trn-cache clean removes it)");
   const Entry &entry = *listing.entry;
   Result<std::string> log = cache.readLog(entry);
+  // Listing checks sizes only: a damaged artifact would show as "done".
+  std::optional<std::string> corrupt = cache.checkEntry(entry);
   if (options.json) {
     json out = {{"key", entry.key.dirName()},
                 {"path", entry.path},
@@ -628,14 +630,17 @@ int runShow(Cache &cache, const Options &options) {
                 {"log", log ? *log : ""}};
     if (!log)
       out["log_error"] = log.error;
+    if (corrupt)
+      out["corrupt"] = *corrupt;
     std::cout << out.dump(2) << "\n";
-    return log ? 0 : 1;
+    return log && !corrupt ? 0 : 1;
   }
   const EntryMetadata &m = entry.metadata;
   std::cout << "key:          " << entry.key.dirName() << "\n";
   std::cout << "path:         " << entry.path << "\n";
-  std::cout << "status:       " << statusName(entry.status);
-  if (entry.status == EntryStatus::Failed)
+  std::cout << "status:       "
+            << (corrupt ? "corrupt" : statusName(entry.status));
+  if (!corrupt && entry.status == EntryStatus::Failed)
     std::cout << " (" << failureKindName(entry.failure) << ")";
   std::cout << "\n";
   if (!entry.diagnostic.empty())
@@ -654,6 +659,10 @@ int runShow(Cache &cache, const Options &options) {
   std::cout << "created:      " << humanTime(m.createdUnix) << "\n";
   std::cout << "last used:    " << humanTime(entry.lastUsedUnix) << "\n";
   std::cout << "size:         " << formatSize(entry.sizeBytes) << "\n";
+  if (corrupt)
+    return fail(entry.path + " is corrupt: " + *corrupt +
+                "; trn-cache verify --fix quarantines it and the next "
+                "compile of this graph replaces it");
   if (!log)
     return fail(log.error);
   std::cout << "--- compile log ---\n" << *log;

@@ -331,6 +331,10 @@ public:
   };
   /// Verifies every checksum; with `fix`, quarantines corrupt entries.
   VerifyReport verify(bool fix);
+  /// Verifies every checksum of one entry (what `list` reads checks sizes
+  /// only): why it is corrupt or unreadable, or nothing when it is sound
+  /// or gone.
+  std::optional<std::string> checkEntry(const Entry &entry);
   /// Evicts least-recently-used entries, of every compiler version's tree,
   /// until their total is at most maxBytes; never an entry that is locked or
   /// being written. Sets each tree's size counter to what it found.
