@@ -41,6 +41,23 @@ Value sliceLike(PatternRewriter &rewriter, dist::AllSliceOp slice, Value value,
       rewriter.getI64IntegerAttr(dim));
 }
 
+/// Where dim `dim` of shape `in` is in shape `out` when a reshape from one
+/// to the other keeps it whole (the same size after as many elements): a
+/// contiguous slice along it is then one along that dim.
+std::optional<int64_t> reshapedDim(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
+                                   int64_t dim) {
+  int64_t before = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    before *= in[d];
+  int64_t outBefore = 1;
+  for (int64_t d = 0; d < int64_t(out.size()) && outBefore <= before; ++d) {
+    if (outBefore == before && out[d] == in[dim])
+      return d;
+    outBefore *= out[d];
+  }
+  return std::nullopt;
+}
+
 /// all_slice(all_reduce(x)) over the same axes is reduce_scatter(x): each
 /// rank reduces only the part it keeps.
 struct SliceOfAllReduce : OpRewritePattern<dist::AllSliceOp> {
@@ -59,34 +76,21 @@ struct SliceOfAllReduce : OpRewritePattern<dist::AllSliceOp> {
   }
 };
 
-/// all_slice(reshape(x)) along a dim of size > 1, for a reshape that only
-/// adds or removes size-1 dims: the slice of x along the same dim, viewed.
-struct SliceBeforeUnitReshape : OpRewritePattern<dist::AllSliceOp> {
+/// all_slice(reshape(x)) along a dim the reshape keeps whole: the slice of
+/// x along that dim, viewed.
+struct SliceBeforeReshape : OpRewritePattern<dist::AllSliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(dist::AllSliceOp slice,
                                 PatternRewriter &rewriter) const override {
     auto reshape = slice.getInput().getDefiningOp<ReshapeOp>();
     if (!reshape || !reshape->hasOneUse())
       return failure();
-    ArrayRef<int64_t> in = shapeOf(reshape.getOperand()),
-                      out = shapeOf(reshape.getResult());
-    auto kept = [](ArrayRef<int64_t> shape) {
-      SmallVector<int64_t> dims;
-      for (auto [d, size] : llvm::enumerate(shape))
-        if (size != 1)
-          dims.push_back(int64_t(d));
-      return dims;
-    };
-    SmallVector<int64_t> inKept = kept(in), outKept = kept(out);
-    const int64_t dim = slice.getDim();
-    auto position = llvm::find(outKept, dim);
-    if (inKept.size() != outKept.size() || position == outKept.end() ||
-        llvm::any_of(llvm::zip(inKept, outKept), [&](auto pair) {
-          return in[std::get<0>(pair)] != out[std::get<1>(pair)];
-        }))
+    std::optional<int64_t> dim =
+        reshapedDim(shapeOf(reshape.getResult()), shapeOf(reshape.getOperand()),
+                    slice.getDim());
+    if (!dim)
       return failure();
-    Value sliced = sliceLike(rewriter, slice, reshape.getOperand(),
-                             inKept[position - outKept.begin()]);
+    Value sliced = sliceLike(rewriter, slice, reshape.getOperand(), *dim);
     rewriter.replaceOpWithNewOp<ReshapeOp>(slice, slice.getType(), sliced);
     return success();
   }
@@ -159,16 +163,7 @@ std::optional<int64_t> keptDim(Operation *view, int64_t dim) {
       return std::nullopt;
     return to;
   }
-  int64_t before = 1;
-  for (int64_t d = 0; d < dim; ++d)
-    before *= in[d];
-  int64_t outBefore = 1;
-  for (int64_t d = 0; d < int64_t(out.size()) && outBefore <= before; ++d) {
-    if (outBefore == before && out[d] == in[dim])
-      return d;
-    outBefore *= out[d];
-  }
-  return std::nullopt;
+  return reshapedDim(in, out, dim);
 }
 
 /// all_slice(views(all_gather(x))) over the same axes, through reshapes,
@@ -228,8 +223,8 @@ struct TrnSliceBeforeComputePass
     : trn::impl::TrnSliceBeforeComputeBase<TrnSliceBeforeComputePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<SliceOfAllReduce, SliceBeforeUnitReshape,
-                 SliceBeforeElementwise, SliceOfViewedGather>(&getContext());
+    patterns.add<SliceOfAllReduce, SliceBeforeReshape, SliceBeforeElementwise,
+                 SliceOfViewedGather>(&getContext());
     // all_slice(all_gather) along another dim: an all_to_all.
     dist::AllSliceOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(

@@ -232,8 +232,8 @@ def TrnSliceBeforeCompute : Pass<"trn-slice-before-compute",
     elementwise work done tp times over. An `all_slice` moves before what
     it slices when that has no other reader: before an elementwise op with
     one operand of the result's shape (the others broadcasts, which are
-    sliced or rebuilt smaller), and before a reshape that only adds or
-    removes size-1 dims. An `all_slice` of a one-reader `all_reduce` over
+    sliced or rebuilt smaller), and before a reshape that keeps the sliced
+    dim whole (a view as [1, S, H]). An `all_slice` of a one-reader `all_reduce` over
     the same axes becomes a `reduce_scatter` along the sliced dim. An
     `all_slice` of an `all_gather` seen through reshapes, transposes and
     broadcasts that keep the gathered dim whole (grouped-query attention's
